@@ -1,0 +1,102 @@
+"""The ``paramgeo`` command line: geometry queries on registered parameterizations.
+
+The CLI holds no mathematics: each command resolves a plugin, calls one engine and renders the
+result as text or ``--json``. Subcommands live in their own modules and are imported only when
+invoked (click's lazy-loading pattern), so ``paramgeo --help`` never imports sympy or
+geomstats. Every :class:`~paramgeo.errors.ParamgeoError` becomes one line on stderr and exit
+code 2, here and nowhere else.
+"""
+
+import importlib
+import os
+import sys
+
+import click
+
+from ..errors import ParamgeoError
+
+#: command name -> "module:function" (relative to paramgeo.cli); add one line per command.
+COMMANDS = {
+    "list": "_core:list_cmd",
+    "describe": "_core:describe_cmd",
+    "rank": "_core:rank_cmd",
+    "check": "_core:check_cmd",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a subcommand's module on first use and maps errors."""
+
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, cmd_name):
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        return getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except ParamgeoError as exc:
+            raise UserError(str(exc)) from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bug, not a user error: say so in one line, keep exit != 0
+            if os.environ.get("PARAMGEO_DEBUG"):
+                raise
+            raise InternalError(
+                f"internal error: {type(exc).__name__}: {exc} "
+                "(set PARAMGEO_DEBUG=1 for the traceback and please report it)"
+            ) from None
+
+
+class UserError(click.ClickException):
+    """A user mistake: one line on stderr, exit code 2."""
+
+    exit_code = 2
+
+    def show(self, file=None):
+        click.echo(f"Error: {self.format_message()}", err=True)
+
+
+class InternalError(UserError):
+    exit_code = 1
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--plugin",
+    "plugin_files",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Load parameterizations from a Python file (repeatable).",
+)
+@click.version_option(package_name="paramgeo")
+def main(plugin_files):
+    """Geometry of neural-network parameterizations.
+
+    \b
+    Examples:
+      paramgeo list
+      paramgeo describe uut -p d=4 -p r=2
+      paramgeo rank uut -p d=4 -p r=2 --at U.npy --json
+      paramgeo --plugin my_param.py check mine
+    """
+    from ..registry import load_plugin_file
+
+    try:
+        for path in plugin_files:
+            load_plugin_file(path)
+    except ParamgeoError as exc:
+        raise UserError(str(exc)) from None
+
+
+def run():  # pragma: no cover - console entry for `python cli.py`
+    main(prog_name="paramgeo")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(run())

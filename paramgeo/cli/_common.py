@@ -1,0 +1,98 @@
+"""Option bundles and helpers shared by every paramgeo command."""
+
+import json
+from pathlib import Path
+
+import click
+import numpy as np
+
+from ..errors import ParamgeoError, ShapeError, SizeError
+
+
+def json_option(f):
+    """``--json``: print the result as JSON instead of text."""
+    return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(f)
+
+
+def sizes_option(f):
+    """``-p KEY=VALUE`` (repeatable): the plugin's size parameters."""
+    return click.option(
+        "-p",
+        "--param",
+        "sizes",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="A size of the parameterization, e.g. -p d=4 -p r=2 (repeatable).",
+    )(f)
+
+
+def point_options(f):
+    """``--seed N`` / ``--at FILE.npy``: where to evaluate (random point or a saved theta)."""
+    f = click.option("--seed", type=int, default=0, show_default=True,
+                     help="Seed of the random point (ignored with --at).")(f)
+    return click.option("--at", "at", type=click.Path(dir_okay=False),
+                        help="A .npy file holding theta (flat, or the shape of a single block).")(f)
+
+
+def parse_sizes(pairs):
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise SizeError(f"size {pair!r} must look like KEY=VALUE, e.g. -p d=4")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def resolve(name, sizes):
+    """Instantiate plugin ``name`` (or load the plugin file ``name`` if it ends in .py)."""
+    from ..registry import get, load_plugin_file
+
+    if name.endswith(".py"):
+        names = load_plugin_file(name)
+        if len(names) != 1:
+            raise ParamgeoError(
+                f"{name} defines several parameterizations ({', '.join(names)}); "
+                "load it with --plugin and name one"
+            )
+        name = names[0]
+    return get(name, **parse_sizes(sizes))
+
+
+def load_point(param, at, seed):
+    """theta from a .npy file (validated) or a random point from ``seed``."""
+    if at is None:
+        return param.random_point(np.random.default_rng(seed))
+    path = Path(at)
+    if not path.is_file():
+        raise ParamgeoError(f"point file {at!r} does not exist")
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise ShapeError(f"point file {at!r} is not a readable .npy array ({exc})") from None
+    blocks = list(param.spec.blocks.values())
+    if arr.size != param.n or (arr.ndim > 1 and len(blocks) == 1 and arr.shape != blocks[0]):
+        raise ShapeError(
+            f"point file {at!r} holds shape {arr.shape}; {param.name} needs {param.n} entries "
+            f"(blocks {dict(param.spec.blocks)})"
+        )
+    return param.as_theta(arr.ravel())
+
+
+def emit(result, as_json, text=None):
+    """Print ``result`` as JSON (``to_dict``) or as text (``text`` or ``str(result)``)."""
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        click.echo(text if text is not None else str(result))
+
+
+def table(rows, headers):
+    """A plain-text table with aligned columns."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
+              for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells]
+    return "\n".join(line.rstrip() for line in out)

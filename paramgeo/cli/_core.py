@@ -1,0 +1,127 @@
+"""Core commands: list, describe, rank, check."""
+
+import dataclasses
+import json
+
+import click
+
+from ..results import Result
+from ._common import emit, json_option, load_point, point_options, resolve, sizes_option, table
+
+
+@click.command("list")
+@json_option
+def list_cmd(as_json):
+    """List the registered parameterizations with their sizes.
+
+    Example: paramgeo list
+    """
+    from ..registry import available, get_class
+
+    rows = []
+    for name in available():
+        cls = get_class(name)
+        sizes = {k: s.default for k, s in cls.size_params.items()}
+        doc = (cls.__doc__ or "").strip().splitlines()
+        rows.append({"name": name, "sizes": sizes, "summary": doc[0] if doc else ""})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, default=str))
+        return
+    click.echo(table(
+        [(r["name"], " ".join(f"{k}={_fmt(v)}" for k, v in r["sizes"].items()), r["summary"])
+         for r in rows],
+        ["name", "sizes (defaults)", "summary"],
+    ))
+
+
+def _fmt(v):
+    return ",".join(map(str, v)) if isinstance(v, (tuple, list)) else str(v)
+
+
+@click.command("describe")
+@click.argument("name", required=False)
+@sizes_option
+@click.option("--all", "all_", is_flag=True, help="Describe every plugin at its default sizes.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random points.")
+@json_option
+def describe_cmd(name, sizes, all_, seed, as_json):
+    """Dimensions, generic rank, symmetry group and quotient dimension of a parameterization.
+
+    Example: paramgeo describe uut -p d=4 -p r=2 --json
+    """
+    from ..describe import describe
+    from ..registry import available, get
+
+    if all_:
+        results = [describe(get(n), seed=seed) for n in available()]
+        if as_json:
+            click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+            return
+        click.echo(table(
+            [(r.name, " ".join(f"{k}={_fmt(v)}" for k, v in r.sizes.items()), r.param_dim,
+              r.predictor_dim, r.generic_rank,
+              f"{r.symmetry['name']} ({r.symmetry['dim']})" if r.symmetry else "-",
+              r.quotient_dim, "yes" if r.rank_is_quotient_dim else "no")
+             for r in results],
+            ["name", "sizes", "n", "m", "generic rank", "symmetry (dim)", "quotient dim",
+             "rank = quotient dim"],
+        ))
+        return
+    if not name:
+        raise click.UsageError("give a parameterization NAME or --all")
+    emit(describe(resolve(name, sizes), seed=seed), as_json)
+
+
+@dataclasses.dataclass(frozen=True)
+class _RankReport(Result):
+    name: str
+    rank: int
+    generic_rank: int
+    singular_values: list
+    tol: float
+    gap: float
+    doubtful: bool
+
+
+@click.command("rank")
+@click.argument("name")
+@sizes_option
+@point_options
+@json_option
+def rank_cmd(name, sizes, at, seed, as_json):
+    """Rank of the Jacobian at a point, the generic rank and the singular values.
+
+    Example: paramgeo rank uut -p d=4 -p r=2 --at U.npy --json
+    """
+    from ..geometry import generic_rank, rank_at
+
+    param = resolve(name, sizes)
+    decision = rank_at(param, load_point(param, at, seed))
+    report = _RankReport(param.name, decision.rank, generic_rank(param), decision.singular_values,
+                         decision.tol, decision.gap, decision.doubtful)
+    text = (f"{param.name}: rank {report.rank} (generic rank {report.generic_rank}); "
+            f"tol {report.tol:.2e}, gap {report.gap:.3g}"
+            + ("; DOUBTFUL: a singular value is near the tolerance" if report.doubtful else "")
+            + "\nsingular values: " + " ".join(f"{s:.4g}" for s in report.singular_values))
+    emit(report, as_json, text)
+
+
+@click.command("check")
+@click.argument("name")
+@sizes_option
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random points.")
+@json_option
+def check_cmd(name, sizes, seed, as_json):
+    """Run the contract check on a plugin (by name or .py file); exit 1 if a property fails.
+
+    Example: paramgeo check hadamard -p p=3
+    """
+    from ..contract import check
+
+    report = check(resolve(name, sizes), seed=seed)
+    emit(report, as_json)
+    if not report.passed:
+        failed = sorted({item.property for item in report.failures()})
+        raise click.exceptions.Exit(1) if as_json else click.ClickException(
+            f"{report.name} fails the contract: {', '.join(failed)}"
+        )

@@ -1,0 +1,202 @@
+"""The contract check: does a plugin's behaviour match what the contract promises?
+
+``check(param)`` evaluates, at a few random points drawn from ``param.random_point``:
+
+* ``forward``: phi(theta) has ``predictor_shape`` and finite entries;
+* ``jacobian-autograd``: a closed-form J agrees with autograd's (only if overridden);
+* ``jacobian-fd``: J agrees with central finite differences, step h = 1e-6 (1 + |theta|_inf);
+* ``jvp`` / ``vjp``: J v and J^T w agree with the Jacobian;
+* ``invariance``: phi(g . theta) = phi(theta) for random group elements g;
+* ``generators-in-kernel``: J(theta) X = 0 for the symmetry generators X;
+* ``generators-rank``: the generators at a random point have rank dim G;
+* ``horizontal-projection``: a closed form agrees with the generic v - V V^T v;
+* ``symbolic``: the sympy expressions agree with forward;
+* ``architecture``: the graph is a networkx DiGraph whose edge ``index`` attributes address theta.
+
+Every failure reports the property, the point, the relative error and the tolerance, and a hint.
+Errors are relative: ||a - b|| / max(||b||, 1).
+"""
+
+import dataclasses
+
+import numpy as np
+
+from .errors import ParamgeoError
+from .results import Result
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckItem(Result):
+    """One property checked at one point."""
+
+    property: str
+    passed: bool
+    error: float
+    tolerance: float
+    point: int
+    hint: str = ""
+
+    def __str__(self):
+        mark = "ok  " if self.passed else "FAIL"
+        where = f"point {self.point}" if self.point >= 0 else "plugin"
+        msg = (f"{mark}  {self.property:<24} {where}: error {self.error:.2e} "
+               f"(tol {self.tolerance:.0e})")
+        return msg if self.passed else f"{msg}; {self.hint}"
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckReport(Result):
+    """The outcome of :func:`check`: ``passed`` and one :class:`CheckItem` per property/point."""
+
+    name: str
+    sizes: dict
+    passed: bool
+    items: tuple
+
+    def failures(self):
+        return [item for item in self.items if not item.passed]
+
+    def __str__(self):
+        """One line per property (worst point); failing points are listed in full."""
+        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
+        lines = [f"{self.name} ({sizes}): {'passed' if self.passed else 'FAILED'}"]
+        worst = {}
+        for item in self.items:
+            if item.property not in worst or item.error > worst[item.property].error:
+                worst[item.property] = item
+        for prop, item in worst.items():
+            if item.passed:
+                lines.append(f"  ok    {prop:<24} worst error {item.error:.1e} (tol {item.tolerance:.0e})")
+        lines += ["  " + str(item) for item in self.failures()]
+        return "\n".join(lines)
+
+
+def _rel(a, b):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.shape != b.shape:
+        return float("inf")
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1.0))
+
+
+def finite_difference_jacobian(param, theta, h=1e-6):
+    """Central finite differences (phi(theta + h e_j) - phi(theta - h e_j)) / 2h, m x n."""
+    step = h * (1.0 + np.max(np.abs(theta)))
+    cols = []
+    for j in range(param.n):
+        e = np.zeros(param.n)
+        e[j] = step
+        cols.append(
+            (np.asarray(param.forward_flat(theta + e)) - np.asarray(param.forward_flat(theta - e)))
+            / (2 * step)
+        )
+    return np.stack(cols, axis=1)
+
+
+def _autograd_jacobian(param, theta):
+    from .parameterization import Parameterization
+
+    return Parameterization.jacobian(param, theta)
+
+
+def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
+    """Run the contract check on an instantiated parameterization; returns a CheckReport.
+
+    ``tol`` is the relative tolerance of the exact identities (closed forms, invariance,
+    generators in the kernel); finite differences get ``max(tol, 1e-5)``.
+    """
+    rng = np.random.default_rng(seed)
+    items = []
+
+    def add(prop, err, tolerance, point, hint):
+        items.append(CheckItem(prop, bool(err <= tolerance), float(err), tolerance, point, hint))
+
+    try:
+        group = param.symmetry() if param.provides("symmetry") else None
+    except ParamgeoError as exc:
+        group = None
+        add("symmetry", float("inf"), 0.0, -1, f"symmetry() raised: {exc}")
+    symbolic = None
+    if param.provides("symbolic"):
+        from .symbolic import lambdify_parameterization
+
+        symbolic = lambdify_parameterization(param)
+
+    for k in range(n_points):
+        theta = np.asarray(param.random_point(rng), dtype=float)
+        if theta.shape != (param.n,):
+            add("random-point", float("inf"), 0.0, k,
+                f"random_point returned shape {theta.shape}, expected ({param.n},)")
+            break
+        out = np.asarray(param.forward(theta))
+        ok_shape = out.shape == param.predictor_shape and bool(np.all(np.isfinite(out)))
+        add("forward", 0.0 if ok_shape else float("inf"), 0.0, k,
+            f"forward returned shape {out.shape}, expected {param.predictor_shape}, all finite")
+        if not ok_shape:
+            continue
+        J = param.jacobian(theta)
+        if J.shape != (param.m, param.n):
+            add("jacobian", float("inf"), 0.0, k,
+                f"jacobian returned shape {J.shape}, expected ({param.m}, {param.n})")
+            continue
+        if param.provides("jacobian"):
+            add("jacobian-autograd", _rel(J, _autograd_jacobian(param, theta)), tol, k,
+                "the closed-form jacobian() disagrees with autograd's derivative of forward()")
+        add("jacobian-fd", _rel(J, finite_difference_jacobian(param, theta)), max(tol, 1e-5), k,
+            "jacobian() disagrees with central finite differences of forward()")
+        v = rng.standard_normal(param.n)
+        w = rng.standard_normal(param.m)
+        add("jvp", _rel(param.jvp(theta, v), J @ v), tol, k, "jvp(theta, v) != J(theta) v")
+        add("vjp", _rel(param.vjp(theta, w), J.T @ w), tol, k, "vjp(theta, w) != J(theta)^T w")
+        if group is not None:
+            base = np.asarray(param.forward_flat(theta))
+            worst = 0.0
+            for _ in range(n_group):
+                moved = group.act(group.random_element(rng), theta)
+                worst = max(worst, _rel(param.forward_flat(moved), base))
+            add("invariance", worst, tol, k,
+                f"phi(g . theta) != phi(theta) for a random g in {group.name}: the declared "
+                "symmetry does not leave the map invariant")
+            G = group.generators(theta)
+            if G.ndim != 2 or G.shape[0] != param.n:
+                add("generators-shape", float("inf"), 0.0, k,
+                    f"generators returned shape {G.shape}, expected ({param.n}, k)")
+            else:
+                scale = max(np.linalg.norm(J) * np.linalg.norm(G), 1.0)
+                add("generators-in-kernel", float(np.linalg.norm(J @ G) / scale), tol, k,
+                    "J(theta) X != 0 for a symmetry generator X: the vertical space is not "
+                    "inside ker J")
+                rank = np.linalg.matrix_rank(G) if G.size else 0
+                add("generators-rank", float(abs(rank - group.dim)), 0.0, k,
+                    f"generators have rank {rank} at a random point but {group.name} declares "
+                    f"dimension {group.dim}")
+            if param.provides("horizontal_projection"):
+                from .geometry import horizontal_projection
+
+                closed = horizontal_projection(param, theta, v)
+                generic = horizontal_projection(param, theta, v, generic=True)
+                add("horizontal-projection", _rel(closed, generic), tol, k,
+                    "the closed-form horizontal_projection disagrees with v - V V^T v")
+        if symbolic is not None:
+            add("symbolic", _rel(symbolic(theta), param.forward_flat(theta)), tol, k,
+                "symbolic() expressions disagree with forward(); check the symbol order")
+    if param.provides("architecture"):
+        items.append(_check_architecture(param))
+    return CheckReport(param.name, dict(param.sizes), all(i.passed for i in items), tuple(items))
+
+
+def _check_architecture(param):
+    import networkx as nx
+
+    graph = param.architecture()
+    problem = ""
+    if not isinstance(graph, nx.DiGraph):
+        problem = f"architecture() returned {type(graph).__name__}, expected networkx.DiGraph"
+    else:
+        bad = [
+            (u, v) for u, v, idx in graph.edges(data="index")
+            if idx is None or not 0 <= int(idx) < param.n
+        ]
+        if bad:
+            problem = f"edges {bad[:3]} lack an `index` attribute addressing theta"
+    return CheckItem("architecture", not problem, 0.0 if not problem else float("inf"), 0.0, -1,
+                     problem)

@@ -1,0 +1,58 @@
+"""One-screen summary of a parameterization: dimensions, generic rank, symmetry, quotient."""
+
+import dataclasses
+
+import numpy as np
+
+from .geometry import generic_rank, orbit_dim
+from .results import Result
+
+
+@dataclasses.dataclass(frozen=True)
+class Description(Result):
+    """Summary of phi: R^n -> R^m.
+
+    quotient_dim = n - (orbit dimension at a generic point), the dimension of Theta / G where the
+    action is locally free; ``rank_is_quotient_dim`` says whether phi is generically an immersion
+    of the quotient (generic rank == quotient_dim), i.e. G explains all of the redundancy.
+    """
+
+    name: str
+    sizes: dict
+    blocks: dict
+    param_dim: int
+    predictor_shape: tuple
+    predictor_dim: int
+    generic_rank: int
+    symmetry: dict
+    quotient_dim: int
+    rank_is_quotient_dim: bool
+    capabilities: tuple
+    references: tuple
+
+
+def describe(param, seed=0):
+    """Describe ``param``: n, m, generic rank (max over random points), symmetry name and
+    dimension, quotient dimension n - dim(orbit) and whether it equals the generic rank."""
+    rank = generic_rank(param, seed=seed)
+    if param.provides("symmetry"):
+        group = param.symmetry()
+        theta = param.random_point(np.random.default_rng(seed))
+        sym = {"name": group.name, "dim": int(group.dim)}
+        quotient = param.n - orbit_dim(param, theta)
+    else:
+        sym, quotient = None, param.n
+    return Description(
+        name=param.name,
+        sizes=dict(param.sizes),
+        blocks={k: list(v) for k, v in param.spec.blocks.items()},
+        param_dim=param.n,
+        predictor_shape=param.predictor_shape,
+        predictor_dim=param.m,
+        generic_rank=rank,
+        symmetry=sym,
+        quotient_dim=int(quotient),
+        rank_is_quotient_dim=bool(rank == quotient),
+        capabilities=tuple(sorted(param.capabilities)),
+        references=tuple(param.references),
+    )

@@ -1,0 +1,49 @@
+"""One exception hierarchy for paramgeo.
+
+Every error a user can cause derives from :class:`ParamgeoError`; the CLI turns exactly these
+into one readable line on stderr and exit code 2 (``paramgeo.cli``), and lets anything else
+surface as the bug it is.
+"""
+
+
+class ParamgeoError(Exception):
+    """Base class of all errors paramgeo raises on bad input or a broken plugin."""
+
+
+class PluginNotFoundError(ParamgeoError, LookupError):
+    """No parameterization is registered under the requested name."""
+
+    def __init__(self, name, available):
+        self.name = name
+        self.available = tuple(available)
+        names = ", ".join(self.available) or "none"
+        super().__init__(
+            f"unknown parameterization {name!r}; available: {names} "
+            "(load another with --plugin FILE.py or install a plugin package)"
+        )
+
+
+class SizeError(ParamgeoError, ValueError):
+    """A size parameter (d, r, widths, ...) is missing, unknown or invalid."""
+
+
+class ShapeError(ParamgeoError, ValueError):
+    """An array has the wrong shape or contains non-finite values."""
+
+
+class ContractError(ParamgeoError):
+    """A plugin breaks the parameterization contract (declaration or behaviour)."""
+
+
+class NotProvidedError(ParamgeoError, NotImplementedError):
+    """An optional capability was requested from a plugin that does not provide it."""
+
+    def __init__(self, cls_name, method, capability=None):
+        self.cls_name = cls_name
+        self.method = method
+        cap = f" (declare {capability!r} in `capabilities` and implement it)" if capability else ""
+        super().__init__(f"{cls_name} does not provide {method}(){cap}")
+
+
+class NumericalDoubtWarning(UserWarning):
+    """A rank decision was made with a singular value close to the tolerance."""

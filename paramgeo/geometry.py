@@ -1,0 +1,224 @@
+"""Generic geometry of a parameterization, valid for every plugin.
+
+All functions read only the contract: J(theta) and, where declared, the symmetry generators.
+
+Tolerance policy (the one used everywhere a rank is decided)
+--------------------------------------------------------------
+For a matrix with singular values s_1 >= s_2 >= ... the numerical rank is
+
+    rank = #{ i : s_i > tol },   tol = max(atol, rtol * s_1),   rtol = 1e-9 by default.
+
+rtol = 1e-9 sits far above round-off in a Jacobian evaluated in double precision (about
+1e-15 relative) and far below the smallest singular values of the generic points of the built-in
+parameterizations, so a decision against it is robust; the points that optimisers drive towards
+singularity (``paramgeo.critical``) reach 1e-10 and below. A decision is *doubtful* when some
+singular value lies within a factor ``band`` (1e3) of tol; it is then reported with the figures
+(the singular value closest to tol and the gap s_rank / s_{rank+1}) and a
+:class:`~paramgeo.errors.NumericalDoubtWarning` is emitted, so a near-singular point is called
+near-singular, not silently regular. Change it for one call by passing ``policy=RankPolicy(...)``.
+"""
+
+import dataclasses
+import warnings
+
+import numpy as np
+
+from .errors import NumericalDoubtWarning, ShapeError
+from .results import Result
+
+
+@dataclasses.dataclass(frozen=True)
+class RankPolicy:
+    """rank = #{s_i > max(atol, rtol * s_max)}; doubtful if some s_i is within ``band`` of tol."""
+
+    rtol: float = 1e-9
+    atol: float = 0.0
+    band: float = 1e3
+
+    def tol(self, singular_values):
+        smax = float(singular_values[0]) if len(singular_values) else 0.0
+        return max(self.atol, self.rtol * smax)
+
+
+DEFAULT_POLICY = RankPolicy()
+
+
+@dataclasses.dataclass(frozen=True)
+class RankDecision(Result):
+    """A numerical rank with the evidence: singular values, tolerance, gap, doubt."""
+
+    rank: int
+    tol: float
+    singular_values: np.ndarray
+    gap: float  # s_rank / s_{rank+1} (inf if nothing below, or full rank)
+    doubtful: bool
+    closest: float  # the singular value closest to tol on a log scale (nan if none)
+
+
+def decide_rank(matrix_or_singular_values, policy=None, what="matrix", warn=True):
+    """Decide the numerical rank under the tolerance policy (see module docstring)."""
+    policy = policy or DEFAULT_POLICY
+    arr = np.asarray(matrix_or_singular_values, dtype=float)
+    s = np.linalg.svd(arr, compute_uv=False) if arr.ndim == 2 else np.sort(arr)[::-1]
+    tol = policy.tol(s)
+    rank = int(np.sum(s > tol))
+    above = s[rank - 1] if rank > 0 else np.inf
+    below = s[rank] if rank < len(s) else 0.0
+    gap = float(above / below) if below > 0 else float("inf")
+    positive = s[s > 0]
+    if len(positive) and tol > 0:
+        closest = float(positive[np.argmin(np.abs(np.log(positive / tol)))])
+        doubtful = bool(tol / policy.band < closest < tol * policy.band)
+    else:
+        closest, doubtful = float("nan"), False
+    if doubtful and warn:
+        warnings.warn(
+            f"rank of {what} decided near the tolerance: singular value {closest:.3g} vs "
+            f"tol {tol:.3g} (rank {rank}, gap {gap:.3g}); pass a RankPolicy to decide otherwise",
+            NumericalDoubtWarning,
+            stacklevel=2,
+        )
+    return RankDecision(rank, tol, s, gap, doubtful, closest)
+
+
+def _rng(seed):
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def rank_at(param, theta, policy=None):
+    """Rank of J(theta) with its singular values (a :class:`RankDecision`)."""
+    theta = param.as_theta(theta)
+    return decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}")
+
+
+def generic_rank(param, n_points=3, seed=0, policy=None):
+    """Generic rank of phi: the maximum of rank J over ``n_points`` random points.
+
+    The rank of a polynomial (or analytic) map's Jacobian equals its generic value outside a
+    measure-zero set, so random points attain it almost surely; the maximum guards against an
+    unlucky draw.
+    """
+    rng = _rng(seed)
+    return max(
+        decide_rank(param.jacobian(param.random_point(rng)), policy, warn=False).rank
+        for _ in range(n_points)
+    )
+
+
+def _orthonormal_range(matrix, policy=None, what="matrix"):
+    if matrix.shape[1] == 0:
+        return np.zeros((matrix.shape[0], 0))
+    u, s, _ = np.linalg.svd(matrix, full_matrices=False)
+    return u[:, : decide_rank(s, policy, what=what).rank]
+
+
+def kernel(param, theta, policy=None):
+    """Orthonormal basis (n x k) of ker J(theta)."""
+    theta = param.as_theta(theta)
+    J = param.jacobian(theta)
+    _, s, vt = np.linalg.svd(J, full_matrices=True)
+    rank = decide_rank(s, policy, what=f"J of {param.name}").rank
+    return vt[rank:].T
+
+
+def vertical_space(param, theta, policy=None):
+    """Orthonormal basis (n x k) of the tangent of the orbit G.theta (zero columns without G)."""
+    theta = param.as_theta(theta)
+    if not param.provides("symmetry"):
+        return np.zeros((param.n, 0))
+    gens = param.symmetry().generators(theta)
+    return _orthonormal_range(gens, policy, what=f"symmetry generators of {param.name}")
+
+
+def orbit_dim(param, theta, policy=None):
+    """Dimension of the orbit through theta (rank of the generators; drops at stabilizers)."""
+    return vertical_space(param, theta, policy).shape[1]
+
+
+def horizontal_projection(param, theta, v, policy=None, generic=False):
+    """Projection of v onto the horizontal space (orthogonal complement of the vertical space).
+
+    Uses the plugin's closed form where declared, unless ``generic=True`` (the test oracle):
+    h = v - V V^T v with V an orthonormal basis of the vertical space.
+    """
+    theta = param.as_theta(theta)
+    v = np.asarray(v, dtype=float)
+    if v.shape != (param.n,):
+        raise ShapeError(f"a tangent vector must have {param.n} entries, got shape {v.shape}")
+    if param.provides("horizontal_projection") and not generic:
+        return np.asarray(param.horizontal_projection(theta, v), dtype=float)
+    V = vertical_space(param, theta, policy)
+    return v - V @ (V.T @ v)
+
+
+def quotient_metric(param, theta, u, v, policy=None):
+    """Quotient metric g(u, v) = <h(u), h(v)>: the Euclidean metric on horizontal vectors."""
+    hu = horizontal_projection(param, theta, u, policy)
+    hv = horizontal_projection(param, theta, v, policy)
+    return float(hu @ hv)
+
+
+def predictor_metric(param, theta):
+    """The m x m matrix J J^T: gradient flow on theta moves phi by -J J^T grad ell (its
+    inverse on range J is the metric the parameterization induces on predictors)."""
+    J = param.jacobian(param.as_theta(theta))
+    return J @ J.T
+
+
+def horizontal_lift(param, theta, w):
+    """The horizontal vector h with J h = w of least norm: h = J^+ w (minimum-norm solution
+    lies in range J^T = (ker J)^perp, which is horizontal since vertical vectors lie in ker J)."""
+    J = param.jacobian(param.as_theta(theta))
+    return np.linalg.lstsq(J, np.asarray(w, float).ravel(), rcond=None)[0]
+
+
+def fiber_bundle(param):
+    """Hand ``param`` to geomstats as a ``FiberBundle`` over its predictor space.
+
+    The total space is geomstats ``Euclidean(n)``; riemannian_submersion is phi (flattened),
+    tangent_riemannian_submersion is the JVP, vertical and horizontal projections and the
+    horizontal lift are the generic ones above. The returned bundle works with geomstats'
+    ``QuotientMetric`` machinery (see :func:`quotient_metric_geomstats`).
+    """
+    from geomstats.geometry.euclidean import Euclidean
+    from geomstats.geometry.fiber_bundle import FiberBundle
+
+    class ParameterizationBundle(FiberBundle):
+        def __init__(self):
+            total = Euclidean(param.n)
+            super().__init__(total_space=total)
+            self.param = param
+
+        def riemannian_submersion(self, point):
+            return np.asarray(param.forward_flat(np.asarray(point, float)))
+
+        def tangent_riemannian_submersion(self, tangent_vec, base_point):
+            return param.jvp(base_point, tangent_vec)
+
+        def vertical_projection(self, tangent_vec, base_point):
+            return tangent_vec - horizontal_projection(param, base_point, tangent_vec)
+
+        def horizontal_projection(self, tangent_vec, base_point):
+            return horizontal_projection(param, base_point, tangent_vec)
+
+        def horizontal_lift(self, tangent_vec, base_point=None, fiber_point=None):
+            if fiber_point is None:
+                raise ShapeError("horizontal_lift needs fiber_point (a theta over base_point)")
+            return horizontal_lift(param, fiber_point, tangent_vec)
+
+    return ParameterizationBundle()
+
+
+def quotient_metric_geomstats(param, theta, a, b):
+    """geomstats' ``QuotientMetric.inner_product`` of predictor tangent vectors a, b at
+    phi(theta), through :func:`fiber_bundle` (an independent route to the quotient metric)."""
+    bundle = fiber_bundle(param)
+    total = bundle._total_space
+    total.fiber_bundle = bundle
+    from geomstats.geometry.euclidean import Euclidean
+    from geomstats.geometry.quotient_metric import QuotientMetric
+
+    base = Euclidean(param.m, equip=False)
+    metric = QuotientMetric(space=base, total_space=total)
+    theta = param.as_theta(theta)
+    return float(metric.inner_product(np.ravel(a), np.ravel(b), fiber_point=theta))

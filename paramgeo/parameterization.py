@@ -1,0 +1,315 @@
+"""The parameterization contract.
+
+A parameterization is a smooth map phi: Theta = R^n -> P = R^m from parameters to predictors.
+A plugin subclasses :class:`Parameterization` and supplies
+
+* ``name`` and ``size_params`` (a mapping of size names to :class:`Size` declarations);
+* ``make_spec()`` -> a :class:`ParamSpec` of named blocks packed into the flat theta;
+* ``make_predictor_shape()`` -> the shape of phi(theta);
+* ``forward(theta)`` written with ``autograd.numpy`` so that autograd can trace it.
+
+Everything else is derived (Jacobian, JVP, VJP, directional derivative of J by autograd) and may
+be overridden by closed forms. Optional capabilities are *declared* in the class attribute
+``capabilities`` (never probed with ``hasattr``); calling an undeclared one raises
+:class:`~paramgeo.errors.NotProvidedError`. The contract check (``paramgeo.check``) verifies the
+declaration against the behaviour.
+
+Engines speak only the flat numpy vector theta; ``spec.unpack(theta)`` gives named arrays.
+"""
+
+import abc
+import math
+from collections import OrderedDict
+from typing import ClassVar, Mapping
+
+import autograd
+import autograd.numpy as anp
+import numpy as np
+
+from .errors import NotProvidedError, ShapeError, SizeError
+
+#: Optional capabilities a plugin may declare, with the method each one promises.
+CAPABILITIES = {
+    "jacobian": "jacobian",  # closed-form Jacobian (overrides autograd)
+    "jvp": "jvp",  # closed-form Jacobian-vector product
+    "vjp": "vjp",  # closed-form vector-Jacobian product
+    "symmetry": "symmetry",  # the symmetry group G with phi(g . theta) = phi(theta)
+    "symbolic": "symbolic",  # sympy expressions of phi in parameter symbols
+    "architecture": "architecture",  # networkx DiGraph, neurons as nodes, weights as edges
+    "horizontal_projection": "horizontal_projection",  # closed-form horizontal projection
+}
+
+
+class Size:
+    """Declaration of one size parameter of a plugin (``d``, ``r``, ``widths``, ``tied``, ...).
+
+    ``kind`` is one of ``int``, ``ints`` (a comma-separated tuple of ints), ``bool``, ``float``
+    or ``choice`` (with ``choices``). Values given as strings (from the CLI) are parsed; every
+    value is validated against ``minimum`` and ``choices``. ``default`` makes the size optional.
+    """
+
+    KINDS = ("int", "ints", "bool", "float", "choice")
+
+    def __init__(self, kind="int", default=None, minimum=None, choices=None, help=""):
+        if kind not in self.KINDS:
+            raise ValueError(f"Size kind must be one of {self.KINDS}, got {kind!r}")
+        self.kind, self.default, self.minimum = kind, default, minimum
+        self.choices, self.help = tuple(choices or ()), help
+
+    def parse(self, key, value):
+        """Return the validated value of size ``key`` (strings are parsed); raise SizeError."""
+        try:
+            value = self._convert(value)
+        except (TypeError, ValueError):
+            expected = {
+                "int": "an integer",
+                "ints": "comma-separated integers such as 2,3,1",
+                "bool": "true or false",
+                "float": "a number",
+                "choice": "one of " + ", ".join(self.choices),
+            }[self.kind]
+            raise SizeError(f"size {key}={value!r} is invalid: expected {expected}") from None
+        values = value if self.kind == "ints" else (value,)
+        if self.minimum is not None and any(v < self.minimum for v in values):
+            raise SizeError(f"size {key}={value!r} is invalid: must be >= {self.minimum}")
+        if self.kind == "choice" and value not in self.choices:
+            raise SizeError(
+                f"size {key}={value!r} is invalid: choose one of {', '.join(self.choices)}"
+            )
+        return value
+
+    def _convert(self, value):
+        if self.kind == "int":
+            if isinstance(value, (bool, float)) and not float(value).is_integer():
+                raise ValueError
+            return int(str(value).strip()) if isinstance(value, str) else int(value)
+        if self.kind == "ints":
+            if isinstance(value, str):
+                parts = [p for p in value.replace(" ", "").split(",") if p]
+                if not parts:
+                    raise ValueError
+                return tuple(int(p) for p in parts)
+            return tuple(int(v) for v in value)
+        if self.kind == "bool":
+            if isinstance(value, str):
+                low = value.strip().lower()
+                if low in ("1", "true", "yes", "on"):
+                    return True
+                if low in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError
+            return bool(value)
+        if self.kind == "float":
+            out = float(value)
+            if not math.isfinite(out):
+                raise ValueError
+            return out
+        return str(value)
+
+
+class ParamSpec:
+    """Named parameter blocks with shapes, packed in order into one flat vector theta.
+
+    >>> spec = ParamSpec(U=(4, 2), v=(3,))
+    >>> spec.size
+    11
+    """
+
+    def __init__(self, blocks=None, **kwargs):
+        items = list((blocks or {}).items()) + list(kwargs.items())
+        self.blocks = OrderedDict()
+        for name, shape in items:
+            shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+            if any(s < 0 for s in shape):
+                raise SizeError(f"block {name!r} has a negative dimension in shape {shape}")
+            self.blocks[name] = shape
+        self.slices = OrderedDict()
+        start = 0
+        for name, shape in self.blocks.items():
+            stop = start + math.prod(shape)
+            self.slices[name] = slice(start, stop)
+            start = stop
+        self.size = start
+
+    def unpack(self, theta):
+        """Return an ordered dict of named arrays (views of theta; autograd-traceable)."""
+        return OrderedDict(
+            (name, anp.reshape(theta[self.slices[name]], shape))
+            for name, shape in self.blocks.items()
+        )
+
+    def pack(self, *arrays, **named):
+        """Flatten blocks (positionally or by name) into one theta of length ``size``."""
+        if arrays and named:
+            raise TypeError("pack takes blocks either positionally or by name, not both")
+        if named:
+            missing = set(self.blocks) - set(named)
+            extra = set(named) - set(self.blocks)
+            if missing or extra:
+                raise ShapeError(
+                    f"pack needs exactly the blocks {list(self.blocks)}; "
+                    f"missing {sorted(missing)}, unexpected {sorted(extra)}"
+                )
+            arrays = [named[name] for name in self.blocks]
+        if len(arrays) != len(self.blocks):
+            raise ShapeError(f"pack needs {len(self.blocks)} blocks {list(self.blocks)}")
+        out = []
+        for (name, shape), arr in zip(self.blocks.items(), arrays):
+            arr = np.asarray(arr, dtype=float)
+            if arr.shape != shape:
+                raise ShapeError(f"block {name!r} must have shape {shape}, got {arr.shape}")
+            out.append(arr.ravel())
+        return np.concatenate(out) if out else np.zeros(0)
+
+    def labels(self):
+        """Human-readable label of every entry of theta, e.g. ``U[2,1]``."""
+        out = []
+        for name, shape in self.blocks.items():
+            for idx in np.ndindex(*shape):
+                out.append(f"{name}[{','.join(map(str, idx))}]" if shape else name)
+        return out
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={v}" for k, v in self.blocks.items())
+        return f"ParamSpec({inner})"
+
+
+class Parameterization(abc.ABC):
+    """A smooth map phi: R^n -> R^m from flat parameters theta to predictors.
+
+    Subclass it and define ``name``, ``size_params``, ``make_spec``, ``make_predictor_shape``
+    and ``forward``. Sizes are passed as keyword arguments (strings are parsed, so the CLI can
+    hand ``-p d=4`` through) and become attributes: ``UUT(d=4, r=2).d == 4``.
+
+    Attributes
+    ----------
+    spec : ParamSpec
+    predictor_shape : tuple of int
+    n : int          parameter dimension
+    m : int          predictor dimension (product of predictor_shape)
+    sizes : dict     the validated sizes
+    """
+
+    name: ClassVar[str] = ""
+    size_params: ClassVar[Mapping[str, Size]] = {}
+    capabilities: ClassVar[frozenset] = frozenset()
+    references: ClassVar[tuple] = ()
+
+    def __init__(self, **sizes):
+        cls = type(self)
+        unknown = sorted(set(sizes) - set(cls.size_params))
+        if unknown:
+            known = ", ".join(cls.size_params) or "none"
+            raise SizeError(
+                f"{cls.name or cls.__name__}: unknown size {', '.join(unknown)}; "
+                f"its sizes are: {known}"
+            )
+        parsed = {}
+        for key, decl in cls.size_params.items():
+            if key in sizes:
+                parsed[key] = decl.parse(key, sizes[key])
+            elif decl.default is not None:
+                parsed[key] = decl.parse(key, decl.default)
+            else:
+                raise SizeError(
+                    f"{cls.name or cls.__name__}: missing size {key!r}; give it as -p {key}=VALUE"
+                )
+        self.sizes = parsed
+        for key, value in parsed.items():
+            setattr(self, key, value)
+        self.validate_sizes()
+        self.spec = self.make_spec()
+        self.predictor_shape = tuple(int(s) for s in self.make_predictor_shape())
+        self.n = self.spec.size
+        self.m = math.prod(self.predictor_shape)
+        self._jac = autograd.jacobian(self.forward_flat)
+
+    # ------------------------------------------------------------------ required
+    @abc.abstractmethod
+    def make_spec(self):
+        """Return the :class:`ParamSpec` of the parameter blocks."""
+
+    @abc.abstractmethod
+    def make_predictor_shape(self):
+        """Return the shape of phi(theta)."""
+
+    @abc.abstractmethod
+    def forward(self, theta):
+        """phi(theta), written with ``autograd.numpy``; returns an array of predictor_shape."""
+
+    # ------------------------------------------------------------------ hooks
+    def validate_sizes(self):
+        """Check relations between sizes (e.g. r <= d); raise SizeError. Default: none."""
+
+    def random_point(self, rng):
+        """A random theta at a sensible scale; default i.i.d. N(0, 1) entries."""
+        return rng.standard_normal(self.n)
+
+    # ------------------------------------------------------------------ derived
+    def provides(self, capability):
+        """Whether the plugin declared the optional ``capability`` (see ``CAPABILITIES``)."""
+        return capability in self.capabilities
+
+    def as_theta(self, theta):
+        """Validate and return theta as a flat float vector of length n (ShapeError otherwise)."""
+        arr = np.asarray(theta, dtype=float)
+        if arr.ndim != 1 and arr.size == self.n:
+            arr = arr.ravel()
+        if arr.shape != (self.n,):
+            raise ShapeError(
+                f"{self.name}: a point must have {self.n} entries "
+                f"(blocks {dict(self.spec.blocks)}), got shape {np.shape(theta)}"
+            )
+        if not np.all(np.isfinite(arr)):
+            bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+            raise ShapeError(
+                f"{self.name}: the point has a non-finite value at {self.spec.labels()[bad]}"
+            )
+        return arr
+
+    def forward_flat(self, theta):
+        """phi(theta) flattened to a vector of length m."""
+        return anp.reshape(self.forward(theta), (-1,))
+
+    def jacobian(self, theta):
+        """The m x n Jacobian J(theta) = d phi / d theta (autograd unless overridden)."""
+        return np.asarray(self._jac(np.asarray(theta, dtype=float))).reshape(self.m, self.n)
+
+    def jvp(self, theta, v):
+        """J(theta) v, a vector of length m (autograd forward mode unless overridden)."""
+        from autograd.differential_operators import make_jvp
+
+        return np.asarray(make_jvp(self.forward_flat)(np.asarray(theta, float))(v)[1])
+
+    def vjp(self, theta, w):
+        """J(theta)^T w, a vector of length n (autograd reverse mode unless overridden)."""
+        vjp_fun, _ = autograd.make_vjp(self.forward_flat)(np.asarray(theta, float))
+        return np.asarray(vjp_fun(np.asarray(w, float)))
+
+    def jacobian_derivative(self, theta, v):
+        """The m x n matrix d/dt J(theta + t v) at t = 0 (second derivative of phi along v)."""
+        theta = np.asarray(theta, float)
+        v = np.asarray(v, float)
+        along = autograd.jacobian(lambda t: anp.reshape(self._jac(theta + t * v), (-1,)))
+        return np.asarray(along(0.0)).reshape(self.m, self.n)
+
+    # ------------------------------------------------------------------ optional
+    def symmetry(self):
+        """The symmetry group G (a :class:`paramgeo.symmetry.SymmetryGroup`)."""
+        raise NotProvidedError(type(self).__name__, "symmetry", "symmetry")
+
+    def symbolic(self):
+        """(symbols, exprs): sympy symbols in theta order and phi's m entries as expressions."""
+        raise NotProvidedError(type(self).__name__, "symbolic", "symbolic")
+
+    def architecture(self):
+        """A networkx DiGraph: neurons as nodes, weights as edges with attribute ``index``."""
+        raise NotProvidedError(type(self).__name__, "architecture", "architecture")
+
+    def horizontal_projection(self, theta, v):
+        """Closed-form projection of v onto the horizontal space at theta."""
+        raise NotProvidedError(type(self).__name__, "horizontal_projection", "horizontal_projection")
+
+    def __repr__(self):
+        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
+        return f"{type(self).__name__}({sizes})"

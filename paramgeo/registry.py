@@ -1,0 +1,176 @@
+"""The plugin registry: names -> Parameterization classes.
+
+Sources, in order: classes registered in this process (:func:`register`), plugin files loaded by
+path (:func:`load_plugin_file`, the CLI's ``--plugin FILE.py``), and the entry-point group
+``paramgeo.parameterizations`` read through ``importlib.metadata`` on first use and cached. The
+built-in plugins register through that same group from paramgeo's setup.cfg; the registry knows
+nothing about them. A plugin whose import fails warns and the others still load; two
+distributions claiming one name warn naming both, and the first one wins.
+
+Registration validates the declaration at once (as pluggy validates hooks at registration): the
+class subclasses Parameterization, has a name, declares known capabilities, and declares exactly
+the optional methods it overrides. The numerical contract check is :func:`paramgeo.check`.
+"""
+
+import importlib.metadata
+import importlib.util
+import inspect
+import sys
+import warnings
+from pathlib import Path
+
+from .errors import ContractError, ParamgeoError, PluginNotFoundError
+from .parameterization import CAPABILITIES, Parameterization, Size
+
+ENTRY_POINT_GROUP = "paramgeo.parameterizations"
+
+_registered = {}  # name -> class, registered in this process
+_sources = {}  # name -> where it came from
+_entry_points = None  # name -> EntryPoint, discovered lazily
+
+
+def validate_declaration(cls):
+    """Check a plugin class's static declaration; raise ContractError naming the problem."""
+    if not (inspect.isclass(cls) and issubclass(cls, Parameterization)):
+        raise ContractError(f"{cls!r} is not a subclass of paramgeo.Parameterization")
+    label = cls.__name__
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(cls.__abstractmethods__))
+        raise ContractError(f"{label} does not implement the required method(s): {missing}")
+    if not isinstance(cls.name, str) or not cls.name.strip():
+        raise ContractError(f"{label} must set the class attribute `name` (a non-empty string)")
+    for key, decl in cls.size_params.items():
+        if not isinstance(decl, Size):
+            raise ContractError(f"{label}.size_params[{key!r}] must be a paramgeo.Size")
+    unknown = set(cls.capabilities) - set(CAPABILITIES)
+    if unknown:
+        raise ContractError(
+            f"{label} declares unknown capabilities {sorted(unknown)}; "
+            f"known: {', '.join(CAPABILITIES)}"
+        )
+    for cap, method in CAPABILITIES.items():
+        overridden = getattr(cls, method) is not getattr(Parameterization, method)
+        declared = cap in cls.capabilities
+        if overridden and not declared:
+            raise ContractError(
+                f"{label} overrides {method}() but does not declare {cap!r} in `capabilities`"
+            )
+        if declared and not overridden:
+            raise ContractError(f"{label} declares {cap!r} but does not implement {method}()")
+
+
+def register(cls, name=None, replace=False, source="register()"):
+    """Register a Parameterization subclass under ``name`` (default ``cls.name``).
+
+    Returns the class, so it can be used as a decorator. Re-registering a name raises unless
+    ``replace=True``.
+    """
+    validate_declaration(cls)
+    name = name or cls.name
+    if name in _registered and _registered[name] is not cls and not replace:
+        raise ContractError(
+            f"a parameterization named {name!r} is already registered from {_sources[name]}; "
+            "pass replace=True to override it"
+        )
+    _registered[name] = cls
+    _sources[name] = source
+    return cls
+
+
+def unregister(name):
+    """Remove a name registered in this process (entry points are unaffected)."""
+    _registered.pop(name, None)
+    _sources.pop(name, None)
+
+
+def _discover(refresh=False):
+    global _entry_points
+    if _entry_points is not None and not refresh:
+        return _entry_points
+    found = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in found:
+            first = getattr(found[ep.name].dist, "name", "?")
+            second = getattr(ep.dist, "name", "?")
+            if ep.value != found[ep.name].value:
+                warnings.warn(
+                    f"parameterization {ep.name!r} is provided by both {first} and {second}; "
+                    f"using the one from {first}",
+                    stacklevel=3,
+                )
+            continue
+        found[ep.name] = ep
+    _entry_points = found
+    return found
+
+
+def refresh():
+    """Forget the cached entry-point listing (after installing a plugin package)."""
+    _discover(refresh=True)
+
+
+def available():
+    """Sorted names of every parameterization that can be loaded."""
+    return sorted(set(_registered) | set(_discover()))
+
+
+def get_class(name):
+    """The Parameterization class registered under ``name`` (loads its entry point)."""
+    if name in _registered:
+        return _registered[name]
+    eps = _discover()
+    if name not in eps:
+        raise PluginNotFoundError(name, available())
+    ep = eps[name]
+    try:
+        cls = ep.load()
+    except Exception as exc:  # a broken third-party plugin must not take the others down
+        raise ContractError(f"plugin {name!r} ({ep.value}) failed to import: {exc}") from exc
+    dist = getattr(ep.dist, "name", "an installed package")
+    return register(cls, name=name, source=f"entry point {ep.value} in {dist}")
+
+
+def get(name, **sizes):
+    """An instance of the parameterization ``name`` with the given sizes.
+
+    >>> import paramgeo
+    >>> paramgeo.get("uut", d=4, r=2).n
+    8
+    """
+    return get_class(name)(**sizes)
+
+
+def load_plugin_file(path):
+    """Import a Python file and register every concrete Parameterization subclass it defines.
+
+    Returns the list of registered names. Raises ParamgeoError when the file is missing, fails
+    to import, or defines no parameterization.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ParamgeoError(f"plugin file {str(path)!r} does not exist")
+    mod_name = f"paramgeo_user_plugin_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except ParamgeoError:
+        raise
+    except Exception as exc:
+        raise ParamgeoError(
+            f"plugin file {str(path)!r} failed to import: {type(exc).__name__}: {exc}"
+        ) from exc
+    names = []
+    for obj in vars(module).values():
+        if (
+            inspect.isclass(obj)
+            and issubclass(obj, Parameterization)
+            and obj.__module__ == mod_name
+            and not inspect.isabstract(obj)
+        ):
+            register(obj, replace=True, source=str(path))
+            names.append(obj.name)
+    if not names:
+        raise ParamgeoError(f"plugin file {str(path)!r} defines no Parameterization subclass")
+    return names

@@ -1,0 +1,45 @@
+"""Test helpers for plugin authors: the contract suite, reusable from any test runner.
+
+    from paramgeo.testing import ContractSuite
+
+    class TestMyPlugin(ContractSuite):
+        instances = [MyParam(k=2), MyParam(k=3)]
+
+Each test method runs over every instance. :func:`assert_contract` is the same check as a
+plain function for other runners.
+"""
+
+import numpy as np
+
+from .contract import check
+
+
+def assert_contract(param, seed=0, **kwargs):
+    """Raise AssertionError with the full report if ``param`` fails the contract check."""
+    report = check(param, seed=seed, **kwargs)
+    if not report.passed:
+        raise AssertionError(str(report))
+    return report
+
+
+class ContractSuite:
+    """Subclass with ``instances = [...]`` (parameterization objects) to test them all."""
+
+    instances = ()
+
+    def test_contract_check_passes(self):
+        assert self.instances, "set `instances` to the parameterizations under test"
+        for param in self.instances:
+            assert_contract(param)
+
+    def test_random_point_is_reproducible(self):
+        for param in self.instances:
+            a = param.random_point(np.random.default_rng(7))
+            b = param.random_point(np.random.default_rng(7))
+            np.testing.assert_array_equal(a, b)
+            assert a.shape == (param.n,)
+
+    def test_jacobian_shape(self):
+        for param in self.instances:
+            theta = param.random_point(np.random.default_rng(0))
+            assert param.jacobian(theta).shape == (param.m, param.n)

@@ -1,0 +1,151 @@
+"""Generic geometry against closed forms and geomstats' independent implementations."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import paramgeo
+from paramgeo import geometry
+
+
+def uut_rank_formula(d, k):
+    """dim of rank-k PSD d x d matrices: d k - k(k-1)/2 (k <= d)."""
+    return d * k - k * (k - 1) // 2
+
+
+@pytest.mark.parametrize("d,r", [(3, 1), (4, 2), (5, 3), (6, 6), (3, 5)])
+def test_uut_generic_rank_closed_form(d, r):
+    p = paramgeo.get("uut", d=d, r=r)
+    assert paramgeo.generic_rank(p) == uut_rank_formula(d, min(d, r))
+
+
+@pytest.mark.parametrize("d,r,k", [(4, 2, 1), (5, 3, 2), (5, 3, 1), (6, 4, 2)])
+def test_uut_rank_drops_at_rank_k_factor(rng, d, r, k):
+    p = paramgeo.get("uut", d=d, r=r)
+    U = rng.standard_normal((d, k)) @ rng.standard_normal((k, r))
+    assert paramgeo.rank_at(p, U.ravel()).rank == uut_rank_formula(d, k)
+    # the orbit degenerates too: O(r) orbit of a rank-k U has dimension r(r-1)/2 - (r-k)(r-k-1)/2
+    assert geometry.orbit_dim(p, U.ravel()) == r * (r - 1) // 2 - (r - k) * (r - k - 1) // 2
+
+
+def test_hadamard_rank_and_kernel(rng):
+    p = paramgeo.get("hadamard", p=5)
+    theta = p.random_point(rng)
+    assert paramgeo.rank_at(p, theta).rank == 5
+    theta[0] = theta[5] = 0.0  # u_1 = v_1 = 0
+    assert paramgeo.rank_at(p, theta).rank == 4
+    K = paramgeo.kernel(p, theta)
+    assert K.shape == (10, 6)
+    np.testing.assert_allclose(p.jacobian(theta) @ K, 0, atol=1e-12)
+
+
+def bures_wasserstein_bundle(d, r):
+    """geomstats' BuresWassersteinBundle (U -> U U^T modulo O(r)), as its metric builds it."""
+    from geomstats.geometry.rank_k_psd_matrices import PSDBuresWassersteinMetric, RankKPSDMatrices
+
+    space = RankKPSDMatrices(d, r, equip=False)
+    space.equip_with_metric(PSDBuresWassersteinMetric)
+    return space.metric._total_space.fiber_bundle
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), d=st.integers(3, 7), r=st.integers(2, 5))
+def test_uut_horizontal_projection_matches_geomstats_bures_wasserstein(seed, d, r):
+    r = min(r, d - 1)  # geomstats needs 2 <= r < d
+    rng = np.random.default_rng(seed)
+    U, V = rng.standard_normal((d, r)), rng.standard_normal((d, r))
+    p = paramgeo.get("uut", d=d, r=r)
+    ours = paramgeo.horizontal_projection(p, U.ravel(), V.ravel())
+    generic = paramgeo.horizontal_projection(p, U.ravel(), V.ravel(), generic=True)
+    bundle = bures_wasserstein_bundle(d, r)
+    theirs = np.asarray(bundle.horizontal_projection(V, U)).ravel()
+    np.testing.assert_allclose(ours, theirs, atol=1e-9 * max(1, np.abs(theirs).max()))
+    np.testing.assert_allclose(ours, generic, atol=1e-9 * max(1, np.abs(theirs).max()))
+    # horizontal means U^T H symmetric
+    H = ours.reshape(d, r)
+    np.testing.assert_allclose(U.T @ H, H.T @ U, atol=1e-9)
+
+
+def test_uut_horizontal_projection_at_rank_deficient_point(rng):
+    p = paramgeo.get("uut", d=4, r=3)
+    U = rng.standard_normal((4, 1)) @ rng.standard_normal((1, 3))
+    v = rng.standard_normal(12)
+    np.testing.assert_allclose(
+        paramgeo.horizontal_projection(p, U.ravel(), v),
+        paramgeo.horizontal_projection(p, U.ravel(), v, generic=True),
+        atol=1e-9,
+    )
+
+
+def test_quotient_metric_is_bures_wasserstein(rng):
+    """Our quotient metric, geomstats' QuotientMetric through our adapter, and geomstats'
+    own PSDBuresWassersteinMetric agree on tangent vectors of the rank-r PSD matrices."""
+    from geomstats.geometry.rank_k_psd_matrices import PSDBuresWassersteinMetric, RankKPSDMatrices
+
+    d, r = 5, 2
+    p = paramgeo.get("uut", d=d, r=r)
+    U = rng.standard_normal((d, r))
+    x, y = rng.standard_normal(d * r), rng.standard_normal(d * r)
+    a, b = p.jvp(U.ravel(), x), p.jvp(U.ravel(), y)
+    ours = paramgeo.quotient_metric(p, U.ravel(), geometry.horizontal_lift(p, U.ravel(), a),
+                                    geometry.horizontal_lift(p, U.ravel(), b))
+    adapter = geometry.quotient_metric_geomstats(p, U.ravel(), a, b)
+    space = RankKPSDMatrices(d, r, equip=False)
+    space.equip_with_metric(PSDBuresWassersteinMetric)
+    bw = space.metric.inner_product(a.reshape(d, d), b.reshape(d, d), fiber_point=U)
+    assert ours == pytest.approx(bw, rel=1e-9)
+    assert adapter == pytest.approx(bw, rel=1e-9)
+    # the quotient metric of x, y equals that of their horizontal parts
+    assert paramgeo.quotient_metric(p, U.ravel(), x, y) == pytest.approx(ours, rel=1e-9)
+
+
+def test_fiber_bundle_adapter_submersion(rng):
+    p = paramgeo.get("hadamard", p=3)
+    bundle = geometry.fiber_bundle(p)
+    theta, v = p.random_point(rng), rng.standard_normal(6)
+    np.testing.assert_allclose(bundle.riemannian_submersion(theta), theta[:3] * theta[3:])
+    np.testing.assert_allclose(bundle.tangent_riemannian_submersion(v, theta),
+                               p.jacobian(theta) @ v)
+    vert = bundle.vertical_projection(v, theta)
+    np.testing.assert_allclose(p.jacobian(theta) @ vert, 0, atol=1e-12)
+    np.testing.assert_allclose(vert + bundle.horizontal_projection(v, theta), v)
+
+
+def test_predictor_metric_is_jjt(rng):
+    p = paramgeo.get("hadamard", p=4)
+    theta = p.random_point(rng)
+    u, v = theta[:4], theta[4:]
+    np.testing.assert_allclose(paramgeo.predictor_metric(p, theta), np.diag(u**2 + v**2))
+
+
+def test_rank_policy_flags_doubtful_decisions():
+    s = np.array([1.0, 1e-3, 5e-10])
+    with pytest.warns(paramgeo.NumericalDoubtWarning, match="near the tolerance"):
+        decision = geometry.decide_rank(s)
+    assert decision.rank == 2 and decision.doubtful
+    assert decision.gap == pytest.approx(1e-3 / 5e-10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clear = geometry.decide_rank(np.array([1.0, 1e-3, 1e-16]))
+    assert clear.rank == 2 and not clear.doubtful
+    assert geometry.decide_rank(s, paramgeo.RankPolicy(rtol=1e-12), warn=False).rank == 3
+
+
+def test_symmetry_groups_act_and_compose(rng):
+    from paramgeo.symmetry import GeneralLinearGroup, OrthogonalGroup
+
+    R = OrthogonalGroup(3).random_element(rng)
+    np.testing.assert_allclose(R.T @ R, np.eye(3), atol=1e-12)
+    gl = GeneralLinearGroup(2, right=((0, 6, (3, 2)),), contragredient=((6, 10, (2, 2)),))
+    theta = rng.standard_normal(10)
+    A = gl.random_element(rng)
+    moved = gl.act(A, theta)
+    U, V = theta[:6].reshape(3, 2), theta[6:].reshape(2, 2)
+    U2, V2 = moved[:6].reshape(3, 2), moved[6:].reshape(2, 2)
+    np.testing.assert_allclose(U2 @ V2.T, U @ V.T, atol=1e-10)
+    assert gl.dim == 4 and gl.generators(theta).shape == (10, 4)
+    prod = gl * OrthogonalGroup(2, right=((6, 10, (2, 2)),))
+    assert prod.name == "GL(2) x O(2)" and prod.dim == 5
