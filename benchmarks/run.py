@@ -1,6 +1,9 @@
 """paramgeo benchmarks: closed forms against the generic routes, as ratios measured in one run.
 
-Usage: python benchmarks/run.py [--repeats N]
+Usage: python benchmarks/run.py [--repeats N] [TOPIC ...]
+
+Rows live in ``benchmarks/bench_<topic>.py``, each defining ``bench(row, repeats)`` and calling
+``row(label, fast, slow, repeats, target=None)`` once per comparison.
 
 Each row times a paramgeo closed form against a baseline computed in the same run and prints
 the median times and the ratio baseline / closed form (> 1 means the closed form is faster),
@@ -9,6 +12,7 @@ are noisy.
 """
 
 import argparse
+import importlib
 import statistics
 import sys
 import time
@@ -16,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests' geomstats oracles
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.*, tests.* oracles
 
 
 def median_time(fn, repeats):
@@ -47,43 +51,19 @@ def row(label, fast, slow, repeats, target=None):
     ROWS.append((label, t_fast, t_slow, ratio, rel(a, b)))
 
 
-def autograd_dense_jacobian(param, theta):
-    """The naive route's first step: the dense m x n Jacobian from autograd."""
-    from paramgeo import Parameterization
-
-    return Parameterization.jacobian(param, theta)
-
-
-def bench_uut(repeats):
-    import paramgeo
-    from tests.test_geometry import bures_wasserstein_bundle
-
-    rng = np.random.default_rng(0)
-    for d in (50, 100, 200):
-        r = 10
-        p = paramgeo.get("uut", d=d, r=r)
-        theta = p.random_point(rng)
-        v, w = rng.standard_normal(p.n), rng.standard_normal(p.m)
-        reps = repeats if d < 200 else max(3, repeats // 3)
-        row(f"uut d={d} r={r}: JVP closed vs autograd dense J",
-            lambda: p.jvp(theta, v), lambda: autograd_dense_jacobian(p, theta) @ v, reps,
-            target=50 if d == 200 else None)
-        row(f"uut d={d} r={r}: VJP closed vs autograd dense J",
-            lambda: p.vjp(theta, w), lambda: autograd_dense_jacobian(p, theta).T @ w, reps)
-        bundle = bures_wasserstein_bundle(d, r)
-        U, V = theta.reshape(d, r), v.reshape(d, r)
-        row(f"uut d={d} r={r}: horizontal proj vs geomstats BW",
-            lambda: paramgeo.horizontal_projection(p, theta, v),
-            lambda: np.asarray(bundle.horizontal_projection(V, U)).ravel(), 50 * repeats,
-            target=1)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("only", nargs="*", help="run only these modules, e.g. uut monomial")
     args = parser.parse_args()
     print(f"{'row':<48} {'paramgeo':>13} {'baseline':>13} {'ratio':>10} {'max rel':>9}")
-    bench_uut(args.repeats)
+    here = Path(__file__).resolve().parent
+    for path in sorted(here.glob("bench_*.py")):
+        topic = path.stem[len("bench_"):]
+        if args.only and topic not in args.only:
+            continue
+        module = importlib.import_module(f"benchmarks.{path.stem}")
+        module.bench(row, args.repeats)
 
 
 if __name__ == "__main__":
