@@ -32,6 +32,7 @@ from .geometry import (
 )
 from .parameterization import CAPABILITIES, Parameterization, ParamSpec, Size
 from .registry import available, get, get_class, load_plugin_file, register
+from .userdefs import define, undefine  # also serves saved specs to the registry
 
 __version__ = "0.1.0"
 
@@ -50,6 +51,7 @@ __all__ = [
     "SizeError",
     "available",
     "check",
+    "define",
     "generic_rank",
     "get",
     "get_class",
@@ -60,5 +62,6 @@ __all__ = [
     "quotient_metric",
     "rank_at",
     "register",
+    "undefine",
     "vertical_space",
 ]

@@ -11,10 +11,16 @@
 * ``generators-rank``: the generators at a random point have rank dim G;
 * ``horizontal-projection``: a closed form agrees with the generic v - V V^T v;
 * ``symbolic``: the sympy expressions agree with forward;
-* ``architecture``: the graph is a networkx DiGraph whose edge ``index`` attributes address theta.
+* ``architecture``: the graph is a networkx DiGraph whose edge ``index`` attributes address theta;
+* ``declared-vs-discovered``: the declared group's dimension against the Lie algebra of linear
+  symmetries found by :func:`paramgeo.symmetry.discover` (when n <= its ``MAX_LINEAR_DIM``).
+  Discovery finds every linear symmetry, so a *linear* declared action of larger dimension
+  fails; a larger discovered dimension passes with a note (a finding: the declared group is not
+  all of the redundancy); a non-linear declared action is noted, not compared. Without a
+  declared group the discovered one is reported as ``discovered-symmetry`` (a note).
 
-Every failure reports the property, the point, the relative error and the tolerance, and a hint.
-Errors are relative: ||a - b|| / max(||b||, 1).
+Every failure is one line: the property, the point (its index and first coordinates), the
+relative error and the tolerance, and a hint. Errors are relative: ||a - b|| / max(||b||, 1).
 """
 
 import dataclasses
@@ -35,10 +41,14 @@ class CheckItem(Result):
     tolerance: float
     point: int
     hint: str = ""
+    note: str = ""  # shown even when passing (findings such as a larger discovered symmetry)
+    at: str = ""  # the first coordinates of the point, e.g. "theta=[0.12, -1.3, ...]"
 
     def __str__(self):
         mark = "ok  " if self.passed else "FAIL"
         where = f"point {self.point}" if self.point >= 0 else "plugin"
+        if self.at:
+            where += f" ({self.at})"
         msg = (f"{mark}  {self.property:<24} {where}: error {self.error:.2e} "
                f"(tol {self.tolerance:.0e})")
         return msg if self.passed else f"{msg}; {self.hint}"
@@ -66,7 +76,9 @@ class CheckReport(Result):
                 worst[item.property] = item
         for prop, item in worst.items():
             if item.passed:
-                lines.append(f"  ok    {prop:<24} worst error {item.error:.1e} (tol {item.tolerance:.0e})")
+                note = next((i.note for i in self.items if i.property == prop and i.note), "")
+                lines.append(f"  ok    {prop:<24} worst error {item.error:.1e} (tol {item.tolerance:.0e})"
+                             + (f"; {note}" if note else ""))
         lines += ["  " + str(item) for item in self.failures()]
         return "\n".join(lines)
 
@@ -106,9 +118,11 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
     """
     rng = np.random.default_rng(seed)
     items = []
+    where = {}  # point index -> preview of its coordinates
 
-    def add(prop, err, tolerance, point, hint):
-        items.append(CheckItem(prop, bool(err <= tolerance), float(err), tolerance, point, hint))
+    def add(prop, err, tolerance, point, hint, note=""):
+        items.append(CheckItem(prop, bool(err <= tolerance), float(err), tolerance, point, hint,
+                               note, where.get(point, "")))
 
     try:
         group = param.symmetry() if param.provides("symmetry") else None
@@ -123,6 +137,7 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
 
     for k in range(n_points):
         theta = np.asarray(param.random_point(rng), dtype=float)
+        where[k] = _preview(theta)
         if theta.shape != (param.n,):
             add("random-point", float("inf"), 0.0, k,
                 f"random_point returned shape {theta.shape}, expected ({param.n},)")
@@ -181,6 +196,7 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
                 "symbolic() expressions disagree with forward(); check the symbol order")
     if param.provides("architecture"):
         items.append(_check_architecture(param))
+    items.append(_check_discovered(param, group, seed))
     return CheckReport(param.name, dict(param.sizes), all(i.passed for i in items), tuple(items))
 
 
@@ -200,3 +216,48 @@ def _check_architecture(param):
             problem = f"edges {bad[:3]} lack an `index` attribute addressing theta"
     return CheckItem("architecture", not problem, 0.0 if not problem else float("inf"), 0.0, -1,
                      problem)
+
+
+def _preview(theta, k=3):
+    head = ", ".join(f"{x:.3g}" for x in theta[:k])
+    return f"theta=[{head}{', ...' if len(theta) > k else ''}]"
+
+
+def _is_linear(group, n, rng, tol=1e-8):
+    """Whether g . (a + b) = g . a + g . b and g . (2a) = 2 g . a for random g, a, b."""
+    for _ in range(2):
+        g = group.random_element(rng)
+        a, b = rng.standard_normal(n), rng.standard_normal(n)
+        lhs = group.act(g, a + b)
+        if _rel(lhs, group.act(g, a) + group.act(g, b)) > tol or _rel(
+                group.act(g, 2 * a), 2 * group.act(g, a)) > tol:
+            return False
+    return True
+
+
+def _check_discovered(param, group, seed):
+    """Declared versus discovered continuous symmetry (see the module docstring)."""
+    from .discover import MAX_LINEAR_DIM, discover
+
+    if param.n > MAX_LINEAR_DIM:
+        prop = "declared-vs-discovered" if group is not None else "discovered-symmetry"
+        return CheckItem(prop, True, 0.0, 0.0, -1, "", f"skipped: n = {param.n} > "
+                         f"{MAX_LINEAR_DIM}, too large for the linear search")
+    found = discover(param, seed=seed, discrete=False)
+    label = f"{found.algebra} (dimension {found.dim})"
+    if group is None:
+        note = f"no symmetry declared; discovered {label}" if found.dim else ""
+        return CheckItem("discovered-symmetry", True, 0.0, 0.0, -1, "", note)
+    if not _is_linear(group, param.n, np.random.default_rng(seed)):
+        return CheckItem("declared-vs-discovered", True, 0.0, 0.0, -1, "",
+                         f"{group.name} acts non-linearly; discovered linear symmetries: {label}")
+    gap = float(max(group.dim - found.dim, 0))
+    note = ""
+    if found.dim > group.dim:
+        note = (f"finding: discovered {label} is larger than the declared {group.name} "
+                f"(dimension {group.dim})")
+    return CheckItem(
+        "declared-vs-discovered", gap == 0, gap, 0.0, -1,
+        f"the declared {group.name} has dimension {group.dim} but only {label} of linear "
+        "symmetries exist (J(theta) A theta = 0 for all theta): the declared group is too large "
+        "or its action is wrong", note)

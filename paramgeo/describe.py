@@ -15,6 +15,11 @@ class Description(Result):
     quotient_dim = n - (orbit dimension at a generic point), the dimension of Theta / G where the
     action is locally free; ``rank_is_quotient_dim`` says whether phi is generically an immersion
     of the quotient (generic rank == quotient_dim), i.e. G explains all of the redundancy.
+
+    When the plugin declares no symmetry, ``discovered_symmetry`` holds what
+    :func:`paramgeo.symmetry.discover` finds (the Lie algebra of linear symmetries: name,
+    dimension, orbit dimension) and quotient_dim uses its orbit; it is None when a group is
+    declared (``paramgeo check`` compares the two) or n is too large for the linear search.
     """
 
     name: str
@@ -29,19 +34,29 @@ class Description(Result):
     rank_is_quotient_dim: bool
     capabilities: tuple
     references: tuple
+    discovered_symmetry: object = None
 
 
 def describe(param, seed=0):
     """Describe ``param``: n, m, generic rank (max over random points), symmetry name and
-    dimension, quotient dimension n - dim(orbit) and whether it equals the generic rank."""
+    dimension (declared, else discovered), quotient dimension n - dim(orbit) and whether it
+    equals the generic rank."""
     rank = generic_rank(param, seed=seed)
     if param.provides("symmetry"):
         group = param.symmetry()
         theta = param.random_point(np.random.default_rng(seed))
         sym = {"name": group.name, "dim": int(group.dim)}
         quotient = param.n - orbit_dim(param, theta)
+        discovered = None
     else:
-        sym, quotient = None, param.n
+        from .discover import MAX_LINEAR_DIM, discover
+
+        sym, quotient, discovered = None, param.n, None
+        if param.n <= MAX_LINEAR_DIM:
+            found = discover(param, seed=seed, discrete=False)
+            discovered = {"name": found.algebra, "dim": int(found.dim),
+                          "orbit_dim": int(found.orbit_dim)}
+            quotient = param.n - found.orbit_dim
     return Description(
         name=param.name,
         sizes=dict(param.sizes),
@@ -55,4 +70,5 @@ def describe(param, seed=0):
         rank_is_quotient_dim=bool(rank == quotient),
         capabilities=tuple(sorted(param.capabilities)),
         references=tuple(param.references),
+        discovered_symmetry=discovered,
     )

@@ -16,7 +16,16 @@ Built-in losses:
   network regression with A_i = x_i).
 * :class:`Logistic`: ell(beta) = (1/N) sum_i log(1 + exp(-y_i <A_i, beta>)), labels y_i = +-1.
 * :class:`Exponential`: ell(beta) = (1/N) sum_i exp(-y_i <A_i, beta>).
+* :class:`QuadraticMeasurements`: ell(Q) = (1 / 2N) sum_i (x_i^T Q x_i - y_i)^2 on square
+  predictors Q (d x d): the same loss as LinearMeasurements with A_i = x_i x_i^T (positive
+  quadratic networks f_U(x) = x^T U U^T x), stored and evaluated in factored form: O(N d) memory
+  instead of O(N d^2), predictions as row sums of (X Q) * X, gradient X^T diag(r) X / N
+  (symmetric), both BLAS-3 products instead of a memory-bound N x d^2 matrix-vector product.
 * :class:`CallableLoss`: any user function written with ``autograd.numpy``.
+
+Losses built from samples (all but CallableLoss) support ``minibatch(indices)`` for stochastic
+gradients. :func:`loss_from_arrays` builds a loss from named arrays (an ``.npz`` file) with
+readable errors; the layout is documented there and in docs/flows.md.
 """
 
 import abc
@@ -45,6 +54,16 @@ class Loss(abc.ABC):
     def hessian(self, beta):
         """The m x m Hessian of ell at beta (autograd unless overridden)."""
         return np.asarray(autograd.hessian(self.value)(np.asarray(beta, float)))
+
+    #: number of samples (None for losses not built from samples)
+    N = None
+
+    def minibatch(self, indices):
+        """The same loss on the samples ``indices`` (for stochastic gradients)."""
+        raise ParamgeoError(
+            f"{type(self).__name__} is not built from samples, so it has no minibatches; "
+            "use full-batch gradients (no batch size)"
+        )
 
     def check_dim(self, param):
         """Raise ShapeError if the loss cannot be applied to the predictors of ``param``."""
@@ -92,6 +111,43 @@ class LinearMeasurements(Loss):
     def hessian(self, beta):
         return self.A.T @ self.A / self.N
 
+    def minibatch(self, indices):
+        return type(self)(self.A[indices], self.y[indices])
+
+
+class QuadraticMeasurements(Loss):
+    """ell(Q) = (1 / 2N) sum_i (x_i^T Q x_i - y_i)^2 on flat d x d predictors Q; X is (N, d).
+
+    Equal to ``LinearMeasurements`` with A_i = x_i x_i^T, computed without forming the A_i:
+    predictions x_i^T Q x_i = rowsum((X Q) * X), gradient G = X^T diag(r) X / N with residuals
+    r_i = x_i^T Q x_i - y_i; G is symmetric, which the congruence identity of gradient descent
+    on U -> U U^T rests on (Q_{t+1} = (I - 2 eta G_t) Q_t (I - 2 eta G_t)).
+    """
+
+    def __init__(self, X, y):
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2:
+            raise ShapeError(f"quadratic loss: the inputs X must have shape (N, d), got {X.shape}")
+        self.X, self.y = _design(X, y, "quadratic loss")
+        self.N, self.d = self.X.shape
+        self.m = self.d * self.d
+
+    def predictions(self, beta):
+        Q = anp.reshape(beta, (self.d, self.d))
+        return anp.sum(anp.dot(self.X, Q) * self.X, axis=1)
+
+    def value(self, beta):
+        r = self.predictions(beta) - self.y
+        return 0.5 * anp.dot(r, r) / self.N
+
+    def grad(self, beta):
+        Q = np.reshape(np.asarray(beta, float), (self.d, self.d))
+        r = np.sum((self.X @ Q) * self.X, axis=1) - self.y
+        return (self.X.T @ (r[:, None] * self.X) / self.N).ravel()
+
+    def minibatch(self, indices):
+        return type(self)(self.X[indices], self.y[indices])
+
 
 class _MarginLoss(Loss):
     def __init__(self, A, y):
@@ -102,6 +158,9 @@ class _MarginLoss(Loss):
 
     def margins(self, beta):
         return self.y * anp.dot(self.A, beta)
+
+    def minibatch(self, indices):
+        return type(self)(self.A[indices], self.y[indices])
 
 
 class Logistic(_MarginLoss):
@@ -155,3 +214,67 @@ def pullback(param, loss):
         return param.vjp(theta, loss.grad(beta))
 
     return value, grad
+
+
+#: loss kinds of :func:`loss_from_arrays` -> (class, required arrays, description)
+LOSS_KINDS = {
+    "squared": (LinearMeasurements, ("A", "y"),
+                "A (N, *predictor_shape) or (N, m), y (N,): (1/2N) sum (<A_i, beta> - y_i)^2"),
+    "quadratic": (QuadraticMeasurements, ("X", "y"),
+                  "X (N, d), y (N,), square d x d predictors: (1/2N) sum (x_i^T Q x_i - y_i)^2"),
+    "logistic": (Logistic, ("A", "y"),
+                 "A (N, *predictor_shape) or (N, m), y (N,) in {-1, +1}: logistic loss"),
+    "exponential": (Exponential, ("A", "y"),
+                    "A (N, *predictor_shape) or (N, m), y (N,) in {-1, +1}: exponential loss"),
+}
+
+
+def loss_from_arrays(kind, arrays, param, source="the data"):
+    """Build the loss ``kind`` (a key of ``LOSS_KINDS``) for ``param`` from named arrays.
+
+    Layout (an ``.npz`` file written with ``numpy.savez``): ``squared``/``logistic``/
+    ``exponential`` need ``A`` of shape (N, *predictor_shape) or (N, m) and ``y`` of shape (N,);
+    ``quadratic`` needs ``X`` of shape (N, d) and ``y`` (N,) for d x d predictors. Every problem
+    (missing array, wrong shape, NaN) raises ShapeError naming the array, the shape found and
+    the shape expected.
+    """
+    if kind not in LOSS_KINDS:
+        raise ParamgeoError(f"unknown loss {kind!r}; choose one of {', '.join(LOSS_KINDS)}")
+    cls, names, _ = LOSS_KINDS[kind]
+    missing = [n for n in names if n not in arrays]
+    if missing:
+        raise ShapeError(
+            f"{source} has no array {', '.join(repr(n) for n in missing)} (found: "
+            f"{', '.join(sorted(arrays)) or 'none'}); the {kind} loss needs {', '.join(names)}"
+        )
+    got = {n: np.asarray(arrays[n]) for n in names}
+    for n, arr in got.items():
+        if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
+            raise ShapeError(f"{source}: array {n!r} must be real numbers, got dtype {arr.dtype}")
+        if not np.all(np.isfinite(arr)):
+            raise ShapeError(f"{source}: array {n!r} contains NaN or infinite values")
+    y = got["y"]
+    if y.ndim != 1:
+        raise ShapeError(f"{source}: array 'y' must have shape (N,), got {y.shape}")
+    N = y.shape[0]
+    if kind == "quadratic":
+        X = got["X"]
+        shape = param.predictor_shape
+        if len(shape) != 2 or shape[0] != shape[1]:
+            raise ShapeError(
+                f"the quadratic loss needs square predictors, but {param.name} has predictor "
+                f"shape {shape}; use --loss squared with A_i = x_i x_i^T"
+            )
+        if X.shape != (N, shape[0]):
+            raise ShapeError(f"{source}: array 'X' must have shape ({N}, {shape[0]}) "
+                             f"(N samples, d = {shape[0]}), got {X.shape}")
+        return cls(X, y)
+    A = got["A"]
+    ok = A.shape == (N, *param.predictor_shape) or A.shape == (N, param.m)
+    if not ok:
+        expected = str((N, *param.predictor_shape))
+        if len(param.predictor_shape) != 1:
+            expected += f" or {(N, param.m)}"
+        raise ShapeError(f"{source}: array 'A' must have shape {expected} "
+                         f"for {param.name} {param.sizes}, got {A.shape}")
+    return cls(A.reshape(N, param.m), y)

@@ -37,7 +37,12 @@ CAPABILITIES = {
     "symbolic": "symbolic",  # sympy expressions of phi in parameter symbols
     "architecture": "architecture",  # networkx DiGraph, neurons as nodes, weights as edges
     "horizontal_projection": "horizontal_projection",  # closed-form horizontal projection
+    "mirror_potential": "mirror_potential",  # closed-form Legendre potential of the mirror flow
 }
+
+
+#: Attributes of every Parameterization; a size with one of these names is only in ``sizes``.
+RESERVED_ATTRIBUTES = frozenset({"n", "m", "spec", "sizes", "predictor_shape", "name"})
 
 
 class Size:
@@ -179,7 +184,9 @@ class Parameterization(abc.ABC):
 
     Subclass it and define ``name``, ``size_params``, ``make_spec``, ``make_predictor_shape``
     and ``forward``. Sizes are passed as keyword arguments (strings are parsed, so the CLI can
-    hand ``-p d=4`` through) and become attributes: ``UUT(d=4, r=2).d == 4``.
+    hand ``-p d=4`` through) and become attributes: ``UUT(d=4, r=2).d == 4``, except sizes
+    named like a reserved attribute (``RESERVED_ATTRIBUTES``: n, m, ...), which are read from
+    ``self.sizes``.
 
     Attributes
     ----------
@@ -216,7 +223,8 @@ class Parameterization(abc.ABC):
                 )
         self.sizes = parsed
         for key, value in parsed.items():
-            setattr(self, key, value)
+            if key not in RESERVED_ATTRIBUTES:  # e.g. sizes named m, n: read self.sizes["m"]
+                setattr(self, key, value)
         self.validate_sizes()
         self.spec = self.make_spec()
         self.predictor_shape = tuple(int(s) for s in self.make_predictor_shape())
@@ -244,6 +252,12 @@ class Parameterization(abc.ABC):
     def random_point(self, rng):
         """A random theta at a sensible scale; default i.i.d. N(0, 1) entries."""
         return rng.standard_normal(self.n)
+
+    def init_at_scale(self, alpha):
+        """The initialisation of scale ``alpha`` used in the plugin's literature (implicit-bias
+        and mirror-flow studies); default alpha * (1, ..., 1). Plugins override it where the
+        literature uses another one (e.g. an unbiased initialisation with phi(theta_0) = 0)."""
+        return float(alpha) * np.ones(self.n)
 
     # ------------------------------------------------------------------ derived
     def provides(self, capability):
@@ -309,6 +323,12 @@ class Parameterization(abc.ABC):
     def horizontal_projection(self, theta, v):
         """Closed-form projection of v onto the horizontal space at theta."""
         raise NotProvidedError(type(self).__name__, "horizontal_projection", "horizontal_projection")
+
+    def mirror_potential(self, theta0):
+        """Closed-form Legendre potential of the mirror flow started at phi(theta0), for a
+        commuting parameterization: a :class:`paramgeo.mirror.Potential`, or None where the
+        plugin knows no closed form at this theta0 (the engine then builds one numerically)."""
+        raise NotProvidedError(type(self).__name__, "mirror_potential", "mirror_potential")
 
     def __repr__(self):
         sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())

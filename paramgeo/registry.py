@@ -1,8 +1,9 @@
 """The plugin registry: names -> Parameterization classes.
 
 Sources, in order: classes registered in this process (:func:`register`), plugin files loaded by
-path (:func:`load_plugin_file`, the CLI's ``--plugin FILE.py``), and the entry-point group
-``paramgeo.parameterizations`` read through ``importlib.metadata`` on first use and cached. The
+path (:func:`load_plugin_file`, the CLI's ``--plugin FILE.py``), the entry-point group
+``paramgeo.parameterizations`` read through ``importlib.metadata`` on first use and cached, and
+providers added with :func:`add_provider` (the expression specs saved by ``paramgeo define``). The
 built-in plugins register through that same group from paramgeo's setup.cfg; the registry knows
 nothing about them. A plugin whose import fails warns and the others still load; two
 distributions claiming one name warn naming both, and the first one wins.
@@ -27,6 +28,7 @@ ENTRY_POINT_GROUP = "paramgeo.parameterizations"
 _registered = {}  # name -> class, registered in this process
 _sources = {}  # name -> where it came from
 _entry_points = None  # name -> EntryPoint, discovered lazily
+_providers = []  # extra sources of named classes, e.g. saved expression specs (add_provider)
 
 
 def validate_declaration(cls):
@@ -109,9 +111,22 @@ def refresh():
     _discover(refresh=True)
 
 
+def add_provider(provider):
+    """Add a source of parameterizations: an object with ``names()`` (an iterable of names) and
+    ``load(name)`` -> ``(cls, source)``. Providers are asked after this process's registrations
+    and the entry points; what they load is registered like any plugin. paramgeo's own
+    provider serves the expression specs saved by ``paramgeo define`` (paramgeo.userdefs)."""
+    if provider not in _providers:
+        _providers.append(provider)
+
+
+def _provided():
+    return {name: provider for provider in _providers for name in provider.names()}
+
+
 def available():
     """Sorted names of every parameterization that can be loaded."""
-    return sorted(set(_registered) | set(_discover()))
+    return sorted(set(_registered) | set(_discover()) | set(_provided()))
 
 
 def get_class(name):
@@ -120,7 +135,11 @@ def get_class(name):
         return _registered[name]
     eps = _discover()
     if name not in eps:
-        raise PluginNotFoundError(name, available())
+        provider = _provided().get(name)
+        if provider is None:
+            raise PluginNotFoundError(name, available())
+        cls, source = provider.load(name)
+        return register(cls, name=name, source=source)
     ep = eps[name]
     try:
         cls = ep.load()

@@ -246,3 +246,13 @@ class SignedPermutationGroup(SymmetryGroup):
             # compose: apply current then generator: (s * (signs*x[perm])[p])
             perm, signs = perm[p], s * signs[p]
         return perm, signs
+
+
+def __getattr__(name):
+    """``paramgeo.symmetry.discover`` (automatic symmetry discovery) lives in
+    :mod:`paramgeo.discover`, which builds on this module; it is loaded on first access."""
+    if name == "discover":
+        from .discover import discover
+
+        return discover
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

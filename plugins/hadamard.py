@@ -12,6 +12,17 @@ between l1 for alpha -> 0 and l2 for alpha -> infinity).
 * Horizontal projection, per coordinate: the vertical direction is g_i = (u_i, -v_i), so
   h_i = x_i - (<x_i, g_i> / |g_i|^2) g_i (and h_i = x_i where g_i = 0).
 * Architecture: input i -> hidden i (weight u_i) -> output (weight v_i).
+* Mirror potential (the fields grad beta_i commute): per coordinate u_i^2 - v_i^2 = c_i is
+  conserved and u_i^2 + v_i^2 = sqrt(c_i^2 + 4 beta_i^2), so d beta/dt = -(u^2 + v^2) grad ell
+  is the mirror flow of R with R''(beta_i) = 1 / sqrt(c_i^2 + 4 beta_i^2): with a_i = |c_i| / 2,
+  R(beta) = 1/2 sum_i [beta_i arcsinh(beta_i / a_i) - sqrt(beta_i^2 + a_i^2)
+                       - beta_i arcsinh(beta0_i / a_i) + sqrt(beta0_i^2 + a_i^2)]
+  (grad R(beta0) = 0), the hyperbolic entropy; where c_i = 0 (|u0_i| = |v0_i| != 0) the sign
+  of beta_i is frozen and R_i = 1/2 [|beta_i| log(|beta_i| / |beta0_i|) - |beta_i| + |beta0_i|].
+  ``init_at_scale(alpha)`` is u = 2 alpha, v = 0: under u = w+ + w-, v = w+ - w- this is
+  Woodworth et al.'s w+ = w- = alpha for beta = w+^2 - w-^2, and R is their
+  Q_alpha(beta) = alpha^2 sum_i [2 - sqrt(4 + z_i^2) + z_i arcsinh(z_i / 2)], z = beta / alpha^2,
+  divided by 2 (gradient flow on (u, v) runs at half the speed of the flow on (w+, w-)).
 
 References: Hoff (2017), "Lasso, fractional norm and structured sparse estimation using a
 Hadamard product parametrization"; Woodworth, Gunasekar, Lee, Moroshko, Savarese, Golan,
@@ -33,7 +44,7 @@ class Hadamard(Parameterization):
     size_params = {"p": Size("int", default=5, minimum=1, help="number of coordinates")}
     capabilities = frozenset(
         {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "architecture",
-         "horizontal_projection"}
+         "horizontal_projection", "mirror_potential"}
     )
     references = (
         "Hoff (2017) Lasso, fractional norm and structured sparse estimation using a Hadamard "
@@ -73,6 +84,67 @@ class Hadamard(Parameterization):
         norm2 = u * u + v * v
         coef = np.where(norm2 > 0, (xu * u - xv * v) / np.where(norm2 > 0, norm2, 1.0), 0.0)
         return np.concatenate([xu - coef * u, xv + coef * v])
+
+    def init_at_scale(self, alpha):
+        """u = 2 alpha, v = 0 (beta0 = 0): Woodworth et al.'s w+ = w- = alpha, see above."""
+        return np.concatenate([2.0 * float(alpha) * np.ones(self.p), np.zeros(self.p)])
+
+    def mirror_potential(self, theta0):
+        """The hyperbolic entropy R of the mirror flow from theta0 (see the module docstring)."""
+        from paramgeo import ParamgeoError
+        from paramgeo.mirror import Potential
+
+        u0, v0 = self._uv(theta0)
+        a = np.abs(u0 * u0 - v0 * v0) / 2.0
+        b0 = u0 * v0
+        hyp = a > 0
+        if np.any(~hyp & (b0 == 0)):
+            i = int(np.flatnonzero(~hyp & (b0 == 0))[0])
+            raise ParamgeoError(
+                f"hadamard: u0[{i}] = v0[{i}] = 0 is stationary (beta_{i} never moves); "
+                "the mirror potential needs |u0_i| + |v0_i| > 0")
+        a_s = np.where(hyp, a, 1.0)
+        s0 = np.sign(b0)
+        ab0 = np.where(hyp, 1.0, np.abs(b0))
+
+        def value(beta):
+            beta = np.asarray(beta, float)
+            hy = (beta * np.arcsinh(beta / a_s) - np.sqrt(beta ** 2 + a_s ** 2)
+                  - beta * np.arcsinh(b0 / a_s) + np.sqrt(b0 ** 2 + a_s ** 2))
+            b = s0 * beta
+            with np.errstate(divide="ignore", invalid="ignore"):
+                en = np.where(b > 0, b * np.log(np.where(b > 0, b, 1.0) / ab0) - b + ab0,
+                              np.where(b == 0, ab0, np.inf))
+            return float(0.5 * np.sum(np.where(hyp, hy, en)))
+
+        def grad(beta):
+            beta = np.asarray(beta, float)
+            b = np.where(hyp, 1.0, s0 * beta)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                en = s0 * np.log(b / ab0)
+            return 0.5 * np.where(hyp, np.arcsinh(beta / a_s) - np.arcsinh(b0 / a_s), en)
+
+        def hessian(beta):
+            beta = np.asarray(beta, float)
+            return np.diag(1.0 / np.where(hyp, 2.0 * np.sqrt(beta ** 2 + a_s ** 2),
+                                          2.0 * np.abs(beta)))
+
+        alpha = np.sqrt(a[0] / 2.0) if np.all(hyp) else 0.0
+        if np.all(hyp) and np.allclose(a, a[0], rtol=1e-12) and np.all(b0 == 0):
+            formula = (f"R(beta) = 1/2 sum_i [beta_i arcsinh(beta_i / (2 alpha^2)) - "
+                       f"sqrt(beta_i^2 + 4 alpha^4) + 2 alpha^2], alpha = {alpha:.6g} "
+                       "(hyperbolic entropy; Woodworth et al. 2020 Q_alpha / 2)")
+        else:
+            formula = ("R(beta) = 1/2 sum_i [beta_i arcsinh(beta_i / a_i) - sqrt(beta_i^2 + "
+                       "a_i^2) - beta_i arcsinh(beta0_i / a_i) + sqrt(beta0_i^2 + a_i^2)], "
+                       "a_i = |u0_i^2 - v0_i^2| / 2 (hyperbolic entropy"
+                       + ("" if np.all(hyp) else "; entropy 1/2 [|b| log(|b|/|b0|) - |b| + |b0|]"
+                          " where a_i = 0") + ")")
+        return Potential(
+            formula, "closed form",
+            "Woodworth, Gunasekar, Lee, Moroshko, Savarese, Golan, Soudry, Srebro (2020) "
+            "Kernel and rich regimes in overparametrized models, Theorem 1",
+            np.concatenate([u0, v0]), b0, value, grad, hessian)
 
     def symmetry(self):
         eye = np.eye(self.p, dtype=int)

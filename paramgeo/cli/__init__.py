@@ -21,6 +21,15 @@ COMMANDS = {
     "describe": "_core:describe_cmd",
     "rank": "_core:rank_cmd",
     "check": "_core:check_cmd",
+    "pacbayes": "_pacbayes:pacbayes_cmd",
+    "define": "_define:define_cmd",
+    "undefine": "_define:undefine_cmd",
+    "discover": "_define:discover_cmd",
+    "exact": "_define:exact_cmd",
+    "flow": "_flow:flow_cmd",
+    "critical": "_critical:critical_cmd",
+    "strata": "_critical:strata_cmd",
+    "search": "_critical:search_cmd",
 }
 
 

@@ -1,0 +1,116 @@
+"""Critical-point commands: critical, strata, search (engine: paramgeo.critical)."""
+
+import json
+import sys
+
+import click
+
+from ._common import emit, json_option, load_point, point_options, resolve, sizes_option, table
+
+
+def _progress(total, label, enabled):
+    """A click progress bar (or a no-op) and the callback the engine calls with 'done'."""
+    if not enabled:
+        return None, None
+    bar = click.progressbar(length=total, label=label, file=sys.stderr)
+    state = {"done": 0}
+
+    def update(done):
+        bar.update(done - state["done"])
+        state["done"] = done
+
+    return bar, update
+
+
+@click.command("critical")
+@click.argument("name")
+@sizes_option
+@point_options
+@json_option
+def critical_cmd(name, sizes, at, seed, as_json):
+    """Classify a point: regular, or critical with its causes (orbit-degenerate, subnetwork,
+    other), the rank against the generic rank and the stratum the point lies on.
+
+    Example: paramgeo critical uut -p d=4 -p r=2 --at U.npy --json
+    """
+    from ..critical import classify
+
+    param = resolve(name, sizes)
+    emit(classify(param, load_point(param, at, seed)), as_json)
+
+
+@click.command("strata")
+@click.argument("name")
+@sizes_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "graphml", "dot"]),
+              default="text", show_default=True, help="Output format of the poset.")
+@click.option("--kinds", type=click.Choice(["deleted", "all"]), default="deleted",
+              show_default=True,
+              help="deleted: units active or removed; all: also in-zero / out-zero sides.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random points.")
+@click.option("--progress/--no-progress", default=None,
+              help="Show a progress bar (default: when stderr is a terminal).")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+def strata_cmd(name, sizes, fmt, kinds, seed, progress, as_json):
+    """The strata of a network (sub-architectures) or a factorization (factor rank) with their
+    generic ranks, as a poset (edges from a stratum to the strata in its closure).
+
+    Example: paramgeo strata monomial -p widths=2,2,1 -p degree=4 --format json
+    """
+    from ..critical import strata
+
+    param = resolve(name, sizes)
+    enabled = sys.stderr.isatty() if progress is None else progress
+    bar, update = (None, None)
+    if enabled:
+        bar = click.progressbar(length=None, label="strata", file=sys.stderr)
+        update = lambda done: bar.update(1)  # noqa: E731
+    if bar is not None:
+        with bar:
+            result = strata(param, kinds=kinds, seed=seed, progress=update)
+    else:
+        result = strata(param, kinds=kinds, seed=seed)
+    if as_json:
+        fmt = "json"
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    elif fmt == "graphml":
+        click.echo(result.graphml(), nl=False)
+    elif fmt == "dot":
+        click.echo(result.dot(), nl=False)
+    else:
+        click.echo(f"{result.name} {result.sizes}: {result.graph.number_of_nodes()} strata "
+                   f"({result.kind}, {result.kinds}); generic rank {result.generic_rank}; "
+                   f"top: {result.top}")
+        click.echo(table(result.rows(), ["stratum", "generic rank", "zeroed params",
+                                         "covers"]))
+
+
+@click.command("search")
+@click.argument("name")
+@sizes_option
+@click.option("--starts", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Number of random starts.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the starts.")
+@click.option("--maxiter", type=click.IntRange(min=1), default=100, show_default=True,
+              help="L-BFGS-B iterations per start.")
+@click.option("--progress/--no-progress", default=None,
+              help="Show a progress bar (default: when stderr is a terminal).")
+@json_option
+def search_cmd(name, sizes, starts, seed, maxiter, progress, as_json):
+    """Search for critical points (drive s_R/s_1 of J to 0 on |theta| = 1 from random starts)
+    and classify each one: how many lie on subnetworks, how many the engine cannot explain.
+
+    Example: paramgeo search monomial -p widths=2,2,1 -p degree=4 --starts 20 --json
+    """
+    from ..critical import search
+
+    param = resolve(name, sizes)
+    enabled = sys.stderr.isatty() if progress is None else progress
+    bar, update = _progress(starts, "search", enabled)
+    if bar is not None:
+        with bar:
+            result = search(param, starts=starts, seed=seed, maxiter=maxiter, progress=update)
+    else:
+        result = search(param, starts=starts, seed=seed, maxiter=maxiter)
+    emit(result, as_json)

@@ -1,0 +1,109 @@
+"""Commands for user-defined parameterizations and derived structure: define, undefine,
+discover, exact."""
+
+import dataclasses
+
+import click
+
+from ..results import Result
+from ._common import emit, json_option, resolve, sizes_option
+
+
+@dataclasses.dataclass(frozen=True)
+class _Defined(Result):
+    name: str
+    path: str
+    blocks: dict
+    sizes: dict
+    param_dim: int
+    predictor_shape: tuple
+
+
+@click.command("define")
+@click.argument("spec_file", type=click.Path(dir_okay=False))
+@click.option("--replace", is_flag=True, help="Overwrite an existing definition of that name.")
+@json_option
+def define_cmd(spec_file, replace, as_json):
+    """Define a parameterization from an expression spec (TOML) and save it for later use.
+
+    The spec names parameter blocks with shapes and writes the predictor as expressions in
+    them (parsed safely: numbers, declared symbols, + - * / ** @, exp, log, sin, cos, tanh,
+    sqrt, ...). It is checked before it is saved, so a bad spec leaves nothing behind. The
+    definition lives in $PARAMGEO_HOME/definitions (default ~/.local/share/paramgeo).
+
+    Example: paramgeo define hadamard3.toml && paramgeo describe hadamard3
+    """
+    from ..userdefs import define
+
+    cls = define(spec_file, replace=replace)
+    param = cls()
+    result = _Defined(cls.name, cls.spec_path, {k: list(v) for k, v in param.spec.blocks.items()},
+                      dict(param.sizes), param.n, param.predictor_shape)
+    shape = "x".join(map(str, param.predictor_shape)) or "scalar"
+    emit(result, as_json, f"defined {cls.name}: n = {param.n} parameters -> predictor {shape} "
+                          f"(saved in {cls.spec_path})")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Undefined(Result):
+    name: str
+    path: str
+
+
+@click.command("undefine")
+@click.argument("name")
+@json_option
+def undefine_cmd(name, as_json):
+    """Remove a parameterization saved by `paramgeo define`.
+
+    Example: paramgeo undefine hadamard3
+    """
+    from ..userdefs import undefine
+
+    path = undefine(name)
+    emit(_Undefined(name, str(path)), as_json, f"removed {name} ({path})")
+
+
+@click.command("discover")
+@click.argument("name")
+@sizes_option
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random points.")
+@click.option("--no-discrete", is_flag=True, help="Skip the search for discrete symmetries.")
+@click.option("--max-dim", type=int, default=None,
+              help="Largest n for the linear search (n^2 unknowns); default 40.")
+@json_option
+def discover_cmd(name, sizes, seed, no_discrete, max_dim, as_json):
+    """Discover symmetries: linear (Lie algebra of A with J(theta) A theta = 0), scaling, discrete.
+
+    Prints the dimension and a recognisable name of the Lie algebra (so(r), gl(r), a torus of
+    rescalings, hyperbolic rotations, ...), the scaling exponents, the discrete sign flips and
+    permutations that leave phi invariant, and the comparison with the declared group.
+
+    Example: paramgeo discover uvt -p m=4 -p n=3 -p r=2
+    """
+    from ..discover import MAX_LINEAR_DIM, discover
+
+    param = resolve(name, sizes)
+    emit(discover(param, seed=seed, discrete=not no_discrete,
+                  max_linear_dim=max_dim or MAX_LINEAR_DIM), as_json)
+
+
+@click.command("exact")
+@click.argument("name")
+@sizes_option
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the random rational points.")
+@click.option("--points", type=int, default=2, show_default=True,
+              help="Number of random rational points.")
+@json_option
+def exact_cmd(name, sizes, seed, points, as_json):
+    """Exact (sympy) ranks: rank of J over Q at random rational points and over Q(theta).
+
+    Needs a plugin with symbolic() (built-ins that declare it, and every `paramgeo define`d
+    parameterization). No floating-point tolerance is involved when phi is rational in theta.
+
+    Example: paramgeo exact uut -p d=4 -p r=2
+    """
+    from ..symbolic import exact_analysis
+
+    emit(exact_analysis(resolve(name, sizes), n_points=points, seed=seed), as_json)

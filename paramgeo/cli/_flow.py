@@ -1,0 +1,137 @@
+"""The ``flow`` command: gradient descent or gradient flow of a loss through a parameterization."""
+
+import json
+import sys
+from pathlib import Path
+
+import click
+import numpy as np
+
+from ..errors import ParamgeoError, ShapeError
+from ._common import json_option, resolve, sizes_option, table
+
+
+def load_data(path):
+    """The arrays of an ``.npz`` file as a dict (readable errors for missing/corrupt files)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ParamgeoError(f"data file {path!r} does not exist")
+    import zipfile
+
+    if not zipfile.is_zipfile(p):
+        raise ShapeError(f"data file {path!r} is not an .npz archive (write it with numpy.savez)")
+    try:
+        with np.load(p, allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except (ValueError, OSError) as exc:
+        raise ShapeError(f"data file {path!r} is not a readable .npz archive ({exc})") from None
+
+
+@click.command("flow")
+@click.argument("name")
+@sizes_option
+@click.option("--loss", "loss_kind", default="squared", show_default=True,
+              type=click.Choice(["squared", "quadratic", "logistic", "exponential"]),
+              help="Loss on predictors (see docs/flows.md for the data layout of each).")
+@click.option("--data", "data_path", required=True, type=click.Path(dir_okay=False),
+              help="An .npz file with the arrays the loss needs (A and y, or X and y; "
+                   "optional theta0).")
+@click.option("--method", type=click.Choice(["gd", "flow"]), default="gd", show_default=True,
+              help="Gradient descent (steps) or gradient flow (solve_ivp).")
+@click.option("--steps", type=int, default=None, help="Descent steps [default: 1000].")
+@click.option("--time", "t_final", type=float, default=None,
+              help="Final time of the flow [default: 10].")
+@click.option("--lr", type=float, default=1e-2, show_default=True, help="Descent step size.")
+@click.option("--schedule", "schedule_kind", default="constant", show_default=True,
+              type=click.Choice(["constant", "inverse", "cosine", "step"]),
+              help="Step-size schedule of descent.")
+@click.option("--batch-size", type=int, default=None,
+              help="Minibatch size for stochastic gradients (descent only).")
+@click.option("--integrator", default="LSODA", show_default=True,
+              type=click.Choice(["LSODA", "RK45", "DOP853", "BDF", "Radau"]),
+              help="solve_ivp method of the flow (LSODA switches to BDF when stiff).")
+@click.option("--rtol", type=float, default=1e-8, show_default=True, help="Flow rtol.")
+@click.option("--atol", type=float, default=1e-10, show_default=True,
+              help="Flow atol (keep it well below alpha^2 for an init of scale alpha).")
+@click.option("--log-times", is_flag=True, help="Record the flow at log-spaced times.")
+@click.option("--records", type=int, default=200, show_default=True,
+              help="Number of recorded times of the flow.")
+@click.option("--stop-loss", type=float, default=None, help="Stop when the loss falls below.")
+@click.option("--stop-grad", type=float, default=None,
+              help="Stop when |grad L| falls below.")
+@click.option("--init-scale", "alpha", type=float, default=None,
+              help="Start at ALPHA times a random point (overrides theta0 of the data file).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the random start and of the minibatches.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Write a figure (.png, .svg or .pdf).")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar [default: when stderr is a terminal].")
+@json_option
+def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, lr, schedule_kind,
+             batch_size, integrator, rtol, atol, log_times, records, stop_loss, stop_grad,
+             alpha, seed, plot_path, progress, as_json):
+    """Train a parameterization on a loss of its predictors: gradient descent or flow.
+
+    Prints the loss, gradient norm and the drift of the conserved quantities of the symmetry
+    group along the trajectory; --plot writes loss and predictor coordinates against time.
+
+    \b
+    Example: paramgeo flow hadamard -p p=10 --loss squared --data s2s.npz --method flow --time 30 --plot s2s.png
+    """
+    from ..flows import gradient_descent, gradient_flow, schedule
+    from ..losses import loss_from_arrays
+
+    param = resolve(name, sizes)
+    arrays = load_data(data_path)
+    loss = loss_from_arrays(loss_kind, arrays, param, source=f"data file {data_path!r}")
+    if alpha is not None:
+        if not (np.isfinite(alpha) and alpha > 0):
+            raise ParamgeoError(f"--init-scale must be a positive number, got {alpha}")
+        theta0 = alpha * param.random_point(np.random.default_rng(seed))
+    elif "theta0" in arrays:
+        theta0 = np.asarray(arrays["theta0"], float)
+        if theta0.size != param.n:
+            raise ShapeError(f"data file {data_path!r}: array 'theta0' has {theta0.size} "
+                             f"entries; {param.name} {param.sizes} needs {param.n}")
+        theta0 = param.as_theta(theta0.ravel())
+    else:
+        theta0 = param.random_point(np.random.default_rng(seed))
+    if progress is None:
+        progress = sys.stderr.isatty() and not as_json
+    if method == "gd":
+        if t_final is not None:
+            raise click.UsageError("--time is for --method flow; use --steps with gd")
+        steps = 1000 if steps is None else steps
+        lr_fn = schedule(schedule_kind, lr, steps)
+        traj = gradient_descent(param, loss, theta0, steps, lr_fn,
+                                record_every=max(1, steps // records), stop_loss=stop_loss,
+                                stop_grad=stop_grad, batch_size=batch_size, seed=seed,
+                                progress=progress)
+    else:
+        if steps is not None:
+            raise click.UsageError("--steps is for --method gd; use --time with flow")
+        if batch_size is not None:
+            raise click.UsageError("--batch-size is for --method gd (stochastic descent)")
+        traj = gradient_flow(param, loss, theta0, 10.0 if t_final is None else t_final,
+                             method=integrator, rtol=rtol, atol=atol, n_records=records,
+                             log_times=log_times, stop_loss=stop_loss, stop_grad=stop_grad,
+                             progress=progress)
+    if plot_path:
+        traj.plot(plot_path, title=f"{param.name} {param.sizes}: {traj.method}, {loss_kind} loss")
+    summary = traj.summary()
+    summary.update(name=param.name, sizes=param.sizes, loss=loss_kind,
+                   final_predictor=traj.final_predictor.tolist(), plot=plot_path)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, default=str))
+        return
+    click.echo(str(traj))
+    idx = np.unique(np.linspace(0, len(traj.times) - 1, min(8, len(traj.times))).astype(int))
+    click.echo(table([(f"{traj.times[i]:.4g}", f"{traj.losses[i]:.6g}",
+                       f"{traj.grad_norms[i]:.3g}") for i in idx], ["time", "loss", "|grad L|"]))
+    if traj.conserved_labels:
+        click.echo(table([(lab, f"{d:.2e}") for lab, d in
+                          zip(traj.conserved_labels, traj.conserved_drift)],
+                         ["conserved quantity", "relative drift"]))
+    if plot_path:
+        click.echo(f"figure written to {plot_path}")

@@ -1,0 +1,82 @@
+"""``paramgeo pacbayes``: parameter- and quotient-space KL, both priors, three certificates."""
+
+import json
+
+import click
+
+from ._common import json_option, resolve, sizes_option, table
+
+
+@click.command("pacbayes")
+@click.argument("name")
+@sizes_option
+@click.option("--posterior", "posterior_file", required=True, type=click.Path(dir_okay=False),
+              help="A .npz file with arrays mean (n,), std (n,) or scalar, empirical_risk.")
+@click.option("--prior-scale", "scales", required=True, multiple=True, type=str,
+              help="Standard deviation s of the neutral prior N(0, s^2 I); repeat for a grid "
+                   "(union bound over the grid).")
+@click.option("--n", "n", required=True, type=str, help="Number of training samples.")
+@click.option("--delta", required=True, type=str, help="Confidence parameter in (0, 1).")
+@click.option("--method", type=click.Choice(["auto", "quadrature", "montecarlo"]),
+              default="auto", show_default=True, help="Estimator of the quotient KL.")
+@click.option("--samples", type=int, default=200, show_default=True,
+              help="Monte Carlo samples (method montecarlo).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Monte Carlo seed.")
+@json_option
+def pacbayes_cmd(name, sizes, posterior_file, scales, n, delta, method, samples, seed, as_json):
+    """KL(Q||P) and KL(Q_bar||P_bar) for the neutral prior N(0, s^2 I) and the orbit-volume
+    implicit-bias prior, with McAllester, Maurer-Seeger and Catoni certificates.
+
+    The posterior is read from an .npz file holding ``mean`` (n,), ``std`` (n,) or a scalar
+    (a diagonal Gaussian on theta) and ``empirical_risk`` (the Gibbs empirical risk of a loss in
+    [0, 1]). With several --prior-scale values the certificates use delta / (number of scales).
+
+    Example: paramgeo pacbayes hadamard --posterior q.npz --prior-scale 1 --n 1000 --delta 0.05
+    """
+    from ..pacbayes import _check_cert_inputs, _positive, load_posterior, pacbayes_report
+
+    param = resolve(name, sizes)
+    scales = [_positive(s, "prior scale") for s in scales]
+    _check_cert_inputs(0.0, 0.0, _int(n), _float(delta, "delta"))
+    posterior, risk = load_posterior(param, posterior_file)
+    report = pacbayes_report(param, posterior, scales, _int(n), float(delta), risk,
+                             method=method, samples=samples, seed=seed)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+        return
+    click.echo(f"{report.name}: method {report.method}, n = {report.n}, delta = {report.delta}, "
+               f"empirical risk {report.empirical_risk:.6g}, union bound over "
+               f"{len(report.scales)} prior scale(s)")
+    click.echo(table(
+        [(pk.prior, f"{pk.scale:g}", f"{pk.kl_param:.6g}", f"{pk.kl_quotient:.6g}",
+          f"{pk.stderr:.2g}" if pk.stderr else "-")
+         for pk in report.priors],
+        ["prior", "scale", "KL param", "KL quotient", "stderr"],
+    ))
+    click.echo("")
+    click.echo(table(
+        [(prior, f"{scale:g}", f"{c.kl:.6g}", f"{c.mcallester:.6g}", f"{c.maurer_seeger:.6g}",
+          f"{c.catoni:.6g}") for prior, scale, c in report.certificates],
+        ["prior", "scale", "KL used", "McAllester", "Maurer-Seeger", "Catoni"],
+    ))
+
+
+def _int(value):
+    from ..pacbayes import PacBayesInputError
+
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise PacBayesInputError(f"n must be a positive integer, got {value!r}") from None
+    if not f.is_integer() or f < 1:
+        raise PacBayesInputError(f"n must be a positive integer (sample size), got {value!r}")
+    return int(f)
+
+
+def _float(value, what):
+    from ..pacbayes import PacBayesInputError
+
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise PacBayesInputError(f"{what} must be a number, got {value!r}") from None

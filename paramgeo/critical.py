@@ -1,0 +1,997 @@
+"""Critical points of a parameterization and of a loss; strata and their poset.
+
+A point theta is a *critical point of the parameterization* phi: R^n -> R^m when
+
+    rank J(theta) < R,   R = generic rank of phi = max_theta rank J(theta),
+
+the singular points of singular learning theory (Watanabe 2009, "Algebraic geometry and
+statistical learning theory"). This module reads only the contract: J (``jacobian``,
+``jacobian_derivative``), the symmetry generators and, where declared, the architecture graph.
+
+Causes a critical point is given (:func:`classify`):
+
+* ``orbit-degenerate``: the orbit dimension o(theta) = rank of the symmetry generators at theta
+  drops below its generic value (a continuous stabilizer appears), as for a rank-deficient U in
+  U U^T (Massart and Absil 2020).
+* ``subnetwork``: the architecture graph shows hidden neurons that are *inactive* (all incoming
+  or all outgoing weights zero) or *redundant* (two neurons of a layer with proportional
+  incoming weight vectors: for a homogeneous activation they act as one neuron); or, for a
+  factorization without a graph, the rank of the factor drops (channels vanish up to symmetry).
+  This is the mechanism of the seed paper: Kohn, Marchetti, Shabir et al., "Singular learning
+  and Occam's razor in deep monomial networks", where for large activation degree every
+  critical point lies on a subnetwork.
+* ``other``: rank lost beyond what the point's stratum explains (rank J(theta) below the generic
+  rank of the stratum the point lies on), or with no structure to explain it.
+
+Strata (:func:`strata`). A stratum is the set of parameters with a given *activity pattern*:
+
+* networks (architecture graph: node attribute ``layer``, 0 = inputs, L = outputs; edge
+  attribute ``index`` = position in theta): each hidden neuron is ``active``, ``in-zero`` (all
+  incoming weights 0), ``out-zero`` (all outgoing weights 0) or ``removed`` (both). With
+  ``kinds="deleted"`` (default) only ``active``/``removed`` are enumerated: the
+  sub-architectures obtained by deleting hidden neurons. A neuron with one input and one
+  output (a diagonal coordinate) is deleted by zeroing that coordinate pair.
+* factorizations (no graph): a matrix group G in GL(r) acting on the right of blocks
+  (``right``: B -> B g, ``contragredient``: B -> B g^{-T}) mixes r *channels* (the r columns).
+  The pattern counts channels that vanish on the right side, the contragredient side or both,
+  up to G: k_R = r - rank[right blocks stacked], k_C = r - rank[contragredient blocks
+  stacked], and the number vanishing on both sides is rank(K_R^T K_C) for kernel bases K_R,
+  K_C (the pairing <a, b> of kernel vectors is G-invariant). For U U^T this is the stratum
+  rank U = r - k, of generic rank d (r-k) - (r-k)(r-k-1)/2.
+
+Neurons (or channels) that are *twins* (same layer, same predecessors, same successors) are
+interchangeable: swapping them with their weights is a symmetry of phi, so the pattern only
+records how many twins are in each state. The closure of stratum P contains stratum Q when Q
+is obtained from P by zeroing more sides; the poset is a networkx DiGraph with the covering
+edges P -> Q (its transitive closure is the full closure relation); the top is the all-active
+stratum. The generic rank of a stratum is max rank J over random points of it (a random point
+with the stratum's weights zeroed, and proportional incoming weights for redundant groups).
+
+Rank decisions use the one tolerance policy of :mod:`paramgeo.geometry` (``RankPolicy``):
+rank = #{s_i > max(atol, rtol s_1)}; a decision with a singular value within a factor ``band``
+of the tolerance is flagged ``near_singular`` with the singular value and the gap
+s_rank / s_{rank+1}. A weight vector counts as zero when its norm is at most
+``zero_tol * |theta|`` (default ``zero_tol = policy.rtol``).
+
+Critical points of a loss (:func:`loss_point`): for L = ell o phi,
+grad L = J^T grad ell(phi(theta)); a critical point is *true* when grad ell(phi(theta)) = 0 and
+*spurious* when only J^T grad ell = 0 (created by the parameterization). The Hessian
+
+    H = J^T Hess(ell) J + sum_i (grad ell)_i Hess(phi_i),
+    (sum_i g_i Hess phi_i) v = (d/dt J(theta + t v))^T g,
+
+is restricted to the horizontal space Q (orthonormal complement of the vertical space, which
+lies in ker H at a critical point since L is constant on orbits) and its signature decides
+minimum / strict saddle / degenerate (Ge, Jin, Zheng 2017, "No spurious local minima in
+nonconvex low rank problems"; Levin, Kileel, Boumal 2022, "The effect of smooth
+parametrizations on nonconvex optimization landscapes").
+"""
+
+import dataclasses
+import itertools
+import json
+import math
+import warnings
+
+import numpy as np
+
+from .errors import ParamgeoError
+from .geometry import DEFAULT_POLICY, decide_rank, vertical_space
+from .results import Result
+
+__all__ = [
+    "Classification",
+    "LossPoint",
+    "SearchResult",
+    "Strata",
+    "classify",
+    "loss_point",
+    "search",
+    "strata",
+    "to_dot",
+]
+
+# ---------------------------------------------------------------------------- generic values
+
+_GENERIC_CACHE = {}
+
+
+def _key(param, policy, what):
+    sizes = tuple(sorted((k, v) for k, v in param.sizes.items()))
+    return (type(param), sizes, policy, what)
+
+
+def _rng(seed):
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def _rank(param, theta, policy):
+    return decide_rank(param.jacobian(theta), policy, warn=False).rank
+
+
+def _orbit_dim(param, theta, policy):
+    if not param.provides("symmetry"):
+        return 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return vertical_space(param, theta, policy).shape[1]
+
+
+def generic_values(param, policy=None, n_points=3, seed=0):
+    """(generic rank of J, generic orbit dimension): maxima over ``n_points`` random points.
+
+    Cached per (plugin class, sizes, policy): a polynomial map attains its generic rank off a
+    measure-zero set, so random points are generic almost surely.
+    """
+    policy = policy or DEFAULT_POLICY
+    key = _key(param, policy, "generic")
+    if key not in _GENERIC_CACHE:
+        rng = _rng(seed)
+        pts = [param.random_point(rng) for _ in range(n_points)]
+        _GENERIC_CACHE[key] = (
+            max(_rank(param, t, policy) for t in pts),
+            max(_orbit_dim(param, t, policy) for t in pts),
+        )
+    return _GENERIC_CACHE[key]
+
+
+# ---------------------------------------------------------------------------- structure
+
+@dataclasses.dataclass
+class _Unit:
+    """A hidden neuron or a factor channel: named sides, each a tuple of flat theta indices."""
+
+    name: str
+    sides: dict  # side -> tuple of indices
+    preds: dict = dataclasses.field(default_factory=dict)  # predecessor -> index (neurons)
+    layer: int = 0
+
+
+@dataclasses.dataclass
+class _Class:
+    label: str
+    units: list
+    factor: object = None  # the MatrixGroupAction for a channel class
+
+
+class _Structure:
+    """The units a parameterization's strata are made of (neurons, or channels of a factor)."""
+
+    def __init__(self, kind, sides, classes, side_names):
+        self.kind, self.sides, self.classes = kind, tuple(sides), classes
+        self.side_names = side_names  # side -> display name
+
+    def states(self, kinds):
+        """Allowed states (frozensets of zeroed sides) other than active, in a fixed order."""
+        full = frozenset(self.sides)
+        if kinds == "deleted":
+            return [full]
+        subsets = [frozenset(c) for k in range(1, len(self.sides) + 1)
+                   for c in itertools.combinations(self.sides, k)]
+        return subsets
+
+    def state_name(self, state):
+        if not state:
+            return "active"
+        if state == frozenset(self.sides):
+            return "removed"
+        return "+".join(self.side_names[s] for s in self.sides if s in state) + "-zero"
+
+
+def _network_structure(param):
+    graph = param.architecture()
+    layers = {node: int(data["layer"]) for node, data in graph.nodes(data=True)}
+    if not layers:
+        raise ParamgeoError(f"{param.name}: the architecture graph has no nodes")
+    top = max(layers.values())
+    hidden = sorted((n for n, l in layers.items() if 0 < l < top),
+                    key=lambda n: (layers[n], _natural(n)))
+    groups = {}
+    for node in hidden:
+        preds = {p: int(graph.edges[p, node]["index"]) for p in graph.predecessors(node)}
+        succs = {s: int(graph.edges[node, s]["index"]) for s in graph.successors(node)}
+        unit = _Unit(str(node), {"in": tuple(preds.values()), "out": tuple(succs.values())},
+                     preds, layers[node])
+        twin = (layers[node], frozenset(preds), frozenset(succs))
+        groups.setdefault(twin, []).append(unit)
+    per_layer = {}
+    for (layer, _, _), units in groups.items():
+        per_layer.setdefault(layer, []).append(units)
+    classes = []
+    for layer in sorted(per_layer):
+        for units in per_layer[layer]:
+            if len(units) == 1:
+                label = units[0].name
+            elif len(per_layer[layer]) == 1:
+                label = f"layer {layer}"
+            else:
+                label = f"layer {layer} ({','.join(u.name for u in units)})"
+            classes.append(_Class(label, units))
+    return _Structure("network", ("in", "out"), classes, {"in": "in", "out": "out"})
+
+
+def _natural(name):
+    import re
+
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(name))]
+
+
+def _matrix_factors(group):
+    from .symmetry import MatrixGroupAction, ProductGroup
+
+    factors = group.factors if isinstance(group, ProductGroup) else (group,)
+    return [f for f in factors if isinstance(f, MatrixGroupAction) and f.r > 0]
+
+
+def _block_label(param, blocks):
+    names = []
+    for start, _, _ in blocks:
+        for name, sl in param.spec.slices.items():
+            if sl.start == start:
+                names.append(name)
+    return ",".join(names) or "?"
+
+
+def _factor_structure(param):
+    if not param.provides("symmetry"):
+        return None
+    factors = _matrix_factors(param.symmetry())
+    if not factors:
+        return None
+    classes, sides, side_names = [], [], {}
+    for fi, f in enumerate(factors):
+        for side, blocks in (("right", f.right), ("contra", f.contragredient)):
+            if blocks:
+                key = f"{side}{fi}"
+                sides.append(key)
+                side_names[key] = _block_label(param, blocks)
+        units = []
+        for j in range(f.r):
+            unit_sides = {}
+            for side, blocks in (("right", f.right), ("contra", f.contragredient)):
+                if blocks:
+                    idx = []
+                    for start, _, shape in blocks:
+                        cols = np.arange(int(np.prod(shape))).reshape(shape)[..., j].ravel()
+                        idx.extend(int(start + c) for c in cols)
+                    unit_sides[f"{side}{fi}"] = tuple(idx)
+            units.append(_Unit(f"{f.name} channel {j}", unit_sides))
+        classes.append(_Class(f"{f.name} on {_block_label(param, f.right + f.contragredient)}",
+                              units, f))
+    return _Structure("factor", sides, classes, side_names)
+
+
+def structure(param):
+    """The units of ``param``'s strata: hidden neurons of the architecture graph if declared,
+    else the channels of the matrix-group factors of its symmetry group; None if neither."""
+    if param.provides("architecture"):
+        return _network_structure(param)
+    return _factor_structure(param)
+
+
+# ---------------------------------------------------------------------------- patterns
+
+def _class_states(struct, cls, kinds):
+    unit_sides = frozenset(cls.units[0].sides)
+    return [s for s in struct.states(kinds) if s <= unit_sides and s]
+
+
+def _compositions(total, parts):
+    """All tuples of ``parts`` non-negative ints with sum <= total."""
+    for counts in itertools.product(range(total + 1), repeat=parts):
+        if sum(counts) <= total:
+            yield counts
+
+
+def _pattern_label(struct, pattern, states_per_class):
+    parts = []
+    for cls, counts, states in zip(struct.classes, pattern, states_per_class):
+        parts.extend(_class_label(struct, cls, {s: c for c, s in zip(counts, states) if c}))
+    return "; ".join(parts) or "full"
+
+
+def _class_label(struct, cls, counts):
+    """['layer 1: 1 in-zero, 1 removed'] from {state: count} (no count for a single unit)."""
+    if not counts:
+        return []
+    order = sorted(counts, key=lambda s: (len(s), [struct.sides.index(x) for x in s]))
+    items = [struct.state_name(s) if len(cls.units) == 1
+             else f"{counts[s]} {struct.state_name(s)}" for s in order]
+    return [f"{cls.label}: {', '.join(items)}"]
+
+
+def _zero_pattern(struct, theta, pattern, states_per_class):
+    """Zero the sides the pattern prescribes, on the first units of each class."""
+    theta = theta.copy()
+    zeroed = set()
+    for cls, counts, states in zip(struct.classes, pattern, states_per_class):
+        k = 0
+        for c, s in zip(counts, states):
+            for unit in cls.units[k:k + c]:
+                for side in s:
+                    zeroed.update(unit.sides[side])
+            k += c
+    idx = np.fromiter(zeroed, dtype=int, count=len(zeroed))
+    theta[idx] = 0.0
+    return theta, len(zeroed)
+
+
+def _stratum_rank(param, sampler, n_points, rng, policy):
+    return max(_rank(param, sampler(rng), policy) for _ in range(n_points))
+
+
+# ---------------------------------------------------------------------------- strata
+
+@dataclasses.dataclass(frozen=True)
+class Strata(Result):
+    """The strata of a parameterization as a poset.
+
+    ``graph``: networkx DiGraph; node = stratum label with attributes ``generic_rank``,
+    ``zeroed_params`` (parameters set to 0 on the stratum's linear representative), ``pattern``
+    (JSON of the per-class state counts), ``top``; edges P -> Q for Q a maximal stratum in the
+    closure of P (covering relation).
+    """
+
+    name: str
+    sizes: dict
+    kind: str  # "network" or "factor"
+    kinds: str  # "deleted" or "all"
+    generic_rank: int
+    top: str
+    graph: object
+
+    def to_dict(self):
+        import networkx as nx
+
+        return {"name": self.name, "sizes": dict(self.sizes), "kind": self.kind,
+                "kinds": self.kinds, "generic_rank": self.generic_rank, "top": self.top,
+                "n_strata": self.graph.number_of_nodes(),
+                "poset": nx.node_link_data(self.graph, edges="edges")}
+
+    def rows(self):
+        """(label, generic rank, zeroed parameters, covered strata) per stratum, top first."""
+        order = sorted(self.graph.nodes,
+                       key=lambda n: (-self.graph.nodes[n]["generic_rank"],
+                                      self.graph.nodes[n]["zeroed_params"], n))
+        return [(n, self.graph.nodes[n]["generic_rank"], self.graph.nodes[n]["zeroed_params"],
+                 len(list(self.graph.successors(n)))) for n in order]
+
+    def __str__(self):
+        lines = [f"{self.name} {self.sizes}: {self.graph.number_of_nodes()} strata "
+                 f"({self.kind}, {self.kinds}); generic rank {self.generic_rank}; top: {self.top}"]
+        for label, rank, zeroed, covers in self.rows():
+            lines.append(f"  rank {rank:>4}  zeroed {zeroed:>4}  covers {covers:>3}  {label}")
+        return "\n".join(lines)
+
+    def graphml(self):
+        """The poset as GraphML text (networkx)."""
+        import io
+
+        import networkx as nx
+
+        buf = io.BytesIO()
+        nx.write_graphml(self.graph, buf)
+        return buf.getvalue().decode()
+
+    def dot(self):
+        """The poset as Graphviz DOT text (written directly; no graphviz needed)."""
+        return to_dot(self.graph, name=self.name)
+
+
+def to_dot(graph, name="strata"):
+    """Plain DOT text of a stratum poset: one node per stratum labelled with its generic rank,
+    one edge per covering relation."""
+
+    def q(s):
+        return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    lines = [f"digraph {q(name)} {{", "  rankdir=TB;"]
+    for node, data in graph.nodes(data=True):
+        label = q(node)[:-1] + f"\\nrank {data.get('generic_rank', '?')}" + '"'
+        lines.append(f"  {q(node)} [label={label}];")
+    for a, b in graph.edges:
+        lines.append(f"  {q(a)} -> {q(b)};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def strata(param, kinds="deleted", n_points=2, seed=0, policy=None, max_strata=2000,
+           progress=None):
+    """Enumerate the strata of ``param`` with their generic ranks, as a poset.
+
+    kinds: ``"deleted"`` (units active or removed: sub-architectures by deleting hidden neurons
+    or factor channels) or ``"all"`` (every subset of a unit's sides zeroed: in-zero, out-zero,
+    removed). The generic rank of stratum S is max rank J(theta) over ``n_points`` random theta
+    in S (a random point with the pattern's weights zeroed). ``progress``: an optional callable
+    taking the number of strata done (for a progress bar).
+    """
+    import networkx as nx
+
+    if kinds not in ("deleted", "all"):
+        raise ParamgeoError(f"kinds must be 'deleted' or 'all', got {kinds!r}")
+    policy = policy or DEFAULT_POLICY
+    struct = structure(param)
+    if struct is None:
+        raise ParamgeoError(
+            f"{param.name} has neither an architecture graph nor a matrix-group symmetry, so it "
+            "defines no strata; declare `architecture` (networks) or a `symmetry` built from "
+            "OrthogonalGroup/GeneralLinearGroup (factorizations)"
+        )
+    states_per_class = [_class_states(struct, c, kinds) for c in struct.classes]
+    per_class = [list(_compositions(len(c.units), len(s)))
+                 for c, s in zip(struct.classes, states_per_class)]
+    total = math.prod(len(p) for p in per_class)
+    if total > max_strata:
+        raise ParamgeoError(
+            f"{param.name} {param.sizes} has {total} strata of kind {kinds!r}, more than "
+            f"max_strata={max_strata}; use kinds='deleted', smaller sizes or raise max_strata"
+        )
+    rng = _rng(seed)
+    R, _ = generic_values(param, policy)
+    graph = nx.DiGraph()
+    labels = {}
+    for i, pattern in enumerate(itertools.product(*per_class)):
+        label = _pattern_label(struct, pattern, states_per_class)
+        sample = (lambda g, p=pattern: _zero_pattern(
+            struct, param.random_point(g), p, states_per_class)[0])
+        _, zeroed = _zero_pattern(struct, np.zeros(param.n), pattern, states_per_class)
+        rank = _stratum_rank(param, sample, n_points, rng, policy)
+        doc = {cls.label: {struct.state_name(s): c for c, s in zip(counts, states) if c}
+               for cls, counts, states in zip(struct.classes, pattern, states_per_class)}
+        graph.add_node(label, generic_rank=int(rank), zeroed_params=int(zeroed),
+                       pattern=json.dumps(doc, sort_keys=True), top=not any(map(any, pattern)))
+        labels[pattern] = label
+        if progress is not None:
+            progress(i + 1)
+    # covering edges: one unit moves from state s to a state t covering s
+    for pattern, label in labels.items():
+        for ci, (counts, states) in enumerate(zip(pattern, states_per_class)):
+            full = [frozenset()] + states
+            cnt = [len(struct.classes[ci].units) - sum(counts)] + list(counts)
+            for a, s in enumerate(full):
+                if not cnt[a]:
+                    continue
+                for b, t in enumerate(full):
+                    if s < t and not any(s < u < t for u in full):
+                        new = list(cnt)
+                        new[a] -= 1
+                        new[b] += 1
+                        target = list(pattern)
+                        target[ci] = tuple(new[1:])
+                        graph.add_edge(label, labels[tuple(target)])
+    top = labels[tuple(tuple(0 for _ in s) for s in states_per_class)]
+    return Strata(param.name, dict(param.sizes), struct.kind, kinds, int(R), top, graph)
+
+
+# ---------------------------------------------------------------------------- classify
+
+@dataclasses.dataclass(frozen=True)
+class Classification(Result):
+    """Verdict on a point theta: regular or critical, with causes and the evidence."""
+
+    name: str
+    sizes: dict
+    verdict: str  # "regular" or "critical"
+    causes: tuple  # among "orbit-degenerate", "subnetwork", "other"
+    rank: int
+    generic_rank: int
+    kernel_dim: int
+    orbit_dim: int
+    generic_orbit_dim: int
+    near_singular: bool  # a singular value lies within the policy's band of the tolerance
+    tol: float
+    gap: float  # s_rank / s_{rank+1}
+    relevant_ratio: float  # s_R / s_1 with R the generic rank (0 at a critical point)
+    singular_values: np.ndarray
+    inactive: tuple  # ((neuron, state), ...) for networks
+    redundant: tuple  # groups of neurons with proportional incoming weights
+    stratum: str  # label of the stratum theta lies on ("full" if none proper)
+    on_proper_stratum: bool
+    stratum_generic_rank: int  # -1 if the parameterization defines no strata
+    rank_equals_stratum_generic: bool
+    subnetwork_distance: float  # relative distance of theta to the nearest subnetwork condition
+    explanation: str
+
+    def __str__(self):
+        head = f"{self.name} {self.sizes}: {self.verdict}"
+        if self.causes:
+            head += f" ({', '.join(self.causes)})"
+        if self.near_singular:
+            head += " - NEAR-SINGULAR: a singular value is within the tolerance band"
+        lines = [
+            head,
+            f"  rank {self.rank} / generic {self.generic_rank}; kernel dim {self.kernel_dim}; "
+            f"orbit dim {self.orbit_dim} (generic {self.generic_orbit_dim})",
+            f"  tol {self.tol:.3g}; gap {self.gap:.3g}; s_R/s_1 {self.relevant_ratio:.3g}",
+            f"  stratum: {self.stratum} (generic rank {self.stratum_generic_rank}"
+            + (", equal to the rank here)" if self.rank_equals_stratum_generic
+               else ", above the rank here)"),
+        ]
+        if self.inactive:
+            lines.append("  inactive: " + ", ".join(f"{n} ({s})" for n, s in self.inactive))
+        if self.redundant:
+            lines.append("  redundant: " + "; ".join("{" + ",".join(g) + "}"
+                                                      for g in self.redundant))
+        lines.append("  " + self.explanation)
+        return "\n".join(lines)
+
+
+def _point_pattern_network(struct, theta, zero_tol, policy):
+    """States of neurons at theta, redundant groups, and the distance to the nearest
+    subnetwork condition (relative to |theta|)."""
+    scale = max(float(np.linalg.norm(theta)), 1e-300)
+    states, inactive, dist = {}, [], []
+    for cls in struct.classes:
+        for u in cls.units:
+            norms = {s: float(np.linalg.norm(theta[list(idx)])) / scale if idx else 0.0
+                     for s, idx in u.sides.items()}
+            state = frozenset(s for s, v in norms.items() if v <= zero_tol)
+            states[u.name] = state
+            dist.append(min(norms.values()))
+            if state:
+                inactive.append((u.name, struct.state_name(state)))
+    # redundancy: neurons of one layer with nonzero, proportional incoming weight vectors
+    by_layer = {}
+    for cls in struct.classes:
+        for u in cls.units:
+            if "in" not in states[u.name]:
+                by_layer.setdefault(u.layer, []).append(u)
+    parent = {}
+
+    def find(a):
+        while parent.get(a, a) != a:
+            a = parent[a]
+        return a
+
+    for layer, units in by_layer.items():
+        for a, b in itertools.combinations(units, 2):
+            keys = sorted(set(a.preds) | set(b.preds), key=_natural)
+            M = np.array([[theta[u.preds[k]] if k in u.preds else 0.0 for k in keys]
+                          for u in (a, b)])
+            s = np.linalg.svd(M, compute_uv=False)
+            sine = float(s[1] / s[0]) if len(s) > 1 and s[0] > 0 else 0.0
+            dist.append(sine)
+            if len(s) < 2 or sine <= max(zero_tol, policy.rtol):
+                parent[find(b.name)] = find(a.name)
+    members = {}
+    for layer, units in by_layer.items():
+        for u in units:
+            members.setdefault(find(u.name), []).append(u.name)
+    groups = [tuple(g) for g in members.values() if len(g) > 1]
+    return states, inactive, groups, (min(dist) if dist else float("inf"))
+
+
+def _network_label(struct, states, groups):
+    parts = []
+    for cls in struct.classes:
+        counts = {}
+        for u in cls.units:
+            if states[u.name]:
+                counts[states[u.name]] = counts.get(states[u.name], 0) + 1
+        parts.extend(_class_label(struct, cls, counts))
+    for g in groups:
+        parts.append("redundant {" + ",".join(g) + "}")
+    return "; ".join(parts) or "full"
+
+
+def _network_sampler(struct, param, states, groups):
+    units = {u.name: u for cls in struct.classes for u in cls.units}
+
+    def sample(rng):
+        theta = param.random_point(rng)
+        for g in groups:
+            base = units[g[0]]
+            for other in g[1:]:
+                c = rng.uniform(0.5, 1.5) * rng.choice((-1.0, 1.0))
+                for key, idx in units[other].preds.items():
+                    theta[idx] = c * theta[base.preds[key]] if key in base.preds else 0.0
+        for name, state in states.items():
+            for side in state:
+                theta[list(units[name].sides[side])] = 0.0
+        return theta
+
+    return sample
+
+
+def _point_pattern_factor(struct, theta, policy):
+    """Per factor class: counts of channels vanishing on each side set, from ranks."""
+    pattern, states_per_class = [], []
+    for cls in struct.classes:
+        f = cls.factor
+        sides = [s for s in struct.sides if s in cls.units[0].sides]
+        stacks = {}
+        for side in sides:
+            blocks = f.right if side.startswith("right") else f.contragredient
+            stacks[side] = np.vstack([np.reshape(theta[a:b], shape).reshape(-1, f.r)
+                                      for a, b, shape in blocks])
+        kernels = {}
+        for side, M in stacks.items():
+            _, s, vt = np.linalg.svd(M, full_matrices=True)
+            rk = decide_rank(s, policy, warn=False).rank if s.size and s[0] > 0 else 0
+            kernels[side] = vt[rk:].T
+        states = [frozenset(c) for k in range(1, len(sides) + 1)
+                  for c in itertools.combinations(sides, k)]
+        if len(sides) == 1:
+            counts = (kernels[sides[0]].shape[1],)
+        else:
+            a, b = sides
+            Ka, Kb = kernels[a], kernels[b]
+            both = (decide_rank(Ka.T @ Kb, policy, warn=False).rank
+                    if Ka.shape[1] and Kb.shape[1] else 0)
+            counts_map = {frozenset([a]): Ka.shape[1] - both, frozenset([b]): Kb.shape[1] - both,
+                          frozenset([a, b]): both}
+            counts = tuple(counts_map[s] for s in states)
+        pattern.append(counts)
+        states_per_class.append(states)
+    return tuple(pattern), states_per_class
+
+
+def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0):
+    """Classify theta as a regular or a critical point of phi and name the causes.
+
+    rank = rank J(theta) under the tolerance policy; R = generic rank; kernel_dim = n - rank;
+    orbit_dim = rank of the symmetry generators at theta. Critical iff rank < R. Causes:
+    ``orbit-degenerate`` if orbit_dim < its generic value; ``subnetwork`` if the point lies on a
+    proper stratum (inactive or redundant neurons, or a factor losing rank without a stabilizer);
+    ``other`` if rank is below the generic rank of the point's own stratum (max rank J over
+    ``n_points`` random points of it), or if no structure explains the drop. The stratum
+    and whether rank equals its generic rank are reported for regular points too.
+    """
+    policy = policy or DEFAULT_POLICY
+    zero_tol = policy.rtol if zero_tol is None else float(zero_tol)
+    theta = param.as_theta(theta)
+    decision = decide_rank(param.jacobian(theta), policy, warn=False)
+    R, o_gen = generic_values(param, policy)
+    o = _orbit_dim(param, theta, policy)
+    s = decision.singular_values
+    ratio = float(s[R - 1] / s[0]) if R > 0 and s[0] > 0 else 0.0
+    struct = structure(param)
+    inactive, groups, dist, stabilizer = (), (), float("inf"), False
+    rng = _rng(seed)
+    if struct is None:
+        label, proper, R_s = "full", False, -1
+    elif struct.kind == "network":
+        states, inactive, groups, dist = _point_pattern_network(struct, theta, zero_tol, policy)
+        label = _network_label(struct, states, groups)
+        proper = bool(inactive or groups)
+        R_s = (_stratum_rank(param, _network_sampler(struct, param, states, groups), n_points,
+                             rng, policy) if proper else R)
+    else:
+        pattern, spc = _point_pattern_factor(struct, theta, policy)
+        label = _pattern_label(struct, pattern, spc)
+        proper = any(map(any, pattern))
+        # a channel vanishing on every side is fixed by its reflection: a stabilizer appears
+        # even where the orbit dimension does not drop (O(2) at a rank-1 U)
+        stabilizer = any(c for cls, counts, states in zip(struct.classes, pattern, spc)
+                         for c, st in zip(counts, states) if st == frozenset(cls.units[0].sides))
+        R_s = (_stratum_rank(param, lambda g: _zero_pattern(struct, param.random_point(g),
+                                                            pattern, spc)[0],
+                             n_points, rng, policy) if proper else R)
+    rank = decision.rank
+    causes = []
+    critical = rank < R
+    if critical:
+        if o < o_gen or stabilizer:
+            causes.append("orbit-degenerate")
+        if proper and (struct.kind == "network" or not ("orbit-degenerate" in causes)):
+            causes.append("subnetwork")
+        if (R_s >= 0 and rank < R_s) or not causes:
+            causes.append("other")
+    equal = R_s < 0 or rank == R_s
+    if not critical:
+        explanation = (f"regular: rank equals the generic rank {R}"
+                       + (f", although theta lies on the proper stratum '{label}' (whose generic "
+                          f"rank is {R_s})" if proper else ""))
+    elif "other" in causes:
+        explanation = (f"critical: rank {rank} is below the generic rank {R_s} of its stratum "
+                       f"'{label}'; the engine names no cause for the remaining drop"
+                       if R_s >= 0 else
+                       f"critical: rank {rank} < {R} and no structure to explain it")
+    else:
+        explanation = (f"critical: theta lies on the stratum '{label}', whose generic rank "
+                       f"{R_s} equals the rank here")
+    if "orbit-degenerate" in causes:
+        explanation += (f"; the isotropy group grows: orbit dim {o} (generic {o_gen})"
+                        + (", and channels vanishing on every side are fixed by their "
+                           "reflections" if stabilizer else ""))
+    if decision.doubtful:
+        explanation += (f"; NEAR-SINGULAR: singular value {decision.closest:.3g} vs tol "
+                        f"{decision.tol:.3g} (gap {decision.gap:.3g})")
+    return Classification(
+        param.name, dict(param.sizes), "critical" if critical else "regular", tuple(causes),
+        rank, R, param.n - rank, o, o_gen, bool(decision.doubtful), float(decision.tol),
+        float(decision.gap), ratio, s, tuple(inactive), tuple(groups), label, proper,
+        int(R_s), bool(equal), float(dist), explanation)
+
+
+# ---------------------------------------------------------------------------- search
+
+@dataclasses.dataclass(frozen=True)
+class SearchResult(Result):
+    """Critical points found from random starts, classified.
+
+    ``points``: per start, the final s_R/s_1, verdict, causes, stratum, distance to the nearest
+    subnetwork condition, and theta for critical points the engine could not explain.
+    """
+
+    name: str
+    sizes: dict
+    generic_rank: int
+    starts: int
+    critical: int  # verdict critical under the tolerance policy
+    near_singular: int  # regular but within the tolerance band (did not reach the tolerance)
+    subnetwork: int  # critical with cause subnetwork
+    orbit_degenerate: int
+    other: int  # critical with cause other (after snapping)
+    explained: int  # critical and explained by a stratum (on it, or snapped within snap_tol)
+    points: tuple
+
+    def __str__(self):
+        lines = [f"{self.name} {self.sizes}: {self.starts} starts, generic rank "
+                 f"{self.generic_rank}",
+                 f"  critical {self.critical} (subnetwork {self.subnetwork}, orbit-degenerate "
+                 f"{self.orbit_degenerate}, other {self.other}; explained by their stratum "
+                 f"{self.explained}); near-singular only {self.near_singular}"]
+        for i, p in enumerate(self.points):
+            snap = f" (snapped {p['snap_distance']:.1e})" if p["snap_distance"] else ""
+            lines.append(f"  #{i:<3} s_R/s_1 {p['ratio']:.2e}  {p['verdict']:<8} "
+                         f"{','.join(p['causes']) or '-':<28} {p['stratum']}{snap}")
+        return "\n".join(lines)
+
+
+def second_derivative_vjp(param, theta, v, w):
+    """(d/dt J(theta + t v))^T w = Hess(<w, phi>)(theta) v, a vector of length n.
+
+    The same quantity as ``param.jacobian_derivative(theta, v).T @ w`` (the test oracle),
+    computed as a Hessian-vector product of the scalar <w, phi(theta)> by autograd
+    (reverse over reverse on ``forward_flat``), without forming the m x n matrix.
+    """
+    import autograd
+    import autograd.numpy as anp
+
+    w = np.asarray(w, float)
+    v = np.asarray(v, float)
+    grad = autograd.grad(lambda t: anp.dot(w, param.forward_flat(t)))
+    return np.asarray(autograd.grad(lambda t: anp.dot(grad(t), v))(np.asarray(theta, float)))
+
+
+def _objective(param, R):
+    """f(x) = log(s_R / s_1) of J at theta = x/|x|, with its gradient.
+
+    d s_i = u_i^T dJ v_i, so grad_theta s_i = (d/dt J(theta + t v_i))^T u_i
+    (:func:`second_derivative_vjp`); the chain rule through x -> x/|x| projects out x.
+    """
+
+    def f(x):
+        nx_ = float(np.linalg.norm(x))
+        theta = x / nx_
+        U, s, Vt = np.linalg.svd(param.jacobian(theta), full_matrices=False)
+        if s[0] <= 0 or s[R - 1] <= 0:
+            return -745.0, np.zeros_like(x)
+        g = np.zeros_like(x)
+        for i, w in ((R - 1, 1.0), (0, -1.0)):
+            gi = second_derivative_vjp(param, theta, Vt[i], U[:, i])
+            g += w * gi / s[i]
+        g = (g - theta * (theta @ g)) / nx_
+        return float(np.log(s[R - 1] / s[0])), g
+
+    return f
+
+
+def snap_to_subnetwork(param, theta, snap_tol=1e-2):
+    """The nearest point on the subnetwork conditions within ``snap_tol`` (relative) of theta.
+
+    Sides of hidden neurons (incoming or outgoing weight vectors) with norm <= snap_tol |theta|
+    are set to zero; of two neurons of a layer whose incoming vectors have sine of angle
+    <= snap_tol, the second is replaced by its projection on the first's line. Returns
+    (theta_s, |theta - theta_s| / |theta|); theta unchanged (distance 0) for parameterizations
+    without an architecture graph.
+    """
+    theta = param.as_theta(theta)
+    struct = structure(param)
+    if struct is None or struct.kind != "network":
+        return theta, 0.0
+    scale = max(float(np.linalg.norm(theta)), 1e-300)
+    out = theta.copy()
+    units = [u for cls in struct.classes for u in cls.units]
+    dead_in = set()
+    for u in units:
+        for side, idx in u.sides.items():
+            if idx and np.linalg.norm(theta[list(idx)]) <= snap_tol * scale:
+                out[list(idx)] = 0.0
+                dead_in.update([u.name] if side == "in" else [])
+    alive = [u for u in units if u.name not in dead_in]
+    for a, b in itertools.combinations(alive, 2):
+        if a.layer != b.layer:
+            continue
+        keys = sorted(set(a.preds) | set(b.preds), key=_natural)
+        wa = np.array([out[a.preds[k]] if k in a.preds else 0.0 for k in keys])
+        wb = np.array([out[b.preds[k]] if k in b.preds else 0.0 for k in keys])
+        na, nb = np.linalg.norm(wa), np.linalg.norm(wb)
+        if na == 0 or nb == 0:
+            continue
+        proj = wa * (wa @ wb) / na**2
+        if np.linalg.norm(wb - proj) <= snap_tol * nb:
+            for key, val in zip(keys, proj):
+                if key in b.preds:
+                    out[b.preds[key]] = val
+    return out, float(np.linalg.norm(out - theta) / scale)
+
+
+def _newton_polish(f, x, steps=40, target=1e-15):
+    """Newton's method for the root of r(theta) = s_R/s_1 on the sphere: theta <- theta -
+    r grad r / |grad r|^2 (then normalised), halving the step until r decreases. L-BFGS on
+    log r stalls near the minimum (log r -> -inf has an unbounded gradient); r itself vanishes
+    like a distance to the critical set, so Newton converges there quickly."""
+    x = x / np.linalg.norm(x)
+    val, g = f(x)
+    for _ in range(steps):
+        r = math.exp(val)
+        gr = r * g
+        if r < target or not np.any(gr):
+            break
+        step = r * gr / (gr @ gr)
+        for _ in range(30):
+            xn = x - step
+            xn /= np.linalg.norm(xn)
+            vn, gn = f(xn)
+            if vn < val:
+                break
+            step = step / 2
+        else:
+            break
+        x, val, g = xn, vn, gn
+    return x
+
+
+def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_tol=1e-2, progress=None):
+    """Look for critical points of phi from ``starts`` random starts and classify each one.
+
+    Minimises log(s_R(J(theta)) / s_1(J(theta))) over the unit sphere |theta| = 1 (theta =
+    x/|x|, so the search cannot shrink theta to 0) with scipy's L-BFGS-B, R the generic rank,
+    the gradient from :func:`second_derivative_vjp`, then polishes with Newton steps on
+    s_R/s_1 (:func:`_newton_polish`). Each end point is classified with the
+    strict policy (:func:`classify`); a critical end point is counted on a subnetwork when it
+    lies on one, or when snapping it to the subnetwork conditions within ``snap_tol``
+    (:func:`snap_to_subnetwork`) gives a point that is critical and explained by its stratum:
+    the optimiser approaches a subnetwork without reaching it exactly (an in-zero neuron of a
+    degree-k net loses rank like |w_in|^(k-1)). Otherwise it is counted ``other`` with its theta.
+    ``progress``: optional callable taking the number of starts done.
+    """
+    from scipy.optimize import minimize
+
+    policy = policy or DEFAULT_POLICY
+    rng = _rng(seed)
+    R, _ = generic_values(param, policy)
+    if R == 0:
+        raise ParamgeoError(f"{param.name} {param.sizes} has generic rank 0: nothing to search")
+    if starts < 1:
+        raise ParamgeoError(f"starts must be a positive integer, got {starts}")
+    f = _objective(param, R)
+    points, counts = [], dict(critical=0, near=0, sub=0, orbit=0, other=0, explained=0)
+    for i in range(starts):
+        x0 = param.random_point(rng)
+        with np.errstate(all="ignore"):
+            res = minimize(f, x0, jac=True, method="L-BFGS-B",
+                           options={"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-12})
+        with np.errstate(all="ignore"):
+            theta = _newton_polish(f, res.x)
+        c = classify(param, theta, policy, seed=rng)
+        final, snap = c, 0.0
+        if c.verdict == "critical" and "other" in c.causes:
+            theta_s, dist = snap_to_subnetwork(param, theta, snap_tol)
+            if dist > 0:
+                cs = classify(param, theta_s, policy, seed=rng)
+                if cs.verdict == "critical" and "other" not in cs.causes:
+                    final, snap = cs, dist
+        point = {"ratio": c.relevant_ratio, "verdict": c.verdict, "rank": c.rank,
+                 "causes": list(final.causes), "stratum": final.stratum,
+                 "stratum_generic_rank": final.stratum_generic_rank, "snap_distance": snap,
+                 "subnetwork_distance": c.subnetwork_distance, "near_singular": c.near_singular,
+                 "iterations": int(res.nit)}
+        if c.verdict == "critical":
+            counts["critical"] += 1
+            counts["sub"] += "subnetwork" in final.causes
+            counts["orbit"] += "orbit-degenerate" in final.causes
+            counts["other"] += "other" in final.causes
+            counts["explained"] += "other" not in final.causes
+            if "other" in final.causes:
+                point["theta"] = theta.tolist()
+        elif c.near_singular:
+            counts["near"] += 1
+        points.append(point)
+        if progress is not None:
+            progress(i + 1)
+    return SearchResult(param.name, dict(param.sizes), int(R), int(starts), counts["critical"],
+                        counts["near"], counts["sub"], counts["orbit"], counts["other"],
+                        counts["explained"], tuple(points))
+
+
+# ---------------------------------------------------------------------------- losses
+
+@dataclasses.dataclass(frozen=True)
+class LossPoint(Result):
+    """First- and second-order information of L = ell o phi at theta."""
+
+    name: str
+    grad_norm: float  # |J^T grad ell|
+    loss_grad_norm: float  # |grad ell(phi(theta))|
+    kind: str  # "true critical", "spurious critical" or "not critical"
+    signature: tuple  # (positive, negative, zero) eigenvalues of H on the horizontal space
+    verdict: str  # "minimum", "strict saddle", "degenerate" (or "not critical")
+    horizontal_dim: int
+    eigenvalues: np.ndarray
+    value: float
+
+    def __str__(self):
+        p, n, z = self.signature
+        return (f"{self.name}: {self.kind}; {self.verdict}\n"
+                f"  L = {self.value:.6g}, |grad L| = {self.grad_norm:.3g}, "
+                f"|grad ell| = {self.loss_grad_norm:.3g}\n"
+                f"  Hessian on the horizontal space (dim {self.horizontal_dim}): "
+                f"{p} positive, {n} negative, {z} zero")
+
+
+def loss_hessian(param, loss, theta):
+    """The n x n Hessian of L = ell o phi: J^T Hess(ell) J + sum_i g_i Hess(phi_i).
+
+    The second term is the Hessian of the scalar <g, phi(theta)> with g = grad ell(phi(theta))
+    held fixed (autograd); column j equals (d/dt J(theta + t e_j))^T g
+    (``jacobian_derivative``), the route the tests compare against."""
+    theta = param.as_theta(theta)
+    beta = np.asarray(param.forward_flat(theta))
+    g = np.asarray(loss.grad(beta))
+    J = param.jacobian(theta)
+    import autograd
+    import autograd.numpy as anp
+
+    H = J.T @ np.asarray(loss.hessian(beta)) @ J
+    second = autograd.hessian(lambda t: anp.dot(g, param.forward_flat(t)))(theta)
+    H = H + np.asarray(second).reshape(param.n, param.n)
+    return 0.5 * (H + H.T)
+
+
+def loss_point(param, loss, theta, gtol=1e-8, policy=None):
+    """Critical-point analysis of L = ell o phi at theta.
+
+    grad L = J^T g with g = grad ell(phi(theta)). theta is critical when |grad L| <= gtol;
+    *true* when also |g| <= gtol, *spurious* otherwise (the parameterization created it).
+    The Hessian H (:func:`loss_hessian`) is restricted to the horizontal space
+    Q = (vertical space)^perp, H_Q = Q^T H Q; its eigenvalues are counted zero when
+    |lambda| <= max(atol, rtol max|lambda|) (the rank policy): no negative and no zero
+    eigenvalue -> minimum (strict on the quotient), a negative one -> strict saddle, else
+    degenerate.
+    """
+    from scipy.linalg import null_space
+
+    from .losses import pullback
+
+    policy = policy or DEFAULT_POLICY
+    theta = param.as_theta(theta)
+    value, grad = pullback(param, loss)
+    gL = np.asarray(grad(theta))
+    g = np.asarray(loss.grad(np.asarray(param.forward_flat(theta))))
+    gn, ln = float(np.linalg.norm(gL)), float(np.linalg.norm(g))
+    if gn <= gtol:
+        kind = "true critical" if ln <= gtol else "spurious critical"
+    else:
+        kind = "not critical"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        V = vertical_space(param, theta, policy)
+    Q = null_space(V.T) if V.shape[1] else np.eye(param.n)
+    HQ = Q.T @ loss_hessian(param, loss, theta) @ Q
+    lam = np.linalg.eigvalsh(0.5 * (HQ + HQ.T))
+    tol = policy.tol(np.sort(np.abs(lam))[::-1]) if lam.size else 0.0
+    pos, neg = int(np.sum(lam > tol)), int(np.sum(lam < -tol))
+    zero = int(lam.size - pos - neg)
+    if kind == "not critical":
+        verdict = "not critical"
+    elif neg:
+        verdict = "strict saddle"
+    elif zero:
+        verdict = "degenerate"
+    else:
+        verdict = "minimum"
+    return LossPoint(param.name, gn, ln, kind, (pos, neg, zero), verdict, int(Q.shape[1]), lam,
+                     float(value(theta)))

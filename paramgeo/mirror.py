@@ -1,0 +1,1036 @@
+"""Induced mirror maps and conservation laws of gradient flow through a parameterization.
+
+Gradient flow on theta for L = ell o phi moves the predictor beta = phi(theta) along
+
+    d beta / dt = -J(theta) J(theta)^T grad ell(beta).
+
+Everything here is generic: it reads only the contract (jacobian, jacobian_derivative,
+forward, ``symbolic()`` when declared, ``mirror_potential`` when declared, ``init_at_scale``).
+
+The Lie algebra of the vector fields
+------------------------------------
+The fields are X_i = grad phi_i (the rows of J), i = 1..m. Their Lie bracket is
+
+    [X_i, X_j](theta) = DX_j(theta) X_i(theta) - DX_i(theta) X_j(theta),
+
+with DX_i = Hess phi_i; row j of ``param.jacobian_derivative(theta, X_i)`` is DX_j X_i. The
+parameterization is *commuting* when every bracket vanishes (Li, Wang, Lee, Arora, NeurIPS 2022,
+"Implicit bias of gradient descent on reparametrized models: on equivalence to mirror descent",
+Definition 4.1). The generated algebra is W_1 = span{X_i}, W_{k+1} = W_k + [W_1, W_k]
+(right-nested brackets span the Lie algebra, by the Jacobi identity); its dimension at a point
+is the rank of the values there, and the iteration stops once that rank no longer grows
+(Marcotte, Gribonval, Peyre, NeurIPS 2023, "Abide by the law and follow the flow: conservation
+laws for gradient flows", Section 4). The number of independent conservation laws of gradient
+flow (for every loss) is n - dim Lie(X)(theta) (same paper, Theorem 3.3).
+
+A conservation law is h with <grad h, X_i> = 0 identically for every i (then it is orthogonal to
+every bracket too: [X_i, X_j] h = X_i X_j h - X_j X_i h = 0). For polynomial h of degree <= D
+this is a linear system in the coefficients, solved exactly over the rationals with sympy when
+``symbolic()`` is available, by sampling and an SVD otherwise.
+
+Mirror potentials
+-----------------
+For a commuting parameterization (rank J = m), gradient flow from theta_0 is a mirror flow
+
+    d/dt grad R(beta) = -grad ell(beta),   i.e.  d beta/dt = -Hess R(beta)^{-1} grad ell(beta),
+
+for a Legendre function R fixed by theta_0 with grad R(beta_0) = 0 (Li et al. 2022, Theorem
+4.8). Its convex conjugate is explicit through the flows of the commuting fields: with
+psi(mu) = exp(sum_i mu_i X_i)(theta_0) (the time-one flow of the field mu . X),
+
+    grad R*(mu) = Q(mu) = phi(psi(mu)),  Hess R*(mu) = J J^T at psi(mu),
+    R*(mu) = int_0^1 <phi(psi(s mu)), mu> ds,
+
+so grad R(beta) = Q^{-1}(beta) (a convex minimisation), R(beta) = <mu, beta> - R*(mu) and
+Hess R(beta) = (J J^T)^{-1} at psi(grad R(beta)): :func:`numerical_potential`. Plugins that know
+a closed form declare the ``mirror_potential`` capability (the hyperbolic entropy for Hadamard
+products, Woodworth et al. 2020).
+
+The implicit-bias problem
+-------------------------
+The limit of the mirror flow on a squared loss with data X beta = y solves
+argmin R(beta) subject to X beta = y (Gunasekar, Lee, Soudry, Srebro 2018; Li et al. 2022,
+Theorem 4.10): :func:`solve_implicit_bias` solves it with Newton's method in coordinates of the
+affine constraint set; :func:`implicit_bias` compares it with the gradient-flow limit, with the
+minimum-l1 solution (scipy.optimize.linprog; the alpha -> 0 limit of the hyperbolic entropy) and
+the minimum-l2 solution (the pseudoinverse; the alpha -> infinity limit).
+"""
+
+import dataclasses
+import fractions
+import itertools
+import warnings
+from typing import Callable, Optional
+
+import autograd
+import autograd.numpy as anp
+import numpy as np
+
+from .errors import NumericalDoubtWarning, ParamgeoError, ShapeError
+from .geometry import DEFAULT_POLICY, decide_rank
+from .results import Result, to_jsonable
+
+
+class NotCommutingError(ParamgeoError):
+    """A mirror potential was requested for a parameterization whose fields do not commute."""
+
+
+def _rng(seed):
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+# ====================================================================== brackets (numeric)
+def vector_fields(param, theta):
+    """The m x n matrix whose rows are the fields X_i(theta) = grad phi_i(theta) (= J(theta))."""
+    return np.asarray(param.jacobian(param.as_theta(theta)), dtype=float)
+
+
+def _bracket_parts(param, theta):
+    J = vector_fields(param, theta)
+    # D[i, j] = DX_j(theta) X_i(theta)  (row j of d/dt J(theta + t X_i))
+    D = np.stack([np.asarray(param.jacobian_derivative(theta, J[i]), float)
+                  for i in range(param.m)])
+    return J, D
+
+
+def brackets(param, theta):
+    """All brackets at theta: B[i, j] = [X_i, X_j](theta) = DX_j X_i - DX_i X_j (m x m x n).
+
+    Computed from Hessian-vector products (``jacobian_derivative``), Li et al. (2022) Def. 4.1.
+    """
+    theta = param.as_theta(theta)
+    _, D = _bracket_parts(param, theta)
+    return D - D.transpose(1, 0, 2)
+
+
+#: up to this many fields the commuting test forms every bracket [X_i, X_j]; above it, it
+#: brackets random combinations a.X, b.X (zero for random a, b iff every bracket is zero, the
+#: brackets being bilinear with constant coefficients) at two Hessian-vector products each.
+FULL_BRACKETS_MAX_M = 20
+#: the symbolic route ("auto") is used while (m choose 2) * n stays below this
+SYMBOLIC_MAX_WORK = 20000
+#: the largest number of unknown coefficients of the conservation-law linear system
+LAWS_MAX_UNKNOWNS = 2500
+
+
+def _sketched_bracket(param, theta, rng):
+    J = vector_fields(param, theta)
+    a, b = rng.standard_normal(param.m), rng.standard_normal(param.m)
+    ya, yb = J.T @ a, J.T @ b
+    dyb_ya = np.asarray(param.jacobian_derivative(theta, ya), float).T @ b
+    dya_yb = np.asarray(param.jacobian_derivative(theta, yb), float).T @ a
+    return (float(np.linalg.norm(dyb_ya - dya_yb)),
+            float(max(np.linalg.norm(dyb_ya), np.linalg.norm(dya_yb))))
+
+
+@dataclasses.dataclass(frozen=True)
+class CommutingTest(Result):
+    """Whether the fields grad phi_i commute, with the evidence.
+
+    ``max_bracket`` is max_{i,j} |[X_i, X_j](theta)| over the test points, ``scale`` the largest
+    |DX_j X_i| there, ``relative`` their ratio; commuting iff max_bracket <= tol with
+    tol = max(atol, rtol * scale) (the rank tolerance policy, ``paramgeo.geometry``). The
+    symbolic route (``method="symbolic"``) decides exactly (every bracket expands to 0) and
+    still reports the numeric sizes.
+    """
+
+    commuting: bool
+    method: str
+    max_bracket: float
+    scale: float
+    relative: float
+    tol: float
+    doubtful: bool
+    worst_pair: tuple
+    n_points: int
+
+
+def commuting_test(param, n_points=3, seed=0, policy=None, method="auto", theta=None):
+    """Decide whether all brackets [X_i, X_j] vanish (Li et al. 2022, Definition 4.1).
+
+    ``method``: "symbolic" (exact, needs the ``symbolic`` capability), "numeric" (brackets at
+    ``n_points`` random points, or at ``theta``), "auto" (symbolic when declared). The numeric
+    decision uses the rank tolerance policy: commuting iff max |[X_i, X_j]| <= max(atol,
+    rtol * max |DX_j X_i|); a value within ``policy.band`` of the tolerance is doubtful and warns.
+    """
+    method = _method(param, method)
+    policy = policy or DEFAULT_POLICY
+    if method == "symbolic":
+        nonzero = [pair for pair, expr in symbolic_brackets(param).items()
+                   if any(e != 0 for e in expr)]
+        num = commuting_test(param, n_points, seed, policy, "numeric", theta)
+        return dataclasses.replace(num, commuting=not nonzero, method="symbolic",
+                                   doubtful=False, worst_pair=num.worst_pair or
+                                   (nonzero[0] if nonzero else ()))
+    rng = _rng(seed)
+    points = [param.as_theta(theta)] if theta is not None else \
+        [param.random_point(rng) for _ in range(n_points)]
+    max_b, scale, worst = 0.0, 0.0, ()
+    for th in points:
+        if param.m <= FULL_BRACKETS_MAX_M:
+            _, D = _bracket_parts(param, th)
+            B = D - D.transpose(1, 0, 2)
+            norms = np.linalg.norm(B, axis=2)
+            scale = max(scale, float(np.linalg.norm(D, axis=2).max(initial=0.0)))
+            if norms.size and norms.max() > max_b:
+                max_b = float(norms.max())
+                worst = tuple(int(k) for k in np.unravel_index(np.argmax(norms), norms.shape))
+        else:  # sketch: [a.X, b.X] = sum_ij a_i b_j [X_i, X_j] for random a, b
+            for _ in range(2):
+                b_norm, s_norm = _sketched_bracket(param, th, rng)
+                scale = max(scale, s_norm)
+                if b_norm > max_b:
+                    max_b, worst = b_norm, ("random combination",)
+    tol = policy.tol([scale])
+    commuting = max_b <= tol
+    doubtful = bool(max_b > 0 and tol > 0 and tol / policy.band < max_b < tol * policy.band)
+    if doubtful:
+        warnings.warn(
+            f"commuting test of {param.name} decided near the tolerance: largest bracket "
+            f"{max_b:.3g} vs tol {tol:.3g}; pass a RankPolicy to decide otherwise",
+            NumericalDoubtWarning, stacklevel=2)
+    rel = max_b / scale if scale > 0 else 0.0
+    return CommutingTest(bool(commuting), "numeric", max_b, scale, rel, tol, doubtful, worst,
+                         len(points))
+
+
+# ====================================================================== symbolic fields
+def _method(param, method):
+    if method not in ("auto", "symbolic", "numeric"):
+        raise ParamgeoError(f"method must be auto, symbolic or numeric, got {method!r}")
+    if method == "auto":
+        cheap = param.m * (param.m - 1) // 2 * param.n <= SYMBOLIC_MAX_WORK
+        return "symbolic" if param.provides("symbolic") and cheap else "numeric"
+    if method == "symbolic" and not param.provides("symbolic"):
+        raise ParamgeoError(
+            f"{param.name} does not declare the 'symbolic' capability; use method='numeric'")
+    return method
+
+
+def symbolic_fields(param):
+    """(symbols, fields): the m fields X_i = grad phi_i as sympy column Matrices (exact)."""
+    import sympy
+
+    from .symbolic import exact_jacobian, symbolic_form
+
+    symbols, _ = symbolic_form(param)
+    J = exact_jacobian(param)
+    return symbols, [sympy.Matrix(J.row(i)).T for i in range(J.rows)]
+
+
+def _sym_bracket(X, Y, symbols):
+    """[X, Y] = DY X - DX Y for sympy column vectors, expanded."""
+    out = Y.jacobian(symbols) * X - X.jacobian(symbols) * Y
+    return out.applyfunc(lambda e: e.expand())
+
+
+def symbolic_brackets(param):
+    """{(i, j): [X_i, X_j]} for i < j as expanded sympy column Matrices (exact)."""
+    symbols, fields = symbolic_fields(param)
+    return {(i, j): _sym_bracket(fields[i], fields[j], symbols)
+            for i, j in itertools.combinations(range(len(fields)), 2)}
+
+
+# ====================================================================== Lie algebra
+@dataclasses.dataclass(frozen=True)
+class LieAlgebra(Result):
+    """Dimension of the Lie algebra generated by the fields grad phi_i at a point.
+
+    ``levels[k]`` is dim W_{k+1}(theta) (W_1 = span of the fields, W_{k+1} = W_k + [W_1, W_k]);
+    ``dim`` the stabilised value; ``n_laws = n - dim`` the number of independent conservation
+    laws (Marcotte, Gribonval, Peyre 2023, Theorem 3.3). ``stabilised`` is False when
+    ``max_depth`` was reached while the rank was still growing (then ``dim`` is a lower bound).
+    """
+
+    dim: int
+    n: int
+    m: int
+    rank_J: int
+    levels: tuple
+    n_fields: tuple
+    stabilised: bool
+    method: str
+
+    @property
+    def n_laws(self):
+        return self.n - self.dim
+
+
+def _select_independent(candidates, basis, policy):
+    """Indices of rows of ``candidates`` independent (over R) of ``basis`` rows and each other.
+
+    Rows are field values stacked over several points, so dependence means dependence as
+    functions (with constant coefficients). Greedy Gram-Schmidt with a relative tolerance.
+    """
+    q = [b / np.linalg.norm(b) for b in _orthonormal_rows(basis, policy)]
+    scale = max([np.linalg.norm(c) for c in candidates] + [0.0])
+    keep = []
+    for k, c in enumerate(candidates):
+        r = c.copy()
+        for _ in range(2):  # re-orthogonalise once for stability
+            for b in q:
+                r = r - (b @ r) * b
+        if np.linalg.norm(r) > max(policy.atol, 1e3 * policy.rtol * scale) and scale > 0:
+            q.append(r / np.linalg.norm(r))
+            keep.append(k)
+    return keep
+
+
+def _orthonormal_rows(rows, policy):
+    if len(rows) == 0:
+        return []
+    u, s, vt = np.linalg.svd(np.asarray(rows), full_matrices=False)
+    rank = decide_rank(s, policy, warn=False).rank
+    return list(vt[:rank])
+
+
+def _numeric_family_brackets(F, G, n):
+    """A traceable theta -> (a * b, n) of the brackets [F_k, G_l] = DG_l F_k - DF_k G_l."""
+    dF, dG = autograd.jacobian(F), autograd.jacobian(G)
+
+    def H(th):
+        f, g = F(th), G(th)
+        dg_f = anp.einsum("lpq,kq->klp", dG(th), f)
+        df_g = anp.einsum("kpq,lq->klp", dF(th), g)
+        return anp.reshape(dg_f - df_g, (-1, n))
+
+    return H
+
+
+def lie_algebra(param, theta=None, seed=0, max_depth=5, policy=None, method="auto",
+                n_test_points=3):
+    """Dimension of the Lie algebra generated by X_i = grad phi_i at theta (random if None).
+
+    W_1 = span{X_i}; W_{k+1} = W_k + span{[X_i, w] : w new in W_k}; stop when dim W_k(theta)
+    stops growing, reaches n, or when no bracket is new as a function (Marcotte, Gribonval,
+    Peyre 2023, Section 4 and their Algorithm; the test point should be generic). Fields are
+    pruned to an R-linearly independent set by their values at ``n_test_points`` extra random
+    points. ``method`` "symbolic" builds the brackets exactly with sympy (point values then exact
+    at a random integer point when theta is None); "numeric" nests autograd derivatives of
+    ``forward`` (the k-th level needs derivatives of order k + 1).
+    """
+    method = _method(param, method)
+    policy = policy or DEFAULT_POLICY
+    rng = _rng(seed)
+    exact = method == "symbolic" and theta is None
+    if exact:
+        point = rng.integers(-9, 10, size=param.n)
+        point[point == 0] = 1
+    else:
+        point = param.as_theta(theta) if theta is not None else param.random_point(rng)
+    extra = [param.random_point(rng) for _ in range(n_test_points)]
+    n = param.n
+    if method == "symbolic":
+        return _lie_symbolic(param, point, extra, exact, max_depth, policy)
+
+    F1 = autograd.jacobian(param.forward_flat)
+
+    def values(F):
+        return np.stack([np.asarray(F(p), float) for p in [point] + extra], axis=1)
+
+    v1 = values(F1)  # (m, P, n)
+    keep = _select_independent([v.ravel() for v in v1], [], policy)
+    first = _take(F1, keep)
+    kept_at_point = [v1[k, 0] for k in keep]
+    kept_stack = [v1[k].ravel() for k in keep]
+    rank_J = decide_rank(np.asarray(v1[:, 0]), policy, warn=False).rank
+    levels, counts = [rank_J], [len(keep)]
+    current, stabilised = first, False
+    for _ in range(max_depth - 1):
+        if levels[-1] == n:
+            stabilised = True
+            break
+        H = _numeric_family_brackets(first, current, n)
+        vh = values(H)
+        new = _select_independent([v.ravel() for v in vh], kept_stack, policy)
+        if not new:
+            stabilised = True
+            break
+        kept_stack += [vh[k].ravel() for k in new]
+        kept_at_point += [vh[k, 0] for k in new]
+        levels.append(decide_rank(np.asarray(kept_at_point), policy, warn=False).rank)
+        counts.append(len(new))
+        current = _take(H, new)
+        if levels[-1] == levels[-2]:
+            stabilised = True
+            break
+    return LieAlgebra(levels[-1], n, param.m, rank_J, tuple(levels), tuple(counts),
+                      stabilised, "numeric")
+
+
+def _take(F, idx):
+    idx = np.asarray(idx, dtype=int)
+    return lambda th: F(th)[idx]
+
+
+def _lie_symbolic(param, point, extra, exact, max_depth, policy):
+    import sympy
+
+    symbols, fields = symbolic_fields(param)
+    n = param.n
+    pts = [point] + extra
+    lam = [sympy.lambdify([symbols], list(f), "numpy") for f in fields]
+
+    def stacked(fns):
+        return [np.concatenate([np.asarray(fn(np.asarray(p, float)), float).ravel()
+                                for p in pts]) for fn in fns]
+
+    def at_point(exprs):
+        if exact:
+            sub = {s: sympy.Integer(int(v)) for s, v in zip(symbols, point)}
+            return sympy.Matrix([[e.xreplace(sub) for e in f] for f in exprs])
+        return np.asarray([fn(np.asarray(point, float)) for fn in
+                           [sympy.lambdify([symbols], list(f), "numpy") for f in exprs]],
+                          float).reshape(len(exprs), n)
+
+    def rank(exprs):
+        M = at_point(exprs)
+        if exact:
+            return int(M.rank())
+        return decide_rank(M, policy, warn=False).rank
+
+    keep = _select_independent(stacked(lam), [], policy)
+    first = [fields[k] for k in keep]
+    kept, kept_stack = list(first), [stacked(lam)[k] for k in keep]
+    rank_J = rank(fields)
+    levels, counts = [rank_J], [len(first)]
+    current, stabilised = first, False
+    for _ in range(max_depth - 1):
+        if levels[-1] == n:
+            stabilised = True
+            break
+        cand = [_sym_bracket(x, w, symbols) for x in first for w in current]
+        cand = [c for c in cand if any(e != 0 for e in c)]
+        if not cand:
+            stabilised = True
+            break
+        cl = [sympy.lambdify([symbols], list(c), "numpy") for c in cand]
+        cs = stacked(cl)
+        new = _select_independent(cs, kept_stack, policy)
+        if not new:
+            stabilised = True
+            break
+        kept += [cand[k] for k in new]
+        kept_stack += [cs[k] for k in new]
+        levels.append(rank(kept))
+        counts.append(len(new))
+        current = [cand[k] for k in new]
+        if levels[-1] == levels[-2]:
+            stabilised = True
+            break
+    return LieAlgebra(levels[-1], n, param.m, rank_J, tuple(levels), tuple(counts),
+                      stabilised, "symbolic")
+
+
+# ====================================================================== conservation laws
+@dataclasses.dataclass(frozen=True)
+class ConservationLaws(Result):
+    """Polynomial conservation laws of gradient flow found up to a degree.
+
+    ``laws`` are printed polynomials h with <grad h, grad phi_i> = 0 identically (a basis of
+    that space in reduced echelon form); ``independent`` is the number of functionally
+    independent ones (rank of their gradients at a random point); ``expected`` = n - dim of the
+    generated Lie algebra (Marcotte et al. 2023); ``complete`` when independent == expected.
+    """
+
+    laws: tuple
+    degree: int
+    independent: int
+    expected: int
+    complete: bool
+    method: str
+
+    def __str__(self):
+        head = (f"ConservationLaws ({self.method}, degree <= {self.degree}): "
+                f"{self.independent} independent found, {self.expected} expected"
+                f"{'' if self.complete else ' (incomplete: laws of higher degree or non-polynomial)'}")
+        return "\n".join([head] + [f"  {law}" for law in self.laws])
+
+
+def _exponents(n, degree):
+    out = []
+    for d in range(1, degree + 1):
+        for combo in itertools.combinations_with_replacement(range(n), d):
+            e = [0] * n
+            for k in combo:
+                e[k] += 1
+            out.append(tuple(e))
+    return out
+
+
+def conservation_laws(param, degree=2, seed=0, policy=None, method="auto", algebra=None):
+    """Polynomial conservation laws h (degree <= ``degree``, no constant term).
+
+    Solves <grad h, X_i> = 0 identically for every field X_i = grad phi_i: with sympy, exactly
+    over the rationals (coefficients of the polynomial identity; requires polynomial phi); else
+    numerically, from the identity at random points and an SVD null space under the tolerance
+    policy. The count of functionally independent laws is compared with n - dim Lie(X)
+    (Marcotte, Gribonval, Peyre 2023, Theorem 3.3).
+    """
+    if int(degree) < 1:
+        raise ParamgeoError(f"the degree of the laws must be >= 1, got {degree}")
+    degree = int(degree)
+    method = _method(param, method)
+    policy = policy or DEFAULT_POLICY
+    algebra = algebra or lie_algebra(param, seed=seed, policy=policy, method=method)
+    exps = _exponents(param.n, degree)
+    if len(exps) > LAWS_MAX_UNKNOWNS:
+        raise ParamgeoError(
+            f"{param.name}: {len(exps)} monomials of degree <= {degree} in {param.n} parameters "
+            f"exceed the limit {LAWS_MAX_UNKNOWNS}; lower the degree or the sizes")
+    coeffs, symbols, how = None, None, method
+    if method == "symbolic":
+        coeffs, symbols = _laws_symbolic(param, exps)
+        if coeffs is None:
+            how = "numeric"
+    if coeffs is None:
+        coeffs = _laws_numeric(param, exps, degree, seed, policy)
+        if symbols is None:
+            symbols = _default_symbols(param)
+    laws = tuple(_format_law(c, exps, symbols) for c in coeffs)
+    indep = _independent_count(coeffs, exps, param, seed, policy)
+    return ConservationLaws(laws, degree, indep, algebra.n_laws, indep == algebra.n_laws, how)
+
+
+def _default_symbols(param):
+    import sympy
+
+    names = [lab.replace("[", "_").replace("]", "").replace(",", "_") for lab in
+             param.spec.labels()]
+    return list(sympy.symbols(names, real=True))
+
+
+def _laws_symbolic(param, exps):
+    """Rational coefficient vectors (rows, reduced echelon) or None if phi is not polynomial."""
+    import sympy
+    from sympy.polys.domains import QQ
+    from sympy.polys.matrices import DomainMatrix
+
+    symbols, fields = symbolic_fields(param)
+    monos = [sympy.Mul(*[s ** e for s, e in zip(symbols, ex)]) for ex in exps]
+    grads = [[sympy.diff(mo, s) for s in symbols] for mo in monos]
+    rows = {}
+    try:
+        for i, X in enumerate(fields):
+            for k, g in enumerate(grads):
+                expr = sum((gi * xi for gi, xi in zip(g, X) if gi != 0 and xi != 0),
+                           sympy.Integer(0))
+                if expr == 0:
+                    continue
+                poly = sympy.Poly(expr, *symbols)
+                if poly.domain not in (sympy.ZZ, sympy.QQ):
+                    return None, symbols
+                for mono, c in poly.terms():
+                    rows.setdefault((i, mono), {})[k] = QQ(c.p, c.q) if hasattr(c, "p") \
+                        else QQ(int(c))
+    except sympy.PolynomialError:
+        return None, symbols
+    ncol = len(exps)
+    if not rows:
+        mat = [[QQ(0)] * ncol]
+    else:
+        mat = [[r.get(k, QQ(0)) for k in range(ncol)] for r in rows.values()]
+    dm = DomainMatrix(mat, (len(mat), ncol), QQ)
+    null = dm.nullspace()  # rows spanning the null space
+    if null.shape[0] == 0:
+        return [], symbols
+    rref, _ = null.rref()
+    out = []
+    for row in rref.to_Matrix().tolist():
+        if any(c != 0 for c in row):
+            out.append([sympy.Rational(c) for c in row])
+    return out, symbols
+
+
+def _monomial_grads(exps, theta):
+    """G[k] = grad of theta^exps[k] at theta (len(exps) x n)."""
+    E = np.asarray(exps, float)
+    out = np.zeros_like(E)
+    for j in range(E.shape[1]):
+        Ej = E.copy()
+        coef = Ej[:, j].copy()
+        Ej[:, j] = np.maximum(Ej[:, j] - 1, 0)
+        out[:, j] = coef * np.prod(theta[None, :] ** Ej, axis=1)
+    return out
+
+
+def _laws_numeric(param, exps, degree, seed, policy):
+    rng = _rng(seed + 1 if isinstance(seed, int) else seed)
+    n_mono = len(exps)
+    n_points = int(np.ceil(2 * n_mono / max(param.m, 1))) + 3
+    blocks = []
+    for _ in range(n_points):
+        th = param.random_point(rng)
+        X = vector_fields(param, th)  # m x n
+        G = _monomial_grads(exps, th)  # c x n
+        blocks.append(X @ G.T)  # (m, c): <grad mono_k, X_i>
+    A = np.vstack(blocks)
+    A = A / np.maximum(np.linalg.norm(A, axis=0, keepdims=True), 1e-300)
+    _, s, vt = np.linalg.svd(A, full_matrices=True)
+    rank = decide_rank(s, policy, what="conservation-law system", warn=False).rank
+    N = vt[rank:]  # rows span the null space (in column-normalised coordinates)
+    if N.shape[0] == 0:
+        return []
+    N = N / np.maximum(np.linalg.norm(np.vstack(blocks), axis=0, keepdims=True), 1e-300)
+    return [list(row) for row in _rref(N)]
+
+
+def _rref(N, tol=1e-8):
+    """Reduced row echelon form of the rows of N (partial pivoting in column order); entries
+    within 1e-9 of a rational with denominator <= 1000 are snapped to it, so exact laws print
+    exactly."""
+    B = np.array(N, float)
+    B = B / np.abs(B).max()
+    row = 0
+    for col in range(B.shape[1]):
+        if row == B.shape[0]:
+            break
+        k = row + int(np.argmax(np.abs(B[row:, col])))
+        if abs(B[k, col]) <= tol:
+            continue
+        B[[row, k]] = B[[k, row]]
+        B[row] /= B[row, col]
+        for r in range(B.shape[0]):
+            if r != row:
+                B[r] -= B[r, col] * B[row]
+        row += 1
+    out = []
+    for r in B[:row]:
+        vals = []
+        for c in r:
+            f = fractions.Fraction(float(c)).limit_denominator(1000)
+            vals.append(f if abs(float(f) - c) < 1e-9 else float(c))
+        out.append(vals)
+    return out
+
+
+def _format_law(coeffs, exps, symbols):
+    import sympy
+
+    expr = sympy.Integer(0)
+    for c, ex in zip(coeffs, exps):
+        if c != 0:
+            if isinstance(c, fractions.Fraction):
+                c = sympy.Rational(c.numerator, c.denominator)
+            elif not isinstance(c, sympy.Basic):
+                c = sympy.Float(float(c), 8)
+            expr += c * sympy.Mul(*[s ** e for s, e in zip(symbols, ex)])
+    return str(expr)
+
+
+def _independent_count(coeffs, exps, param, seed, policy):
+    if not coeffs:
+        return 0
+    th = param.random_point(_rng(seed + 7 if isinstance(seed, int) else seed))
+    G = _monomial_grads(exps, th)  # c x n
+    C = np.asarray([[float(c) for c in row] for row in coeffs])
+    return decide_rank(C @ G, policy, warn=False).rank
+
+
+# ====================================================================== potentials
+@dataclasses.dataclass(frozen=True, eq=False)
+class Potential(Result):
+    """A Legendre potential R of the mirror flow started at beta0 = phi(theta0).
+
+    ``value``, ``grad``, ``hessian`` are callables of beta (flat, length m); grad R(beta0) = 0.
+    ``conjugate_grad`` (optional) is grad R*(mu), the inverse mirror map. ``formula`` is the
+    text of R where known, ``source`` "closed form" or "numerical (Li et al. 2022)".
+    """
+
+    formula: str
+    source: str
+    reference: str
+    theta0: np.ndarray
+    beta0: np.ndarray
+    value: Callable = dataclasses.field(repr=False)
+    grad: Callable = dataclasses.field(repr=False)
+    hessian: Callable = dataclasses.field(repr=False)
+    conjugate_grad: Optional[Callable] = dataclasses.field(default=None, repr=False)
+
+    def to_dict(self):
+        return {k: to_jsonable(getattr(self, k))
+                for k in ("formula", "source", "reference", "theta0", "beta0")}
+
+    def __str__(self):
+        return f"Potential ({self.source}): {self.formula}\n  reference: {self.reference}"
+
+
+def mirror_potential(param, theta0, method="auto", check=True, seed=0, policy=None):
+    """The Legendre potential R of the mirror flow induced from theta0 (Li et al. 2022).
+
+    ``method``: "closed" (the plugin's ``mirror_potential`` capability), "numerical"
+    (:func:`numerical_potential`), "auto" (closed form where the plugin has one, else
+    numerical). With ``check``, a non-commuting parameterization raises NotCommutingError.
+    """
+    theta0 = param.as_theta(theta0)
+    if method not in ("auto", "closed", "numerical"):
+        raise ParamgeoError(f"method must be auto, closed or numerical, got {method!r}")
+    if check:
+        test = commuting_test(param, n_points=1, seed=seed, policy=policy, method="numeric")
+        if not test.commuting:
+            raise NotCommutingError(
+                f"{param.name} {param.sizes}: the fields grad phi_i do not commute (largest "
+                f"bracket {test.max_bracket:.3g}, relative {test.relative:.3g}); gradient flow "
+                "is not a mirror flow for every loss, so there is no mirror potential")
+    if method in ("auto", "closed") and param.provides("mirror_potential"):
+        pot = param.mirror_potential(theta0)
+        if pot is not None:
+            return pot
+    if method == "closed":
+        raise ParamgeoError(
+            f"{param.name} has no closed-form mirror potential at this theta0; use "
+            "method='numerical'")
+    return numerical_potential(param, theta0, policy=policy)
+
+
+def numerical_potential(param, theta0, *, rtol=1e-11, atol=1e-13, policy=None):
+    """Li et al. (2022, Section 4) construction of R for a commuting parameterization.
+
+    psi(mu) = time-one flow of the field sum_i mu_i X_i from theta0 (ODE d theta/ds =
+    J(theta)^T mu); grad R*(mu) = phi(psi(mu)), Hess R*(mu) = J J^T at psi(mu),
+    R*(mu) = int_0^1 <phi(psi(s mu)), mu> ds. Then grad R(beta) = argmin_mu R*(mu) - <beta, mu>
+    (trust-region Newton), R(beta) = <mu, beta> - R*(mu), Hess R(beta) = (J J^T)^{-1} at psi(mu).
+    Requires rank J(theta0) = m (the fields independent).
+    """
+    from scipy.integrate import solve_ivp
+    from scipy.optimize import minimize
+
+    theta0 = param.as_theta(theta0)
+    m = param.m
+    rank = decide_rank(param.jacobian(theta0), policy, warn=False).rank
+    if rank != m:
+        raise ParamgeoError(
+            f"{param.name}: the numerical mirror potential needs the m = {m} fields grad phi_i "
+            f"independent at theta0, but rank J(theta0) = {rank}; choose another theta0")
+    beta0 = np.asarray(param.forward_flat(theta0), float)
+    cache = {}
+
+    def flow(mu):
+        key = mu.tobytes()
+        if key not in cache:
+            def rhs(_, z):
+                th = z[:-1]
+                return np.append(param.vjp(th, mu), np.asarray(param.forward_flat(th)) @ mu)
+
+            sol = solve_ivp(rhs, (0.0, 1.0), np.append(theta0, 0.0), method="DOP853",
+                            rtol=rtol, atol=atol)
+            if not sol.success:
+                raise ParamgeoError(f"flow of the commuting fields failed: {sol.message}")
+            th = sol.y[:-1, -1]
+            J = param.jacobian(th)
+            cache.clear() if len(cache) > 256 else None
+            cache[key] = (th, float(sol.y[-1, -1]), np.asarray(param.forward_flat(th), float),
+                          J @ J.T)
+        return cache[key]
+
+    def dual(beta):
+        beta = np.asarray(beta, float)
+        res = minimize(lambda mu: flow(mu)[1] - beta @ mu, np.zeros(m),
+                       jac=lambda mu: flow(mu)[2] - beta, hess=lambda mu: flow(mu)[3],
+                       method="trust-exact", options={"gtol": 1e-12, "maxiter": 500})
+        mu = res.x
+        if np.linalg.norm(flow(mu)[2] - beta) > 1e-7 * (1 + np.linalg.norm(beta)):
+            raise ParamgeoError(
+                f"beta is outside the domain of the mirror potential (no mu with "
+                f"phi(psi(mu)) = beta; residual {np.linalg.norm(flow(mu)[2] - beta):.3g})")
+        return mu
+
+    def value(beta):
+        mu = dual(beta)
+        return float(mu @ np.asarray(beta, float) - flow(mu)[1])
+
+    def hessian(beta):
+        return np.linalg.inv(flow(dual(beta))[3])
+
+    return Potential(
+        "R(beta) = <mu, beta> - R*(mu), grad R*(mu) = phi(exp(sum_i mu_i X_i)(theta0)) "
+        "(no closed form; evaluated numerically)",
+        "numerical (Li et al. 2022)",
+        "Li, Wang, Lee, Arora (2022) Implicit bias of gradient descent on reparametrized "
+        "models: on equivalence to mirror descent, Theorem 4.8",
+        theta0, beta0, value, dual, hessian, conjugate_grad=lambda mu: flow(np.asarray(
+            mu, float))[2])
+
+
+# ====================================================================== mirror flow, verify
+def mirror_flow(potential, loss, times, *, rtol=1e-10, atol=1e-13, method="LSODA"):
+    """Integrate the mirror flow d/dt grad R(beta) = -grad ell(beta) from beta0 at ``times``.
+
+    With a closed-form potential: d beta/dt = -Hess R(beta)^{-1} grad ell(beta). With only the
+    conjugate map (numerical potentials): the dual coordinates mu = grad R(beta) obey
+    d mu/dt = -grad ell(grad R*(mu)), mu(0) = 0. Returns the predictors (T x m).
+    """
+    from scipy.integrate import solve_ivp
+
+    times = np.asarray(times, float)
+    beta0 = np.asarray(potential.beta0, float)
+    if potential.conjugate_grad is not None and potential.source != "closed form":
+        def rhs(_, mu):
+            return -loss.grad(potential.conjugate_grad(mu))
+
+        sol = solve_ivp(rhs, (0.0, times[-1]), np.zeros_like(beta0), t_eval=times,
+                        method=method, rtol=rtol, atol=atol)
+        return np.array([potential.conjugate_grad(mu) for mu in sol.y.T]), sol
+
+    def rhs(_, beta):
+        return -np.linalg.solve(potential.hessian(beta), loss.grad(beta))
+
+    sol = solve_ivp(rhs, (0.0, times[-1]), beta0, t_eval=times, method=method, rtol=rtol,
+                    atol=atol)
+    return sol.y.T, sol
+
+
+@dataclasses.dataclass(frozen=True)
+class Verification(Result):
+    """Parameter gradient flow pushed to predictors vs the predicted mirror flow.
+
+    ``deviation`` = max_t |phi(theta(t)) - beta_mirror(t)|_inf along the recorded times;
+    ``relative`` divides by max_t |beta(t)|_inf.
+    """
+
+    deviation: float
+    relative: float
+    t_final: float
+    n_records: int
+    potential: str
+    source: str
+    flow_success: bool
+    mirror_success: bool
+
+
+def verify(param, theta0, loss, t_final=100.0, *, n_records=60, log_times=True, rtol=1e-11,
+           atol=1e-14, potential=None):
+    """Integrate gradient flow on theta and the mirror flow of R side by side; report the
+    largest deviation of the predictors along the trajectory (Li et al. 2022, Theorem 4.8:
+    they coincide for commuting parameterizations)."""
+    from .flows import gradient_flow
+
+    theta0 = param.as_theta(theta0)
+    potential = potential or mirror_potential(param, theta0)
+    traj = gradient_flow(param, loss, theta0, t_final, rtol=rtol, atol=atol,
+                         n_records=n_records, log_times=log_times)
+    betas, sol = mirror_flow(potential, loss, traj.times, rtol=rtol, atol=atol)
+    if betas.shape != traj.predictors.shape:
+        raise ParamgeoError(f"the mirror flow stopped early: {sol.message}")
+    dev = float(np.abs(betas - traj.predictors).max())
+    scale = float(np.abs(traj.predictors).max())
+    return Verification(dev, dev / scale if scale > 0 else dev, float(traj.times[-1]),
+                        len(traj.times), potential.formula, potential.source,
+                        bool(traj.success), bool(sol.success))
+
+
+# ====================================================================== implicit bias
+def _check_data(X, y):
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float).ravel()
+    if X.ndim != 2:
+        raise ShapeError(f"the design X must be a 2-d array (N x p), got shape {X.shape}")
+    if X.shape[0] != y.shape[0]:
+        raise ShapeError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries; they must agree")
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+        raise ShapeError("X or y contains NaN or infinite values")
+    return X, y
+
+
+def min_l1(X, y):
+    """argmin |beta|_1 s.t. X beta = y, by linear programming (scipy.optimize.linprog, HiGHS):
+    beta = a - b, a, b >= 0, minimise sum(a + b)."""
+    from scipy.optimize import linprog
+
+    X, y = _check_data(X, y)
+    p = X.shape[1]
+    res = linprog(np.ones(2 * p), A_eq=np.hstack([X, -X]), b_eq=y, bounds=(0, None),
+                  method="highs")
+    if not res.success:
+        raise ParamgeoError(f"the minimum-l1 problem has no solution: {res.message}")
+    return res.x[:p] - res.x[p:]
+
+
+def min_l2(X, y):
+    """argmin |beta|_2 s.t. X beta = y: the pseudoinverse solution X^+ y."""
+    X, y = _check_data(X, y)
+    return np.linalg.pinv(X) @ y
+
+
+def solve_implicit_bias(potential, X, y, *, tol=1e-13, maxiter=5000):
+    """argmin R(beta) subject to X beta = y, R the potential (minus its linear part at beta0).
+
+    Coordinates on the affine set: beta = b_p + N z (b_p = projection of beta0 onto it, N an
+    orthonormal basis of ker X); Newton trust region (scipy.optimize.minimize, "trust-exact")
+    with gradient N^T grad R and Hessian N^T Hess R N. Returns (beta, kkt) where kkt is the
+    relative size of the part of grad R(beta) outside range X^T (0 at the solution).
+    """
+    from scipy.linalg import null_space
+    from scipy.optimize import minimize
+
+    X, y = _check_data(X, y)
+    if X.shape[1] != len(potential.beta0):
+        raise ShapeError(f"X has {X.shape[1]} columns but the predictor has "
+                         f"{len(potential.beta0)} entries")
+    beta0 = np.asarray(potential.beta0, float)
+    bp = beta0 + np.linalg.lstsq(X, y - X @ beta0, rcond=None)[0]
+    if np.linalg.norm(X @ bp - y) > 1e-8 * (1 + np.linalg.norm(y)):
+        raise ParamgeoError("X beta = y has no solution (inconsistent data); the implicit-bias "
+                            "problem needs an underdetermined, consistent system")
+    N = null_space(X)
+    if N.shape[1] == 0:
+        return bp, 0.0
+    res = minimize(lambda z: potential.value(bp + N @ z), np.zeros(N.shape[1]),
+                   jac=lambda z: N.T @ potential.grad(bp + N @ z),
+                   hess=lambda z: N.T @ potential.hessian(bp + N @ z) @ N,
+                   method="trust-exact", options={"gtol": tol, "maxiter": maxiter})
+    beta = bp + N @ res.x
+    g = potential.grad(beta)
+    kkt = float(np.linalg.norm(N.T @ g) / max(np.linalg.norm(g), 1e-300))
+    return beta, kkt
+
+
+@dataclasses.dataclass(frozen=True)
+class ImplicitBias(Result):
+    """The gradient-flow limit against argmin R s.t. X beta = y, min-l1 and min-l2.
+
+    ``deviation`` = |beta_flow - beta_R|_inf; ``l1_gap`` = |beta_R|_1 - |beta_l1|_1 and
+    ``l1_distance`` = |beta_R - beta_l1|_inf (-> 0 as alpha -> 0); ``l2_distance`` =
+    |beta_R - X^+ y|_inf (-> 0 as alpha -> infinity).
+    """
+
+    alpha: Optional[float]
+    potential: str
+    deviation: float
+    kkt: float
+    flow_time: float
+    flow_loss: float
+    l1_gap: float
+    l1_distance: float
+    l2_distance: float
+    beta_flow: np.ndarray
+    beta_potential: np.ndarray
+    beta_l1: np.ndarray
+    beta_l2: np.ndarray
+
+    def __str__(self):
+        a = f" alpha = {self.alpha:g}" if self.alpha is not None else ""
+        return "\n".join([
+            f"ImplicitBias{a}",
+            f"  potential       {self.potential}",
+            f"  |flow limit - argmin R|_inf   {self.deviation:.3g}  (flow to t = "
+            f"{self.flow_time:.4g}, loss {self.flow_loss:.3g}; KKT residual {self.kkt:.2g})",
+            f"  l1 gap |b_R|_1 - |b_l1|_1     {self.l1_gap:.3g}",
+            f"  |b_R - b_l1|_inf              {self.l1_distance:.3g}",
+            f"  |b_R - X^+ y|_inf             {self.l2_distance:.3g}",
+        ])
+
+
+def implicit_bias(param, X, y, alpha=None, theta0=None, *, t_final=1e9, stop_loss=None,
+                  rtol=1e-10, atol=1e-15, potential=None, trajectory=None):
+    """Solve argmin R(beta) s.t. X beta = y and compare with the limit of gradient flow.
+
+    theta0 is ``param.init_at_scale(alpha)`` unless given. The flow (``paramgeo.flows``) runs on
+    ell(beta) = |X beta - y|^2 / (2N) to ``t_final`` or until the loss falls below
+    ``stop_loss`` (default 1e-26 (1 + |y|^2 / N)). The potential's minimiser is found by
+    :func:`solve_implicit_bias`; the references are :func:`min_l1` and :func:`min_l2`
+    (Woodworth et al. 2020: the alpha -> 0 and alpha -> infinity limits of the hyperbolic
+    entropy).
+    """
+    from .flows import gradient_flow
+    from .losses import LinearMeasurements
+
+    X, y = _check_data(X, y)
+    if X.shape[1] != param.m:
+        raise ShapeError(f"X has {X.shape[1]} columns but {param.name} {param.sizes} has "
+                         f"predictors of dimension {param.m}; they must agree")
+    if theta0 is None:
+        if alpha is None or not np.isfinite(alpha) or alpha <= 0:
+            raise ParamgeoError(f"give a positive init scale alpha (or theta0), got {alpha}")
+        theta0 = param.init_at_scale(alpha)
+    theta0 = param.as_theta(theta0)
+    potential = potential or mirror_potential(param, theta0)
+    loss = LinearMeasurements(X, y)
+    if trajectory is None:
+        stop = stop_loss if stop_loss is not None else 1e-26 * (1 + y @ y / len(y))
+        trajectory = gradient_flow(param, loss, theta0, t_final, rtol=rtol, atol=atol,
+                                   n_records=40, log_times=True, stop_loss=stop)
+    beta_flow = trajectory.final_predictor
+    beta_R, kkt = solve_implicit_bias(potential, X, y)
+    b1, b2 = min_l1(X, y), min_l2(X, y)
+    return ImplicitBias(
+        None if alpha is None else float(alpha), potential.formula,
+        float(np.abs(beta_flow - beta_R).max()), kkt, float(trajectory.times[-1]),
+        float(trajectory.losses[-1]), float(np.abs(beta_R).sum() - np.abs(b1).sum()),
+        float(np.abs(beta_R - b1).max()), float(np.abs(beta_R - b2).max()),
+        beta_flow, beta_R, b1, b2)
+
+
+# ====================================================================== summary report
+@dataclasses.dataclass(frozen=True)
+class MirrorReport(Result):
+    """Everything the ``paramgeo mirror`` command shows for one parameterization."""
+
+    name: str
+    sizes: dict
+    n: int
+    m: int
+    commuting: bool
+    max_bracket: float
+    relative_bracket: float
+    algebra_dim: int
+    algebra_levels: tuple
+    n_laws: int
+    laws: tuple
+    laws_complete: bool
+    laws_degree: int
+    potential: Optional[str]
+    potential_source: Optional[str]
+    alpha: Optional[float]
+    method: str
+
+    def __str__(self):
+        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
+        lines = [
+            f"{self.name} ({sizes}): n = {self.n} parameters, m = {self.m} fields grad phi_i",
+            f"commuting: {'yes' if self.commuting else 'no'} (largest bracket "
+            f"{self.max_bracket:.3g}, relative {self.relative_bracket:.3g}; {self.method})",
+            f"generated Lie algebra: dimension {self.algebra_dim} "
+            f"(by bracket depth: {', '.join(map(str, self.algebra_levels))})",
+            f"conservation laws: {self.n_laws} = n - dim; polynomial of degree <= "
+            f"{self.laws_degree}: {len(self.laws)}"
+            + ("" if self.laws_complete else " (not a complete set)"),
+        ]
+        lines += [f"  {law}" for law in self.laws]
+        if self.commuting:
+            at = f" from init scale alpha = {self.alpha:g}" if self.alpha is not None else ""
+            lines.append(f"mirror potential{at} ({self.potential_source}):")
+            lines.append(f"  {self.potential}")
+        else:
+            lines.append("mirror potential: none (the fields do not commute, so gradient flow "
+                         "is not a mirror flow for every loss)")
+        return "\n".join(lines)
+
+
+def mirror(param, alpha=None, theta0=None, degree=2, seed=0, policy=None, method="auto"):
+    """Commuting test, generated Lie algebra, conservation laws and mirror potential.
+
+    theta0 = ``param.init_at_scale(alpha)`` (alpha defaults to 1) unless given.
+    """
+    test = commuting_test(param, seed=seed, policy=policy, method=method)
+    max_b, rel = test.max_bracket, test.relative
+    alg = lie_algebra(param, seed=seed, policy=policy, method=method)
+    try:
+        laws = conservation_laws(param, degree=degree, seed=seed, policy=policy, method=method,
+                                 algebra=alg)
+        law_list, complete = laws.laws, laws.complete
+    except ParamgeoError as exc:
+        law_list, complete = (f"(search skipped: {exc})",), False
+    formula = source = None
+    if test.commuting:
+        if theta0 is None:
+            theta0 = param.init_at_scale(1.0 if alpha is None else alpha)
+        try:
+            pot = mirror_potential(param, theta0, check=False, policy=policy)
+            formula, source = pot.formula, pot.source
+        except ParamgeoError as exc:
+            formula, source = f"none: {exc}", "unavailable"
+    return MirrorReport(param.name, dict(param.sizes), param.n, param.m, test.commuting,
+                        max_b, rel, alg.dim, alg.levels, alg.n_laws, law_list, complete,
+                        degree, formula, source, None if alpha is None else float(alpha),
+                        test.method)

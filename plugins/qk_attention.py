@@ -1,0 +1,264 @@
+"""QK attention: scores S_h = W_Q^h (W_K^h)^T for heads h = 1..H, model dimension d, head dim r.
+
+Parameters W_Q, W_K in R^{H x d x r} (``tied``: one W in R^{H x d x r} with S_h = W_h W_h^T,
+as in attention-indexed models with tied query and key). The predictor depends on ``output``:
+
+* ``scores`` (default): the stack (S_1, ..., S_H), shape H x d x d;
+* ``sum``: S = sum_h S_h, shape d x d (a multi-head bilinear form; head order is lost);
+* ``attention``: A_h = softmax_rowwise(X S_h X^T / sqrt(d)) for a fixed token matrix X in
+  R^{T x d}, shape H x T x T. X is drawn from ``numpy.random.default_rng(token_seed)`` with
+  i.i.d. N(0, 1) entries (T = ``tokens``); ``constant_feature=true`` sets its first column to 1
+  (a bias feature), which puts the all-ones vector in range(X).
+
+Derivatives (closed forms; dL, dA for attention):
+
+* dS_h = dQ_h K_h^T + Q_h dK_h^T (tied: dW_h W_h^T + W_h dW_h^T); sum: dS = sum_h dS_h.
+* attention: dL_h = X dS_h X^T / sqrt(d), dA_h = A_h * (dL_h - rowsum(A_h * dL_h) 1^T).
+* VJP of a cotangent G: attention first maps G_h -> Z_h = A_h * (G_h - rowsum(A_h * G_h) 1^T)
+  -> X^T Z_h X / sqrt(d); sum broadcasts G to every head; then (dQ_h, dK_h) = (G_h K_h, G_h^T Q_h)
+  (tied: dW_h = (G_h + G_h^T) W_h).
+
+Symmetry: GL(r)^H acting per head (Q_h, K_h) -> (Q_h A_h, K_h A_h^{-T}) (tied: O(r)^H,
+W_h -> W_h R_h), times the head permutations S_H when ``output=sum`` (swapping two heads
+leaves the sum unchanged; for ``scores`` and ``attention`` it permutes the output, so it is not
+a symmetry there). For ``sum`` the full fiber is larger than this group: sum_h Q_h K_h^T =
+[Q_1 .. Q_H][K_1 .. K_H]^T is invariant under all of GL(Hr) (tied: O(Hr)), which mixes heads,
+so the generic rank is below the quotient dimension of GL(r)^H.
+
+Generic ranks (r <= d; k = min(H r, d)):
+
+* scores, untied: H r (2d - r) (H copies of the rank-r manifold of d x d matrices, dimension
+  r(2d - r); Absil, Mahony, Sepulchre 2008, Prop. 3.3 / Mishra et al. 2014);
+* scores, tied: H (d r - r(r-1)/2) (rank-r PSD matrices; Journee et al. 2010);
+* sum, untied: k (2d - k) (rank-k matrices); sum, tied: d k - k(k-1)/2 (rank-k PSD matrices);
+* attention (derived here, checked numerically in the tests): for T > d and generic X (ones not
+  in range X) the linear map S -> X S X^T is injective and meets the row shifts c 1^T only in 0,
+  so the rank is that of ``scores``; with ones = X b in range X (``constant_feature``), the
+  tangent directions a b^T with a in col(S_h) are killed by the softmax, lowering the rank by r
+  per head (untied) and by 0 (tied: a b^T is then not symmetric). For T <= d, range X = R^T,
+  S -> X S X^T maps onto the T x T matrices of rank k = min(r, T), and the row shifts c 1^T
+  tangent to them (c in col(L_h)) are lost: the rank per head is k(2T - k) - k (untied) and
+  T k - k(k-1)/2 - [k = T] (tied; 1 1^T is tangent only when k = T).
+
+References: Vaswani et al. (2017), "Attention is all you need"; Absil, Mahony, Sepulchre (2008),
+"Optimization algorithms on matrix manifolds"; Journee, Bach, Absil, Sepulchre (2010), "Low-rank
+optimization on the cone of positive semidefinite matrices"; Mishra, Meyer, Bonnabel,
+Sepulchre (2014), "Fixed-rank matrix factorizations and Riemannian low-rank optimization";
+Boncoraglio, Troiani, Erba, Zdeborova (2025), "Bayes optimal learning of attention-indexed
+models", NeurIPS (arXiv:2506.01582; attention scores through S = W W^T).
+"""
+
+import autograd.numpy as anp
+import numpy as np
+
+from paramgeo import Parameterization, ParamSpec, Size, SizeError
+from paramgeo.symmetry import (
+    GeneralLinearGroup,
+    OrthogonalGroup,
+    ProductGroup,
+    SignedPermutationGroup,
+)
+
+
+class QKAttention(Parameterization):
+    """Multi-head scores S_h = W_Q^h W_K^h^T (tied: W_h W_h^T): stack, sum or softmax attention.
+
+    ``output=attention`` applies softmax(X S_h X^T / sqrt(d)) row-wise to the seeded token
+    matrix X (attribute ``X``, T x d)."""
+
+    name = "qk-attention"
+    size_params = {
+        "d": Size("int", default=4, minimum=1, help="model dimension"),
+        "r": Size("int", default=2, minimum=1, help="head dimension (r <= d)"),
+        "heads": Size("int", default=2, minimum=1, help="number of heads H"),
+        "tied": Size("bool", default=False, help="S_h = W_h W_h^T (query = key)"),
+        "output": Size("choice", default="scores", choices=("scores", "sum", "attention"),
+                       help="scores (stack of S_h), sum (sum_h S_h) or attention (softmax)"),
+        "tokens": Size("int", default=6, minimum=1,
+                       help="number of tokens T of X (output=attention)"),
+        "token_seed": Size("int", default=0, minimum=0,
+                           help="seed of the N(0, 1) token matrix X (output=attention)"),
+        "constant_feature": Size("bool", default=False,
+                                 help="set X's first column to 1 (output=attention)"),
+    }
+    capabilities = frozenset(
+        {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "horizontal_projection"}
+    )
+    references = (
+        "Vaswani et al. (2017) Attention is all you need",
+        "Mishra, Meyer, Bonnabel, Sepulchre (2014) Fixed-rank matrix factorizations and "
+        "Riemannian low-rank optimization",
+        "Journee, Bach, Absil, Sepulchre (2010) Low-rank optimization on the cone of positive "
+        "semidefinite matrices",
+        "Boncoraglio, Troiani, Erba, Zdeborova (2025) Bayes optimal learning of "
+        "attention-indexed models",
+    )
+
+    def validate_sizes(self):
+        if self.r > self.d:
+            raise SizeError(
+                f"qk-attention: head dimension r={self.r} exceeds the model dimension d={self.d};"
+                " then S_h is generically of full rank and GL(r) no longer acts freely; "
+                "choose r <= d"
+            )
+        if self.output == "attention":
+            X = np.random.default_rng(self.token_seed).standard_normal((self.tokens, self.d))
+            if self.constant_feature:
+                X[:, 0] = 1.0
+        else:
+            X = None
+        self.X = X  # the token matrix (T x d) for output=attention, else None
+
+    def make_spec(self):
+        shape = (self.heads, self.d, self.r)
+        return ParamSpec(W=shape) if self.tied else ParamSpec(WQ=shape, WK=shape)
+
+    def make_predictor_shape(self):
+        if self.output == "sum":
+            return (self.d, self.d)
+        if self.output == "attention":
+            return (self.heads, self.tokens, self.tokens)
+        return (self.heads, self.d, self.d)
+
+    def random_point(self, rng):
+        return rng.standard_normal(self.n) / np.sqrt(self.r)
+
+    # ------------------------------------------------------------------ forward
+    def _factors(self, theta, np_=np):
+        shape = (self.heads, self.d, self.r)
+        k = self.heads * self.d * self.r
+        Q = np_.reshape(theta[:k], shape)
+        K = Q if self.tied else np_.reshape(theta[k:], shape)
+        return Q, K
+
+    def forward(self, theta):
+        Q, K = self._factors(theta, anp)
+        S = anp.matmul(Q, anp.transpose(K, (0, 2, 1)))
+        if self.output == "sum":
+            return anp.sum(S, axis=0)
+        if self.output == "scores":
+            return S
+        logits = anp.matmul(anp.matmul(self.X, S), self.X.T) / np.sqrt(self.d)
+        logits = logits - anp.max(logits, axis=-1, keepdims=True)
+        e = anp.exp(logits)
+        return e / anp.sum(e, axis=-1, keepdims=True)
+
+    def _attention(self, Q, K):
+        S = Q @ np.swapaxes(K, 1, 2)
+        logits = self.X @ S @ self.X.T / np.sqrt(self.d)
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    # ------------------------------------------------------------------ derivatives
+    def _jvp_batch(self, theta, dirs):
+        """J dirs^T for a batch of directions dirs (b x n); returns b x m."""
+        Q, K = self._factors(np.asarray(theta, float))
+        b = dirs.shape[0]
+        shape = (b, self.heads, self.d, self.r)
+        k = self.heads * self.d * self.r
+        dQ = dirs[:, :k].reshape(shape)
+        dK = dQ if self.tied else dirs[:, k:].reshape(shape)
+        dS = np.einsum("bhik,hjk->bhij", dQ, K) + np.einsum("hik,bhjk->bhij", Q, dK)
+        if self.output == "sum":
+            return dS.sum(axis=1).reshape(b, -1)
+        if self.output == "scores":
+            return dS.reshape(b, -1)
+        A = self._attention(Q, K)
+        dL = np.einsum("ti,bhij,sj->bhts", self.X, dS, self.X) / np.sqrt(self.d)
+        dA = A * (dL - np.sum(A * dL, axis=-1, keepdims=True))
+        return dA.reshape(b, -1)
+
+    def jvp(self, theta, v):
+        return self._jvp_batch(theta, np.asarray(v, float)[None, :])[0]
+
+    def jacobian(self, theta):
+        return self._jvp_batch(theta, np.eye(self.n)).T
+
+    def vjp(self, theta, w):
+        Q, K = self._factors(np.asarray(theta, float))
+        G = np.reshape(np.asarray(w, float), self.predictor_shape)
+        if self.output == "sum":
+            G = np.broadcast_to(G, (self.heads, self.d, self.d))
+        elif self.output == "attention":
+            A = self._attention(Q, K)
+            Z = A * (G - np.sum(A * G, axis=-1, keepdims=True))
+            G = np.einsum("ti,hts,sj->hij", self.X, Z, self.X) / np.sqrt(self.d)
+        GT = np.swapaxes(G, 1, 2)
+        if self.tied:
+            return ((G + GT) @ Q).ravel()
+        return np.concatenate([(G @ K).ravel(), (GT @ Q).ravel()])
+
+    # ------------------------------------------------------------------ symmetry
+    def _head_blocks(self, block):
+        """(start, stop, shape) of every head of a (H, d, r) block, for MatrixGroupAction."""
+        start, size = self.spec.slices[block].start, self.d * self.r
+        return [(start + h * size, start + (h + 1) * size, (self.d, self.r))
+                for h in range(self.heads)]
+
+    def _head_swap(self, h):
+        """The permutation of theta exchanging heads h and h + 1 in every block."""
+        perm = np.arange(self.n)
+        size = self.d * self.r
+        for block in self.spec.blocks:
+            start = self.spec.slices[block].start
+            a = np.arange(start + h * size, start + (h + 1) * size)
+            perm[a], perm[a + size] = a + size, a
+        return perm, np.ones(self.n)
+
+    def symmetry(self):
+        if self.tied:
+            factors = [OrthogonalGroup(self.r, right=[blk]) for blk in self._head_blocks("W")]
+        else:
+            factors = [
+                GeneralLinearGroup(self.r, right=[q], contragredient=[k])
+                for q, k in zip(self._head_blocks("WQ"), self._head_blocks("WK"))
+            ]
+        if self.output == "sum" and self.heads > 1:
+            swaps = [self._head_swap(h) for h in range(self.heads - 1)]
+            factors.append(SignedPermutationGroup(f"S_{self.heads}", swaps, self.n))
+        return factors[0] if len(factors) == 1 else ProductGroup(*factors)
+
+    def horizontal_projection(self, theta, v):
+        """Euclidean horizontal projection, head by head (the head permutations are discrete
+        and add no vertical directions): the uvt projection of (dQ_h, dK_h) at (Q_h, K_h)
+        (tied: the uut projection of dW_h at W_h)."""
+        from paramgeo_plugins.uut import UUT
+        from paramgeo_plugins.uvt import UVT
+
+        per_head = (UUT(d=self.d, r=self.r) if self.tied
+                    else UVT(m=self.d, n=self.d, r=self.r))
+        size = self.d * self.r
+        blocks = [self.spec.slices[b].start for b in self.spec.blocks]
+        theta, v = np.asarray(theta, float), np.asarray(v, float)
+        out = np.empty(self.n)
+        for h in range(self.heads):
+            idx = np.concatenate([np.arange(s + h * size, s + (h + 1) * size) for s in blocks])
+            out[idx] = per_head.horizontal_projection(theta[idx], v[idx])
+        return out
+
+    def symbolic(self):
+        import sympy
+
+        def head(prefix, h):
+            return sympy.Matrix(self.d, self.r,
+                                lambda i, k: sympy.Symbol(f"{prefix}_{h}_{i}_{k}", real=True))
+
+        names = ["W"] if self.tied else ["Q", "K"]
+        mats = {p: [head(p, h) for h in range(self.heads)] for p in names}
+        symbols = [s for p in names for M in mats[p] for s in M]
+        Qs = mats[names[0]]
+        Ks = mats[names[-1]]
+        S = [Q * K.T for Q, K in zip(Qs, Ks)]
+        if self.output == "sum":
+            return symbols, list(sum(S, sympy.zeros(self.d, self.d)))
+        if self.output == "scores":
+            return symbols, [e for Sh in S for e in Sh]
+        X = sympy.Matrix(self.X)
+        exprs = []
+        for Sh in S:
+            L = X * Sh * X.T / sympy.sqrt(self.d)
+            for t in range(self.tokens):
+                row = [sympy.exp(L[t, s]) for s in range(self.tokens)]
+                total = sum(row)
+                exprs.extend(e / total for e in row)
+        return symbols, exprs

@@ -1,0 +1,397 @@
+"""The critical-point engine against closed-form ranks and independent routes.
+
+Oracles: the rank of U U^T's Jacobian at rank k, d k - k(k-1)/2 (dimension of rank-k PSD
+matrices); Hadamard's rank p - #{i : u_i = v_i = 0}; exact sympy ranks of the coefficient map of
+a two-neuron monomial network; autograd Hessians; the closed-form Hessian -2 (Y kron I) of the
+Burer-Monteiro loss at U = 0.
+"""
+
+import json
+import warnings
+
+import autograd
+import autograd.numpy as anp
+import networkx as nx
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import paramgeo
+from paramgeo import Parameterization, ParamSpec, Size
+from paramgeo.cli import main
+from paramgeo.critical import (
+    classify,
+    loss_hessian,
+    loss_point,
+    search,
+    second_derivative_vjp,
+    snap_to_subnetwork,
+    strata,
+)
+from paramgeo.errors import ParamgeoError
+from paramgeo.geometry import RankPolicy
+from paramgeo.losses import CallableLoss, LinearMeasurements
+
+
+def uut_rank(d, k):
+    """Rank of d(UU^T) at rank U = k (Massart-Absil): d k - k(k-1)/2."""
+    return d * k - k * (k - 1) // 2
+
+
+def rank_k_factor(rng, d, r, k):
+    return (rng.standard_normal((d, k)) @ rng.standard_normal((k, r))).ravel()
+
+
+# ------------------------------------------------------------------ uut / factorizations
+
+def test_uut_rank_one_is_orbit_degenerate(rng):
+    p = paramgeo.get("uut", d=4, r=2)
+    c = classify(p, rank_k_factor(rng, 4, 2, 1))
+    assert c.verdict == "critical" and c.causes == ("orbit-degenerate",)
+    assert (c.rank, c.generic_rank) == (uut_rank(4, 1), uut_rank(4, 2)) == (4, 7)
+    assert c.kernel_dim == 8 - 4 and c.rank_equals_stratum_generic
+    assert c.stratum_generic_rank == 4 and c.on_proper_stratum
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3])
+def test_uut_rank_k_matches_closed_form(rng, k):
+    d, r = 5, 3
+    p = paramgeo.get("uut", d=d, r=r)
+    theta = rank_k_factor(rng, d, r, k) if k else np.zeros(p.n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = classify(p, theta)
+    assert c.rank == uut_rank(d, k) and c.generic_rank == uut_rank(d, r)
+    assert c.verdict == ("regular" if k == r else "critical")
+    assert c.stratum_generic_rank == uut_rank(d, k)
+    # the orbit dimension of O(3) at rank k: dim O(3) - dim O(3 - k)
+    assert c.orbit_dim == 3 - (3 - k) * (2 - k) // 2 if k < 3 else c.orbit_dim == 3
+
+
+def test_uut_strata_chain_with_closed_form_ranks():
+    d, r = 5, 3
+    s = strata(paramgeo.get("uut", d=d, r=r))
+    ranks = sorted((data["generic_rank"] for _, data in s.graph.nodes(data=True)), reverse=True)
+    assert ranks == [uut_rank(d, k) for k in (3, 2, 1, 0)]
+    assert s.top == "full" and s.graph.nodes["full"]["generic_rank"] == uut_rank(d, r)
+    assert nx.is_directed_acyclic_graph(s.graph) and s.graph.number_of_edges() == 3
+
+
+def test_uvt_factor_rank_drops_without_stabilizer(rng):
+    """U V^T with a rank-deficient U and full V: no stabilizer, a factor channel vanishes;
+    rank of d(UV^T) at rank U = a, rank V = b (a + b <= r... here a = r - 1, b = r):
+    m b + n a - a b when the kernels pair trivially."""
+    if "uvt" not in paramgeo.available():
+        pytest.skip("uvt plugin not installed")
+    m_, n_, r = 4, 3, 2
+    p = paramgeo.get("uvt", m=m_, n=n_, r=r)
+    U = np.outer(rng.standard_normal(m_), rng.standard_normal(r))
+    V = rng.standard_normal((n_, r))
+    theta = p.spec.pack(U=U, V=V)
+    c = classify(p, theta)
+    # image {dU V^T + U dV^T}: rank of UV^T is 1 = a; dimension m*1 + n*1 - 1*1 ... from
+    # the tangent space of rank-1 matrices (m + n - 1) plus the dU V^T directions outside it
+    J_rank = np.linalg.matrix_rank(p.jacobian(theta))
+    assert c.rank == J_rank < c.generic_rank == r * (m_ + n_) - r * r
+    assert c.verdict == "critical" and "orbit-degenerate" not in c.causes
+    assert "subnetwork" in c.causes
+
+
+# ------------------------------------------------------------------ hadamard
+
+def test_hadamard_removed_coordinate_is_critical(rng):
+    h = paramgeo.get("hadamard", p=5)
+    t = h.random_point(rng)
+    t[0] = t[5] = 0.0
+    c = classify(h, t)
+    assert c.verdict == "critical" and c.rank == 4 and c.generic_rank == 5
+    assert "subnetwork" in c.causes and "orbit-degenerate" in c.causes
+    assert c.inactive == (("h0", "removed"),)
+    only_u = h.random_point(rng)
+    only_u[0] = 0.0
+    c2 = classify(h, only_u)
+    assert c2.verdict == "regular" and c2.rank == 5
+    assert c2.on_proper_stratum and c2.stratum == "h0: in-zero" and c2.stratum_generic_rank == 5
+
+
+@pytest.mark.parametrize("removed", [(1,), (0, 3), (0, 2, 4)])
+def test_hadamard_rank_closed_form(rng, removed):
+    h = paramgeo.get("hadamard", p=5)
+    t = h.random_point(rng)
+    for i in removed:
+        t[i] = t[5 + i] = 0.0
+    c = classify(h, t)
+    assert c.rank == 5 - len(removed) == c.stratum_generic_rank
+    assert {n for n, _ in c.inactive} == {f"h{i}" for i in removed}
+
+
+def test_hadamard_strata_subset_lattice():
+    s = strata(paramgeo.get("hadamard", p=3))
+    assert s.graph.number_of_nodes() == 8  # subsets of 3 coordinates
+    for node, data in s.graph.nodes(data=True):
+        removed = 0 if node == "full" else node.count("removed")
+        assert data["generic_rank"] == 3 - removed
+    assert [n for n in s.graph if s.graph.in_degree(n) == 0] == ["full"]
+
+
+# ------------------------------------------------------------------ monomial
+
+def sympy_rank_two_neurons(k, W, a):
+    """Exact rank of d(coefficients of a_1 (w_1.x)^k + a_2 (w_2.x)^k)/d(W, a) at rationals."""
+    import sympy
+
+    x, y = sympy.symbols("x y")
+    w = sympy.symbols("w0:4")
+    av = sympy.symbols("a0:2")
+    f = sum(av[j] * (w[2 * j] * x + w[2 * j + 1] * y) ** k for j in range(2))
+    coeffs = sympy.Poly(sympy.expand(f), x, y).coeffs()
+    coeffs += [0] * (k + 1 - len(coeffs))
+    params = list(w) + list(av)
+    Jm = sympy.Matrix([[sympy.diff(c, q) for q in params] for c in coeffs])
+    subs = dict(zip(params, [sympy.Rational(v) for v in list(W.ravel()) + list(a)]))
+    return Jm.subs(subs).rank()
+
+
+@pytest.fixture
+def mono221():
+    return paramgeo.get("monomial", widths=(2, 2, 1), degree=4)
+
+
+def _mono_point(p):
+    W1 = np.array([[1.0, 2.0], [-3.0, 1.0]])
+    a = np.array([2.0, -1.0])
+    return p.spec.pack(W1=W1, W2=a[None, :]), W1, a
+
+
+def test_monomial_221_random_point_regular(mono221, rng):
+    c = classify(mono221, mono221.random_point(rng))
+    assert c.verdict == "regular" and c.generic_rank == 4 and not c.on_proper_stratum
+
+
+def test_monomial_221_out_zero(mono221):
+    theta, W1, a = _mono_point(mono221)
+    a0 = a.copy()
+    a0[1] = 0.0
+    theta[mono221.spec.slices["W2"].start + 1] = 0.0
+    c = classify(mono221, theta)
+    exact = sympy_rank_two_neurons(4, W1, a0)
+    assert exact == 3 and c.rank == exact
+    assert c.verdict == "critical" and c.causes == ("subnetwork",)
+    assert c.inactive == (("h1_1", "out-zero"),)
+
+
+def test_monomial_221_in_zero_and_redundant(mono221):
+    theta, W1, a = _mono_point(mono221)
+    start = mono221.spec.slices["W1"].start
+    t_in = theta.copy()
+    t_in[start:start + 2] = 0.0
+    W_in = W1.copy()
+    W_in[0] = 0.0
+    c = classify(mono221, t_in)
+    assert c.rank == sympy_rank_two_neurons(4, W_in, a) == 2
+    assert c.inactive == (("h1_0", "in-zero"),) and "subnetwork" in c.causes
+    t_red = theta.copy()
+    t_red[start + 2:start + 4] = -1.5 * theta[start:start + 2]
+    W_red = W1.copy()
+    W_red[1] = -1.5 * W1[0]
+    c = classify(mono221, t_red)
+    assert c.rank == sympy_rank_two_neurons(4, W_red, a) == 2
+    assert c.verdict == "critical" and c.causes == ("subnetwork",)
+    assert c.redundant == (("h1_0", "h1_1"),)
+
+
+def test_monomial_231_degree3_regular_on_subnetwork_stratum(rng):
+    p = paramgeo.get("monomial", widths=(2, 3, 1), degree=3)
+    assert p.m == 4  # binary cubics: 4 coefficients
+    theta = p.random_point(rng)
+    theta[p.spec.slices["W2"].start] = 0.0
+    c = classify(p, theta)
+    assert c.verdict == "regular" and c.rank == 4 == c.generic_rank
+    assert c.on_proper_stratum and c.stratum == "layer 1: 1 out-zero"
+    assert c.stratum_generic_rank == 4 and "proper stratum" in c.explanation
+
+
+def test_monomial_strata_poset_unique_top(mono221):
+    s = strata(mono221)
+    tops = [n for n in s.graph if s.graph.in_degree(n) == 0]
+    assert tops == ["full"] == [s.top]
+    # closed forms: two neurons 4 (Alexander-Hirschowitz: min(2*2, 5) ... generic rank 4);
+    # one neuron a (w.x)^4: a cone over the rational normal curve, dimension 2; none: 0
+    ranks = {n: d["generic_rank"] for n, d in s.graph.nodes(data=True)}
+    assert ranks == {"full": 4, "layer 1: 1 removed": 2, "layer 1: 2 removed": 0}
+    data = json.loads(json.dumps(s.to_dict()))
+    g = nx.node_link_graph(data["poset"], edges="edges")
+    assert set(g.edges) == set(s.graph.edges)
+    g2 = nx.parse_graphml(s.graphml())
+    assert g2.number_of_nodes() == 3 and g2.nodes["full"]["generic_rank"] == 4
+    dot = s.dot()
+    assert dot.startswith('digraph "monomial"') and '"full" -> "layer 1: 1 removed";' in dot
+
+
+def test_monomial_strata_all_kinds(mono221):
+    s = strata(mono221, kinds="all")
+    ranks = {n: d["generic_rank"] for n, d in s.graph.nodes(data=True)}
+    assert ranks["layer 1: 1 out-zero"] == 3 and ranks["layer 1: 1 in-zero"] == 2
+    assert s.graph.has_edge("full", "layer 1: 1 out-zero")
+    assert s.graph.has_edge("layer 1: 1 out-zero", "layer 1: 1 removed")
+    assert not s.graph.has_edge("full", "layer 1: 1 removed")  # not a covering relation
+    assert nx.has_path(s.graph, "full", "layer 1: 2 removed")
+
+
+def test_near_singular_is_flagged(rng):
+    p = paramgeo.get("uut", d=4, r=2)
+    theta = rank_k_factor(rng, 4, 2, 1) + 3e-9 * rng.standard_normal(8)
+    c = classify(p, theta)
+    assert c.near_singular and "NEAR-SINGULAR" in str(c)
+
+
+# ------------------------------------------------------------------ search
+
+def test_second_derivative_vjp_matches_jacobian_derivative(rng, mono221):
+    for p in (mono221, paramgeo.get("uut", d=3, r=2)):
+        theta, v, w = p.random_point(rng), rng.standard_normal(p.n), rng.standard_normal(p.m)
+        expected = p.jacobian_derivative(theta, v).T @ w
+        np.testing.assert_allclose(second_derivative_vjp(p, theta, v, w), expected,
+                                   rtol=1e-10, atol=1e-12)
+
+
+def test_search_uut_finds_rank_deficient_factors():
+    d, r = 3, 2
+    res = search(paramgeo.get("uut", d=d, r=r), starts=3, seed=1)
+    assert res.critical >= 2 and res.other == 0
+    for pt in res.points:
+        if pt["verdict"] == "critical":
+            assert pt["rank"] == uut_rank(d, 1) and pt["causes"] == ["orbit-degenerate"]
+
+
+def test_search_monomial_finds_subnetworks(mono221):
+    res = search(mono221, starts=3, seed=2)
+    assert res.critical >= 2
+    assert res.subnetwork + res.other == res.critical
+    for pt in res.points:
+        if pt["verdict"] == "critical" and "subnetwork" in pt["causes"]:
+            assert pt["rank"] <= 3 and pt["stratum"] != "full"
+
+
+def test_snap_to_subnetwork(mono221):
+    theta, _, _ = _mono_point(mono221)
+    start = mono221.spec.slices["W1"].start
+    theta[start:start + 2] = 1e-4
+    snapped, dist = snap_to_subnetwork(mono221, theta, 1e-3)
+    assert np.all(snapped[start:start + 2] == 0) and 0 < dist < 1e-3
+    assert classify(mono221, snapped).inactive == (("h1_0", "in-zero"),)
+
+
+# ------------------------------------------------------------------ losses
+
+def _sensing(d, Y):
+    """ell(M) = 1/2 |M - Y|_F^2 as LinearMeasurements with A = identity on entries."""
+    return LinearMeasurements(np.eye(d * d).reshape(d * d, d, d) * np.sqrt(d * d),
+                              Y.ravel() * np.sqrt(d * d))
+
+
+def test_loss_hessian_against_autograd_and_jacobian_derivative(rng):
+    p = paramgeo.get("uut", d=3, r=2)
+    Y = rng.standard_normal((3, 3))
+    loss = _sensing(3, Y @ Y.T)
+    theta = p.random_point(rng)
+    H = loss_hessian(p, loss, theta)
+    H_auto = autograd.hessian(lambda t: loss.value(p.forward_flat(t)))(theta)
+    np.testing.assert_allclose(H, H_auto, rtol=1e-9, atol=1e-10)
+    g = loss.grad(p.forward_flat(theta))
+    J = p.jacobian(theta)
+    cols = np.column_stack([p.jacobian_derivative(theta, e).T @ g for e in np.eye(p.n)])
+    np.testing.assert_allclose(H, J.T @ loss.hessian(p.forward_flat(theta)) @ J + cols,
+                               rtol=1e-9, atol=1e-10)
+
+
+def test_loss_spurious_saddle_at_zero(rng):
+    d, r = 3, 2
+    p = paramgeo.get("uut", d=d, r=r)
+    B = rng.standard_normal((d, d))
+    Y = B @ B.T
+    res = loss_point(p, _sensing(d, Y), np.zeros(p.n))
+    assert res.kind == "spurious critical" and res.verdict == "strict saddle"
+    # Hessian of 1/2|UU^T - Y|^2 at U = 0 is -2 (Y kron I_r): all negative for Y > 0
+    expected = np.sort(np.linalg.eigvalsh(-2 * np.kron(Y, np.eye(r))))
+    np.testing.assert_allclose(np.sort(res.eigenvalues), expected, rtol=1e-9)
+    assert res.signature == (0, d * r, 0)
+
+
+def test_loss_true_minimum_and_degenerate(rng):
+    d = 3
+    U0 = rng.standard_normal((d, 2))
+    p = paramgeo.get("uut", d=d, r=2)
+    res = loss_point(p, _sensing(d, U0 @ U0.T), U0.ravel())
+    assert res.kind == "true critical" and res.verdict == "minimum"
+    assert res.horizontal_dim == p.n - 1 == uut_rank(d, 2)  # O(2) removed
+    u = rng.standard_normal(d)
+    U1 = np.column_stack([u, np.zeros(d)])
+    res = loss_point(p, _sensing(d, np.outer(u, u)), U1.ravel())
+    assert res.kind == "true critical" and res.verdict == "degenerate"
+    # horizontal dim: n minus orbit dim (1); zero eigenvalues: horizontal dim - rank J
+    assert res.signature == (uut_rank(d, 1), 0, (p.n - 1) - uut_rank(d, 1))
+
+
+def test_loss_strict_saddle_at_lower_eigenvector():
+    p = paramgeo.get("uut", d=3, r=1)
+    Y = np.diag([3.0, 1.0, 0.0])
+    theta = np.array([0.0, 1.0, 0.0])  # U = e_2, UU^T matches the second eigenvalue
+    res = loss_point(p, _sensing(3, Y), theta)
+    assert res.kind == "spurious critical" and res.verdict == "strict saddle"
+    assert res.signature[1] >= 1
+    res2 = loss_point(p, CallableLoss(lambda b: anp.sum((b - Y.ravel()) ** 2), m=9), theta)
+    assert res2.verdict == "strict saddle"
+
+
+# ------------------------------------------------------------------ errors and CLI
+
+class _Plain(Parameterization):
+    """A map with no symmetry and no architecture."""
+
+    name = "plain-test-map"
+    size_params = {"k": Size("int", default=2)}
+
+    def make_spec(self):
+        return ParamSpec(x=(self.k,))
+
+    def make_predictor_shape(self):
+        return (1,)
+
+    def forward(self, theta):
+        return anp.reshape(anp.sum(theta ** 3), (1,))
+
+
+def test_errors_name_the_problem(mono221):
+    with pytest.raises(ParamgeoError, match="defines no strata"):
+        strata(_Plain())
+    with pytest.raises(ParamgeoError, match="kinds must be"):
+        strata(mono221, kinds="some")
+    with pytest.raises(ParamgeoError, match="max_strata"):
+        strata(paramgeo.get("hadamard", p=5), kinds="all", max_strata=10)
+    c = classify(_Plain(), np.zeros(2), policy=RankPolicy(atol=1e-12))
+    assert c.verdict == "critical" and c.causes == ("other",)
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_cli_critical_strata_search(tmp_path, rng):
+    np.save(tmp_path / "U.npy", rank_k_factor(rng, 4, 2, 1).reshape(4, 2))
+    out = json.loads(run("critical", "uut", "-p", "d=4", "-p", "r=2", "--at",
+                         str(tmp_path / "U.npy"), "--json").output)
+    assert out["verdict"] == "critical" and out["causes"] == ["orbit-degenerate"]
+    assert (out["rank"], out["generic_rank"]) == (4, 7)
+    res = run("strata", "monomial", "-p", "widths=2,2,1", "-p", "degree=4", "--format", "json")
+    data = json.loads(res.output)
+    g = nx.node_link_graph(data["poset"], edges="edges")
+    assert [n for n in g if g.in_degree(n) == 0] == [data["top"]] == ["full"]
+    assert {d["id"]: d["generic_rank"] for d in data["poset"]["nodes"]}["full"] == 4
+    assert run("strata", "uut", "--format", "dot").output.startswith("digraph")
+    assert "<graphml" in run("strata", "uut", "--format", "graphml").output
+    out = json.loads(run("search", "uut", "-p", "d=3", "-p", "r=2", "--starts", "2",
+                         "--json").output)
+    assert out["starts"] == 2 and len(out["points"]) == 2
+    bad = CliRunner().invoke(main, ["strata", "hadamard", "-p", "p=12", "--kinds", "all"])
+    assert bad.exit_code == 2 and "max_strata" in bad.output
