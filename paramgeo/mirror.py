@@ -113,12 +113,17 @@ SYMBOLIC_MAX_WORK = 20000
 LAWS_MAX_UNKNOWNS = 2500
 
 
+def _hvp(param, theta, w, v):
+    """Hess(w . phi)(theta) v by reverse-over-reverse autograd on ``forward``: the derivative
+    of the field J^T w along v."""
+    g = autograd.grad(lambda th: anp.dot(w, param.forward_flat(th)))
+    return np.asarray(autograd.grad(lambda th: anp.dot(g(th), v))(theta), float)
+
+
 def _sketched_bracket(param, theta, rng):
-    J = vector_fields(param, theta)
     a, b = rng.standard_normal(param.m), rng.standard_normal(param.m)
-    ya, yb = J.T @ a, J.T @ b
-    dyb_ya = np.asarray(param.jacobian_derivative(theta, ya), float).T @ b
-    dya_yb = np.asarray(param.jacobian_derivative(theta, yb), float).T @ a
+    ya, yb = param.vjp(theta, a), param.vjp(theta, b)
+    dyb_ya, dya_yb = _hvp(param, theta, b, ya), _hvp(param, theta, a, yb)
     return (float(np.linalg.norm(dyb_ya - dya_yb)),
             float(max(np.linalg.norm(dyb_ya), np.linalg.norm(dya_yb))))
 

@@ -50,16 +50,20 @@ class Size:
 
     ``kind`` is one of ``int``, ``ints`` (a comma-separated tuple of ints), ``bool``, ``float``
     or ``choice`` (with ``choices``). Values given as strings (from the CLI) are parsed; every
-    value is validated against ``minimum`` and ``choices``. ``default`` makes the size optional.
+    value is validated against ``minimum`` and ``choices``. ``default`` makes the size optional;
+    ``primary=False`` keeps a secondary size (a seed, an option) out of summary tables.
     """
 
     KINDS = ("int", "ints", "bool", "float", "choice")
 
-    def __init__(self, kind="int", default=None, minimum=None, choices=None, help=""):
+    def __init__(self, kind="int", default=None, minimum=None, choices=None, help="",
+                 primary=True):
         if kind not in self.KINDS:
             raise ValueError(f"Size kind must be one of {self.KINDS}, got {kind!r}")
         self.kind, self.default, self.minimum = kind, default, minimum
         self.choices, self.help = tuple(choices or ()), help
+        #: shown in summary tables (secondary sizes such as seeds only in full output)
+        self.primary = primary
 
     def parse(self, key, value):
         """Return the validated value of size ``key`` (strings are parsed); raise SizeError."""

@@ -75,11 +75,11 @@ class QKAttention(Parameterization):
         "output": Size("choice", default="scores", choices=("scores", "sum", "attention"),
                        help="scores (stack of S_h), sum (sum_h S_h) or attention (softmax)"),
         "tokens": Size("int", default=6, minimum=1,
-                       help="number of tokens T of X (output=attention)"),
+                       help="number of tokens T of X (output=attention)", primary=False),
         "token_seed": Size("int", default=0, minimum=0,
-                           help="seed of the N(0, 1) token matrix X (output=attention)"),
+                           help="seed of the N(0, 1) token matrix X (output=attention)", primary=False),
         "constant_feature": Size("bool", default=False,
-                                 help="set X's first column to 1 (output=attention)"),
+                                 help="set X's first column to 1 (output=attention)", primary=False),
     }
     capabilities = frozenset(
         {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "horizontal_projection"}

@@ -28,10 +28,18 @@ def list_cmd(as_json):
         click.echo(json.dumps(rows, indent=2, default=str))
         return
     click.echo(table(
-        [(r["name"], " ".join(f"{k}={_fmt(v)}" for k, v in r["sizes"].items()), r["summary"])
+        [(r["name"], _primary_sizes(r["name"], r["sizes"]), r["summary"])
          for r in rows],
         ["name", "sizes (defaults)", "summary"],
     ))
+
+
+def _primary_sizes(name, sizes):
+    from ..registry import get_class
+
+    decls = get_class(name).size_params
+    return " ".join(f"{k}={_fmt(v)}" for k, v in sizes.items()
+                    if k not in decls or decls[k].primary)
 
 
 def _fmt(v):
@@ -58,7 +66,7 @@ def describe_cmd(name, sizes, all_, seed, as_json):
             click.echo(json.dumps([r.to_dict() for r in results], indent=2))
             return
         click.echo(table(
-            [(r.name, " ".join(f"{k}={_fmt(v)}" for k, v in r.sizes.items()), r.param_dim,
+            [(r.name, _primary_sizes(r.name, r.sizes), r.param_dim,
               r.predictor_dim, r.generic_rank,
               f"{r.symmetry['name']} ({r.symmetry['dim']})" if r.symmetry else "-",
               r.quotient_dim, "yes" if r.rank_is_quotient_dim else "no")
