@@ -6,8 +6,11 @@ the parameterization theta -> coefficients of f_theta lie on subnetworks (inacti
 neurons). For a few small architectures and k = 2..6 this script runs
 ``paramgeo.critical.search`` (minimise s_R/s_1 of J on |theta| = 1 from random starts, Newton
 polish, classify each end point) and tabulates per degree: how many starts reached a critical
-point (rank below the generic rank under the tolerance policy), how many of those lie on or snap
-within 1e-2 to a subnetwork stratum explaining their rank, and how many the engine cannot explain
+point (rank below the generic rank under the tolerance policy), how many of those lie on a
+subnetwork stratum explaining their rank or are certified near one (``paramgeo.critical.
+near_stratum``: s_R/s_1 decays like a power of the distance to it, and the power law accounts
+for the lost rank), how many have linearly dependent incoming weights in a layer without
+proportional pairs ("dependent", not a subnetwork), and how many the engine cannot explain
 ("other"). Output: a Markdown table, a CSV and a figure in examples/output/.
 
 Usage: python examples/monomial_critical_search.py [--starts N] [--max-degree K] [--quick]
@@ -46,12 +49,13 @@ def main():
                 continue
             t0 = time.perf_counter()
             res = search(p, starts=args.starts, seed=args.seed)
-            strata_seen = sorted({pt["stratum"] for pt in res.points
+            strata_seen = sorted({pt["near"] or pt["stratum"] for pt in res.points
                                   if pt["verdict"] == "critical"})
             row = {
                 "widths": ",".join(map(str, widths)), "degree": k, "n": p.n, "m": p.m,
                 "generic_rank": res.generic_rank, "starts": res.starts,
                 "critical": res.critical, "subnetwork": res.subnetwork,
+                "near_subnetwork": res.near_subnetwork, "dependent": res.dependent_weights,
                 "orbit_degenerate": res.orbit_degenerate, "other": res.other,
                 "not_reached": res.starts - res.critical,
                 "fills_space": res.generic_rank == p.m,
@@ -59,12 +63,13 @@ def main():
             }
             rows.append(row)
             print(f"widths={row['widths']:<8} k={k}  R={res.generic_rank:<3} m={p.m:<4} "
-                  f"critical {res.critical:>3}/{res.starts}  subnetwork {res.subnetwork:>3}  "
+                  f"critical {res.critical:>3}/{res.starts}  subnetwork {res.subnetwork:>3} "
+                  f"(near {res.near_subnetwork})  dependent {res.dependent_weights:>3}  "
                   f"other {res.other:>3}  ({row['seconds']} s)", flush=True)
             for i, pt in enumerate(res.points):
-                if "other" in pt["causes"]:
-                    print(f"    other #{i}: rank {pt['rank']}, s_R/s_1 {pt['ratio']:.1e}, "
-                          f"stratum {pt['stratum']}, subnetwork distance "
+                if "other" in pt["causes"] or "dependent-weights" in pt["causes"]:
+                    print(f"    {','.join(pt['causes'])} #{i}: rank {pt['rank']}, s_R/s_1 "
+                          f"{pt['ratio']:.1e}, stratum {pt['stratum']}, nearest condition "
                           f"{pt['subnetwork_distance']:.2e}")
     keys = list(rows[0])
     with open(out / "monomial_critical_search.csv", "w", newline="") as fh:
@@ -72,7 +77,7 @@ def main():
         writer.writeheader()
         writer.writerows(rows)
     shown = ["widths", "degree", "n", "m", "generic_rank", "fills_space", "starts", "critical",
-             "subnetwork", "other", "strata"]
+             "subnetwork", "near_subnetwork", "dependent", "other", "strata"]
     lines = ["| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
     lines += ["| " + " | ".join(str(r[c]) for c in shown) + " |" for r in rows]
     (out / "monomial_critical_search.md").write_text("\n".join(lines) + "\n")
@@ -89,8 +94,10 @@ def main():
         sel = [r for r in rows if r["widths"] == ",".join(map(str, widths))]
         ks = [r["degree"] for r in sel]
         ax.bar(ks, [r["subnetwork"] for r in sel], label="on a subnetwork")
-        ax.bar(ks, [r["other"] for r in sel], bottom=[r["subnetwork"] for r in sel],
-               label="other")
+        ax.bar(ks, [r["dependent"] for r in sel], bottom=[r["subnetwork"] for r in sel],
+               label="dependent weights")
+        ax.bar(ks, [r["other"] for r in sel],
+               bottom=[r["subnetwork"] + r["dependent"] for r in sel], label="other")
         ax.set_title(f"widths {widths}")
         ax.set_xlabel("degree k")
     axes[0].set_ylabel(f"critical points found ({args.starts} starts)")

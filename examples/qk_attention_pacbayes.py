@@ -33,7 +33,7 @@ SIGMA_GRID = (0.005, 0.01, 0.02, 0.05, 0.1)
 
 
 def predictions(param, thetas, X, Xp):
-    S = np.array([param.forward(th)[0] for th in np.atleast_2d(thetas)])  # draws x d x d
+    S = np.array([param.forward(th).sum(0) for th in np.atleast_2d(thetas)])  # sum of heads
     return np.einsum("ti,bij,tj->bt", X, S, Xp)
 
 
@@ -41,19 +41,20 @@ def bounded_risk(param, thetas, X, Xp, y):
     return float(np.mean(np.minimum(1.0, (predictions(param, thetas, X, Xp) - y) ** 2)))
 
 
-def one_seed(seed, d=4, n_train=60, alpha=0.1, lr=0.01, steps=6000, samples=40,
-             scales=SCALES, delta=0.05):
+def one_seed(seed, d=4, r=2, heads=1, n_train=60, alpha=0.1, lr=0.01, steps=6000, samples=40,
+             scales=SCALES, delta=0.05, inner_samples=128):
     rng = np.random.default_rng(seed)
-    qk = paramgeo.get("qk-attention", d=d, r=1, heads=1)
-    q_star, k_star = rng.standard_normal(d), rng.standard_normal(d)
-    S_star = np.outer(q_star, k_star) / d
+    qk = paramgeo.get("qk-attention", d=d, r=r, heads=heads)
+    q_star, k_star = rng.standard_normal((d, r)), rng.standard_normal((d, r))
+    S_star = q_star @ k_star.T / d
     X, Xp = rng.standard_normal((n_train, d)), rng.standard_normal((n_train, d))
     y = np.einsum("ti,ij,tj->t", X, S_star, Xp) + 0.1 * rng.standard_normal(n_train)
     theta = alpha * rng.standard_normal(qk.n)
     for _ in range(steps):
         i = rng.integers(n_train)
-        r = X[i] @ qk.forward(theta)[0] @ Xp[i] - y[i]
-        theta = theta - lr * qk.vjp(theta, r * np.outer(X[i], Xp[i])[None])
+        res = X[i] @ qk.forward(theta).sum(0) @ Xp[i] - y[i]
+        G = np.broadcast_to(res * np.outer(X[i], Xp[i]), (heads, d, d))
+        theta = theta - lr * qk.vjp(theta, G)
     risk0 = bounded_risk(qk, theta, X, Xp, y)
     sigma, gibbs = SIGMA_GRID[0], None
     for s in SIGMA_GRID:
@@ -64,7 +65,7 @@ def one_seed(seed, d=4, n_train=60, alpha=0.1, lr=0.01, steps=6000, samples=40,
         gibbs = bounded_risk(qk, theta + sigma * rng.standard_normal((1000, qk.n)), X, Xp, y)
     post = pb.DiagonalGaussian.isotropic(theta, sigma)
     rep = pb.pacbayes_report(qk, post, scales, n_train, delta, gibbs, method="montecarlo",
-                             samples=samples, seed=seed)
+                             samples=samples, seed=seed, inner_samples=inner_samples)
     certs = {(prior, s): c for prior, s, c in rep.certificates}
     rows = []
     for s in scales:
@@ -84,14 +85,16 @@ def one_seed(seed, d=4, n_train=60, alpha=0.1, lr=0.01, steps=6000, samples=40,
     return rows
 
 
-def run(seeds=3, samples=40, scales=SCALES, steps=6000, out=".", plot=False, verbose=False):
+def run(seeds=3, samples=40, scales=SCALES, steps=6000, out=".", plot=False, verbose=False,
+        d=4, r=2, heads=1, inner_samples=128):
     """All seeds; writes the CSV, a markdown table of means per scale and (``plot``) a figure."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for seed in range(seeds):
         t = time.time()
-        rows += one_seed(seed, samples=samples, scales=scales, steps=steps)
+        rows += one_seed(seed, d=d, r=r, heads=heads, samples=samples, scales=scales,
+                         steps=steps, inner_samples=inner_samples)
         if verbose:
             print(f"seed {seed} done ({time.time() - t:.1f} s)")
     with open(out / "qk_attention_pacbayes.csv", "w", newline="") as fh:
@@ -107,7 +110,8 @@ def run(seeds=3, samples=40, scales=SCALES, steps=6000, out=".", plot=False, ver
         return float(np.sqrt(np.sum(np.square(v))) / len(v))
 
     lines = [
-        f"QK attention (d = 4, r = 1, one head), {seeds} seeds, {samples} Monte Carlo samples, "
+        f"QK attention (d = {d}, r = {r}, heads = {heads}), {seeds} seeds, {samples} Monte Carlo "
+        f"samples ({inner_samples} importance draws per orbit component), "
         f"n = {rows[0]['n_train']}, delta = 0.05, union bound over {len(scales)} scales; "
         "bound = Maurer-Seeger; means over seeds (+- combined MC standard error)",
         "",
@@ -155,8 +159,13 @@ def main():
     ap.add_argument("--samples", type=int, default=40)
     ap.add_argument("--out", default="examples/output")
     ap.add_argument("--plot", action="store_true")
+    ap.add_argument("--d", type=int, default=4)
+    ap.add_argument("--r", type=int, default=2)
+    ap.add_argument("--heads", type=int, default=1)
+    ap.add_argument("--inner-samples", type=int, default=128)
     a = ap.parse_args()
-    run(a.seeds, a.samples, SCALES, 6000, a.out, a.plot, verbose=True)
+    run(a.seeds, a.samples, SCALES, 6000, a.out, a.plot, verbose=True, d=a.d, r=a.r,
+        heads=a.heads, inner_samples=a.inner_samples)
     print((Path(a.out) / "qk_attention_pacbayes.md").read_text())
 
 

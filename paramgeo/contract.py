@@ -8,7 +8,9 @@
 * ``jvp`` / ``vjp``: J v and J^T w agree with the Jacobian;
 * ``invariance``: phi(g . theta) = phi(theta) for random group elements g;
 * ``generators-in-kernel``: J(theta) X = 0 for the symmetry generators X;
-* ``generators-rank``: the generators at a random point have rank dim G;
+* ``generators-rank``: the generators at a random point have rank at most dim G (a rank above
+  it means wrong generators); a rank below it is a stabilizer, reported as a note (the action is
+  not free there, e.g. O(r) on d x r factors with r > d);
 * ``horizontal-projection``: a closed form agrees with the generic v - V V^T v;
 * ``symbolic``: the sympy expressions agree with forward;
 * ``architecture``: the graph is a networkx DiGraph whose edge ``index`` attributes address theta;
@@ -28,6 +30,7 @@ import dataclasses
 import numpy as np
 
 from .errors import ParamgeoError
+from .geometry import decide_rank
 from .results import Result
 
 
@@ -180,10 +183,14 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
                 add("generators-in-kernel", float(np.linalg.norm(J @ G) / scale), tol, k,
                     "J(theta) X != 0 for a symmetry generator X: the vertical space is not "
                     "inside ker J")
-                rank = np.linalg.matrix_rank(G) if G.size else 0
-                add("generators-rank", float(abs(rank - group.dim)), 0.0, k,
-                    f"generators have rank {rank} at a random point but {group.name} declares "
-                    f"dimension {group.dim}")
+                rank = decide_rank(G, warn=False).rank if G.size else 0
+                stabilizer = group.dim - rank
+                add("generators-rank", float(max(-stabilizer, 0)), 0.0, k,
+                    f"generators have rank {rank} at a random point, more than the dimension "
+                    f"{group.dim} that {group.name} declares",
+                    note=(f"{group.name} acts with a stabilizer of dimension {stabilizer} at "
+                          f"random points (orbits of dimension {rank}, not free)"
+                          if stabilizer > 0 else ""))
             if param.provides("horizontal_projection"):
                 from .geometry import horizontal_projection
 

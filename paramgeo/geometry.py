@@ -81,8 +81,47 @@ def decide_rank(matrix_or_singular_values, policy=None, what="matrix", warn=True
     return RankDecision(rank, tol, s, gap, doubtful, closest)
 
 
-def _rng(seed):
+def as_rng(seed):
+    """A numpy Generator from a seed, or the Generator itself (never global random state)."""
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def range_basis(matrix, policy=None, what="matrix"):
+    """(B, decision): an orthonormal basis B of the column space of ``matrix`` (its left singular
+    vectors above the tolerance) and the :class:`RankDecision` that chose its size."""
+    matrix = np.atleast_2d(np.asarray(matrix, dtype=float))
+    if matrix.shape[1] == 0 or matrix.shape[0] == 0:
+        return np.zeros((matrix.shape[0], 0)), decide_rank(np.zeros(0), policy, what, warn=False)
+    u, s, _ = np.linalg.svd(matrix, full_matrices=False)
+    decision = decide_rank(s, policy, what=what)
+    return u[:, : decision.rank], decision
+
+
+def null_basis(matrix, policy=None, what="matrix"):
+    """(N, decision): an orthonormal basis N (columns) of the null space {x : matrix x = 0}
+    under the tolerance policy, and the :class:`RankDecision` of ``matrix``."""
+    matrix = np.atleast_2d(np.asarray(matrix, dtype=float))
+    _, s, vt = np.linalg.svd(matrix, full_matrices=True)
+    decision = decide_rank(s, policy, what=what)
+    return vt[decision.rank:].T, decision
+
+
+def solve_sylvester_psd(A, B, C, rtol=1e-12):
+    """X with A X + X B = C for symmetric positive semi-definite A (r x r) and B (s x s).
+
+    Solved in the eigenbases A = P diag(a) P^T, B = Q diag(b) Q^T: X = P [(P^T C Q)_ij /
+    (a_i + b_j)] Q^T, with the pseudo-inverse (zero) where a_i + b_j <= rtol * max(a, b, 1),
+    which gives the minimum-norm least-squares solution at rank-deficient A, B. This is the
+    equation of the horizontal projections of U U^T (A = B = U^T U) and U V^T (A = U^T U,
+    B = V^T V); see Massart and Absil (2020) and Mishra et al. (2014).
+    """
+    a, P = np.linalg.eigh(A)
+    b, Q = np.linalg.eigh(B)
+    denom = a[:, None] + b[None, :]
+    scale = max(float(max(a.max(initial=0.0), b.max(initial=0.0))), 1.0)
+    safe = np.abs(denom) > rtol * scale
+    Ct = P.T @ C @ Q
+    return P @ np.where(safe, Ct / np.where(safe, denom, 1.0), 0.0) @ Q.T
 
 
 def rank_at(param, theta, policy=None):
@@ -98,27 +137,16 @@ def generic_rank(param, n_points=3, seed=0, policy=None):
     measure-zero set, so random points attain it almost surely; the maximum guards against an
     unlucky draw.
     """
-    rng = _rng(seed)
+    rng = as_rng(seed)
     return max(
         decide_rank(param.jacobian(param.random_point(rng)), policy, warn=False).rank
         for _ in range(n_points)
     )
 
 
-def _orthonormal_range(matrix, policy=None, what="matrix"):
-    if matrix.shape[1] == 0:
-        return np.zeros((matrix.shape[0], 0))
-    u, s, _ = np.linalg.svd(matrix, full_matrices=False)
-    return u[:, : decide_rank(s, policy, what=what).rank]
-
-
 def kernel(param, theta, policy=None):
     """Orthonormal basis (n x k) of ker J(theta)."""
-    theta = param.as_theta(theta)
-    J = param.jacobian(theta)
-    _, s, vt = np.linalg.svd(J, full_matrices=True)
-    rank = decide_rank(s, policy, what=f"J of {param.name}").rank
-    return vt[rank:].T
+    return null_basis(param.jacobian(param.as_theta(theta)), policy, f"J of {param.name}")[0]
 
 
 def vertical_space(param, theta, policy=None):
@@ -127,7 +155,7 @@ def vertical_space(param, theta, policy=None):
     if not param.provides("symmetry"):
         return np.zeros((param.n, 0))
     gens = param.symmetry().generators(theta)
-    return _orthonormal_range(gens, policy, what=f"symmetry generators of {param.name}")
+    return range_basis(gens, policy, what=f"symmetry generators of {param.name}")[0]
 
 
 def orbit_dim(param, theta, policy=None):

@@ -108,7 +108,7 @@ def brackets(param, theta):
 #: brackets being bilinear with constant coefficients) at two Hessian-vector products each.
 FULL_BRACKETS_MAX_M = 20
 #: the symbolic route ("auto") is used while (m choose 2) * n stays below this
-SYMBOLIC_MAX_WORK = 20000
+SYMBOLIC_MAX_WORK = 5000
 #: the largest number of unknown coefficients of the conservation-law linear system
 LAWS_MAX_UNKNOWNS = 2500
 
@@ -117,7 +117,9 @@ def _hvp(param, theta, w, v):
     """Hess(w . phi)(theta) v by reverse-over-reverse autograd on ``forward``: the derivative
     of the field J^T w along v."""
     g = autograd.grad(lambda th: anp.dot(w, param.forward_flat(th)))
-    return np.asarray(autograd.grad(lambda th: anp.dot(g(th), v))(theta), float)
+    with warnings.catch_warnings():  # a linear phi has a constant field: no dependence
+        warnings.filterwarnings("ignore", "Output seems independent of input")
+        return np.asarray(autograd.grad(lambda th: anp.dot(g(th), v))(theta), float)
 
 
 def _sketched_bracket(param, theta, rng):
@@ -290,7 +292,10 @@ def _orthonormal_rows(rows, policy):
 
 
 def _numeric_family_brackets(F, G, n):
-    """A traceable theta -> (a * b, n) of the brackets [F_k, G_l] = DG_l F_k - DF_k G_l."""
+    """A traceable theta -> (a * b, n) of the brackets [F_k, G_l] = DG_l F_k - DF_k G_l.
+
+    Dense derivative tensors by nested autograd: simple and exact, but the k-th level costs
+    derivatives of order k + 1 (slow for n of a few dozen; the symbolic route is preferred)."""
     dF, dG = autograd.jacobian(F), autograd.jacobian(G)
 
     def H(th):
@@ -446,9 +451,9 @@ class ConservationLaws(Result):
     method: str
 
     def __str__(self):
+        note = "" if self.complete else " (incomplete: laws of higher degree or non-polynomial)"
         head = (f"ConservationLaws ({self.method}, degree <= {self.degree}): "
-                f"{self.independent} independent found, {self.expected} expected"
-                f"{'' if self.complete else ' (incomplete: laws of higher degree or non-polynomial)'}")
+                f"{self.independent} independent found, {self.expected} expected{note}")
         return "\n".join([head] + [f"  {law}" for law in self.laws])
 
 
@@ -857,16 +862,16 @@ def min_l2(X, y):
     return np.linalg.pinv(X) @ y
 
 
-def solve_implicit_bias(potential, X, y, *, tol=1e-13, maxiter=5000):
+def solve_implicit_bias(potential, X, y, *, tol=1e-12, maxiter=5000):
     """argmin R(beta) subject to X beta = y, R the potential (minus its linear part at beta0).
 
     Coordinates on the affine set: beta = b_p + N z (b_p = projection of beta0 onto it, N an
-    orthonormal basis of ker X); Newton trust region (scipy.optimize.minimize, "trust-exact")
-    with gradient N^T grad R and Hessian N^T Hess R N. Returns (beta, kkt) where kkt is the
+    orthonormal basis of ker X); damped Newton with Armijo backtracking (Boyd and
+    Vandenberghe 2004, Algorithm 9.5) on z with gradient N^T grad R and Hessian N^T Hess R N,
+    until the Newton decrement falls below ``tol``. Returns (beta, kkt) where kkt is the
     relative size of the part of grad R(beta) outside range X^T (0 at the solution).
     """
     from scipy.linalg import null_space
-    from scipy.optimize import minimize
 
     X, y = _check_data(X, y)
     if X.shape[1] != len(potential.beta0):
@@ -880,11 +885,41 @@ def solve_implicit_bias(potential, X, y, *, tol=1e-13, maxiter=5000):
     N = null_space(X)
     if N.shape[1] == 0:
         return bp, 0.0
-    res = minimize(lambda z: potential.value(bp + N @ z), np.zeros(N.shape[1]),
-                   jac=lambda z: N.T @ potential.grad(bp + N @ z),
-                   hess=lambda z: N.T @ potential.hessian(bp + N @ z) @ N,
-                   method="trust-exact", options={"gtol": tol, "maxiter": maxiter})
-    beta = bp + N @ res.x
+
+    def parts(z):
+        beta = bp + N @ z
+        return N.T @ potential.grad(beta), N.T @ potential.hessian(beta) @ N
+
+    z = np.zeros(N.shape[1])
+    value = potential.value(bp)
+    if not np.isfinite(value):
+        raise ParamgeoError("the least-change interpolator lies outside the domain of the "
+                            "potential; the implicit-bias problem needs a feasible start")
+    for _ in range(maxiter):  # damped Newton with Armijo backtracking (R is strictly convex)
+        g, H = parts(z)
+        step = np.linalg.solve(H, g)
+        dec = float(g @ step)  # Newton decrement squared
+        if dec <= tol * tol:
+            break
+        t, accepted = 1.0, False
+        while t > 1e-12:
+            new = potential.value(bp + N @ (z - t * step))
+            if np.isfinite(new) and new <= value - 0.25 * t * dec:
+                accepted = True
+                break
+            t /= 2
+        if not accepted:  # at the resolution of R's values: finish with pure Newton steps
+            for _ in range(20):
+                z_new = z - step
+                g_new, _ = parts(z_new)
+                if not np.all(np.isfinite(g_new)) or np.linalg.norm(g_new) >= np.linalg.norm(g):
+                    break
+                z = z_new
+                g, H = parts(z)
+                step = np.linalg.solve(H, g)
+            break
+        z, value = z - t * step, new
+    beta = bp + N @ z
     g = potential.grad(beta)
     kkt = float(np.linalg.norm(N.T @ g) / max(np.linalg.norm(g), 1e-300))
     return beta, kkt

@@ -311,6 +311,22 @@ class Parameterization(abc.ABC):
         along = autograd.jacobian(lambda t: anp.reshape(self._jac(theta + t * v), (-1,)))
         return np.asarray(along(0.0)).reshape(self.m, self.n)
 
+    def hessian_vp(self, theta, w, v):
+        """(sum_i w_i Hess phi_i(theta)) v = (d/dt J(theta + t v))^T w, a vector of length n.
+
+        The second-order term of the Hessian of a loss ell o phi (with w = grad ell) and the
+        derivative of the field J^T w along v (Lie brackets of the fields grad phi_i). Default:
+        reverse-over-reverse autograd on <w, phi(theta)>, never forming an m x n matrix.
+        """
+        import warnings
+
+        w, v = np.asarray(w, float), np.asarray(v, float)
+        grad = autograd.grad(lambda t: anp.dot(w, self.forward_flat(t)))
+        with warnings.catch_warnings():  # a linear phi has a constant field: no dependence
+            warnings.filterwarnings("ignore", "Output seems independent of input")
+            return np.asarray(autograd.grad(lambda t: anp.dot(grad(t), v))(
+                np.asarray(theta, float)), dtype=float)
+
     # ------------------------------------------------------------------ optional
     def symmetry(self):
         """The symmetry group G (a :class:`paramgeo.symmetry.SymmetryGroup`)."""

@@ -114,7 +114,8 @@ class DeepDiagonal(Parameterization):
         "variant": Size("choice", default="product", choices=("product", "signed"),
                         help="product: w_1*...*w_L; signed: u^L - v^L"),
     }
-    capabilities = frozenset({"jacobian", "jvp", "vjp", "symmetry", "symbolic", "architecture"})
+    capabilities = frozenset({"jacobian", "jvp", "vjp", "symmetry", "symbolic", "architecture",
+                              "mirror_potential"})
     references = (
         "Woodworth et al. (2020) Kernel and rich regimes in overparametrized models",
         "Gissin, Shalev-Shwartz, Daniely (2020) The implicit bias of depth: how incremental "
@@ -188,6 +189,91 @@ class DeepDiagonal(Parameterization):
         return (self.cofactors(theta) * w[None, :]).ravel()
 
     # ------------------------------------------------------------------ structure
+    def mirror_potential(self, theta0):
+        """Closed-form mirror potential for the product variant from a balanced theta0
+        (|w_{1,i}| = ... = |w_{L,i}| for every i); None otherwise (the engine then builds it
+        numerically, Li et al. 2022).
+
+        Balancedness is conserved (w_l^2 - w_k^2 is), so |w_l| = |beta|^{1/L} and
+        d beta/dt = -L |beta|^{2 - 2/L} grad ell (Arora, Cohen, Hazan 2018, Theorem 1, scalar
+        case): the mirror flow of R with R''(beta_i) = 1 / (L |beta_i|^{2 - 2/L}), on the
+        orthant sign(beta) = sign(beta0) (for L >= 2). With b = sign(beta0_i) beta_i,
+        b0 = |beta0_i| and grad R(beta0) = 0:
+          L = 2:  R_i = 1/2 [b log(b / b0) - b + b0]          (entropy)
+          L >= 3: R_i = L / (2 (2 - L)) (b^{2/L} - b0^{2/L}) - (b - b0) b0^{(2-L)/L} / (2 - L)
+          L = 1:  R_i = (beta_i - beta0_i)^2 / 2
+        (the depth-L potentials of Woodworth et al. 2020, Section 5, on one orthant).
+        """
+        from paramgeo import ParamgeoError
+        from paramgeo.mirror import Potential
+
+        if self.variant != "product":
+            return None
+        W = self._factors(theta0)
+        L = self.depth
+        mag = np.abs(W)
+        if not np.allclose(mag, mag[0], rtol=1e-12, atol=0):
+            return None
+        beta0 = np.prod(W, axis=0)
+        if L >= 2 and np.any(beta0 == 0):
+            i = int(np.flatnonzero(beta0 == 0)[0])
+            raise ParamgeoError(
+                f"deep-diagonal: coordinate {i} starts at w = 0, a stationary point of every "
+                "gradient flow; the mirror potential needs nonzero balanced factors")
+        s0, b0 = np.sign(beta0), np.abs(beta0)
+        theta0 = np.asarray(theta0, float).copy()
+
+        if L == 1:
+            def value(beta):
+                return float(0.5 * np.sum((np.asarray(beta, float) - beta0) ** 2))
+
+            def grad(beta):
+                return np.asarray(beta, float) - beta0
+
+            def hessian(beta):
+                return np.eye(self.p)
+
+            formula = "R(beta) = |beta - beta0|^2 / 2"
+        else:
+            def _b(beta):
+                b = s0 * np.asarray(beta, float)
+                return np.where(b > 0, b, np.nan)
+
+            def value(beta):
+                b = _b(beta)
+                if L == 2:
+                    out = 0.5 * (b * np.log(b / b0) - b + b0)
+                else:
+                    e = (2.0 - L) / L
+                    out = (L / (2.0 * (2 - L)) * (b ** (2.0 / L) - b0 ** (2.0 / L))
+                           - (b - b0) * b0 ** e / (2 - L))
+                total = float(np.sum(out))
+                return total if np.isfinite(total) else float("inf")
+
+            def grad(beta):
+                b = _b(beta)
+                if L == 2:
+                    return s0 * 0.5 * np.log(b / b0)
+                e = (2.0 - L) / L
+                return s0 * (b ** e - b0 ** e) / (2 - L)
+
+            def hessian(beta):
+                b = _b(beta)
+                return np.diag(1.0 / (L * b ** (2.0 - 2.0 / L)))
+
+            formula = (
+                f"R(beta) = sum_i L / (2 (2 - L)) (b_i^(2/L) - b0_i^(2/L)) - (b_i - b0_i) "
+                f"b0_i^((2-L)/L) / (2 - L), b = sign(beta0) beta > 0, L = {L}"
+                if L >= 3 else
+                "R(beta) = 1/2 sum_i [b_i log(b_i / b0_i) - b_i + b0_i], b = sign(beta0) beta "
+                "> 0 (entropy)")
+        return Potential(
+            formula, "closed form",
+            "Arora, Cohen, Hazan (2018) On the optimization of deep networks: implicit "
+            "acceleration by overparameterization, Theorem 1; Woodworth et al. (2020) Kernel "
+            "and rich regimes in overparametrized models, Section 5",
+            theta0, beta0, value, grad, hessian)
+
     def symmetry(self):
         p, L, n = self.p, self.depth, self.n
         if self.variant == "product":

@@ -51,7 +51,7 @@ models", NeurIPS (arXiv:2506.01582; attention scores through S = W W^T).
 import autograd.numpy as anp
 import numpy as np
 
-from paramgeo import Parameterization, ParamSpec, Size, SizeError
+from paramgeo import Parameterization, ParamSpec, Size, SizeError, get
 from paramgeo.symmetry import (
     GeneralLinearGroup,
     OrthogonalGroup,
@@ -222,11 +222,8 @@ class QKAttention(Parameterization):
         """Euclidean horizontal projection, head by head (the head permutations are discrete
         and add no vertical directions): the uvt projection of (dQ_h, dK_h) at (Q_h, K_h)
         (tied: the uut projection of dW_h at W_h)."""
-        from paramgeo_plugins.uut import UUT
-        from paramgeo_plugins.uvt import UVT
-
-        per_head = (UUT(d=self.d, r=self.r) if self.tied
-                    else UVT(m=self.d, n=self.d, r=self.r))
+        per_head = (get("uut", d=self.d, r=self.r) if self.tied
+                    else get("uvt", m=self.d, n=self.d, r=self.r))
         size = self.d * self.r
         blocks = [self.spec.slices[b].start for b in self.spec.blocks]
         theta, v = np.asarray(theta, float), np.asarray(v, float)

@@ -26,6 +26,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, Size
+from paramgeo.geometry import solve_sylvester_psd
 from paramgeo.symmetry import OrthogonalGroup, blocks_of
 
 
@@ -81,12 +82,8 @@ class UUT(Parameterization):
 
     def horizontal_projection(self, theta, v):
         U, V = self._U(theta), self._U(v)
-        lam, Q = np.linalg.eigh(U.T @ U)
-        C = Q.T @ (U.T @ V - V.T @ U) @ Q
-        denom = lam[:, None] + lam[None, :]
-        scale = max(float(lam.max(initial=0.0)), 1.0)
-        safe = np.abs(denom) > 1e-12 * scale
-        omega = Q @ np.where(safe, C / np.where(safe, denom, 1.0), 0.0) @ Q.T
+        M = U.T @ U
+        omega = solve_sylvester_psd(M, M, U.T @ V - V.T @ U)
         return (V - U @ omega).ravel()
 
     def symmetry(self):

@@ -41,6 +41,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, ShapeError, Size, SizeError
+from paramgeo.geometry import solve_sylvester_psd
 from paramgeo.symmetry import GeneralLinearGroup, blocks_of
 
 
@@ -138,13 +139,7 @@ class UVT(Parameterization):
         (U^T U) L + L (V^T V) = U^T dU - dV^T V (pseudo-inverse at rank-deficient factors)."""
         U, V = self._UV(theta)
         dU, dV = self._UV(v)
-        a, Qu = np.linalg.eigh(U.T @ U)
-        b, Qv = np.linalg.eigh(V.T @ V)
-        C = Qu.T @ (U.T @ dU - dV.T @ V) @ Qv
-        denom = a[:, None] + b[None, :]
-        scale = max(float(max(a.max(initial=0.0), b.max(initial=0.0))), 1.0)
-        safe = np.abs(denom) > 1e-12 * scale
-        L = Qu @ np.where(safe, C / np.where(safe, denom, 1.0), 0.0) @ Qv.T
+        L = solve_sylvester_psd(U.T @ U, V.T @ V, U.T @ dU - dV.T @ V)
         return self._pack(dU - U @ L, dV + V @ L.T)
 
     # ------------------------------------------------------------------ balanced geometry

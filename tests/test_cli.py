@@ -107,3 +107,22 @@ def test_cli_py_shim_runs():
                           "p=2", "--json"], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["generic_rank"] == 2
+
+
+def test_broken_entry_point_is_skipped_in_listings(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    from paramgeo import registry
+
+    eps = dict(registry._discover())
+    eps["broken-ep"] = EntryPoint("broken-ep", "nosuchmodule_xyz:Thing", registry.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(registry, "_entry_points", eps)
+    res = CliRunner().invoke(main, ["list"])
+    assert res.exit_code == 0
+    assert "uut" in res.stdout and "Warning: skipping broken-ep" in res.stderr
+
+
+def test_npz_given_as_point_is_a_readable_error(tmp_path):
+    np.savez(tmp_path / "x.npz", theta=np.zeros(8))
+    res = CliRunner().invoke(main, ["rank", "uut", "--at", str(tmp_path / "x.npz")])
+    assert res.exit_code == 2 and "is an .npz archive" in res.output

@@ -83,3 +83,12 @@ def test_broken_plugins_fail_naming_the_property(tmp_path, source, name, failing
     worst = max(item.error for item in report.failures())
     assert np.isfinite(worst) and worst > 1e-3
     assert "FAIL" in str(report) and "error" in str(report)
+
+
+def test_non_free_action_is_a_note_not_a_failure():
+    """O(r) on d x r factors with r > d has a stabilizer O(r - d) at generic points: orbits
+    of dimension r(r-1)/2 - (r-d)(r-d-1)/2, which the check reports without failing."""
+    report = paramgeo.check(paramgeo.get("uut", d=2, r=4))
+    assert report.passed, str(report)
+    notes = {item.note for item in report.items if item.property == "generators-rank"}
+    assert any("stabilizer of dimension 1" in n and "orbits of dimension 5" in n for n in notes)

@@ -25,7 +25,7 @@ from paramgeo.critical import (
     loss_point,
     search,
     second_derivative_vjp,
-    snap_to_subnetwork,
+    near_stratum,
     strata,
 )
 from paramgeo.errors import ParamgeoError
@@ -270,16 +270,58 @@ def test_search_monomial_finds_subnetworks(mono221):
     assert res.subnetwork + res.other == res.critical
     for pt in res.points:
         if pt["verdict"] == "critical" and "subnetwork" in pt["causes"]:
-            assert pt["rank"] <= 3 and pt["stratum"] != "full"
+            assert pt["rank"] <= 3 and (pt["stratum"] != "full" or pt["near"] is not None)
 
 
-def test_snap_to_subnetwork(mono221):
-    theta, _, _ = _mono_point(mono221)
+def test_near_in_zero_neuron_certified_with_degree_exponent(mono221):
+    """An in-zero neuron approached to eps = 1e-4: its J columns a k (w.x)^(k-1) x_i scale like
+    eps^(k-1), so s_R/s_1 ~ eps^3 at k = 4 falls below the tolerance before the weights count
+    as zero; the engine certifies 'near the in-zero stratum' with the exponent k - 1."""
+    theta, W1, a = _mono_point(mono221)
     start = mono221.spec.slices["W1"].start
-    theta[start:start + 2] = 1e-4
-    snapped, dist = snap_to_subnetwork(mono221, theta, 1e-3)
-    assert np.all(snapped[start:start + 2] == 0) and 0 < dist < 1e-3
-    assert classify(mono221, snapped).inactive == (("h1_0", "in-zero"),)
+    theta[start:start + 2] *= 1e-4
+    c = classify(mono221, theta)
+    assert c.verdict == "critical" and c.rank < 4 and c.stratum == "full"
+    assert c.causes == ("subnetwork",) and c.near is not None
+    assert c.near.stratum == "layer 1: 1 in-zero"
+    assert c.near.snapped_rank == sympy_rank_two_neurons(4, np.array([[0, 0], W1[1]]), a) == 2
+    assert abs(c.near.exponent - 3) < 0.1 and c.near.predicted_ratio <= c.tol / c.singular_values[0]
+    assert c.near.distance == pytest.approx(1e-4 * np.linalg.norm(W1[0]) / np.linalg.norm(
+        np.concatenate([1e-4 * W1[0], W1[1], a])), rel=1e-6)
+    assert "within" in c.explanation and "near stratum" in str(c)
+    # snapping disabled: the same point is 'other', and a regular point has no certificate
+    assert classify(mono221, theta, snap_max=0).causes == ("other",)
+    assert near_stratum(mono221, _mono_point(mono221)[0]) is None
+
+
+def test_dependent_incoming_weights_are_named(rng):
+    """Widths 3,3,1, k = 3, rank W_1 = 2 with no two rows proportional: f = sum_j a_j l_j^3 with
+    l_j in a plane of linear forms, so the image of J is sum_j l_j^2 V, of dimension
+    3 + min(6, k + 1) = 7 < 9 (generic): critical, cause dependent-weights, not a subnetwork."""
+    p = paramgeo.get("monomial", widths=(3, 3, 1), degree=3)
+    W1 = rng.standard_normal((3, 2)) @ rng.standard_normal((2, 3))
+    theta = p.spec.pack(W1=W1, W2=rng.standard_normal((1, 3)))
+    c = classify(p, theta)
+    assert (c.rank, c.generic_rank) == (3 + min(6, 3 + 1), 9)
+    assert c.verdict == "critical" and c.causes == ("dependent-weights",)
+    assert c.dependent[0]["layer"] == 1 and (c.dependent[0]["rank"], c.dependent[0]["of"]) == (2, 3)
+    assert c.stratum == "layer 1: incoming rank 2 of 3" and c.rank_equals_stratum_generic
+    assert not c.inactive and not c.redundant and "not a subnetwork" in c.explanation
+    # at k = 5 the same dependence costs nothing: 3 + min(6, 6) = 9 = generic
+    p5 = paramgeo.get("monomial", widths=(3, 3, 1), degree=5)
+    c5 = classify(p5, p5.spec.pack(W1=W1, W2=rng.standard_normal((1, 3))))
+    assert c5.verdict == "regular" and c5.rank == 9 and c5.on_proper_stratum
+
+
+def test_silent_neuron_makes_the_next_layer_redundant(rng):
+    """Widths 2,2,2,1, k = 3 with h1_0's incoming weights zero: the layer-2 neurons only see
+    h1_1, so they are redundant, and f = c (w.x)^9 has J image l^8 V: rank 2."""
+    p = paramgeo.get("monomial", widths=(2, 2, 2, 1), degree=3)
+    theta = p.random_point(rng)
+    theta[p.spec.slices["W1"].start:p.spec.slices["W1"].start + 2] = 0.0
+    c = classify(p, theta)
+    assert c.rank == 2 == c.stratum_generic_rank and c.causes == ("subnetwork",)
+    assert c.inactive == (("h1_0", "in-zero"),) and c.redundant == (("h2_0", "h2_1"),)
 
 
 # ------------------------------------------------------------------ losses
@@ -371,6 +413,44 @@ def test_errors_name_the_problem(mono221):
         strata(paramgeo.get("hadamard", p=5), kinds="all", max_strata=10)
     c = classify(_Plain(), np.zeros(2), policy=RankPolicy(atol=1e-12))
     assert c.verdict == "critical" and c.causes == ("other",)
+
+
+HYPERBOLIC = """
+name = "hyperbolic3-crit"
+predictor = "u**2 - v**2"
+
+[parameters]
+u = [3]
+v = [3]
+"""
+
+
+def test_no_strata_without_structure(tmp_path, monkeypatch):
+    """A user-defined map beta_i = u_i^2 - v_i^2 (no graph, no matrix group): J = [2 diag(u),
+    -2 diag(v)] has rank #{i : (u_i, v_i) != 0}. The result says there are no strata: no
+    sentinel rank leaks into the text or the JSON."""
+    from paramgeo import registry
+
+    monkeypatch.setenv("PARAMGEO_HOME", str(tmp_path / "home"))
+    before = set(registry._registered)
+    try:
+        (tmp_path / "h.toml").write_text(HYPERBOLIC)
+        assert run("define", str(tmp_path / "h.toml")).exit_code == 0
+        np.save(tmp_path / "t.npy", np.array([1.0, 0.0, 2.0, 1.0, 0.0, 3.0]))
+        text = run("critical", "hyperbolic3-crit", "--at", str(tmp_path / "t.npy")).output
+        assert "critical (other)" in text and "rank 2 / generic 3" in text
+        assert "stratum: none" in text and "-1" not in text
+        out = json.loads(run("critical", "hyperbolic3-crit", "--at", str(tmp_path / "t.npy"),
+                             "--json").output)
+        assert out["structure"] == "none" and out["stratum"] is None
+        assert out["stratum_generic_rank"] is None and out["rank_equals_stratum_generic"] is None
+        assert out["near"] is None and out["rank"] == 2
+        np.save(tmp_path / "r.npy", np.array([1.0, 2.0, 2.0, 1.0, 0.0, 3.0]))
+        text = run("critical", "hyperbolic3-crit", "--at", str(tmp_path / "r.npy")).output
+        assert "regular" in text and "stratum: none" in text and "-1" not in text
+    finally:
+        for name in set(registry._registered) - before:
+            registry.unregister(name)
 
 
 def run(*args):

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from scipy import integrate, special, stats
+from scipy import integrate, linalg, special, stats
 
 import paramgeo
 from paramgeo import pacbayes as pb
@@ -391,11 +391,142 @@ def test_qk_attention_montecarlo_quotient_kl(rng):
     assert np.linalg.norm(cp.theta[:2]) == pytest.approx(np.linalg.norm(cp.theta[2:]), rel=1e-9)
 
 
-def test_montecarlo_refuses_nonabelian_groups():
-    qk = paramgeo.get("qk-attention", d=3, r=2, heads=1)
+def test_montecarlo_refuses_nonabelian_compact_part():
+    """GL(3) has the non-abelian compact part SO(3): refused with a message naming why."""
+    qk = paramgeo.get("qk-attention", d=3, r=3, heads=1)
     post = pb.DiagonalGaussian.isotropic(np.ones(qk.n), 0.1)
-    with pytest.raises(paramgeo.NotProvidedError, match="one-dimensional, abelian"):
+    with pytest.raises(paramgeo.NotProvidedError, match="compact part is not abelian"):
         pb.quotient_kls(qk, post, [1.0], samples=4)
+
+
+# ----------------------------------------------------------------- general groups (GL(2), ...)
+def test_group_structure_gl2_heads():
+    """GL(2)^H: H commuting rotation generators with their periods, 3H symmetric directions,
+    2^H components (sign of det per head); GL(1): one symmetric direction, 2 components."""
+    for heads in (1, 2):
+        st = pb.group_structure(paramgeo.get("qk-attention", d=2, r=2, heads=heads))
+        assert (len(st.compact), len(st.noncompact), len(st.components)) == \
+            (heads, 3 * heads, 2 ** heads)
+        for b, T in zip(st.compact, st.periods):
+            np.testing.assert_allclose(linalg.expm(T * b), np.eye(b.shape[0]), atol=1e-9)
+            assert not np.allclose(linalg.expm(T / 2 * b), np.eye(b.shape[0]), atol=1e-3)
+    st = pb.group_structure(paramgeo.get("qk-attention", d=2, r=1, heads=1))
+    assert (len(st.compact), len(st.noncompact), len(st.components)) == (0, 1, 2)
+
+
+def test_orbit_chart_factor_matches_area_formula(rng):
+    """The closed-form coarea factor of the Cartan chart (ad-based d exp, Gram of generators,
+    NJ transported by J(g s) = J(s) g^-1) against the area formula sqrt det(DF^T DF) / NJ with
+    DF from ``scipy.linalg.expm_frechet`` and NJ from the SVD of the plugin's J."""
+    qk = paramgeo.get("qk-attention", d=3, r=2, heads=1)
+    st = pb.group_structure(qk)
+    s = qk.random_point(rng)
+    chart = pb._OrbitChart(qk, st, s, np.eye(qk.n))
+    for D in st.components:
+        chart.D = D
+        z = rng.standard_normal(chart.k) * 0.7
+        th, lg = chart.evaluate(z[None])
+        c = chart.c
+        X = np.tensordot(z[c:], st.noncompact, axes=1)
+        K = linalg.expm(np.tensordot(z[:c], st.compact, axes=1))
+        E = linalg.expm(X)
+        np.testing.assert_allclose(th[0], D @ K @ E @ s, atol=1e-12)
+        cols = [D @ b @ K @ E @ s for b in st.compact] + \
+            [D @ K @ linalg.expm_frechet(X, P, compute_expm=False) @ s for P in st.noncompact]
+        DF = np.stack(cols, 1)
+        sv = np.linalg.svd(qk.jacobian(th[0]), compute_uv=False)
+        ref = 0.5 * np.linalg.slogdet(DF.T @ DF)[1] - np.sum(np.log(sv[: qk.n - chart.k]))
+        assert lg[0] == pytest.approx(ref, abs=1e-9)
+
+
+@pytest.mark.parametrize("th", [[0.7, 0.2], [2.0, 1.5], [-0.9, 0.6]])
+def test_importance_orbit_integral_matches_closed_form(th):
+    """uvt m = n = r = 1 is the one-dimensional Hadamard case: the general importance-sampling
+    orbit integral against the product density (Craig; K_0 for the centred prior)."""
+    u = paramgeo.get("uvt", m=1, n=1, r=1)
+    q = pb.DiagonalGaussian(np.array([0.4, -0.8]), np.array([0.3, 0.5]))
+    beta = th[0] * th[1]
+    ref = [pb.product_logpdf([beta], q.mean, np.diag(q.std ** 2))[0],
+           pb.centred_product_logpdf(beta, 1.0, 1.0)]
+    val, err = pb.orbit_log_integral(u, np.array(th), [q.logpdf, lambda t: -0.5 * np.sum(
+        t * t, -1) - math.log(2 * math.pi)], method="importance", samples=256, seed=1,
+        return_error=True)
+    for v, e, r in zip(val, err, ref):
+        assert 0 < e < 0.05
+        assert abs(v - r) < 4 * e + 1e-3, (v, r, e)
+
+
+def test_importance_agrees_with_quadrature_at_r1():
+    """qk-attention r = 1 (GL(1)): the general path against the one-dimensional quadrature,
+    per orbit integral and for the whole Monte Carlo quotient KL (same posterior draws)."""
+    qk = paramgeo.get("qk-attention", d=2, r=1, heads=1)
+    post = pb.DiagonalGaussian.isotropic(np.array([0.9, -0.4, 0.7, 0.5]), 0.1)
+    prior = pb.DiagonalGaussian.isotropic(np.zeros(4), 0.5)
+    th = post.sample(np.random.default_rng(5))
+    quad = pb.orbit_log_integral(qk, th, [post.logpdf, prior.logpdf], method="quadrature")
+    imp, err = pb.orbit_log_integral(qk, th, [post.logpdf, prior.logpdf], method="importance",
+                                     samples=256, return_error=True)
+    assert np.all(np.abs(imp - quad) < 4 * err + 1e-3), (imp, quad, err)
+    a = pb.quotient_kls(qk, post, [0.5], samples=8, seed=2, orbit_method="quadrature")
+    b = pb.quotient_kls(qk, post, [0.5], samples=8, seed=2, orbit_method="importance",
+                        inner_samples=128)
+    assert "importance" in b.detail and "quad" in a.detail
+    for pa, pbk in zip(a.priors, b.priors):
+        assert abs(pa.kl_quotient - pbk.kl_quotient) < 0.05, (pa, pbk)
+
+
+def test_gl2_push_forward_is_normalised(rng):
+    """uvt m = n = r = 2 (GL(2), predictor manifold open in R^4, Hausdorff = Lebesgue):
+    E_{beta ~ Q_bar}[r(beta) / q_bar(beta)] = int r = 1 for any density r; r is the linearised
+    push-forward N(phi(m), s^2 J J^T). Catches a wrong orbit volume, torus period or component
+    count (each a constant factor)."""
+    u = paramgeo.get("uvt", m=2, n=2, r=2)
+    m = np.array([1.0, 0.3, -0.2, 0.8, 0.7, -0.5, 0.4, 1.1])
+    q = pb.DiagonalGaussian.isotropic(m, 0.08)
+    J = u.jacobian(m)
+    r = stats.multivariate_normal(u.forward_flat(m), 0.08 ** 2 * J @ J.T)
+    ths = q.sample(rng, 30)
+    lq = np.array([pb.orbit_log_integral(u, t, q.logpdf, samples=96, seed=i)
+                   for i, t in enumerate(ths)])
+    ratio = np.exp(r.logpdf(np.array([u.forward_flat(t) for t in ths])) - lq)
+    se = ratio.std(ddof=1) / math.sqrt(len(ratio))
+    assert se < 0.05
+    assert abs(ratio.mean() - 1.0) < 4 * se + 0.01, (ratio.mean(), se)
+
+
+def test_gl2_equality_when_fibre_conditionals_agree(rng):
+    """Q proportional to P(theta) exp(a tr(U V^T)) (a correlated Gaussian) has P's fibre
+    conditionals, so log(q/p)(theta) = log(q_bar/p_bar)(phi theta) exactly (chain rule with
+    zero fibre term); the two independent importance-sampled orbit integrals must agree."""
+    u = paramgeo.get("uvt", m=2, n=2, r=2)
+    a = 0.4
+    prec = np.block([[np.eye(4), -a * np.eye(4)], [-a * np.eye(4), np.eye(4)]])
+    cov = np.linalg.inv(prec)
+    qd = stats.multivariate_normal(np.zeros(8), cov)
+    pd = stats.multivariate_normal(np.zeros(8), np.eye(8))
+    for th in qd.rvs(4, random_state=rng):
+        (lq, lp), err = pb.orbit_log_integral(u, th, [qd.logpdf, pd.logpdf], samples=128,
+                                              seed=3, return_error=True)
+        gap = (qd.logpdf(th) - pd.logpdf(th)) - (lq - lp)
+        assert abs(gap) < 4 * math.hypot(*err) + 1e-3, (gap, err)
+    assert pb.kl_mvn(np.zeros(8), cov, np.zeros(8), np.eye(8)) > 0.1
+
+
+def test_qk_r2_quotient_kl_below_parameter_kl(rng):
+    """qk-attention r = 2 (GL(2) per head, non-abelian): the general Monte Carlo estimator,
+    KL_quotient <= KL_param with error bars; two heads (4 components): an orbit integral."""
+    qk = paramgeo.get("qk-attention", d=3, r=2, heads=1)
+    post = pb.DiagonalGaussian.isotropic(qk.random_point(rng), 0.05)
+    rep = pb.quotient_kls(qk, post, [1.0], samples=5, seed=1, inner_samples=64)
+    assert rep.method == "montecarlo" and "importance" in rep.detail
+    for pk in rep.priors:
+        assert 0 < pk.stderr < 1.0
+        assert pk.kl_quotient < pk.kl_param - 1.0, pk  # a 4-dim orbit of a 12-dim Theta
+    qk2 = paramgeo.get("qk-attention", d=2, r=2, heads=2)  # GL(2) x GL(2): 4 components
+    post2 = pb.DiagonalGaussian.isotropic(qk2.random_point(rng), 0.05)
+    val, err = pb.orbit_log_integral(qk2, post2.sample(rng), post2.logpdf, samples=48,
+                                     return_error=True)
+    assert math.isfinite(val) and 0 < err < 0.2
 
 
 def test_qk_attention_example_smoke(tmp_path):
@@ -406,6 +537,7 @@ def test_qk_attention_example_smoke(tmp_path):
     spec = importlib.util.spec_from_file_location("qk_example", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    rows = mod.run(seeds=1, samples=3, scales=(1.0,), steps=200, out=tmp_path)
+    rows = mod.run(seeds=1, samples=3, scales=(1.0,), steps=200, out=tmp_path, d=2, r=2,
+                   inner_samples=32)
     assert len(rows) == 1 and math.isfinite(rows[0]["kl_quot_ib"])
     assert (tmp_path / "qk_attention_pacbayes.md").is_file()

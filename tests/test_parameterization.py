@@ -102,3 +102,10 @@ def test_as_theta_rejects_wrong_shape_and_nan():
     bad[2] = np.nan
     with pytest.raises(paramgeo.ShapeError, match=r"non-finite value at B\[0,1\]"):
         p.as_theta(bad)
+
+
+def test_hessian_vp_matches_jacobian_derivative(rng):
+    p = Cubic(k=3)
+    theta, v, w = p.random_point(rng), rng.standard_normal(p.n), rng.standard_normal(p.m)
+    np.testing.assert_allclose(p.hessian_vp(theta, w, v), p.jacobian_derivative(theta, v).T @ w,
+                               rtol=1e-10, atol=1e-12)

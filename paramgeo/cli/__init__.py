@@ -21,6 +21,8 @@ COMMANDS = {
     "describe": "_core:describe_cmd",
     "rank": "_core:rank_cmd",
     "check": "_core:check_cmd",
+    "mirror": "_mirror:mirror_cmd",
+    "implicit-bias": "_mirror:implicit_bias_cmd",
     "pacbayes": "_pacbayes:pacbayes_cmd",
     "define": "_define:define_cmd",
     "undefine": "_define:undefine_cmd",

@@ -70,6 +70,10 @@ def load_point(param, at, seed):
         arr = np.load(path, allow_pickle=False)
     except (ValueError, OSError) as exc:
         raise ShapeError(f"point file {at!r} is not a readable .npy array ({exc})") from None
+    if not isinstance(arr, np.ndarray):  # an .npz archive
+        arr.close()
+        raise ShapeError(f"point file {at!r} is an .npz archive; save theta with numpy.save "
+                         "as a single .npy array")
     blocks = list(param.spec.blocks.values())
     if arr.size != param.n or (arr.ndim > 1 and len(blocks) == 1 and arr.shape != blocks[0]):
         raise ShapeError(

@@ -16,11 +16,8 @@ def list_cmd(as_json):
 
     Example: paramgeo list
     """
-    from ..registry import available, get_class
-
     rows = []
-    for name in available():
-        cls = get_class(name)
+    for name, cls in _loadable().items():
         sizes = {k: s.default for k, s in cls.size_params.items()}
         doc = (cls.__doc__ or "").strip().splitlines()
         rows.append({"name": name, "sizes": sizes, "summary": doc[0] if doc else ""})
@@ -32,6 +29,21 @@ def list_cmd(as_json):
          for r in rows],
         ["name", "sizes (defaults)", "summary"],
     ))
+
+
+def _loadable():
+    """name -> class for every plugin that loads; a broken one is skipped with a warning line
+    (one bad third-party plugin must not hide the others)."""
+    from ..errors import ParamgeoError
+    from ..registry import available, get_class
+
+    out = {}
+    for name in available():
+        try:
+            out[name] = get_class(name)
+        except ParamgeoError as exc:
+            click.echo(f"Warning: skipping {name}: {exc}", err=True)
+    return out
 
 
 def _primary_sizes(name, sizes):
@@ -58,10 +70,9 @@ def describe_cmd(name, sizes, all_, seed, as_json):
     Example: paramgeo describe uut -p d=4 -p r=2 --json
     """
     from ..describe import describe
-    from ..registry import available, get
 
     if all_:
-        results = [describe(get(n), seed=seed) for n in available()]
+        results = [describe(cls(), seed=seed) for cls in _loadable().values()]
         if as_json:
             click.echo(json.dumps([r.to_dict() for r in results], indent=2))
             return

@@ -69,7 +69,7 @@ def undefine_cmd(name, as_json):
 @sizes_option
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random points.")
 @click.option("--no-discrete", is_flag=True, help="Skip the search for discrete symmetries.")
-@click.option("--max-dim", type=int, default=None,
+@click.option("--max-dim", type=click.IntRange(min=1), default=None,
               help="Largest n for the linear search (n^2 unknowns); default 40.")
 @json_option
 def discover_cmd(name, sizes, seed, no_discrete, max_dim, as_json):
@@ -85,7 +85,7 @@ def discover_cmd(name, sizes, seed, no_discrete, max_dim, as_json):
 
     param = resolve(name, sizes)
     emit(discover(param, seed=seed, discrete=not no_discrete,
-                  max_linear_dim=max_dim or MAX_LINEAR_DIM), as_json)
+                  max_linear_dim=MAX_LINEAR_DIM if max_dim is None else max_dim), as_json)
 
 
 @click.command("exact")
@@ -93,7 +93,7 @@ def discover_cmd(name, sizes, seed, no_discrete, max_dim, as_json):
 @sizes_option
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the random rational points.")
-@click.option("--points", type=int, default=2, show_default=True,
+@click.option("--points", type=click.IntRange(min=1), default=2, show_default=True,
               help="Number of random rational points.")
 @json_option
 def exact_cmd(name, sizes, seed, points, as_json):

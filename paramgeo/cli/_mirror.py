@@ -1,0 +1,92 @@
+"""Commands of the mirror engine: ``mirror`` and ``implicit-bias``."""
+
+from pathlib import Path
+
+import click
+import numpy as np
+
+from ..errors import ParamgeoError, ShapeError
+from ._common import emit, json_option, resolve, sizes_option
+
+
+@click.command("mirror")
+@click.argument("name")
+@sizes_option
+@click.option("--init-scale", "alpha", type=float, default=None,
+              help="Init scale alpha of the potential (the plugin's init_at_scale; default 1).")
+@click.option("--degree", type=click.IntRange(1, 4), default=2, show_default=True,
+              help="Largest degree of the polynomial conservation laws searched.")
+@click.option("--method", type=click.Choice(["auto", "symbolic", "numeric"]), default="auto",
+              show_default=True, help="Brackets exactly with sympy, or numerically.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the test points.")
+@json_option
+def mirror_cmd(name, sizes, alpha, degree, method, seed, as_json):
+    """Lie algebra of the fields grad phi_i, conservation laws and mirror potential.
+
+    Commuting or not, the dimension of the generated Lie algebra, the number n - dim of
+    conservation laws with the polynomial ones in closed form, and (when commuting) the
+    Legendre potential of the induced mirror flow from init scale alpha.
+
+    Example: paramgeo mirror hadamard -p p=5 --init-scale 0.1
+    """
+    from ..mirror import mirror
+
+    if alpha is not None and not (np.isfinite(alpha) and alpha > 0):
+        raise ParamgeoError(f"--init-scale must be a positive number, got {alpha}")
+    param = resolve(name, sizes)
+    emit(mirror(param, alpha=alpha, degree=degree, seed=seed, method=method), as_json)
+
+
+def load_regression(path):
+    """(X, y) from an .npz file holding arrays ``X`` (N x p) and ``y`` (N,); ShapeError else."""
+    p = Path(path)
+    if not p.is_file():
+        raise ParamgeoError(f"data file {str(path)!r} does not exist")
+    try:
+        with np.load(p, allow_pickle=False) as data:
+            files = list(getattr(data, "files", ()))
+            arrays = {k: np.asarray(data[k]) for k in ("X", "y") if k in files}
+    except (ValueError, OSError, AttributeError) as exc:
+        raise ShapeError(f"data file {str(path)!r} is not a readable .npz archive "
+                         f"({type(exc).__name__}); write it with np.savez(file, X=X, y=y)") \
+            from None
+    missing = [k for k in ("X", "y") if k not in arrays]
+    if missing:
+        raise ShapeError(
+            f"data file {str(path)!r} lacks the array(s) {', '.join(missing)}; it must hold "
+            "X (N x p) and y (N,), e.g. np.savez(file, X=X, y=y)")
+    X, y = arrays["X"], arrays["y"]
+    if X.dtype.kind not in "biuf" or y.dtype.kind not in "biuf":
+        raise ShapeError(f"data file {str(path)!r}: X and y must be numeric arrays")
+    if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
+        raise ShapeError(f"data file {str(path)!r}: X must be N x p and y of length N, got "
+                         f"X {X.shape} and y {y.shape}")
+    return X.astype(float), y.astype(float)
+
+
+@click.command("implicit-bias")
+@click.argument("name")
+@sizes_option
+@click.option("--data", "data", required=True, type=click.Path(dir_okay=False),
+              help="An .npz file with arrays X (N x p) and y (N,).")
+@click.option("--init-scale", "alpha", type=float, required=True,
+              help="Init scale alpha (theta0 = the plugin's init_at_scale(alpha)).")
+@click.option("--t-final", type=float, default=1e9, show_default=True,
+              help="Horizon of the gradient flow (it stops once the loss is ~1e-26).")
+@json_option
+def implicit_bias_cmd(name, sizes, data, alpha, t_final, as_json):
+    """argmin R_alpha(beta) s.t. X beta = y against the gradient-flow limit.
+
+    Solves the implicit-bias problem of the induced mirror potential, runs gradient flow from
+    init scale alpha to its limit, and compares both with the minimum-l1 (linprog) and
+    minimum-l2 (pseudoinverse) interpolators.
+
+    Example: paramgeo implicit-bias hadamard -p p=60 --data sparse.npz --init-scale 0.01
+    """
+    from ..mirror import implicit_bias
+
+    if not (np.isfinite(alpha) and alpha > 0):
+        raise ParamgeoError(f"--init-scale must be a positive number, got {alpha}")
+    X, y = load_regression(data)
+    param = resolve(name, sizes)
+    emit(implicit_bias(param, X, y, alpha, t_final=t_final), as_json)

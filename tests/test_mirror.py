@@ -1,0 +1,317 @@
+"""The mirror engine against closed forms from the literature.
+
+* Hadamard beta = u * v: commuting; laws u_i^2 - v_i^2; potential = hyperbolic entropy
+  (Woodworth et al. 2020, Q_alpha(beta) = alpha^2 sum q(beta / alpha^2),
+  q(z) = 2 - sqrt(4 + z^2) + z arcsinh(z / 2)); implicit bias argmin Q_alpha s.t. X beta = y,
+  solved here independently through its dual (grad Q_alpha(beta) in range X^T, i.e.
+  beta = 2 alpha^2 sinh(X^T lam)).
+* UV^T: not commuting; laws U^T U - V^T V (Marcotte, Gribonval, Peyre 2023, Section 2 and
+  Theorem 3.3: exactly r(r + 1) / 2 of them, so dim Lie = n - r(r + 1) / 2).
+* Deep diagonal (product, balanced init): d beta/dt = -L |beta|^{2 - 2/L} grad ell
+  (Arora, Cohen, Hazan 2018, Theorem 1, scalar case), so Hess R = 1 / (L |beta|^{2 - 2/L}).
+"""
+
+import json
+
+import numpy as np
+import pytest
+import sympy
+from click.testing import CliRunner
+
+import paramgeo
+from paramgeo import Parameterization, ParamSpec, Size
+from paramgeo import mirror as M
+from paramgeo.cli import main
+from paramgeo.flows import gradient_flow
+from paramgeo.losses import LinearMeasurements
+
+
+# ---------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def sparse():
+    """A random sparse regression: N = 20 samples, p = 60 features, 5 nonzeros."""
+    rng = np.random.default_rng(2023)
+    X = rng.standard_normal((20, 60))
+    beta = np.zeros(60)
+    beta[rng.choice(60, 5, replace=False)] = rng.standard_normal(5) * 2
+    return X, X @ beta
+
+
+def woodworth_q(beta, alpha):
+    z = beta / alpha ** 2
+    return alpha ** 2 * np.sum(2 - np.sqrt(4 + z ** 2) + z * np.arcsinh(z / 2))
+
+
+def argmin_hyperbolic_entropy_dual(X, y, alpha):
+    """argmin Q_alpha s.t. X beta = y from KKT: beta = 2 alpha^2 sinh(X^T lam), X beta = y.
+
+    Newton on the concave dual  max_lam <y, lam> - 2 alpha^2 sum cosh(X^T lam)  (the conjugate
+    of Q_alpha is 2 alpha^2 sum cosh), with backtracking.
+    """
+    lam = np.zeros(X.shape[0])
+    c = 2 * alpha ** 2
+
+    def obj(l):
+        with np.errstate(over="ignore"):
+            return c * np.sum(np.cosh(X.T @ l)) - y @ l
+
+    for _ in range(500):
+        s = X.T @ lam
+        g = X @ (c * np.sinh(s)) - y
+        if np.linalg.norm(g) < 1e-13 * (1 + np.linalg.norm(y)):
+            break
+        H = (X * (c * np.cosh(s))) @ X.T
+        step = np.linalg.solve(H, g)
+        t = 1.0
+        while obj(lam - t * step) > obj(lam) - 1e-4 * t * (g @ step) and t > 1e-12:
+            t /= 2
+        lam = lam - t * step
+    return c * np.sinh(X.T @ lam)
+
+
+# ---------------------------------------------------------------------- hadamard
+@pytest.mark.parametrize("method", ["symbolic", "numeric"])
+def test_hadamard_commuting_algebra_and_laws(method):
+    par = paramgeo.get("hadamard", p=5)
+    assert M.commuting_test(par, method=method).commuting
+    alg = M.lie_algebra(par, method=method)
+    assert (alg.dim, alg.n_laws, alg.stabilised) == (5, 5, True)
+    laws = M.conservation_laws(par, method=method, algebra=alg)
+    u = sympy.symbols("u_0:5", real=True)
+    v = sympy.symbols("v_0:5", real=True)
+    assert sorted(laws.laws) == sorted(str(a ** 2 - b ** 2) for a, b in zip(u, v))
+    assert laws.laws[0] == "u_0**2 - v_0**2"
+    assert laws.complete and laws.independent == 5
+
+
+def test_hadamard_brackets_vanish_and_hessian_route():
+    par = paramgeo.get("hadamard", p=4)
+    theta = par.random_point(np.random.default_rng(0))
+    assert np.abs(M.brackets(par, theta)).max() == 0.0
+
+
+def test_hadamard_potential_is_hyperbolic_entropy(rng):
+    par = paramgeo.get("hadamard", p=6)
+    for alpha in (0.05, 0.3, 2.0):
+        pot = M.mirror_potential(par, par.init_at_scale(alpha))
+        assert pot.source == "closed form" and "arcsinh" in pot.formula
+        beta = rng.standard_normal(6) * 3
+        # R = Q_alpha / 2 (the flow on (u, v) runs at half the speed of Woodworth's (w+, w-))
+        assert np.isclose(pot.value(beta), woodworth_q(beta, alpha) / 2, rtol=1e-12)
+        assert np.allclose(pot.grad(beta), 0.5 * np.arcsinh(beta / (2 * alpha ** 2)))
+        h = 1e-6 * (1 + np.abs(beta))
+        fd = [(pot.grad(beta + h[i] * np.eye(6)[i]) - pot.grad(beta - h[i] * np.eye(6)[i]))
+              / (2 * h[i]) for i in range(6)]
+        assert np.allclose(pot.hessian(beta), np.array(fd), rtol=1e-6, atol=1e-9)
+
+
+def test_numerical_potential_matches_closed_form(rng):
+    """Li et al.'s construction (flows of the commuting fields) against the closed form at a
+    generic theta0 (u0 != v0, beta0 != 0)."""
+    par = paramgeo.get("hadamard", p=3)
+    theta0 = par.random_point(rng)
+    closed = par.mirror_potential(theta0)
+    num = M.numerical_potential(par, theta0)
+    beta = closed.beta0 + 0.4 * rng.standard_normal(3)
+    assert np.allclose(num.grad(beta), closed.grad(beta), atol=1e-8)
+    assert np.isclose(num.value(beta), closed.value(beta), atol=1e-9)
+    assert np.allclose(num.hessian(beta), closed.hessian(beta), atol=1e-7)
+
+
+def test_implicit_bias_hadamard_sparse_regression(sparse):
+    X, y = sparse
+    par = paramgeo.get("hadamard", p=60)
+    gaps = []
+    for alpha in (1e-1, 1e-2, 1e-3):
+        res = M.implicit_bias(par, X, y, alpha)
+        reference = argmin_hyperbolic_entropy_dual(X, y, alpha)
+        assert np.abs(res.beta_flow - reference).max() < 1e-6, alpha
+        assert np.abs(res.beta_potential - reference).max() < 1e-6, alpha
+        assert res.deviation < 1e-6 and res.kkt < 1e-6
+        assert np.abs(X @ res.beta_potential - y).max() < 1e-9
+        gaps.append(res.l1_gap)
+    # min-l1 optimality: the gaps are >= 0 and shrink as alpha -> 0 (Woodworth et al. Thm 2)
+    assert gaps[0] > gaps[1] > gaps[2] > -1e-9
+    assert gaps[2] < 0.2 * gaps[0]
+    # alpha -> infinity: the minimum-l2 interpolator (kernel regime)
+    big = M.implicit_bias(par, X, y, 30.0)
+    assert big.l2_distance < 1e-5
+
+
+def test_min_l1_and_l2_references(sparse):
+    X, y = sparse
+    b1 = M.min_l1(X, y)
+    assert np.allclose(X @ b1, y, atol=1e-8)
+    assert np.abs(b1).sum() <= np.abs(np.linalg.pinv(X) @ y).sum() + 1e-9
+    assert np.allclose(M.min_l2(X, y), np.linalg.lstsq(X, y, rcond=None)[0])
+
+
+def test_verify_hadamard_and_deep_diagonal(sparse):
+    X, y = sparse
+    loss = LinearMeasurements(X, y)
+    had = paramgeo.get("hadamard", p=60)
+    res = M.verify(had, had.init_at_scale(0.1), loss, t_final=300.0)
+    assert res.source == "closed form" and res.deviation < 1e-6
+    deep = paramgeo.get("deep-diagonal", p=60, depth=3)
+    res = M.verify(deep, deep.init_at_scale(0.5), loss, t_final=100.0)
+    assert res.source == "closed form" and res.deviation < 1e-6
+
+
+def test_deep_diagonal_potential_closed_form(rng):
+    """Hess R = 1 / (L |beta|^{2 - 2/L}) (Arora, Cohen, Hazan 2018) and grad R(beta0) = 0;
+    Li et al.'s numerical construction agrees at a balanced signed theta0."""
+    par = paramgeo.get("deep-diagonal", p=4, depth=3)
+    theta0 = par.init_at_scale(0.7).reshape(3, 4) * np.array([[1, -1, 1, -1], [1, 1, -1, -1],
+                                                               [1, 1, 1, 1]])
+    pot = par.mirror_potential(theta0.ravel())
+    beta = pot.beta0 * (1 + 0.5 * rng.random(4))
+    assert np.allclose(np.diag(pot.hessian(beta)), 1 / (3 * np.abs(beta) ** (4 / 3)))
+    assert np.allclose(pot.grad(pot.beta0), 0) and pot.value(pot.beta0) == 0
+    num = M.numerical_potential(par, theta0.ravel())
+    assert np.allclose(num.grad(beta), pot.grad(beta), atol=1e-8)
+    assert np.isclose(num.value(beta), pot.value(beta), atol=1e-9)
+    assert par.mirror_potential(par.random_point(rng)) is None  # unbalanced: no closed form
+
+
+def test_deep_diagonal_signed_numerical_potential_verifies(rng):
+    """u^3 - v^3 commutes; its law u^{-1} + v^{-1} is not polynomial (Woodworth et al. 2020,
+    Section 5), so the polynomial search reports an incomplete set; the potential is built
+    numerically and still reproduces the flow."""
+    par = paramgeo.get("deep-diagonal", p=2, depth=3, variant="signed")
+    report = M.mirror(par, alpha=0.5)
+    assert report.commuting and report.n_laws == 2 and not report.laws_complete
+    X = rng.standard_normal((1, 2))
+    res = M.verify(par, par.init_at_scale(0.5), LinearMeasurements(X, X @ np.ones(2)),
+                   t_final=3.0, n_records=20)
+    assert res.source.startswith("numerical") and res.deviation < 1e-6
+
+
+# ---------------------------------------------------------------------- UV^T
+def uvt_expected_laws(m, n, r):
+    U = sympy.Matrix(m, r, lambda a, k: sympy.Symbol(f"U_{a}_{k}", real=True))
+    V = sympy.Matrix(n, r, lambda a, k: sympy.Symbol(f"V_{a}_{k}", real=True))
+    D = U.T * U - V.T * V
+    return {str(sympy.expand(D[k, l])) for k in range(r) for l in range(k, r)}
+
+
+def test_uvt_not_commuting_with_laws_UtU_minus_VtV():
+    par = paramgeo.get("uvt", m=3, n=3, r=2)
+    test = M.commuting_test(par)
+    assert not test.commuting and test.relative > 1e-3
+    alg = M.lie_algebra(par)
+    assert alg.dim == 12 - 3 and alg.n_laws == 3  # r(r+1)/2 laws
+    laws = M.conservation_laws(par, algebra=alg)
+    assert uvt_expected_laws(3, 3, 2) <= set(laws.laws)
+    assert laws.complete
+    with pytest.raises(M.NotCommutingError, match="do not commute"):
+        M.mirror_potential(par, par.random_point(np.random.default_rng(0)))
+
+
+def test_uvt_numeric_route_agrees_with_exact_brackets(rng):
+    par = paramgeo.get("uvt", m=2, n=2, r=1)
+    theta = par.random_point(rng)
+    B = M.brackets(par, theta)
+    symbols, _ = paramgeo.symbolic.symbolic_form(par)
+    for (i, j), expr in M.symbolic_brackets(par).items():
+        exact = np.array([float(e.xreplace(dict(zip(symbols, theta)))) for e in expr])
+        assert np.allclose(B[i, j], exact, atol=1e-12)
+        assert np.allclose(B[j, i], -exact, atol=1e-12)
+    num, sym = M.lie_algebra(par, method="numeric"), M.lie_algebra(par, method="symbolic")
+    assert num.dim == sym.dim == 4 - 1
+    laws = M.conservation_laws(par, method="numeric", algebra=num)
+    assert uvt_expected_laws(2, 2, 1) <= set(laws.laws)
+
+
+def test_laws_are_conserved_along_gradient_flow(rng):
+    """Independent of the algebra: the laws found stay constant along an actual flow."""
+    par = paramgeo.get("uvt", m=3, n=3, r=2)
+    A = rng.standard_normal((4, 3, 3))
+    loss = LinearMeasurements(A, rng.standard_normal(4))
+    traj = gradient_flow(par, loss, par.random_point(rng), 2.0, n_records=5)
+    for theta in traj.thetas:
+        U, V = (b for b in par.spec.unpack(theta).values())
+        assert np.allclose(U.T @ U - V.T @ V, _uvt_first(traj, par), atol=1e-6)
+
+
+def _uvt_first(traj, par):
+    U, V = (b for b in par.spec.unpack(traj.thetas[0]).values())
+    return U.T @ U - V.T @ V
+
+
+class NoSymbolicHadamard(Parameterization):
+    """beta = u * v with nothing but forward: exercises every numeric route."""
+
+    name = "test-hadamard-numeric"
+    size_params = {"p": Size("int", default=3, minimum=1)}
+
+    def make_spec(self):
+        return ParamSpec(u=(self.p,), v=(self.p,))
+
+    def make_predictor_shape(self):
+        return (self.p,)
+
+    def forward(self, theta):
+        return theta[: self.p] * theta[self.p:]
+
+
+def test_numeric_routes_without_symbolic(rng):
+    par = NoSymbolicHadamard(p=3)
+    report = M.mirror(par)
+    assert report.method == "numeric" and report.commuting and report.algebra_dim == 3
+    assert set(report.laws) == {f"u_{i}**2 - v_{i}**2" for i in range(3)}
+    assert report.potential_source.startswith("numerical")
+
+
+def test_uut_generic_measurements_not_commuting():
+    par = paramgeo.get("uut", d=3, r=1)
+    assert not M.commuting_test(par, method="numeric").commuting
+
+
+# ---------------------------------------------------------------------- CLI
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_cli_mirror_hadamard_json():
+    res = run("mirror", "hadamard", "-p", "p=5", "--init-scale", "0.1", "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["commuting"] and out["algebra_dim"] == 5 and out["n_laws"] == 5
+    assert out["laws"][0] == "u_0**2 - v_0**2" and "arcsinh" in out["potential"]
+
+
+def test_cli_mirror_uvt_text():
+    res = run("mirror", "uvt", "-p", "m=3", "-p", "n=3", "-p", "r=2")
+    assert res.exit_code == 0, res.output
+    assert "commuting: no" in res.output and "dimension 9" in res.output
+    assert "mirror potential: none" in res.output
+
+
+def test_cli_implicit_bias(tmp_path, sparse):
+    X, y = sparse
+    np.savez(tmp_path / "d.npz", X=X, y=y)
+    res = run("implicit-bias", "hadamard", "-p", "p=60", "--data", str(tmp_path / "d.npz"),
+              "--init-scale", "0.01", "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["deviation"] < 1e-6 and out["l1_gap"] > 0 and len(out["beta_flow"]) == 60
+
+
+@pytest.mark.parametrize("content,fragment", [
+    ("missing", "does not exist"),
+    ("noy", "lacks the array(s) y"),
+    ("junk", "is not a readable .npz archive"),
+    ("shape", "has predictors of dimension 5"),
+])
+def test_cli_implicit_bias_bad_data(tmp_path, content, fragment):
+    path = tmp_path / "d.npz"
+    if content == "noy":
+        np.savez(path, X=np.ones((2, 5)))
+    elif content == "junk":
+        path.write_text("not an archive")
+    elif content == "shape":
+        np.savez(path, X=np.ones((2, 7)), y=np.ones(2))
+    res = run("implicit-bias", "hadamard", "-p", "p=5", "--data", str(path), "--init-scale",
+              "0.1")
+    assert res.exit_code == 2, res.output
+    assert fragment in res.output and len(res.output.strip().splitlines()) == 1
