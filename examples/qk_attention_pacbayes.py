@@ -1,20 +1,23 @@
-"""Query-Key attention scores S = q k^T (``qk-attention`` with r = 1, heads = 1): PAC-Bayes KL in
-parameter space and in the quotient, neutral versus implicit-bias prior, over prior scales.
+"""Query-Key attention scores S = Q K^T (``qk-attention``, default r = 2, one head): PAC-Bayes
+KL in parameter space and in the quotient, neutral versus implicit-bias prior, over prior scales.
 
-Setup (small: a few seeds run in one to two minutes on two cores):
+Setup (about a minute per seed on two cores for d = 4, r = 2):
 
-* tokens x, x' ~ N(0, I_d), target y = x^T S* x' + N(0, 0.1^2) with S* = q* k*^T, q*, k* of
-  unit-scale random entries; d = 4 (n = 8 parameters, quotient dimension 2d - 1 = 7);
-* model y_hat = x^T (q k^T) x', trained by plain SGD (one pair per step, constant step, no
-  regulariser) from q, k of scale ``alpha``;
+* tokens x, x' ~ N(0, I_d), target y = x^T S* x' + N(0, 0.1^2) with S* = Q* K*^T / d, Q*, K*
+  (d x r) of unit-scale random entries; d = 4, r = 2 (n = 16 parameters, quotient dimension
+  r (2d - r) = 12);
+* model y_hat = x^T (sum_h Q_h K_h^T) x', trained by plain SGD (one pair per step, constant
+  step, no regulariser) from Q, K of scale ``alpha``;
 * posterior Q = N(theta_SGD, sigma_Q^2 I), sigma_Q the largest grid value whose Gibbs empirical
   risk (loss min(1, (y_hat - y)^2)) is within 0.01 of the risk at theta_SGD;
 * priors N(0, s^2 I) and the implicit-bias prior built from them, for every s in ``SCALES``;
-  quotient KLs by Monte Carlo through the orbits of GL(1) (two components, q -> c q,
-  k -> k / c), error bars = standard errors; certificates from estimate + 2 standard errors,
+  quotient KLs by Monte Carlo through the orbits of GL(r) per head (r = 1: one-dimensional
+  quadrature; r = 2: importance sampling in Cartan coordinates, ``inner_samples`` draws per
+  component), error bars = standard errors; certificates from estimate + 2 standard errors,
   union bound over the scales.
 
-Run:  python examples/qk_attention_pacbayes.py [--seeds 3] [--samples 40] [--out DIR] [--plot]
+Run:  python examples/qk_attention_pacbayes.py [--seeds 3] [--samples 40] [--d 4] [--r 2]
+      [--heads 1] [--inner-samples 128] [--out DIR] [--plot]
 Writes DIR/qk_attention_pacbayes.csv, .md and (with --plot) .png.
 """
 
