@@ -86,23 +86,25 @@ def as_rng(seed):
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
-def range_basis(matrix, policy=None, what="matrix"):
+def range_basis(matrix, policy=None, what="matrix", warn=True):
     """(B, decision): an orthonormal basis B of the column space of ``matrix`` (its left singular
-    vectors above the tolerance) and the :class:`RankDecision` that chose its size."""
+    vectors above the tolerance) and the :class:`RankDecision` that chose its size. ``warn``
+    as in :func:`decide_rank` (False: the doubt is only recorded in the decision)."""
     matrix = np.atleast_2d(np.asarray(matrix, dtype=float))
     if matrix.shape[1] == 0 or matrix.shape[0] == 0:
         return np.zeros((matrix.shape[0], 0)), decide_rank(np.zeros(0), policy, what, warn=False)
     u, s, _ = np.linalg.svd(matrix, full_matrices=False)
-    decision = decide_rank(s, policy, what=what)
+    decision = decide_rank(s, policy, what=what, warn=warn)
     return u[:, : decision.rank], decision
 
 
-def null_basis(matrix, policy=None, what="matrix"):
+def null_basis(matrix, policy=None, what="matrix", warn=True):
     """(N, decision): an orthonormal basis N (columns) of the null space {x : matrix x = 0}
-    under the tolerance policy, and the :class:`RankDecision` of ``matrix``."""
+    under the tolerance policy, and the :class:`RankDecision` of ``matrix``. ``warn`` as in
+    :func:`decide_rank`."""
     matrix = np.atleast_2d(np.asarray(matrix, dtype=float))
     _, s, vt = np.linalg.svd(matrix, full_matrices=True)
-    decision = decide_rank(s, policy, what=what)
+    decision = decide_rank(s, policy, what=what, warn=warn)
     return vt[decision.rank:].T, decision
 
 
@@ -193,11 +195,25 @@ def predictor_metric(param, theta):
     return J @ J.T
 
 
-def horizontal_lift(param, theta, w):
+def horizontal_lift(param, theta, w, policy=None):
     """The horizontal vector h with J h = w of least norm: h = J^+ w (minimum-norm solution
-    lies in range J^T = (ker J)^perp, which is horizontal since vertical vectors lie in ker J)."""
+    lies in range J^T = (ker J)^perp, which is horizontal since vertical vectors lie in ker J).
+
+    The pseudo-inverse follows the tolerance policy: with J = U diag(s) V^T and r the rank
+    decided by :func:`decide_rank`, J^+ w = sum_{i <= r} v_i (u_i . w) / s_i, so singular values
+    at or below the tolerance are treated as zero (not inverted) and a decision near the
+    tolerance warns, as everywhere else a rank is decided (Golub and Van Loan, "Matrix
+    computations", Section 5.5.4, truncated SVD). For w outside range J this is the
+    least-squares solution of least norm.
+    """
     J = param.jacobian(param.as_theta(theta))
-    return np.linalg.lstsq(J, np.asarray(w, float).ravel(), rcond=None)[0]
+    w = np.asarray(w, float).ravel()
+    if w.shape != (J.shape[0],):
+        raise ShapeError(f"a predictor tangent vector must have {J.shape[0]} entries, "
+                         f"got shape {w.shape}")
+    u, s, vt = np.linalg.svd(J, full_matrices=False)
+    r = decide_rank(s, policy, what=f"J of {param.name}").rank
+    return vt[:r].T @ ((u[:, :r].T @ w) / s[:r])
 
 
 def fiber_bundle(param):
