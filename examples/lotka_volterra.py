@@ -30,6 +30,7 @@ Usage: python examples/lotka_volterra.py [--out lotka_volterra.png] [--write-dat
 """
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -84,7 +85,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--alphas", type=float, nargs="+", default=list(ALPHAS))
     ap.add_argument("--records", type=int, default=4000)
-    ap.add_argument("--out", default="lotka_volterra.png")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "output" / "lotka_volterra.png"))
     ap.add_argument("--write-data", default=None)
     args = ap.parse_args(argv)
 

@@ -19,6 +19,7 @@ Usage: python examples/quadratic_congruence.py [--d 8 --r 3 --n 200 --steps 100 
 """
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 
@@ -58,7 +59,7 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--lr", type=float, default=0.02)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="quadratic_congruence.png")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "output" / "quadratic_congruence.png"))
     ap.add_argument("--write-data", default=None)
     args = ap.parse_args(argv)
 

@@ -25,6 +25,7 @@ Usage: python examples/saddle_to_saddle.py [--out saddle_to_saddle.png] [--write
 """
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 
@@ -64,7 +65,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--alphas", type=float, nargs="+", default=list(ALPHAS))
     ap.add_argument("--records", type=int, default=3000)
-    ap.add_argument("--out", default="saddle_to_saddle.png")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "output" / "saddle_to_saddle.png"))
     ap.add_argument("--write-data", default=None)
     args = ap.parse_args(argv)
 

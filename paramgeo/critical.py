@@ -89,8 +89,10 @@ from .errors import NumericalDoubtWarning, ParamgeoError
 from .geometry import (
     DEFAULT_POLICY,
     RankPolicy,
+    as_rng,
     decide_rank,
     generic_rank,
+    null_basis,
     orbit_dim,
     vertical_space,
 )
@@ -115,10 +117,6 @@ __all__ = [
 _GENERIC_CACHE = {}
 
 
-def _rng(seed):
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-
-
 def _rank(param, theta, policy):
     return decide_rank(param.jacobian(theta), policy, warn=False).rank
 
@@ -140,7 +138,7 @@ def generic_values(param, policy=None, n_points=3, seed=0):
     policy = policy or DEFAULT_POLICY
     key = (type(param), tuple(sorted(param.sizes.items())), policy)
     if key not in _GENERIC_CACHE:
-        rng = _rng(seed)
+        rng = as_rng(seed)
         points = [param.random_point(rng) for _ in range(n_points)]
         _GENERIC_CACHE[key] = (generic_rank(param, n_points, seed, policy),
                                max(_orbit_dim(param, t, policy) for t in points))
@@ -420,7 +418,7 @@ def strata(param, kinds="deleted", n_points=2, seed=0, policy=None, max_strata=2
     or factor channels) or ``"all"`` (every subset of a unit's sides zeroed: in-zero, out-zero,
     removed). The generic rank of stratum S is max rank J(theta) over ``n_points`` random theta
     in S (a random point with the pattern's weights zeroed). ``progress``: an optional callable
-    taking the number of strata done (for a progress bar).
+    ``progress(done, total)`` called after each stratum (for a progress bar).
     """
     import networkx as nx
 
@@ -443,7 +441,7 @@ def strata(param, kinds="deleted", n_points=2, seed=0, policy=None, max_strata=2
             f"{param.name} {param.sizes} has {total} strata of kind {kinds!r}, more than "
             f"max_strata={max_strata}; use kinds='deleted', smaller sizes or raise max_strata"
         )
-    rng = _rng(seed)
+    rng = as_rng(seed)
     R, _ = generic_values(param, policy)
     graph = nx.DiGraph()
     labels = {}
@@ -459,7 +457,7 @@ def strata(param, kinds="deleted", n_points=2, seed=0, policy=None, max_strata=2
                        pattern=json.dumps(doc, sort_keys=True), top=not any(map(any, pattern)))
         labels[pattern] = label
         if progress is not None:
-            progress(i + 1)
+            progress(i + 1, total)
     # covering edges: one unit moves from state s to a state t covering s
     for pattern, label in labels.items():
         for ci, (counts, states) in enumerate(zip(pattern, states_per_class)):
@@ -718,8 +716,7 @@ def _point_pattern_factor(struct, theta, policy):
             blocks = f.right if side.startswith("right") else f.contragredient
             M = np.vstack([np.reshape(theta[a:b], shape).reshape(-1, f.r)
                            for a, b, shape in blocks])
-            _, s, vt = np.linalg.svd(M, full_matrices=True)
-            kernels[side] = vt[decide_rank(s, policy, warn=False).rank:].T
+            kernels[side] = null_basis(M, policy, warn=False)[0]
         states = [frozenset(c) for k in range(1, len(sides) + 1)
                   for c in itertools.combinations(sides, k)]
         if len(sides) == 1:
@@ -842,7 +839,7 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
     struct = structure(param)
     if struct is None or struct.kind != "network":
         return None
-    rng = _rng(seed)
+    rng = as_rng(seed)
     R, _ = generic_values(param, policy)
     decision = decide_rank(param.jacobian(theta), policy, warn=False)
     s1 = float(decision.singular_values[0])
@@ -910,7 +907,7 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     o = _orbit_dim(param, theta, policy)
     ratio = float(s[R - 1] / s[0]) if R > 0 and s[0] > 0 else 0.0
     struct = structure(param)
-    rng = _rng(seed)
+    rng = as_rng(seed)
     st = (None if struct is None else
           _point_stratum(param, struct, theta, R, zero_tol, policy, n_points, rng))
     critical = rank < R
@@ -1020,27 +1017,12 @@ class SearchResult(Result):
         return "\n".join(lines)
 
 
-def second_derivative_vjp(param, theta, v, w):
-    """(d/dt J(theta + t v))^T w = Hess(<w, phi>)(theta) v, a vector of length n.
-
-    The same quantity as ``param.jacobian_derivative(theta, v).T @ w`` (the test oracle),
-    computed as a Hessian-vector product of the scalar <w, phi(theta)> by autograd
-    (reverse over reverse on ``forward_flat``), without forming the m x n matrix.
-    """
-    import autograd
-    import autograd.numpy as anp
-
-    w = np.asarray(w, float)
-    v = np.asarray(v, float)
-    grad = autograd.grad(lambda t: anp.dot(w, param.forward_flat(t)))
-    return np.asarray(autograd.grad(lambda t: anp.dot(grad(t), v))(np.asarray(theta, float)))
-
-
 def _objective(param, R):
     """f(x) = log(s_R / s_1) of J at theta = x/|x|, with its gradient.
 
     d s_i = u_i^T dJ v_i, so grad_theta s_i = (d/dt J(theta + t v_i))^T u_i
-    (:func:`second_derivative_vjp`); the chain rule through x -> x/|x| projects out x.
+    = ``param.hessian_vp(theta, u_i, v_i)`` (the contract's Hessian-vector product of
+    <u_i, phi>); the chain rule through x -> x/|x| projects out x.
     """
 
     def f(x):
@@ -1051,7 +1033,7 @@ def _objective(param, R):
             return -745.0, np.zeros_like(x)
         g = np.zeros_like(x)
         for i, w in ((R - 1, 1.0), (0, -1.0)):
-            gi = second_derivative_vjp(param, theta, Vt[i], U[:, i])
+            gi = param.hessian_vp(theta, U[:, i], Vt[i])
             g += w * gi / s[i]
         g = (g - theta * (theta @ g)) / nx_
         return float(np.log(s[R - 1] / s[0])), g
@@ -1090,18 +1072,19 @@ def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, pro
 
     Minimises log(s_R(J(theta)) / s_1(J(theta))) over the unit sphere |theta| = 1 (theta =
     x/|x|, so the search cannot shrink theta to 0) with scipy's L-BFGS-B, R the generic rank,
-    the gradient from :func:`second_derivative_vjp`, then polishes with Newton steps on
+    the gradient from ``param.hessian_vp``, then polishes with Newton steps on
     s_R/s_1 (:func:`_newton_polish`). Each end point is classified with the strict policy
     (:func:`classify`). The optimiser often approaches a subnetwork without reaching it
     exactly; :func:`classify` then certifies the point as near a stratum (:func:`near_stratum`,
     conditions within ``snap_max``) when the decay of s_R/s_1 towards that stratum accounts for
     its lost rank, and otherwise counts it ``other`` (its theta is returned).
-    ``progress``: optional callable taking the number of starts done.
+    ``progress``: optional callable ``progress(done, total)`` called after each start (e.g. the
+    bar of ``paramgeo.cli._common.progress_bar``).
     """
     from scipy.optimize import minimize
 
     policy = policy or DEFAULT_POLICY
-    rng = _rng(seed)
+    rng = as_rng(seed)
     R, _ = generic_values(param, policy)
     if R == 0:
         raise ParamgeoError(f"{param.name} {param.sizes} has generic rank 0: nothing to search")
@@ -1139,7 +1122,7 @@ def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, pro
             counts["near_singular"] += 1
         points.append(point)
         if progress is not None:
-            progress(i + 1)
+            progress(i + 1, starts)
     return SearchResult(param.name, dict(param.sizes), int(R), int(starts), counts["critical"],
                         counts["near_singular"], counts["subnetwork"], counts["near"],
                         counts["dependent"], counts["orbit"], counts["other"],
@@ -1161,32 +1144,37 @@ class LossPoint(Result):
     horizontal_dim: int
     eigenvalues: np.ndarray
     value: float
+    tol: float = 0.0  # eigenvalues with |lambda| <= tol count as zero (the rank policy)
+    near_degenerate: bool = False  # some |lambda| within the policy's band of tol
+    closest: float = float("nan")  # the |lambda| closest to tol (log scale)
 
     def __str__(self):
         p, n, z = self.signature
-        return (f"{self.name}: {self.kind}; {self.verdict}\n"
+        text = (f"{self.name}: {self.kind}; {self.verdict}\n"
                 f"  L = {self.value:.6g}, |grad L| = {self.grad_norm:.3g}, "
                 f"|grad ell| = {self.loss_grad_norm:.3g}\n"
                 f"  Hessian on the horizontal space (dim {self.horizontal_dim}): "
                 f"{p} positive, {n} negative, {z} zero")
+        if self.near_degenerate:
+            text += (f"\n  NEAR-DEGENERATE: eigenvalue {self.closest:.3g} vs tol {self.tol:.3g}; "
+                     "the signature is decided near the tolerance")
+        return text
 
 
 def loss_hessian(param, loss, theta):
     """The n x n Hessian of L = ell o phi: J^T Hess(ell) J + sum_i g_i Hess(phi_i).
 
-    The second term is the Hessian of the scalar <g, phi(theta)> with g = grad ell(phi(theta))
-    held fixed (autograd); column j equals (d/dt J(theta + t e_j))^T g
-    (``jacobian_derivative``), the route the tests compare against."""
+    The second term, with g = grad ell(phi(theta)) held fixed, is built column by column from
+    the contract's Hessian-vector product: column j is ``param.hessian_vp(theta, g, e_j)`` =
+    (d/dt J(theta + t e_j))^T g (autograd reverse over reverse unless the plugin overrides it);
+    the tests compare it with ``jacobian_derivative`` and with autograd's Hessian of L."""
     theta = param.as_theta(theta)
     beta = np.asarray(param.forward_flat(theta))
     g = np.asarray(loss.grad(beta))
     J = param.jacobian(theta)
-    import autograd
-    import autograd.numpy as anp
-
     H = J.T @ np.asarray(loss.hessian(beta)) @ J
-    second = autograd.hessian(lambda t: anp.dot(g, param.forward_flat(t)))(theta)
-    H = H + np.asarray(second).reshape(param.n, param.n)
+    second = np.column_stack([param.hessian_vp(theta, g, e) for e in np.eye(param.n)])
+    H = H + second
     return 0.5 * (H + H.T)
 
 
@@ -1197,12 +1185,13 @@ def loss_point(param, loss, theta, gtol=1e-8, policy=None):
     *true* when also |g| <= gtol, *spurious* otherwise (the parameterization created it).
     The Hessian H (:func:`loss_hessian`) is restricted to the horizontal space
     Q = (vertical space)^perp, H_Q = Q^T H Q; its eigenvalues are counted zero when
-    |lambda| <= max(atol, rtol max|lambda|) (the rank policy): no negative and no zero
+    |lambda| <= max(atol, rtol max|lambda|): the rank of H_Q decided by the one tolerance
+    policy (:func:`paramgeo.geometry.decide_rank` on |lambda|). No negative and no zero
     eigenvalue -> minimum (strict on the quotient), a negative one -> strict saddle, else
-    degenerate.
+    degenerate. When some |lambda| lies within the policy's band of the tolerance the
+    signature is doubtful: ``near_degenerate`` is set, the text says so, and a
+    NumericalDoubtWarning names the figures.
     """
-    from scipy.linalg import null_space
-
     from .losses import pullback
 
     policy = policy or DEFAULT_POLICY
@@ -1218,10 +1207,11 @@ def loss_point(param, loss, theta, gtol=1e-8, policy=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         V = vertical_space(param, theta, policy)
-    Q = null_space(V.T) if V.shape[1] else np.eye(param.n)
+    Q = null_basis(V.T, policy, warn=False)[0] if V.shape[1] else np.eye(param.n)
     HQ = Q.T @ loss_hessian(param, loss, theta) @ Q
     lam = np.linalg.eigvalsh(0.5 * (HQ + HQ.T))
-    tol = policy.tol(np.sort(np.abs(lam))[::-1]) if lam.size else 0.0
+    decision = decide_rank(np.abs(lam), policy, what="the Hessian on the horizontal space")
+    tol = decision.tol
     pos, neg = int(np.sum(lam > tol)), int(np.sum(lam < -tol))
     zero = int(lam.size - pos - neg)
     if kind == "not critical":
@@ -1233,4 +1223,5 @@ def loss_point(param, loss, theta, gtol=1e-8, policy=None):
     else:
         verdict = "minimum"
     return LossPoint(param.name, gn, ln, kind, (pos, neg, zero), verdict, int(Q.shape[1]), lam,
-                     float(value(theta)))
+                     float(value(theta)), float(tol), bool(decision.doubtful),
+                     float(decision.closest))

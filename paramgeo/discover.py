@@ -44,7 +44,7 @@ import math
 import numpy as np
 
 from .errors import ParamgeoError
-from .geometry import DEFAULT_POLICY, decide_rank
+from .geometry import DEFAULT_POLICY, RankPolicy, decide_rank, null_basis, range_basis
 from .results import Result
 from .symmetry import SymmetryGroup
 
@@ -52,6 +52,17 @@ from .symmetry import SymmetryGroup
 MAX_LINEAR_DIM = 40
 #: Relative tolerance of the invariance tests of discrete candidates and finite elements.
 INVARIANCE_TOL = 1e-8
+#: Tolerances of the structure computations on a discovered algebra (ranks of its bracket
+#: tables, the Killing form's signature, the diagonal/symmetric/skew tests). The basis is
+#: Frobenius-orthonormal, so structure constants and Killing eigenvalues are O(1) (or exactly
+#: 0), while the basis carries the round-off of the null space of the stacked linear system
+#: (closure residuals about 1e-15 for the built-in plugins; at worst eps over the singular-value
+#: gap of that system). A floor of 1e-8 on bracket ranks (``atol``; the relative part stays the
+#: caller's ``rtol``) and of 1e-7 on Killing eigenvalues (``KILLING_POLICY``: |lambda| <=
+#: 1e-7 max(1, max|lambda|) counts as zero) sits many orders above that error and far below
+#: the nonzero O(1) values, so the decisions do not depend on round-off.
+STRUCTURE_ATOL = 1e-8
+KILLING_POLICY = RankPolicy(rtol=1e-7, atol=1e-7)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,15 +204,13 @@ def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEA
 
 # ------------------------------------------------------------------------------- linear search
 def _row_space(J, policy):
-    _, s, vt = np.linalg.svd(J, full_matrices=False)
-    r = decide_rank(s, policy, warn=False).rank
-    return vt[:r]
+    """Orthonormal rows spanning the row space of J (range of J^T, rank by the policy)."""
+    return range_basis(J.T, policy, warn=False)[0].T
 
 
 def _null_space(M, policy):
-    _, s, vt = np.linalg.svd(M, full_matrices=True)
-    r = decide_rank(s, policy, warn=False).rank
-    return vt[r:]
+    """Orthonormal rows spanning {x : M x = 0} (rank by the policy)."""
+    return null_basis(M, policy, warn=False)[0].T
 
 
 def _linear(param, rng, rank0, policy, first):
@@ -296,20 +305,20 @@ def _structure(basis, policy):
             C[a, b] = coords
             closure = max(closure, float(np.linalg.norm(X - coords @ B)))
     # the basis is orthonormal, so brackets are O(1): decide ranks with an absolute floor too
-    exact = dataclasses.replace(policy, atol=max(policy.atol, 1e-8))
+    exact = dataclasses.replace(policy, atol=max(policy.atol, STRUCTURE_ATOL))
     derived = decide_rank(C.reshape(k * k, k), exact, warn=False).rank
     Z = C.transpose(1, 2, 0).reshape(k * k, k)  # x in centre iff sum_a x_a C[a, b, :] = 0
     center = k - decide_rank(Z, exact, warn=False).rank
     ad = C.transpose(0, 2, 1)  # ad[a][e, b] = C[a, b, e]
     K = np.einsum("aij,bji->ab", ad, ad)
     eig = np.linalg.eigvalsh((K + K.T) / 2)
-    tol = 1e-7 * max(1.0, float(np.max(np.abs(eig))))
+    tol = decide_rank(np.abs(eig), KILLING_POLICY, warn=False).tol
     killing = (int(np.sum(eig > tol)), int(np.sum(eig < -tol)), int(np.sum(np.abs(eig) <= tol)))
     return {"center": int(center), "derived": int(derived), "killing": killing,
             "closure": closure}
 
 
-def _name(basis, s, tol=1e-8):
+def _name(basis, s, tol=STRUCTURE_ATOL):
     """A recognisable name for the algebra (see the module docstring); a structural
     description when nothing matches."""
     k = len(basis)

@@ -42,57 +42,36 @@ Flammarion (2023), "Saddle-to-saddle dynamics in diagonal linear networks"; Wood
 
 import dataclasses
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from .errors import ParamgeoError
-from .losses import pullback
-from .results import Result
+from .losses import LinearMeasurements, pullback
+from .results import Result, to_jsonable
 
-# ---------------------------------------------------------------------------- progress bars
-
-
-class _NoProgress:
-    def update(self, n):
-        pass
-
-    def close(self):
-        pass
+# ---------------------------------------------------------------------------- progress
 
 
-class _ClickProgress:
-    def __init__(self, total, label):
-        import click
+def _progress_callback(progress, label):
+    """(callback, close) for an engine's ``progress`` argument: a callable
+    ``progress(done, total)`` is used as it is; ``True`` shows the one progress bar of paramgeo
+    (:func:`paramgeo.cli._common.progress_bar`, click on stderr); False/None shows nothing."""
+    if callable(progress):
+        return progress, lambda: None
+    if not progress:
+        return None, lambda: None
+    from .cli._common import progress_bar
 
-        self._cm = click.progressbar(length=total, label=label, file=sys.stderr)
-        self._bar = self._cm.__enter__()
-
-    def update(self, n):
-        self._bar.update(n)
-
-    def close(self):
-        self._cm.__exit__(None, None, None)
-
-
-def _progress(total, enabled, label):
-    """A progress bar over ``total`` units: tqdm if installed (extra ``progress``), else
-    click's; a no-op unless ``enabled``."""
-    if not enabled:
-        return _NoProgress()
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return _ClickProgress(total, label)
-    return tqdm(total=total, desc=label, leave=False, file=sys.stderr)
+    cm = progress_bar(label)
+    return cm.__enter__(), lambda: cm.__exit__(None, None, None)
 
 
 # ---------------------------------------------------------------------------- conserved
 
 
-class ConservedQuantities:
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class ConservedQuantities(Result):
     """Quadratic conserved quantities Q_c(theta) = theta^T S_c theta of gradient flow.
 
     ``matrices`` are sparse symmetric n x n matrices S_c, ``labels`` readable formulas,
@@ -102,13 +81,18 @@ class ConservedQuantities:
     may be empty.
     """
 
-    def __init__(self, matrices=(), labels=(), combinations=None, nonlinear=(), note=""):
-        self.matrices = tuple(matrices)
-        self.labels = tuple(labels)
-        self.combinations = (np.zeros((0, 0)) if combinations is None
-                             else np.asarray(combinations, float))
-        self.nonlinear = tuple(nonlinear)
-        self.note = note
+    matrices: tuple = ()
+    labels: tuple = ()
+    combinations: np.ndarray = None
+    nonlinear: tuple = ()
+    note: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "matrices", tuple(self.matrices))
+        object.__setattr__(self, "labels", tuple(self.labels))
+        object.__setattr__(self, "combinations", np.zeros((0, 0)) if self.combinations is None
+                           else np.asarray(self.combinations, float))
+        object.__setattr__(self, "nonlinear", tuple(self.nonlinear))
 
     def __len__(self):
         return len(self.matrices)
@@ -126,6 +110,22 @@ class ConservedQuantities:
         cols = [np.sum(np.asarray(abs(S) @ np.abs(thetas.T)).T * np.abs(thetas), axis=1)
                 for S in self.matrices]
         return np.stack(cols, axis=1) if cols else np.zeros((len(thetas), 0))
+
+    def to_dict(self):
+        """JSON-able: the labels, the combinations, and each S_c as sparse (row, col, value)
+        triples of its upper triangle."""
+        mats = []
+        for S in self.matrices:
+            coo = S.tocoo()
+            keep = coo.row <= coo.col
+            mats.append({"row": coo.row[keep], "col": coo.col[keep], "value": coo.data[keep]})
+        return to_jsonable({"labels": self.labels, "matrices": mats,
+                            "combinations": self.combinations, "nonlinear": self.nonlinear,
+                            "note": self.note})
+
+    def __str__(self):
+        head = f"ConservedQuantities: {len(self)}" + (f" ({self.note})" if self.note else "")
+        return "\n".join([head] + [f"  {lab}" for lab in self.labels])
 
     def __repr__(self):
         return f"<ConservedQuantities {list(self.labels)}{' ' + self.note if self.note else ''}>"
@@ -169,8 +169,9 @@ def conserved_quantities(param, *, max_dim=2000, tol=1e-10):
     column of ``symmetry().generators(theta)``) by evaluating it on the basis vectors e_j; a
     column that is not linear in theta (checked at a random point) is skipped. The symmetric
     elements of a are {sum_k c_k A_k : sum_k c_k (A_k - A_k^T) = 0}, a null space computed from
-    the Gram matrix of the antisymmetric parts; combinations giving S = 0 are dropped, and the
-    basis is put in echelon form so that each law involves few generators. Examples:
+    the Gram matrix of the antisymmetric parts (the A_k and the linearity test come from
+    :func:`paramgeo.symmetry.linear_action_matrices`); combinations giving S = 0 are dropped,
+    and the basis is put in echelon form so that each law involves few generators. Examples:
     u_i^2 - v_i^2 for u * v; the entries of U^T U - V^T V for U V^T (GL(r)); none for U U^T
     (so(r) is skew). Parameterizations with n > ``max_dim`` are skipped (note says so).
 
@@ -190,35 +191,14 @@ def conserved_quantities(param, *, max_dim=2000, tol=1e-10):
     n = param.n
     if n > max_dim:
         return ConservedQuantities(note=f"skipped: n = {n} > max_dim = {max_dim}")
-    group = param.symmetry()
-    probe = np.random.default_rng(0).standard_normal(n)
-    G_probe = np.asarray(group.generators(probe), float)
-    K = G_probe.shape[1]
+    from .symmetry import linear_action_matrices
+
+    A, linear = linear_action_matrices(param.symmetry(), n, sparse=True)
+    K = len(A)
     if K == 0:
         result = ConservedQuantities(note="discrete symmetry only")
         _CONSERVED_CACHE[key] = result
         return result
-    rows, cols, ks, vals = [], [], [], []
-    e = np.zeros(n)
-    for j in range(n):
-        e[j] = 1.0
-        G = np.asarray(group.generators(e), float)
-        e[j] = 0.0
-        i_idx, k_idx = np.nonzero(G)
-        rows.append(i_idx)
-        cols.append(np.full(len(i_idx), j))
-        ks.append(k_idx)
-        vals.append(G[i_idx, k_idx])
-    rows, cols = np.concatenate(rows), np.concatenate(cols)
-    ks, vals = np.concatenate(ks), np.concatenate(vals)
-    A = [sp.csr_matrix((vals[ks == k], (rows[ks == k], cols[ks == k])), shape=(n, n))
-         for k in range(K)]
-    linear = []
-    for k in range(K):
-        pred = A[k] @ probe
-        scale = max(np.linalg.norm(G_probe[:, k]), 1e-300)
-        if np.linalg.norm(pred - G_probe[:, k]) <= 1e-9 * scale:
-            linear.append(k)
     nonlinear = tuple(k for k in range(K) if k not in linear)
 
     def stacked(mats):
@@ -329,15 +309,14 @@ class Trajectory(Result):
 
     def summary(self):
         """A short JSON-able summary (no arrays of the whole trajectory)."""
-        return {
-            "method": self.method, "records": len(self.times), "t_final": float(self.times[-1]),
-            "loss_initial": float(self.losses[0]), "loss_final": float(self.losses[-1]),
-            "grad_norm_final": float(self.grad_norms[-1]), "n_evals": int(self.n_evals),
-            "success": bool(self.success), "message": self.message,
-            "conserved": {lab: float(d) for lab, d in
-                          zip(self.conserved_labels, (self.conserved_drift if
-                                                      self.conserved_drift is not None else []))},
-        }
+        drift = self.conserved_drift if self.conserved_drift is not None else []
+        return to_jsonable({
+            "method": self.method, "records": len(self.times), "t_final": self.times[-1],
+            "loss_initial": self.losses[0], "loss_final": self.losses[-1],
+            "grad_norm_final": self.grad_norms[-1], "n_evals": self.n_evals,
+            "success": self.success, "message": self.message,
+            "conserved": dict(zip(self.conserved_labels, drift)),
+        })
 
     def __str__(self):
         drift = ""
@@ -426,8 +405,10 @@ def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, at
     BDF/Radau (implicit, for stiff problems). Records at ``n_records`` times, evenly spaced (or
     log-spaced from t_final * 1e-6 when ``log_times``, useful for small initialisations), or at
     the times ``t_eval``. ``stop_loss``/``stop_grad`` stop the integration when the loss/the
-    gradient norm falls below them (terminal events). ``progress`` shows a progress bar in
-    time. ``conserved`` records the quadratic conserved quantities (:func:`conserved_quantities`).
+    gradient norm falls below them (terminal events). ``progress``: a callable
+    ``progress(done, total)`` called as the integration advances (done of total = 1000 parts of
+    [0, t_final]), or True for paramgeo's progress bar on stderr. ``conserved`` records the
+    quadratic conserved quantities (:func:`conserved_quantities`).
     """
     theta0 = param.as_theta(theta0)
     value, grad = pullback(param, loss)
@@ -442,13 +423,15 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
     """Integrate d theta/dt = -field(theta); record value and grad (see gradient_flow)."""
     if not (np.isfinite(t_final) and t_final > 0):
         raise ParamgeoError(f"the final time must be a positive number, got {t_final}")
+    from scipy.integrate import solve_ivp
+
     counter = {"n": 0, "shown": 0}
 
     def rhs(t, theta):
         counter["n"] += 1
         done = int(1000 * min(t, t_final) / t_final)
-        if done > counter["shown"]:
-            bar.update(done - counter["shown"])
+        if report is not None and done > counter["shown"]:
+            report(done, 1000)
             counter["shown"] = done
         return -field(theta)
 
@@ -471,14 +454,14 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
         flat.terminal = True
         events.append(flat)
         reasons.append(f"gradient norm below {stop_grad:g}")
-    bar = _progress(1000, progress, f"gradient flow to t = {t_final:g}")
+    report, close = _progress_callback(progress, f"gradient flow to t = {t_final:g}")
     try:
         sol = solve_ivp(rhs, (0.0, t_final), theta0, method=method, t_eval=t_eval, rtol=rtol,
                         atol=atol, events=events or None)
     except ValueError as exc:
         raise ParamgeoError(f"solve_ivp refused the problem: {exc}") from None
     finally:
-        bar.close()
+        close()
     times, thetas, message = sol.t, sol.y.T, str(sol.message)
     if sol.status == 1:  # a terminal event: record the stopping point too
         hits = [(te[0], ye[0], why) for te, ye, why in zip(sol.t_events, sol.y_events, reasons)
@@ -527,7 +510,8 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=1, stop_los
     without replacement by ``numpy.random.default_rng(seed)`` (stochastic gradient descent;
     needs a loss built from samples). Records every ``record_every`` steps (and the last).
     ``stop_loss``/``stop_grad`` stop early when the loss/the full gradient norm falls below
-    them (checked at recorded steps and, when given, every step).
+    them (checked at recorded steps and, when given, every step). ``progress``: a callable
+    ``progress(done, total)`` called after every step, or True for paramgeo's progress bar.
     """
     theta = param.as_theta(theta0).copy()
     if int(steps) != steps or steps < 0:
@@ -549,7 +533,7 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=1, stop_los
     times, thetas = [0], [theta.copy()]
     message = f"completed {steps} steps"
     n_evals = 0
-    bar = _progress(steps, progress, f"gradient descent, {steps} steps")
+    report, close = _progress_callback(progress, f"gradient descent, {steps} steps")
     try:
         for t in range(steps):
             if rng is not None:
@@ -559,7 +543,8 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=1, stop_los
                 g = step_grad(theta)
                 theta = theta - schedule_fn(t) * g
             n_evals += 1
-            bar.update(1)
+            if report is not None:
+                report(t + 1, steps)
             if not np.all(np.isfinite(theta)):
                 raise ParamgeoError(
                     f"gradient descent diverged at step {t + 1}; lower the step size")
@@ -578,7 +563,7 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=1, stop_los
                     thetas.append(theta.copy())
                 break
     finally:
-        bar.close()
+        close()
     method = "gd" if rng is None else f"sgd (batch {batch_size}, seed {seed})"
     return _finish(param, value, grad, method, times, thetas, True, message, n_evals, conserved)
 
@@ -612,11 +597,14 @@ def predictor_flow(param, loss, theta0, t_final, *, metric=None, t_eval=None, n_
     symmetric W, or sqrt(4 beta^2 + c^2) w for u * v with the conserved c = u^2 - v^2) the state
     is beta alone: an ODE on predictors that never looks at theta. Without it, M = J J^T at a
     fiber point carried along by the minimum-norm horizontal lift theta' = J^+ beta'
-    (``geometry.horizontal_lift``: a dense least-squares solve, an independent route from the
-    VJP), and the state is (beta, theta): beta is integrated as its own variable, so comparing
-    it with phi(theta_gf(t)) from :func:`gradient_flow` tests the push-forward identity
+    (``geometry.horizontal_lift``: the pseudo-inverse of a dense J under the rank policy, an
+    independent route from the VJP), and the state is (beta, theta): beta is integrated as its
+    own variable, so comparing it with phi(theta_gf(t)) from :func:`gradient_flow` tests the
+    push-forward identity
     d phi(theta)/dt = J theta' = -J J^T grad ell.
     """
+    from scipy.integrate import solve_ivp
+
     from .geometry import horizontal_lift
 
     theta0 = param.as_theta(theta0)
@@ -670,23 +658,17 @@ def quotient_flow(param, loss, theta0, t_final, *, generic=False, method="LSODA"
 
 
 def mirror_flow(param, loss, theta0, t_eval, *, rtol=1e-10, atol=1e-12):
-    """The predictor mirror flow d/dt grad R(beta) = -grad ell(beta), i.e.
-    beta' = -Hess R(beta)^{-1} grad ell(beta), from beta0 = phi(theta0), with the Legendre
-    potential R of ``paramgeo.mirror.mirror_potential`` (Li, Wang, Lee, Arora 2022, "Implicit
-    bias of gradient descent on reparametrized models: on equivalence to mirror descent"): for
-    commuting parameterizations it equals the pushed-forward gradient flow. Returns (T, m)."""
-    from .mirror import mirror_potential
+    """The predictor path (T, m) of the mirror flow d/dt grad R(beta) = -grad ell(beta) from
+    beta0 = phi(theta0): a shorthand for ``paramgeo.mirror.mirror_flow(
+    paramgeo.mirror.mirror_potential(param, theta0), loss, t_eval)`` (the mirror engine owns
+    the potential and the integration, including the conjugate-map route of numerical
+    potentials; Li, Wang, Lee, Arora 2022). For commuting parameterizations it equals the
+    pushed-forward gradient flow (:func:`compare_flows` with ``mirror=True``)."""
+    from . import mirror
 
-    pot = mirror_potential(param, theta0)
-    beta0 = np.asarray(param.forward_flat(param.as_theta(theta0)), float)
-    t_eval = np.asarray(t_eval, float)
-
-    def rhs(_, beta):
-        return -np.linalg.solve(pot.hessian(beta), loss.grad(beta))
-
-    sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), beta0, method="LSODA", t_eval=t_eval,
-                    rtol=rtol, atol=atol)
-    return sol.y.T
+    path, _ = mirror.mirror_flow(mirror.mirror_potential(param, theta0), loss,
+                                 np.asarray(t_eval, float), rtol=rtol, atol=atol)
+    return path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -709,8 +691,10 @@ def compare_flows(param, loss, theta0, t_final, *, metric=None, n_records=40, rt
                   atol=1e-12, mirror=None):
     """Integrate gradient flow, the predictor flow (:func:`predictor_flow`, with ``metric`` if
     given) and the quotient flow (:func:`quotient_flow`) from theta0, and report how far the
-    pushed-forward parameter trajectory phi(theta(t)) is from each. ``mirror`` may be a
-    callable (times, beta0) -> (T, m) predictor path of a mirror flow to compare as well."""
+    pushed-forward parameter trajectory phi(theta(t)) is from each. ``mirror`` adds the
+    predictor mirror flow: True integrates the one of ``paramgeo.mirror`` (its potential from
+    theta0, :func:`mirror_flow`); a callable (times, beta0) -> (T, m) predictor path is
+    compared as it is."""
     from .geometry import horizontal_projection
 
     t_eval = np.linspace(0.0, t_final, n_records)
@@ -730,7 +714,10 @@ def compare_flows(param, loss, theta0, t_final, *, metric=None, n_records=40, rt
             h = horizontal_projection(param, theta, g, generic=True)
             vertical = max(vertical, float(np.linalg.norm(g - h) / gn))
     mirror_dev, notes = float("nan"), "no mirror flow given"
-    if mirror is not None:
+    if mirror is True:
+        def mirror(times, _beta0):
+            return mirror_flow(param, loss, theta0, times, rtol=rtol, atol=atol)
+    if mirror is not None and mirror is not False:
         path = np.asarray(mirror(t_eval, ref[0]))
         mirror_dev = float(np.max(np.abs(path - ref)) / scale)
         notes = "mirror flow compared"
@@ -799,8 +786,8 @@ def _constrained_min(loss, free_lo, free_hi):
     beta = np.zeros(loss.m)
     if not len(free):
         return beta
-    A = getattr(loss, "A", None)
-    if A is not None and hasattr(loss, "residual"):  # squared loss: a bounded least squares
+    if isinstance(loss, LinearMeasurements):  # squared loss: a bounded least squares
+        A = loss.A
         lo, hi = free_lo[free], free_hi[free]
         if np.all(np.isinf(lo)) and np.all(np.isinf(hi)):
             beta[free] = np.linalg.lstsq(A[:, free], loss.y, rcond=None)[0]
@@ -822,9 +809,16 @@ def _constrained_min(loss, free_lo, free_hi):
 
 
 def saddle_to_saddle(loss, *, upper=1.0, lower=1.0, max_saddles=100, tol=1e-10):
-    """The limit of gradient flow from vanishing initialisation for diagonal parameterizations
-    (Pesme and Flammarion 2023, "Saddle-to-saddle dynamics in diagonal linear networks",
-    Algorithm 1, written for a general loss ell on predictors with box thresholds).
+    """The vanishing-initialisation limit of gradient flow for the *diagonal* model
+    beta = u * v (a two-layer diagonal linear network, the ``hadamard`` parameterization):
+    Pesme and Flammarion (2023), "Saddle-to-saddle dynamics in diagonal linear networks",
+    Algorithm 1, written for a general loss ell on predictors with box thresholds.
+
+    It is not a generic engine over parameterizations: the jump rule below is derived for
+    u * v (coordinatewise, commuting fields) and holds for no other model. Its input is only
+    the loss on predictors (no plugin); the model is implied. The same recursion with
+    ``lower=None`` and ``upper=1/2`` describes a non-negative diagonal model (the eigenvalues
+    of M = W W^T when they evolve in a fixed eigenbasis, see examples/lotka_volterra.py).
 
     For beta = u * v from u_0 = sqrt(2) alpha 1, v_0 = 0, u^2 - v^2 = 2 alpha^2 is conserved,
     beta' = -2 sqrt(beta^2 + alpha^4) grad ell, i.e. (1/2) arcsinh(beta / alpha^2) =
@@ -844,7 +838,8 @@ def saddle_to_saddle(loss, *, upper=1.0, lower=1.0, max_saddles=100, tol=1e-10):
     ``upper``/``lower`` are the activation thresholds (1 for u * v; ``lower=None`` keeps beta
     non-negative, as for the eigenvalues of M = W W^T, where log m_k / log(1/alpha) =
     -2 + 4 s_k and a mode switches on at s_k = 1/2). The constrained problems are bounded least
-    squares (``scipy.optimize.lsq_linear``, BVLS) for the squared loss, L-BFGS-B otherwise.
+    squares (``scipy.optimize.lsq_linear``, BVLS) for the squared loss
+    (:class:`paramgeo.losses.LinearMeasurements`), L-BFGS-B otherwise.
     """
     m = loss.m
     if m is None:
@@ -902,5 +897,6 @@ def jump_times(times, losses, plateau_losses):
 __all__ = [
     "ConservedQuantities", "FlowComparison", "PredictorPath", "SaddleSequence", "Trajectory",
     "compare_flows", "conserved_quantities", "gradient_descent", "gradient_flow", "jump_times",
-    "mirror_flow", "predictor_flow", "predictor_velocity", "quotient_flow", "saddle_to_saddle", "schedule",
+    "mirror_flow", "predictor_flow", "predictor_velocity", "quotient_flow", "saddle_to_saddle",
+    "schedule",
 ]

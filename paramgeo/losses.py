@@ -170,6 +170,10 @@ class Logistic(_MarginLoss):
         return anp.mean(anp.logaddexp(0.0, -self.margins(beta)))
 
     def grad(self, beta):
+        """grad ell(beta) = -(1/N) sum_i y_i sigma(-mu_i) A_i, with margins mu_i = y_i <A_i, beta>
+        and sigma(z) = 1 / (1 + exp(-z)), i.e. coefficient -y_i / (1 + exp(mu_i)) on A_i
+        (d/dmu log(1 + exp(-mu)) = -1 / (1 + exp(mu)); the autograd default is the test
+        oracle)."""
         s = -self.y / (1.0 + np.exp(self.margins(np.asarray(beta, float))))
         return self.A.T @ s / self.N
 
@@ -181,6 +185,8 @@ class Exponential(_MarginLoss):
         return anp.mean(anp.exp(-self.margins(beta)))
 
     def grad(self, beta):
+        """grad ell(beta) = -(1/N) sum_i y_i exp(-mu_i) A_i, with margins mu_i = y_i <A_i, beta>
+        (d/dmu exp(-mu) = -exp(-mu); the autograd default is the test oracle)."""
         s = -self.y * np.exp(-self.margins(np.asarray(beta, float)))
         return self.A.T @ s / self.N
 

@@ -802,7 +802,8 @@ class _OrbitChart:
             logvol = np.zeros(M)
         G2 = self.V.T @ Einv2 @ self.V
         logNJ = self.logNJ0 + 0.5 * np.linalg.slogdet(G2)[1]
-        return th, logvol + logC - logNJ
+        with np.errstate(invalid="ignore"):  # -inf - -inf at degenerate points: callers map
+            return th, logvol + logC - logNJ  # non-finite log factors to weight zero
 
 
 def _logdens_batch(f, th):

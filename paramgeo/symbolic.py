@@ -16,8 +16,14 @@ import time
 
 import numpy as np
 
-from .errors import ContractError
+from .errors import ContractError, ParamgeoError
 from .results import Result
+
+
+class ExactComputationError(ParamgeoError, ValueError):
+    """An exact (sympy) computation cannot be done for this parameterization or at this size:
+    phi is not rational in theta, or the matrix exceeds the size limit. The message names the
+    numeric alternative or the limit to raise."""
 
 
 def _key(param):
@@ -196,13 +202,6 @@ def _rational_ranks(param, n_points, seed):
     return ranks, exact
 
 
-def exact_generic_rank(param, n_points=2, seed=0):
-    """Generic rank of J as the maximum of its exact ranks over Q at ``n_points`` random
-    rational points (see :func:`rational_point`). Returns (rank, exact)."""
-    ranks, exact = _rational_ranks(param, n_points, seed)
-    return max(ranks), exact
-
-
 def symbolic_rank(param, max_entries=SYMBOLIC_RANK_MAX_ENTRIES):
     """Rank of J as a matrix over the field of rational functions Q(theta) (exact; it equals
     the generic rank by definition). Returns None when m * n exceeds ``max_entries`` or phi is
@@ -222,28 +221,33 @@ def symbolic_rank(param, max_entries=SYMBOLIC_RANK_MAX_ENTRIES):
 def exact_kernel(param, point=None, max_entries=SYMBOLIC_RANK_MAX_ENTRIES):
     """An exact basis of ker J: at a rational ``point`` ({symbol: Rational}, columns over Q), or
     with ``point=None`` over Q(theta) (columns of rational functions; only when m * n <=
-    ``max_entries`` and phi is rational). Returns a list of n x 1 sympy matrices."""
+    ``max_entries`` and phi is rational). Returns a list of n x 1 sympy matrices. Raises
+    :class:`ExactComputationError` (naming the alternative) when phi is not rational in theta
+    or J is larger than ``max_entries``."""
     import sympy
-
-    from .errors import NotProvidedError
 
     J = exact_jacobian(param)
     if point is not None:
         dm = _domain_matrix(J.xreplace(point))
         if dm.domain not in (sympy.ZZ, sympy.QQ):
-            raise NotProvidedError(type(param).__name__, "exact_kernel at a point (phi is not "
-                                   "rational in theta; use paramgeo.kernel)")
+            raise ExactComputationError(
+                f"{param.name}: J has non-rational entries at this point (phi is not rational "
+                "in theta), so its kernel cannot be computed exactly over Q; use "
+                "paramgeo.kernel(param, theta) for the numerical kernel")
         ns = dm.convert_to(sympy.QQ).nullspace().to_Matrix()
         return [ns.row(i).T for i in range(ns.rows)]
     if param.m * param.n > max_entries:
-        raise NotProvidedError(type(param).__name__, f"exact_kernel over Q(theta) with m*n = "
-                               f"{param.m * param.n} > {max_entries} entries")
+        raise ExactComputationError(
+            f"{param.name}: the kernel over Q(theta) is computed only for m*n <= {max_entries} "
+            f"entries of J, and here m*n = {param.m * param.n}; pass max_entries="
+            f"{param.m * param.n} to try anyway, or give a rational point (kernel over Q)")
 
     def build():
         dm = _domain_matrix(J)
         if not _is_exact(dm):
-            raise NotProvidedError(type(param).__name__, "exact_kernel over Q(theta) (phi is "
-                                   "not rational in theta)")
+            raise ExactComputationError(
+                f"{param.name}: phi is not rational in theta, so the kernel over Q(theta) "
+                "cannot be computed exactly; use paramgeo.kernel(param, theta) at a point")
         ns = dm.to_field().nullspace().to_Matrix()
         return [_primitive(ns.row(i).T) for i in range(ns.rows)]
 

@@ -115,6 +115,65 @@ class MatrixGroupAction(SymmetryGroup):
         return np.stack(cols, axis=1) if cols else np.zeros((theta.size, 0))
 
 
+#: above this n, :func:`linear_action_matrices` returns scipy.sparse matrices by default
+SPARSE_ACTION_MIN_N = 200
+
+
+def linear_action_matrices(group, n, rng=None, sparse=None, tol=1e-9):
+    """(A, linear): the matrices A_k of the infinitesimal action of ``group`` on R^n, and which
+    of them describe it.
+
+    If the k-th generator column is linear in theta, generators(theta)[:, k] = A_k theta for
+    the n x n matrix A_k whose j-th column is generators(e_j)[:, k] (e_j the basis vectors), so
+    A_k is read off from n evaluations of ``group.generators``. Linearity is checked at one
+    random point theta ~ N(0, I) drawn from ``rng`` (a numpy Generator or a seed; default seed
+    0, so the answer is reproducible): column k is linear when
+    |A_k theta - generators(theta)[:, k]| <= tol |generators(theta)[:, k]|. ``linear`` is the
+    tuple of those k (a column that fails is not an A_k theta: the action is not linear there).
+
+    ``A`` is an array (k, n, n), or with ``sparse=True`` a list of k ``scipy.sparse`` CSR
+    matrices (the default for n > ``SPARSE_ACTION_MIN_N``: the A_k of a matrix-group action
+    have O(n) nonzero entries). For a linear action these are the Lie-algebra elements the
+    conservation laws theta^T S theta (S symmetric in span{A_k}) and orbit volumes are built
+    from (Kunin et al. 2021, "Neural mechanics"; Marcotte, Gribonval, Peyre 2023).
+    """
+    from .geometry import as_rng
+
+    n = int(n)
+    sparse = n > SPARSE_ACTION_MIN_N if sparse is None else bool(sparse)
+    probe = as_rng(0 if rng is None else rng).standard_normal(n)
+    G_probe = np.asarray(group.generators(probe), float)
+    K = G_probe.shape[1]
+    rows, cols, ks, vals = [], [], [], []
+    e = np.zeros(n)
+    for j in range(n):
+        e[j] = 1.0
+        G = np.asarray(group.generators(e), float)
+        e[j] = 0.0
+        i_idx, k_idx = np.nonzero(G)
+        rows.append(i_idx)
+        cols.append(np.full(len(i_idx), j))
+        ks.append(k_idx)
+        vals.append(G[i_idx, k_idx])
+    rows, cols = np.concatenate(rows).astype(int), np.concatenate(cols).astype(int)
+    ks, vals = np.concatenate(ks).astype(int), np.concatenate(vals)
+    if sparse:
+        import scipy.sparse as sp
+
+        A = [sp.csr_matrix((vals[ks == k], (rows[ks == k], cols[ks == k])), shape=(n, n))
+             for k in range(K)]
+        predicted = np.stack([A[k] @ probe for k in range(K)], axis=1) if K else G_probe
+    else:
+        A = np.zeros((K, n, n))
+        A[ks, rows, cols] = vals
+        predicted = np.einsum("kij,j->ik", A, probe)
+    linear = tuple(
+        k for k in range(K)
+        if np.linalg.norm(predicted[:, k] - G_probe[:, k])
+        <= tol * max(np.linalg.norm(G_probe[:, k]), 1e-300))
+    return A, linear
+
+
 def blocks_of(spec, *names):
     """(start, stop, shape) triples of the named blocks of a ParamSpec, for MatrixGroupAction."""
     return tuple((spec.slices[n].start, spec.slices[n].stop, spec.blocks[n]) for n in names)

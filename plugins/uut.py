@@ -13,13 +13,31 @@ S = W W^T, and the Burer-Monteiro factorization of a PSD matrix all use this map
   (U^T U) Omega + Omega (U^T U) = U^T V - V^T U, solved in the eigenbasis of U^T U with the
   pseudo-inverse where lambda_i + lambda_j = 0 (there U Omega does not depend on Omega_ij).
   The quotient metric is the Bures-Wasserstein metric on rank-r PSD matrices.
+* Mirror potential, valid in commuting regimes only (the fields of UU^T do not commute for
+  generic losses, so no potential serves every loss). With G = grad ell(Q) symmetric, gradient
+  flow dU/dt = -2 G U gives dQ/dt = -2 (G Q + Q G). If the loss is ell(Q) =
+  sum_i f_i(<A_i, Q>) with symmetric A_i that commute with each other and with Q0 = U0 U0^T,
+  then in a joint orthonormal eigenbasis E of {A_i, Q0} the flow stays diagonal,
+  Q(t) = E diag(lambda(t)) E^T, and with g = grad_lambda ell(E diag(lambda) E^T)
+      d lambda_j / dt = -4 lambda_j g_j,   i.e.   d/dt (1/4) log lambda_j = -g_j,
+  the mirror flow of the entropy R(lambda) = 1/4 sum_j [lambda_j log(lambda_j / lambda0_j)
+  - lambda_j + lambda0_j] (grad R(lambda0) = 0; coordinates with lambda0_j = 0 never move).
+  Basis-free, this is d/dt grad R(Q) = -G for the von Neumann relative entropy
+      R(Q) = 1/4 tr[Q log Q - Q log Q0 - Q + Q0]       (+inf unless range Q is in range Q0),
+  the potential of the matrix exponentiated gradient (Tsuda, Raetsch, Warmuth 2005); its
+  alpha -> 0 limit from U0 = alpha I is the minimum-trace (nuclear-norm) bias of Gunasekar et
+  al. (2017, Theorem 1, commuting measurements). ``mirror_potential(theta0)`` returns it;
+  ``paramgeo.mirror.commuting_regime`` decides when a loss and theta0 are in such a regime and
+  restricts it to the joint spectral coordinates. ``init_at_scale(alpha)`` is U0 = alpha I_{d x r}.
 
 References: Burer and Monteiro (2003), "A nonlinear programming algorithm for solving
 semidefinite programs via low-rank factorization"; Journee, Bach, Absil, Sepulchre (2010),
 "Low-rank optimization on the cone of positive semidefinite matrices"; Massart and Absil (2020),
 "Quotient geometry with simple geodesics for the manifold of fixed-rank positive-semidefinite
 matrices"; Bhatia, Jain, Lim (2019), "On the Bures-Wasserstein distance between positive
-definite matrices".
+definite matrices"; Gunasekar, Woodworth, Bhojanapalli, Neyshabur, Srebro (2017), "Implicit
+regularization in matrix factorization"; Tsuda, Raetsch, Warmuth (2005), "Matrix exponentiated
+gradient updates for on-line learning and Bregman projection".
 """
 
 import autograd.numpy as anp
@@ -39,13 +57,16 @@ class UUT(Parameterization):
         "r": Size("int", default=2, minimum=1, help="columns of U (the factor rank)"),
     }
     capabilities = frozenset(
-        {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "horizontal_projection"}
+        {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "horizontal_projection",
+         "mirror_potential"}
     )
     references = (
         "Burer, Monteiro (2003) A nonlinear programming algorithm for solving semidefinite "
         "programs via low-rank factorization",
         "Massart, Absil (2020) Quotient geometry with simple geodesics for the manifold of "
         "fixed-rank positive-semidefinite matrices",
+        "Gunasekar, Woodworth, Bhojanapalli, Neyshabur, Srebro (2017) Implicit regularization "
+        "in matrix factorization",
     )
 
     def make_spec(self):
@@ -88,6 +109,84 @@ class UUT(Parameterization):
 
     def symmetry(self):
         return OrthogonalGroup(self.r, right=blocks_of(self.spec, "U"))
+
+    def init_at_scale(self, alpha):
+        """U0 = alpha I_{d x r} (Gunasekar et al. 2017 start from U0 = alpha I), so
+        Q0 = alpha^2 diag(1, ..., 1, 0, ..., 0) with min(d, r) ones."""
+        return float(alpha) * np.eye(self.d, self.r).ravel()
+
+    def mirror_potential(self, theta0):
+        """The von Neumann relative entropy R(Q) = 1/4 tr[Q log Q - Q log Q0 - Q + Q0].
+
+        Valid in commuting regimes only (see the module docstring); None when U0 = 0 (then
+        nothing moves). R is +inf unless sym(Q) is PSD with range inside range Q0 = U0 U0^T;
+        grad and Hessian are those of the restriction to that face, with P an orthonormal basis
+        of range Q0, Qc = P^T sym(Q) P = W diag(l) W^T and F = P W:
+            grad R(Q) = 1/4 P (log Qc - log(P^T Q0 P)) P^T,
+            Hess R(Q)[H] = 1/4 F (Gamma o (F^T sym(H) F)) F^T,
+        Gamma_jk = (log l_j - log l_k) / (l_j - l_k), Gamma_jj = 1 / l_j (the Daleckii-Krein
+        formula for the derivative of the matrix logarithm; Bhatia 1997, Matrix Analysis,
+        Theorem V.3.3). On matrices Q = E diag(lambda) E^T that commute with Q0 this is
+        R = 1/4 sum_j [lambda_j log(lambda_j / lambda0_j) - lambda_j + lambda0_j].
+        """
+        from paramgeo.mirror import Potential
+
+        U0 = self._U(np.asarray(theta0, float))
+        Q0 = U0 @ U0.T
+        w0, V0 = np.linalg.eigh(Q0)
+        if w0[-1] <= 0:
+            return None
+        keep = w0 > 1e-12 * w0[-1]
+        P, l0 = V0[:, keep], w0[keep]
+        d, k = self.d, int(keep.sum())
+
+        def parts(beta):
+            S = np.reshape(np.asarray(beta, float), (d, d))
+            S = (S + S.T) / 2
+            Sc = P.T @ S @ P
+            outside = np.linalg.norm(S - P @ Sc @ P.T) > 1e-9 * (1 + np.linalg.norm(S))
+            lam, W = np.linalg.eigh(Sc)
+            return Sc, lam, W, outside
+
+        def value(beta):
+            Sc, lam, _, outside = parts(beta)
+            if outside or lam[0] < -1e-12 * (1 + abs(lam[-1])):
+                return np.inf
+            lam = np.clip(lam, 0.0, None)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                xlogx = np.where(lam > 0, lam * np.log(np.where(lam > 0, lam, 1.0)), 0.0)
+            return float(0.25 * (xlogx.sum() - np.diag(Sc) @ np.log(l0) - np.trace(Sc)
+                                 + l0.sum()))
+
+        def grad(beta):
+            _, lam, W, _ = parts(beta)
+            with np.errstate(divide="ignore"):
+                L = (W * np.log(np.clip(lam, 0.0, None))) @ W.T - np.diag(np.log(l0))
+            return (0.25 * P @ L @ P.T).ravel()
+
+        def hessian(beta):
+            _, lam, W, _ = parts(beta)
+            F = P @ W
+            lj, lk = lam[:, None], lam[None, :]
+            close = np.abs(lj - lk) <= 1e-8 * np.maximum(np.abs(lj), np.abs(lk))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                gamma = np.where(close, 1.0 / np.sqrt(np.abs(lj * lk)),
+                                 (np.log(np.abs(lj)) - np.log(np.abs(lk))) / (lj - lk))
+            K = np.kron(F, F)  # vec(F X F^T) = K vec(X) (row-major vec)
+            T = np.eye(d * d).reshape(d, d, d, d).transpose(0, 1, 3, 2).reshape(d * d, d * d)
+            return 0.25 * (K * gamma.ravel()) @ K.T @ (np.eye(d * d) + T) / 2
+
+        uniform = np.allclose(l0, l0[0], rtol=1e-12)
+        lam0 = f"alpha^2 = {l0[0]:.6g}" if uniform else "the eigenvalues of Q0"
+        formula = ("R(Q) = 1/4 tr[Q log Q - Q log Q0 - Q + Q0], Q0 = U0 U0^T (von Neumann relative "
+                   "entropy; valid in commuting regimes). In joint spectral coordinates: R(lambda) = "
+                   "1/4 sum_j [lambda_j log(lambda_j / lambda0_j) - lambda_j + lambda0_j], lambda0_j "
+                   f"= {lam0} on range Q0 ({k} of {d}), lambda_j = 0 frozen elsewhere")
+        return Potential(
+            formula, "closed form",
+            "Gunasekar et al. (2017) Implicit regularization in matrix factorization, Theorem 1 "
+            "(commuting measurements); Tsuda, Raetsch, Warmuth (2005) Matrix exponentiated "
+            "gradient updates", np.asarray(theta0, float).copy(), Q0.ravel(), value, grad, hessian)
 
     def symbolic(self):
         import sympy

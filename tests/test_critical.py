@@ -24,7 +24,6 @@ from paramgeo.critical import (
     loss_hessian,
     loss_point,
     search,
-    second_derivative_vjp,
     near_stratum,
     strata,
 )
@@ -247,11 +246,13 @@ def test_near_singular_is_flagged(rng):
 
 # ------------------------------------------------------------------ search
 
-def test_second_derivative_vjp_matches_jacobian_derivative(rng, mono221):
+def test_hessian_vp_matches_jacobian_derivative(rng, mono221):
+    """The search gradient uses the contract's hessian_vp(theta, w, v) = (dJ[v])^T w; the
+    oracle is the directional derivative of J (autograd forward over reverse)."""
     for p in (mono221, paramgeo.get("uut", d=3, r=2)):
         theta, v, w = p.random_point(rng), rng.standard_normal(p.n), rng.standard_normal(p.m)
         expected = p.jacobian_derivative(theta, v).T @ w
-        np.testing.assert_allclose(second_derivative_vjp(p, theta, v, w), expected,
+        np.testing.assert_allclose(p.hessian_vp(theta, w, v), expected,
                                    rtol=1e-10, atol=1e-12)
 
 
@@ -384,6 +385,26 @@ def test_loss_strict_saddle_at_lower_eigenvector():
     assert res.signature[1] >= 1
     res2 = loss_point(p, CallableLoss(lambda b: anp.sum((b - Y.ravel()) ** 2), m=9), theta)
     assert res2.verdict == "strict saddle"
+
+
+def test_loss_signature_near_the_tolerance_is_flagged():
+    """beta = u * v at u = v = (1, 1), ell = (1/4)((beta_1 - 1)^2 + 1e-8 (beta_2 - 1)^2):
+    a true minimum whose horizontal Hessian has eigenvalues 2 * (1/2) * (1, 1e-8) (|grad
+    beta_i|^2 = u_i^2 + v_i^2 = 2), so 1e-8 sits a factor 5 above tol = 1e-9 * 1: counted
+    positive, but the signature is reported as decided near the tolerance."""
+    p = paramgeo.get("hadamard", p=2)
+    A = np.diag([1.0, 1e-4])
+    loss = LinearMeasurements(A, A @ np.ones(2))
+    with pytest.warns(paramgeo.NumericalDoubtWarning, match="horizontal space"):
+        res = loss_point(p, loss, np.ones(4))
+    assert res.verdict == "minimum" and res.signature == (2, 0, 0)
+    np.testing.assert_allclose(np.sort(res.eigenvalues), [1e-8, 1.0], rtol=1e-6)
+    assert res.near_degenerate and res.closest == pytest.approx(1e-8, rel=1e-6)
+    assert res.tol == pytest.approx(1e-9, rel=1e-6) and "NEAR-DEGENERATE" in str(res)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clear = loss_point(p, LinearMeasurements(np.eye(2), np.ones(2)), np.ones(4))
+    assert clear.verdict == "minimum" and not clear.near_degenerate
 
 
 # ------------------------------------------------------------------ errors and CLI

@@ -57,6 +57,9 @@ def test_conserved_quantities_match_the_known_laws():
     got = np.sort(uvt.values(theta)[0])
     want = np.sort([D[0, 0], 2 * D[0, 1], D[1, 1]])
     np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert set(json.loads(json.dumps(uvt.to_dict()))) == {"labels", "matrices", "combinations",
+                                                          "nonlinear", "note"}
+    assert isinstance(uvt, paramgeo.results.Result) and "U[0,0]^2" in str(uvt)
     deep = conserved_quantities(paramgeo.get("deep-diagonal", p=2, depth=3))
     assert set(deep.labels) == {"w1[0]^2 - w2[0]^2", "w2[0]^2 - w3[0]^2",
                                 "w1[1]^2 - w2[1]^2", "w2[1]^2 - w3[1]^2"}
@@ -239,6 +242,15 @@ def test_logistic_flow_and_progress_bar(rng, capsys):
     loss = Logistic(A, np.sign(A @ np.array([1.0, -1.0, 0.5])))
     tr = gradient_flow(p, loss, np.full(6, 0.1), 5.0, n_records=10, progress=True)
     assert tr.losses[-1] < tr.losses[0] < np.log(2) + 1e-3
+    calls = []  # the engine-side callback: progress(done, total), cumulative
+    gradient_flow(p, loss, np.full(6, 0.1), 5.0, n_records=10,
+                  progress=lambda done, total: calls.append((done, total)))
+    assert calls and calls[-1] == (1000, 1000) and all(t == 1000 for _, t in calls)
+    assert all(a[0] < b[0] for a, b in zip(calls, calls[1:]))
+    steps = []
+    gradient_descent(p, loss, np.full(6, 0.1), 7, 0.1,
+                     progress=lambda done, total: steps.append((done, total)))
+    assert steps == [(k, 7) for k in range(1, 8)]
 
 
 # ---------------------------------------------------------------- results, plots
@@ -332,12 +344,55 @@ def test_cli_bad_data_is_one_line_exit_2(tmp_path, arrays, fragment):
 
 def test_mirror_flow_equals_pushed_forward_flow_hadamard(rng):
     """With the mirror engine's hyperbolic-entropy potential (commuting u * v), the mirror flow
-    d/dt grad R(beta) = -grad ell equals phi(theta_gf(t))."""
+    d/dt grad R(beta) = -grad ell equals phi(theta_gf(t)). compare_flows(mirror=True) and the
+    shorthand flows.mirror_flow both integrate paramgeo.mirror's flow."""
+    from paramgeo import mirror
     from paramgeo.flows import mirror_flow
 
     p = paramgeo.get("hadamard", p=3)
     loss = _sensing(rng, p, N=5)
     theta0 = p.random_point(rng)
-    cmp = compare_flows(p, loss, theta0, 1.0, n_records=11,
-                        mirror=lambda t, b0: mirror_flow(p, loss, theta0, t))
+    cmp = compare_flows(p, loss, theta0, 1.0, n_records=11, mirror=True)
     assert cmp.mirror_flow_deviation < 1e-8 and cmp.notes == "mirror flow compared"
+    t = np.linspace(0.0, 1.0, 5)
+    direct, _ = mirror.mirror_flow(mirror.mirror_potential(p, theta0), loss, t, atol=1e-12)
+    np.testing.assert_array_equal(mirror_flow(p, loss, theta0, t), direct)
+
+
+# ---------------------------------------------------------------- two routes to conservation laws
+
+
+@pytest.mark.parametrize("name,sizes", [
+    ("hadamard", {"p": 2}), ("uvt", {"m": 2, "n": 2, "r": 2}),
+    ("deep-diagonal", {"p": 2, "depth": 3, "variant": "product"}), ("uut", {"d": 2, "r": 2}),
+    ("qk-attention", {"d": 2, "r": 2, "heads": 1, "tokens": 3})])
+def test_symmetry_laws_lie_in_the_span_of_the_mirror_laws(rng, name, sizes):
+    """Two routes to conservation laws of gradient flow: flows.conserved_quantities (theta^T S
+    theta for the symmetric elements S of the declared group's Lie algebra) and
+    mirror.conservation_laws (every polynomial h of degree <= 2 with <grad h, grad phi_i> = 0,
+    Marcotte, Gribonval, Peyre 2023). The first must lie in the span of the second: at random
+    points, each Q_c is a linear combination of the mirror laws, with the same coefficients at
+    every point. For these models the two spaces coincide (same dimension)."""
+    import sympy
+
+    from paramgeo.mirror import conservation_laws, symbolic_fields
+
+    p = paramgeo.get(name, **sizes)
+    flows_laws = conserved_quantities(p)
+    found = conservation_laws(p, degree=2, method="symbolic")
+    symbols, _ = symbolic_fields(p)  # theta order
+    local = {str(s): s for s in symbols}
+    exprs = [sympy.parse_expr(law, local_dict=local) for law in found.laws]
+    assert all(e.free_symbols <= set(symbols) for e in exprs)
+    assert all(sympy.Poly(e, *symbols).total_degree() <= 2 for e in exprs)
+    mirror_fns = [sympy.lambdify([symbols], e, modules="numpy") for e in exprs]
+    points = rng.standard_normal((3 * (len(exprs) + len(flows_laws)) + 5, p.n))
+    M = np.array([[float(f(x)) for f in mirror_fns] for x in points]).reshape(len(points), -1)
+    F = flows_laws.values(points)
+    assert len(flows_laws) == len(exprs)
+    if len(exprs) == 0:
+        assert name == "uut"  # so(r) is skew: no quadratic law, and none of degree <= 2 at all
+        return
+    coef = np.linalg.lstsq(M, F, rcond=None)[0]
+    assert np.linalg.norm(M @ coef - F) <= 1e-10 * np.linalg.norm(F)
+    assert np.linalg.matrix_rank(F) == len(flows_laws)  # independent quadratic forms

@@ -149,3 +149,83 @@ def test_symmetry_groups_act_and_compose(rng):
     assert gl.dim == 4 and gl.generators(theta).shape == (10, 4)
     prod = gl * OrthogonalGroup(2, right=((6, 10, (2, 2)),))
     assert prod.name == "GL(2) x O(2)" and prod.dim == 5
+
+
+class _Diag(paramgeo.Parameterization):
+    """phi(x) = diag(c) x: a linear map with prescribed singular values c (test helper)."""
+
+    name = "diag-test-map"
+    size_params = {}
+    c = np.array([2.0, 1.0, 1e-13])
+
+    def make_spec(self):
+        return paramgeo.ParamSpec(x=(3,))
+
+    def make_predictor_shape(self):
+        return (3,)
+
+    def forward(self, theta):
+        return theta * self.c
+
+
+def test_horizontal_lift_is_the_policy_pseudo_inverse(rng):
+    """J^+ w by the truncated SVD: equal to lstsq at a generic point, and at a point where a
+    singular value sits below the policy's tolerance that direction is not inverted."""
+    p = paramgeo.get("uut", d=3, r=2)
+    theta = p.random_point(rng)
+    J = p.jacobian(theta)
+    w = J @ rng.standard_normal(p.n)
+    h = geometry.horizontal_lift(p, theta, w)
+    np.testing.assert_allclose(J @ h, w, atol=1e-10)
+    np.testing.assert_allclose(h, np.linalg.lstsq(J, w, rcond=None)[0], atol=1e-10)
+    np.testing.assert_allclose(geometry.vertical_space(p, theta).T @ h, 0, atol=1e-10)
+    d = _Diag()
+    w = np.array([2.0, 3.0, 1.0])
+    # s = (2, 1, 1e-13): 1e-13 <= tol = 2e-9, so the third direction is dropped, where
+    # lstsq(rcond=None) would divide by 1e-13
+    np.testing.assert_allclose(geometry.horizontal_lift(d, np.zeros(3), w), [1.0, 3.0, 0.0])
+    assert abs(np.linalg.lstsq(d.jacobian(np.zeros(3)), w, rcond=None)[0][2]) > 1e12
+    with pytest.warns(paramgeo.NumericalDoubtWarning, match="near the tolerance"):
+        loose = geometry.horizontal_lift(d, np.zeros(3), w,
+                                         policy=paramgeo.RankPolicy(rtol=1e-15))
+    assert loose[2] == pytest.approx(1e13)
+    with pytest.raises(paramgeo.ShapeError, match="3 entries"):
+        geometry.horizontal_lift(d, np.zeros(3), np.ones(4))
+
+
+def test_linear_action_matrices_read_the_lie_algebra(rng):
+    """generators(theta)[:, k] = A_k theta for GL(2) on (U, V) of U V^T, with A_k = the
+    right action X_k on U and -X_k^T on V; dense and sparse forms agree; a non-linear column
+    is reported as such."""
+    from paramgeo.symmetry import GeneralLinearGroup, SymmetryGroup, linear_action_matrices
+
+    gl = GeneralLinearGroup(2, right=((0, 6, (3, 2)),), contragredient=((6, 10, (2, 2)),))
+    A, linear = linear_action_matrices(gl, 10, rng=rng)
+    assert A.shape == (4, 10, 10) and linear == (0, 1, 2, 3)
+    theta = rng.standard_normal(10)
+    np.testing.assert_allclose(np.einsum("kij,j->ik", A, theta), gl.generators(theta),
+                               atol=1e-12)
+    X = gl.algebra_basis[1]  # by hand: U -> U X, V -> -V X^T
+    U, V = theta[:6].reshape(3, 2), theta[6:].reshape(2, 2)
+    np.testing.assert_allclose(A[1] @ theta, np.concatenate([(U @ X).ravel(),
+                                                             (-V @ X.T).ravel()]), atol=1e-12)
+    S, lin_s = linear_action_matrices(gl, 10, rng=0, sparse=True)
+    assert lin_s == linear
+    for k in range(4):
+        np.testing.assert_array_equal(S[k].toarray(), A[k])
+
+    class Mixed(SymmetryGroup):
+        name, dim = "mixed", 2
+
+        def act(self, g, theta):
+            return theta
+
+        def random_element(self, rng):
+            return None
+
+        def generators(self, theta):
+            return np.stack([2 * theta, theta ** 2], axis=1)
+
+    A, linear = linear_action_matrices(Mixed(), 3)
+    assert linear == (0,)
+    np.testing.assert_allclose(A[0], 2 * np.eye(3))

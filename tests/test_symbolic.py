@@ -104,6 +104,28 @@ def test_transcendental_map_uses_high_precision(tmp_path, monkeypatch):
     assert result.generic_rank == numeric == 2
 
 
+def test_exact_kernel_refusals_name_the_fix(tmp_path, monkeypatch):
+    """Not a missing capability: a non-rational phi or a J above the size limit raise
+    ExactComputationError (a ParamgeoError) whose one line names the alternative."""
+    monkeypatch.setenv("PARAMGEO_HOME", str(tmp_path))
+    from paramgeo import registry
+
+    try:
+        paramgeo.define(text='name = "soft-kernel"\npredictor = "exp(a) * b"\n'
+                             '[parameters]\na = [2]\nb = [2]\n')
+        soft = paramgeo.get("soft-kernel")
+        with pytest.raises(S.ExactComputationError, match="use paramgeo.kernel") as err:
+            S.exact_kernel(soft)
+        assert isinstance(err.value, paramgeo.ParamgeoError) and "()" not in str(err.value)
+        point = S.rational_point(soft, np.random.default_rng(0))
+        with pytest.raises(S.ExactComputationError, match="not rational in theta"):
+            S.exact_kernel(soft, point)
+    finally:
+        registry.unregister("soft-kernel")
+    with pytest.raises(S.ExactComputationError, match="pass max_entries=18"):
+        S.exact_kernel(paramgeo.get("hadamard", p=3), max_entries=10)
+
+
 def test_not_provided_is_a_clear_error():
     class NoSym(paramgeo.get_class("hadamard")):
         capabilities = paramgeo.get_class("hadamard").capabilities - {"symbolic"}

@@ -1,6 +1,8 @@
 """Option bundles and helpers shared by every paramgeo command."""
 
+import contextlib
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -32,6 +34,50 @@ def point_options(f):
                      help="Seed of the random point (ignored with --at).")(f)
     return click.option("--at", "at", type=click.Path(dir_okay=False),
                         help="A .npy file holding theta (flat, or the shape of a single block).")(f)
+
+
+def progress_option(f):
+    """``--progress/--no-progress``: show a progress bar (default: when stderr is a terminal)."""
+    return click.option("--progress/--no-progress", default=None,
+                        help="Show a progress bar on stderr [default: when stderr is a "
+                             "terminal].")(f)
+
+
+def progress_enabled(progress, quiet=False):
+    """The value of ``--progress``: as given, else whether stderr is a terminal (and not
+    ``quiet``)."""
+    return (sys.stderr.isatty() and not quiet) if progress is None else bool(progress)
+
+
+@contextlib.contextmanager
+def progress_bar(label, enabled=True):
+    """The one progress bar of paramgeo (click.progressbar on stderr).
+
+    Yields the callback engines take as ``progress``: ``progress(done, total)`` with the
+    cumulative number of units done out of ``total``; the bar is created at the first call
+    (when the engine knows the total). Yields None when not ``enabled``, so it can be passed
+    straight to an engine.
+    """
+    if not enabled:
+        yield None
+        return
+    state = {"bar": None, "done": 0}
+
+    def update(done, total):
+        bar = state["bar"]
+        if bar is None:
+            bar = state["bar"] = click.progressbar(length=int(total), label=label,
+                                                   file=sys.stderr)
+            bar.__enter__()
+        if done > state["done"]:
+            bar.update(done - state["done"])
+            state["done"] = done
+
+    try:
+        yield update
+    finally:
+        if state["bar"] is not None:
+            state["bar"].__exit__(None, None, None)
 
 
 def parse_sizes(pairs):

@@ -1,25 +1,11 @@
 """Critical-point commands: critical, strata, search (engine: paramgeo.critical)."""
 
 import json
-import sys
 
 import click
 
 from ._common import emit, json_option, load_point, point_options, resolve, sizes_option, table
-
-
-def _progress(total, label, enabled):
-    """A click progress bar (or a no-op) and the callback the engine calls with 'done'."""
-    if not enabled:
-        return None, None
-    bar = click.progressbar(length=total, label=label, file=sys.stderr)
-    state = {"done": 0}
-
-    def update(done):
-        bar.update(done - state["done"])
-        state["done"] = done
-
-    return bar, update
+from ._common import progress_bar, progress_enabled, progress_option
 
 
 @click.command("critical")
@@ -48,8 +34,7 @@ def critical_cmd(name, sizes, at, seed, as_json):
               show_default=True,
               help="deleted: units active or removed; all: also in-zero / out-zero sides.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random points.")
-@click.option("--progress/--no-progress", default=None,
-              help="Show a progress bar (default: when stderr is a terminal).")
+@progress_option
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 def strata_cmd(name, sizes, fmt, kinds, seed, progress, as_json):
     """The strata of a network (sub-architectures) or a factorization (factor rank) with their
@@ -60,16 +45,8 @@ def strata_cmd(name, sizes, fmt, kinds, seed, progress, as_json):
     from ..critical import strata
 
     param = resolve(name, sizes)
-    enabled = sys.stderr.isatty() if progress is None else progress
-    bar, update = (None, None)
-    if enabled:
-        bar = click.progressbar(length=None, label="strata", file=sys.stderr)
-        update = lambda done: bar.update(1)  # noqa: E731
-    if bar is not None:
-        with bar:
-            result = strata(param, kinds=kinds, seed=seed, progress=update)
-    else:
-        result = strata(param, kinds=kinds, seed=seed)
+    with progress_bar("strata", progress_enabled(progress)) as update:
+        result = strata(param, kinds=kinds, seed=seed, progress=update)
     if as_json:
         fmt = "json"
     if fmt == "json":
@@ -94,8 +71,7 @@ def strata_cmd(name, sizes, fmt, kinds, seed, progress, as_json):
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the starts.")
 @click.option("--maxiter", type=click.IntRange(min=1), default=100, show_default=True,
               help="L-BFGS-B iterations per start.")
-@click.option("--progress/--no-progress", default=None,
-              help="Show a progress bar (default: when stderr is a terminal).")
+@progress_option
 @json_option
 def search_cmd(name, sizes, starts, seed, maxiter, progress, as_json):
     """Search for critical points (drive s_R/s_1 of J to 0 on |theta| = 1 from random starts)
@@ -106,11 +82,6 @@ def search_cmd(name, sizes, starts, seed, maxiter, progress, as_json):
     from ..critical import search
 
     param = resolve(name, sizes)
-    enabled = sys.stderr.isatty() if progress is None else progress
-    bar, update = _progress(starts, "search", enabled)
-    if bar is not None:
-        with bar:
-            result = search(param, starts=starts, seed=seed, maxiter=maxiter, progress=update)
-    else:
-        result = search(param, starts=starts, seed=seed, maxiter=maxiter)
+    with progress_bar("search", progress_enabled(progress)) as update:
+        result = search(param, starts=starts, seed=seed, maxiter=maxiter, progress=update)
     emit(result, as_json)

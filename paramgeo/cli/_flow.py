@@ -1,7 +1,6 @@
 """The ``flow`` command: gradient descent or gradient flow of a loss through a parameterization."""
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -9,6 +8,7 @@ import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
 from ._common import json_option, resolve, sizes_option, table
+from ._common import progress_bar, progress_enabled, progress_option
 
 
 def load_data(path):
@@ -65,8 +65,7 @@ def load_data(path):
               help="Seed of the random start and of the minibatches.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Write a figure (.png, .svg or .pdf).")
-@click.option("--progress/--no-progress", default=None,
-              help="Progress bar [default: when stderr is a terminal].")
+@progress_option
 @json_option
 def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, lr, schedule_kind,
              batch_size, integrator, rtol, atol, log_times, records, stop_loss, stop_grad,
@@ -97,26 +96,27 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, lr, sche
         theta0 = param.as_theta(theta0.ravel())
     else:
         theta0 = param.random_point(np.random.default_rng(seed))
-    if progress is None:
-        progress = sys.stderr.isatty() and not as_json
+    enabled = progress_enabled(progress, quiet=as_json)
     if method == "gd":
         if t_final is not None:
             raise click.UsageError("--time is for --method flow; use --steps with gd")
         steps = 1000 if steps is None else steps
         lr_fn = schedule(schedule_kind, lr, steps)
-        traj = gradient_descent(param, loss, theta0, steps, lr_fn,
-                                record_every=max(1, steps // records), stop_loss=stop_loss,
-                                stop_grad=stop_grad, batch_size=batch_size, seed=seed,
-                                progress=progress)
+        with progress_bar(f"gradient descent, {steps} steps", enabled) as update:
+            traj = gradient_descent(param, loss, theta0, steps, lr_fn,
+                                    record_every=max(1, steps // records), stop_loss=stop_loss,
+                                    stop_grad=stop_grad, batch_size=batch_size, seed=seed,
+                                    progress=update)
     else:
         if steps is not None:
             raise click.UsageError("--steps is for --method gd; use --time with flow")
         if batch_size is not None:
             raise click.UsageError("--batch-size is for --method gd (stochastic descent)")
-        traj = gradient_flow(param, loss, theta0, 10.0 if t_final is None else t_final,
-                             method=integrator, rtol=rtol, atol=atol, n_records=records,
-                             log_times=log_times, stop_loss=stop_loss, stop_grad=stop_grad,
-                             progress=progress)
+        t_final = 10.0 if t_final is None else t_final
+        with progress_bar(f"gradient flow to t = {t_final:g}", enabled) as update:
+            traj = gradient_flow(param, loss, theta0, t_final, method=integrator, rtol=rtol,
+                                 atol=atol, n_records=records, log_times=log_times,
+                                 stop_loss=stop_loss, stop_grad=stop_grad, progress=update)
     if plot_path:
         traj.plot(plot_path, title=f"{param.name} {param.sizes}: {traj.method}, {loss_kind} loss")
     summary = traj.summary()
