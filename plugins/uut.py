@@ -160,7 +160,7 @@ class UUT(Parameterization):
 
         def grad(beta):
             _, lam, W, _ = parts(beta)
-            with np.errstate(divide="ignore"):
+            with np.errstate(divide="ignore", invalid="ignore"):
                 L = (W * np.log(np.clip(lam, 0.0, None))) @ W.T - np.diag(np.log(l0))
             return (0.25 * P @ L @ P.T).ravel()
 
