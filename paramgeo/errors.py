@@ -42,7 +42,8 @@ class NotProvidedError(ParamgeoError, NotImplementedError):
         self.cls_name = cls_name
         self.method = method
         cap = f" (declare {capability!r} in `capabilities` and implement it)" if capability else ""
-        super().__init__(f"{cls_name} does not provide {method}(){cap}")
+        what = f"{method}()" if method.isidentifier() else method  # a method, or a description
+        super().__init__(f"{cls_name} does not provide {what}{cap}")
 
 
 class NumericalDoubtWarning(UserWarning):

@@ -93,6 +93,7 @@ from scipy import integrate, linalg, optimize, special
 
 from .errors import NotProvidedError, ParamgeoError, ShapeError
 from .results import Result
+from .symmetry import linear_action_matrices
 
 
 class PacBayesInputError(ParamgeoError, ValueError):
@@ -366,16 +367,12 @@ def _lie_algebra_cached(param):
     if not param.provides("symmetry"):
         raise NotProvidedError(type(param).__name__, "symmetry", "symmetry")
     group = param.symmetry()
-    cols = [np.asarray(group.generators(e), float) for e in np.eye(param.n)]
-    k = cols[0].shape[1]
-    A = np.zeros((k, param.n, param.n))
-    for j, g in enumerate(cols):
-        A[:, :, j] = g.T
-    theta = np.random.default_rng(0).standard_normal(param.n)
-    lin = np.einsum("kij,j->ik", A, theta)
-    if not np.allclose(lin, group.generators(theta), rtol=1e-9, atol=1e-9):
-        raise NotProvidedError(type(group).__name__, "a linear action (generators linear in "
-                               "theta), needed for orbit integrals and canonical points")
+    A, linear = linear_action_matrices(group, param.n, sparse=False)
+    if len(linear) < len(A):
+        raise PacBayesInputError(
+            f"the symmetry {group.name} of {param.name} does not act linearly (generators not "
+            "linear in theta); orbit integrals and canonical points need a linear action"
+        )
     cache["A"] = A
     return A
 
