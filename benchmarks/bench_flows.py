@@ -80,7 +80,6 @@ def bench(row, repeats):
                                  conserved=False).final_theta,
         lambda: gradient_descent(p, dense, U0.ravel(), few, lr, record_every=few,
                                  conserved=False).final_theta, 2)
-    del dense
 
     n, pdim, alpha, t_final = 50, 200, 1e-3, 1e3
     rng = np.random.default_rng(1)

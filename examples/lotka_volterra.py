@@ -90,7 +90,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     E, a, y, A, m_star = make_problem(args.d, args.N, args.seed)
-    C, b = a.T @ a / args.N, a.T @ y / args.N
+    b = a.T @ y / args.N
     rates = 4 * b
     seq = saddle_to_saddle(LinearMeasurements(a, y), upper=0.5, lower=None)
     tau = np.array([seq.crossing_time(k, 0.5) for k in range(args.d)])

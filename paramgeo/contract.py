@@ -6,6 +6,8 @@
 * ``jacobian-autograd``: a closed-form J agrees with autograd's (only if overridden);
 * ``jacobian-fd``: J agrees with central finite differences, step h = 1e-6 (1 + |theta|_inf);
 * ``jvp`` / ``vjp``: J v and J^T w agree with the Jacobian;
+* ``hessian-vp`` / ``jacobian-derivative`` (when a plugin overrides them with closed forms):
+  agree with central differences of the VJP along v;
 * ``invariance``: phi(g . theta) = phi(theta) for random group elements g;
 * ``generators-in-kernel``: J(theta) X = 0 for the symmetry generators X;
 * ``generators-rank``: the generators at a random point have rank at most dim G (a rank above
@@ -93,6 +95,12 @@ def _rel(a, b):
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1.0))
 
 
+def _overrides(param, method):
+    from .parameterization import Parameterization
+
+    return getattr(type(param), method) is not getattr(Parameterization, method)
+
+
 def finite_difference_jacobian(param, theta, h=1e-6):
     """Central finite differences (phi(theta + h e_j) - phi(theta - h e_j)) / 2h, m x n."""
     step = h * (1.0 + np.max(np.abs(theta)))
@@ -165,6 +173,14 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
         w = rng.standard_normal(param.m)
         add("jvp", _rel(param.jvp(theta, v), J @ v), tol, k, "jvp(theta, v) != J(theta) v")
         add("vjp", _rel(param.vjp(theta, w), J.T @ w), tol, k, "vjp(theta, w) != J(theta)^T w")
+        if _overrides(param, "hessian_vp") or _overrides(param, "jacobian_derivative"):
+            h = 1e-5 * (1.0 + np.max(np.abs(theta)))
+            fd = (param.vjp(theta + h * v, w) - param.vjp(theta - h * v, w)) / (2 * h)
+            add("hessian-vp", _rel(param.hessian_vp(theta, w, v), fd), max(tol, 1e-5), k,
+                "hessian_vp(theta, w, v) disagrees with central differences of vjp along v")
+            add("jacobian-derivative", _rel(param.jacobian_derivative(theta, v).T @ w, fd),
+                max(tol, 1e-5), k,
+                "jacobian_derivative(theta, v) disagrees with central differences of J along v")
         if group is not None:
             base = np.asarray(param.forward_flat(theta))
             worst = 0.0

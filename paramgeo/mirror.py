@@ -46,6 +46,22 @@ Hess R(beta) = (J J^T)^{-1} at psi(grad R(beta)): :func:`numerical_potential`. P
 a closed form declare the ``mirror_potential`` capability (the hyperbolic entropy for Hadamard
 products, Woodworth et al. 2020).
 
+Commuting regimes of a loss
+---------------------------
+A parameterization whose fields do not all commute (UU^T, UV^T) can still induce a mirror flow
+for a particular loss and initialisation. For ell(beta) = (1/2N) sum_i (<a_i, beta> - y_i)^2
+gradient flow only sees the fields Y_i = J^T a_i; :func:`commuting_regime` tests whether they
+commute, finds linear coordinates lambda = C beta through which the loss factors and whose
+fields commute (for square predictors with commuting symmetric measurement matrices: the joint
+eigenbasis E, lambda_j = e_j^T beta e_j), freezes coordinates whose field vanishes at theta0,
+and builds the potential of the others: the plugin's closed form restricted to them when it
+passes Li et al.'s identity grad R(lambda(psi(mu))) = mu, else the numerical construction.
+For UU^T (dQ/dt = -2 (G Q + Q G)) with commuting A_i and a seed Q0 = U0 U0^T commuting with
+them, Q stays diagonal in E and d lambda_j/dt = -4 lambda_j g_j: the entropy
+R(lambda) = 1/4 sum_j [lambda_j log(lambda_j / lambda0_j) - lambda_j + lambda0_j]
+(Gunasekar et al. 2017, Section 3). :func:`verify_regime` and :func:`regime_implicit_bias`
+check the flow and its limit in those coordinates.
+
 The implicit-bias problem
 -------------------------
 The limit of the mirror flow on a squared loss with data X beta = y solves
@@ -114,19 +130,10 @@ SYMBOLIC_MAX_WORK = 5000
 LAWS_MAX_UNKNOWNS = 2500
 
 
-def _hvp(param, theta, w, v):
-    """Hess(w . phi)(theta) v by reverse-over-reverse autograd on ``forward``: the derivative
-    of the field J^T w along v."""
-    g = autograd.grad(lambda th: anp.dot(w, param.forward_flat(th)))
-    with warnings.catch_warnings():  # a linear phi has a constant field: no dependence
-        warnings.filterwarnings("ignore", "Output seems independent of input")
-        return np.asarray(autograd.grad(lambda th: anp.dot(g(th), v))(theta), float)
-
-
 def _sketched_bracket(param, theta, rng):
     a, b = rng.standard_normal(param.m), rng.standard_normal(param.m)
     ya, yb = param.vjp(theta, a), param.vjp(theta, b)
-    dyb_ya, dya_yb = _hvp(param, theta, b, ya), _hvp(param, theta, a, yb)
+    dyb_ya, dya_yb = param.hessian_vp(theta, b, ya), param.hessian_vp(theta, a, yb)
     return (float(np.linalg.norm(dyb_ya - dya_yb)),
             float(max(np.linalg.norm(dyb_ya), np.linalg.norm(dya_yb))))
 
@@ -878,8 +885,11 @@ def solve_implicit_bias(potential, X, y, *, tol=1e-12, maxiter=5000):
     Coordinates on the affine set: beta = b_p + N z (b_p = projection of beta0 onto it, N an
     orthonormal basis of ker X); damped Newton with Armijo backtracking (Boyd and
     Vandenberghe 2004, Algorithm 9.5) on z with gradient N^T grad R and Hessian N^T Hess R N,
-    until the Newton decrement falls below ``tol``. Returns (beta, kkt) where kkt is the
-    relative size of the part of grad R(beta) outside range X^T (0 at the solution).
+    until the Newton decrement falls below ``tol`` (or a step no longer lowers R in floating
+    point). When b_p lies outside the domain of R (an entropy on an orthant), the concave dual
+    max_nu <y, nu> - R*(X^T nu) is solved instead (:func:`_solve_implicit_bias_dual`).
+    Returns (beta, kkt) where kkt is the relative size of the part of grad R(beta) outside
+    range X^T (0 at the solution).
     """
     from scipy.linalg import null_space
 

@@ -63,7 +63,6 @@ Vega, Villa (2024), "Optimization insights into deep diagonal linear networks";
 Olver (1999), "Classical invariant theory" (automorphisms of binary forms).
 """
 
-import autograd.numpy as anp
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, Size

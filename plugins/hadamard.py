@@ -30,7 +30,6 @@ Soudry, Srebro (2020), "Kernel and rich regimes in overparametrized models"; Vas
 Kanade, Rebeschini (2019), "Implicit regularization for optimal sparse recovery".
 """
 
-import autograd.numpy as anp
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, Size
@@ -77,6 +76,14 @@ class Hadamard(Parameterization):
     def vjp(self, theta, w):
         u, v = self._uv(theta)
         return np.concatenate([w * v, w * u])
+
+    # phi is a homogeneous quadratic map, so J(theta) is linear in theta: the derivative of J
+    # along v is J(v), and (sum_i w_i Hess phi_i) v = J(v)^T w.
+    def jacobian_derivative(self, theta, v):
+        return self.jacobian(v)
+
+    def hessian_vp(self, theta, w, v):
+        return self.vjp(v, w)
 
     def horizontal_projection(self, theta, x):
         u, v = self._uv(theta)

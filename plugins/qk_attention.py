@@ -218,6 +218,19 @@ class QKAttention(Parameterization):
             factors.append(SignedPermutationGroup(f"S_{self.heads}", swaps, self.n))
         return factors[0] if len(factors) == 1 else ProductGroup(*factors)
 
+    # For scores and sum, phi is a homogeneous quadratic map: J(theta) is linear in theta, the
+    # derivative of J along v is J(v), and (sum_i w_i Hess phi_i) v = J(v)^T w. The softmax
+    # output is not quadratic and keeps the autograd default.
+    def jacobian_derivative(self, theta, v):
+        if self.output == "attention":
+            return super().jacobian_derivative(theta, v)
+        return self.jacobian(v)
+
+    def hessian_vp(self, theta, w, v):
+        if self.output == "attention":
+            return super().hessian_vp(theta, w, v)
+        return self.vjp(v, w)
+
     def horizontal_projection(self, theta, v):
         """Euclidean horizontal projection, head by head (the head permutations are discrete
         and add no vertical directions): the uvt projection of (dQ_h, dK_h) at (Q_h, K_h)

@@ -101,6 +101,14 @@ class UUT(Parameterization):
         J = np.einsum("ac,bk->abck", eye, U) + np.einsum("bc,ak->abck", eye, U)
         return J.reshape(self.m, self.n)
 
+    # phi is a homogeneous quadratic map, so J(theta) is linear in theta: the derivative of J
+    # along v is J(v), and (sum_i w_i Hess phi_i) v = J(v)^T w = (W + W^T) V.
+    def jacobian_derivative(self, theta, v):
+        return self.jacobian(v)
+
+    def hessian_vp(self, theta, w, v):
+        return self.vjp(v, w)
+
     def horizontal_projection(self, theta, v):
         U, V = self._U(theta), self._U(v)
         M = U.T @ U
@@ -178,10 +186,11 @@ class UUT(Parameterization):
 
         uniform = np.allclose(l0, l0[0], rtol=1e-12)
         lam0 = f"alpha^2 = {l0[0]:.6g}" if uniform else "the eigenvalues of Q0"
-        formula = ("R(Q) = 1/4 tr[Q log Q - Q log Q0 - Q + Q0], Q0 = U0 U0^T (von Neumann relative "
-                   "entropy; valid in commuting regimes). In joint spectral coordinates: R(lambda) = "
-                   "1/4 sum_j [lambda_j log(lambda_j / lambda0_j) - lambda_j + lambda0_j], lambda0_j "
-                   f"= {lam0} on range Q0 ({k} of {d}), lambda_j = 0 frozen elsewhere")
+        formula = ("R(Q) = 1/4 tr[Q log Q - Q log Q0 - Q + Q0], Q0 = U0 U0^T (von Neumann "
+                   "relative entropy; valid in commuting regimes). In joint spectral coordinates: "
+                   "R(lambda) = 1/4 sum_j [lambda_j log(lambda_j / lambda0_j) - lambda_j + "
+                   f"lambda0_j], lambda0_j = {lam0} on range Q0 ({k} of {d}), lambda_j = 0 "
+                   "frozen elsewhere")
         return Potential(
             formula, "closed form",
             "Gunasekar et al. (2017) Implicit regularization in matrix factorization, Theorem 1 "

@@ -133,6 +133,14 @@ class UVT(Parameterization):
         V = sympy.Matrix(self.cols, self.r, lambda j, k: sympy.Symbol(f"V_{j}_{k}", real=True))
         return list(U) + list(V), list(U * V.T)
 
+    # phi is a homogeneous quadratic map, so J(theta) is linear in theta: the derivative of J
+    # along v is J(v), and (sum_i w_i Hess phi_i) v = J(v)^T w.
+    def jacobian_derivative(self, theta, v):
+        return self.jacobian(v)
+
+    def hessian_vp(self, theta, w, v):
+        return self.vjp(v, w)
+
     # ------------------------------------------------------------------ Euclidean geometry
     def horizontal_projection(self, theta, v):
         """Euclidean horizontal projection h = (dU - U L, dV + V L^T), where L solves
