@@ -341,6 +341,10 @@ def lie_algebra(param, theta=None, seed=0, max_depth=5, policy=None, method="aut
     if method == "symbolic":
         return _lie_symbolic(param, point, extra, exact, max_depth, policy)
 
+    M = _linear_field_matrices(param, rng)
+    if M is not None:
+        return _lie_linear(M, point, extra, max_depth, policy, param.m)
+
     F1 = autograd.jacobian(param.forward_flat)
 
     def values(F):
@@ -374,6 +378,70 @@ def lie_algebra(param, theta=None, seed=0, max_depth=5, policy=None, method="aut
             break
     return LieAlgebra(levels[-1], n, param.m, rank_J, tuple(levels), tuple(counts),
                       stabilised, "numeric")
+
+
+def _linear_field_matrices(param, rng, tol=1e-10):
+    """The matrices M_i with X_i(theta) = M_i theta when every field X_i = grad phi_i is linear
+    in theta (phi a homogeneous quadratic map: U U^T, U V^T, u * v, attention scores), else None.
+
+    M_i[:, j] = J(e_j)[i, :]; linearity is checked at a random point (J(theta) against
+    sum_j theta_j J(e_j), relative ``tol``)."""
+    n = param.n
+    if n > 400:  # n Jacobians and m n x n matrices: keep the fast path for moderate sizes
+        return None
+    basis = np.stack([param.jacobian(e) for e in np.eye(n)])  # (n_j, m, n_p)
+    probe = param.random_point(rng)
+    J = param.jacobian(probe)
+    if np.linalg.norm(np.tensordot(probe, basis, axes=1) - J) > tol * max(np.linalg.norm(J), 1):
+        return None
+    return np.transpose(basis, (1, 2, 0))  # M[i, p, j] = J(e_j)[i, p]
+
+
+def _lie_linear(M, point, extra, max_depth, policy, m):
+    """Generated Lie algebra of the linear fields X_i = M_i theta.
+
+    Brackets of linear fields are linear: [A theta, B theta] = D(B theta) A theta - D(A theta)
+    B theta = (B A - A B) theta, so the iteration of :func:`lie_algebra` runs on n x n matrix
+    commutators (exact up to round-off, no nested differentiation), evaluated at the points."""
+    pts = np.stack([point] + list(extra), axis=1)  # (n, P)
+    n = M.shape[1]
+
+    def values(mats):
+        return mats @ pts  # (k, n, P)
+
+    def flat(v):
+        return [x.T.ravel() for x in v]
+
+    v1 = values(M)
+    keep = _select_independent(flat(v1), [], policy)
+    first = M[keep]
+    kept_stack = [v1[k].T.ravel() for k in keep]
+    kept_at_point = [v1[k][:, 0] for k in keep]
+    rank_J = decide_rank(np.asarray(v1[:, :, 0]), policy, warn=False).rank
+    levels, counts = [rank_J], [len(keep)]
+    current, stabilised = first, False
+    for _ in range(max_depth - 1):
+        if levels[-1] == n:
+            stabilised = True
+            break
+        # [X_k, C_l] for first-level A_k and current C_l: (C_l A_k - A_k C_l) theta
+        comm = (np.einsum("lpq,kqr->klpr", current, first)
+                - np.einsum("kpq,lqr->klpr", first, current)).reshape(-1, n, n)
+        vh = values(comm)
+        new = _select_independent(flat(vh), kept_stack, policy)
+        if not new:
+            stabilised = True
+            break
+        kept_stack += [vh[k].T.ravel() for k in new]
+        kept_at_point += [vh[k][:, 0] for k in new]
+        levels.append(decide_rank(np.asarray(kept_at_point), policy, warn=False).rank)
+        counts.append(len(new))
+        current = comm[new]
+        if levels[-1] == levels[-2]:
+            stabilised = True
+            break
+    return LieAlgebra(levels[-1], n, m, rank_J, tuple(levels), tuple(counts), stabilised,
+                      "numeric (linear fields)")
 
 
 def _take(F, idx):

@@ -539,3 +539,23 @@ def test_commuting_regime_falls_back_to_measurement_coordinates(rng):
     assert "not square" in reg.reason and reg.identity_residual > 100 * M.IDENTITY_TOL
     assert np.allclose(reg.C @ reg.C.T, np.eye(2)) and np.allclose(reg.design @ reg.C, X)
     assert M.verify_regime(par, theta0, loss, 3.0, regime=reg, n_records=12).deviation < 1e-6
+
+
+@pytest.mark.parametrize("name,sizes", [("uvt", dict(m=3, n=3, r=2)), ("uut", dict(d=4, r=2)),
+                                        ("qk-attention", dict(d=3, r=2, heads=1, tied=True))])
+def test_linear_field_fast_path_matches_symbolic_brackets(name, sizes):
+    """Quadratic maps have linear fields X_i = M_i theta, whose brackets are matrix
+    commutators; the fast numeric path must agree with sympy's exact brackets level by level."""
+    from paramgeo.mirror import lie_algebra
+
+    p = paramgeo.get(name, **sizes)
+    exact, fast = lie_algebra(p, method="symbolic"), lie_algebra(p, method="numeric")
+    assert fast.method == "numeric (linear fields)"
+    assert (fast.dim, fast.levels) == (exact.dim, exact.levels)
+
+
+def test_nonlinear_fields_keep_the_nested_route():
+    from paramgeo.mirror import lie_algebra
+
+    p = paramgeo.get("deep-diagonal", p=2, depth=3)
+    assert lie_algebra(p, method="numeric").method == "numeric"
