@@ -341,18 +341,32 @@ def lie_algebra(param, theta=None, seed=0, max_depth=5, policy=None, method="aut
     if method == "symbolic":
         return _lie_symbolic(param, point, extra, exact, max_depth, policy)
 
+    pts = [point] + extra
     M = _linear_field_matrices(param, rng)
-    if M is not None:
-        return _lie_linear(M, point, extra, max_depth, policy, param.m)
+    if M is not None:  # X_i = M_i theta: brackets are matrix commutators
+        return _grow_algebra(
+            M, lambda mats: np.einsum("kpq,qs->ksp", mats, np.stack(pts, axis=1)),
+            lambda first, cur: (np.einsum("lpq,kqr->klpr", cur, first)
+                                - np.einsum("kpq,lqr->klpr", first, cur)).reshape(-1, n, n),
+            lambda mats, idx: mats[np.asarray(idx, dtype=int)],
+            max_depth, policy, n, param.m, "numeric (linear fields)")
+    return _grow_algebra(
+        autograd.jacobian(param.forward_flat),
+        lambda F: np.stack([np.asarray(F(p), float) for p in pts], axis=1),
+        lambda first, cur: _numeric_family_brackets(first, cur, n),
+        _take, max_depth, policy, n, param.m, "numeric")
 
-    F1 = autograd.jacobian(param.forward_flat)
 
-    def values(F):
-        return np.stack([np.asarray(F(p), float) for p in [point] + extra], axis=1)
+def _grow_algebra(fields, values, bracket, take, max_depth, policy, n, m, method):
+    """The iteration W_{k+1} = W_k + [W_1, W_k] of :func:`lie_algebra` on a family of fields.
 
-    v1 = values(F1)  # (m, P, n)
+    ``values(family)`` gives an array (k, P, n) of the family's values at the test points (the
+    first one is the point where the dimension is read), ``bracket(first, current)`` the family
+    of brackets [X_k, C_l], ``take(family, idx)`` a sub-family. New fields are kept when their
+    stacked values are independent of those kept so far (dependence as functions)."""
+    v1 = values(fields)
     keep = _select_independent([v.ravel() for v in v1], [], policy)
-    first = _take(F1, keep)
+    first = take(fields, keep)
     kept_at_point = [v1[k, 0] for k in keep]
     kept_stack = [v1[k].ravel() for k in keep]
     rank_J = decide_rank(np.asarray(v1[:, 0]), policy, warn=False).rank
@@ -362,7 +376,7 @@ def lie_algebra(param, theta=None, seed=0, max_depth=5, policy=None, method="aut
         if levels[-1] == n:
             stabilised = True
             break
-        H = _numeric_family_brackets(first, current, n)
+        H = bracket(first, current)
         vh = values(H)
         new = _select_independent([v.ravel() for v in vh], kept_stack, policy)
         if not new:
@@ -372,12 +386,12 @@ def lie_algebra(param, theta=None, seed=0, max_depth=5, policy=None, method="aut
         kept_at_point += [vh[k, 0] for k in new]
         levels.append(decide_rank(np.asarray(kept_at_point), policy, warn=False).rank)
         counts.append(len(new))
-        current = _take(H, new)
+        current = take(H, new)
         if levels[-1] == levels[-2]:
             stabilised = True
             break
-    return LieAlgebra(levels[-1], n, param.m, rank_J, tuple(levels), tuple(counts),
-                      stabilised, "numeric")
+    return LieAlgebra(levels[-1], n, m, rank_J, tuple(levels), tuple(counts), stabilised,
+                      method)
 
 
 def _linear_field_matrices(param, rng, tol=1e-10):
@@ -395,53 +409,6 @@ def _linear_field_matrices(param, rng, tol=1e-10):
     if np.linalg.norm(np.tensordot(probe, basis, axes=1) - J) > tol * max(np.linalg.norm(J), 1):
         return None
     return np.transpose(basis, (1, 2, 0))  # M[i, p, j] = J(e_j)[i, p]
-
-
-def _lie_linear(M, point, extra, max_depth, policy, m):
-    """Generated Lie algebra of the linear fields X_i = M_i theta.
-
-    Brackets of linear fields are linear: [A theta, B theta] = D(B theta) A theta - D(A theta)
-    B theta = (B A - A B) theta, so the iteration of :func:`lie_algebra` runs on n x n matrix
-    commutators (exact up to round-off, no nested differentiation), evaluated at the points."""
-    pts = np.stack([point] + list(extra), axis=1)  # (n, P)
-    n = M.shape[1]
-
-    def values(mats):
-        return mats @ pts  # (k, n, P)
-
-    def flat(v):
-        return [x.T.ravel() for x in v]
-
-    v1 = values(M)
-    keep = _select_independent(flat(v1), [], policy)
-    first = M[keep]
-    kept_stack = [v1[k].T.ravel() for k in keep]
-    kept_at_point = [v1[k][:, 0] for k in keep]
-    rank_J = decide_rank(np.asarray(v1[:, :, 0]), policy, warn=False).rank
-    levels, counts = [rank_J], [len(keep)]
-    current, stabilised = first, False
-    for _ in range(max_depth - 1):
-        if levels[-1] == n:
-            stabilised = True
-            break
-        # [X_k, C_l] for first-level A_k and current C_l: (C_l A_k - A_k C_l) theta
-        comm = (np.einsum("lpq,kqr->klpr", current, first)
-                - np.einsum("kpq,lqr->klpr", first, current)).reshape(-1, n, n)
-        vh = values(comm)
-        new = _select_independent(flat(vh), kept_stack, policy)
-        if not new:
-            stabilised = True
-            break
-        kept_stack += [vh[k].T.ravel() for k in new]
-        kept_at_point += [vh[k][:, 0] for k in new]
-        levels.append(decide_rank(np.asarray(kept_at_point), policy, warn=False).rank)
-        counts.append(len(new))
-        current = comm[new]
-        if levels[-1] == levels[-2]:
-            stabilised = True
-            break
-    return LieAlgebra(levels[-1], n, m, rank_J, tuple(levels), tuple(counts), stabilised,
-                      "numeric (linear fields)")
 
 
 def _take(F, idx):
