@@ -118,7 +118,7 @@ def solve_sylvester_psd(A, B, C, rtol=1e-12):
     B = V^T V); see Massart and Absil (2020) and Mishra et al. (2014).
     """
     a, P = np.linalg.eigh(A)
-    b, Q = np.linalg.eigh(B)
+    b, Q = (a, P) if B is A else np.linalg.eigh(B)
     denom = a[:, None] + b[None, :]
     scale = max(float(max(a.max(initial=0.0), b.max(initial=0.0))), 1.0)
     safe = np.abs(denom) > rtol * scale
