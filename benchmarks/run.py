@@ -44,7 +44,8 @@ def row(label, fast, slow, repeats, target=None):
     a, b = fast(), slow()
     t_fast, t_slow = median_time(fast, repeats), median_time(slow, repeats)
     ratio = t_slow / t_fast
-    verdict = "" if target is None else ("  target %.0fx: %s" % (target, "met" if ratio >= target else "MISSED"))
+    verdict = "" if target is None else (
+        "  target %.3gx: %s" % (target, "met" if ratio >= target else "MISSED"))
     line = (f"{label:<48} {t_fast * 1e3:10.3f} ms {t_slow * 1e3:10.3f} ms {ratio:9.1f}x "
             f"{rel(a, b):9.1e}{verdict}")
     print(line, flush=True)

@@ -6,6 +6,7 @@
 * ``jacobian-autograd``: a closed-form J agrees with autograd's (only if overridden);
 * ``jacobian-fd``: J agrees with central finite differences, step h = 1e-6 (1 + |theta|_inf);
 * ``jvp`` / ``vjp``: J v and J^T w agree with the Jacobian;
+* ``quadratic-forms``: a closed-form x_i^T phi(theta) x_i and its VJP agree with the flat route;
 * ``hessian-vp`` / ``jacobian-derivative`` (when a plugin overrides them with closed forms):
   agree with central differences of the VJP along v;
 * ``invariance``: phi(g . theta) = phi(theta) for random group elements g;
@@ -173,6 +174,18 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
         w = rng.standard_normal(param.m)
         add("jvp", _rel(param.jvp(theta, v), J @ v), tol, k, "jvp(theta, v) != J(theta) v")
         add("vjp", _rel(param.vjp(theta, w), J.T @ w), tol, k, "vjp(theta, w) != J(theta)^T w")
+        if param.provides("quadratic_forms") and len(param.predictor_shape) == 2 \
+                and param.predictor_shape[0] == param.predictor_shape[1]:
+            d = param.predictor_shape[0]
+            X, c = rng.standard_normal((5, d)), rng.standard_normal(5)
+            forms, vjp = param.quadratic_forms(theta, X)
+            Q = np.reshape(param.forward_flat(theta), (d, d))
+            W = (X.T * c) @ X
+            err = max(_rel(forms, np.sum((X @ Q) * X, axis=1)),
+                      _rel(vjp(c), param.vjp(theta, W.ravel())))
+            add("quadratic-forms", err, tol, k,
+                "quadratic_forms(theta, X) disagrees with x_i^T phi(theta) x_i or with "
+                "vjp(theta, sum_i c_i x_i x_i^T)")
         if _overrides(param, "hessian_vp") or _overrides(param, "jacobian_derivative"):
             h = 1e-5 * (1.0 + np.max(np.abs(theta)))
             fd = (param.vjp(theta + h * v, w) - param.vjp(theta - h * v, w)) / (2 * h)

@@ -65,6 +65,11 @@ class Loss(abc.ABC):
             "use full-batch gradients (no batch size)"
         )
 
+    def structured_pullback(self, param):
+        """(L, grad L) computed from structure the plugin declares, or None for the generic
+        chain rule through the flat predictor (the default)."""
+        return None
+
     def check_dim(self, param):
         """Raise ShapeError if the loss cannot be applied to the predictors of ``param``."""
         if self.m is not None and self.m != param.m:
@@ -148,6 +153,31 @@ class QuadraticMeasurements(Loss):
     def minibatch(self, indices):
         return type(self)(self.X[indices], self.y[indices])
 
+    def check_dim(self, param):
+        if param.predictor_shape != (self.d, self.d):
+            raise ShapeError(
+                f"the quadratic loss needs square {self.d} x {self.d} predictors, but "
+                f"{param.name} {param.sizes} has predictors of shape {param.predictor_shape}"
+            )
+
+    def structured_pullback(self, param):
+        """With the plugin's ``quadratic_forms`` capability: L(theta) = (1/2N) |f - y|^2 and
+        grad L = vjp((f - y) / N) from the factors, O(N d r) for U U^T instead of the O(N d^2)
+        of the flat route (the generic route is the test oracle)."""
+        if not param.provides("quadratic_forms"):
+            return None
+
+        def value(theta):
+            f, _ = param.quadratic_forms(theta, self.X)
+            r = f - self.y
+            return float(0.5 * (r @ r) / self.N)
+
+        def grad(theta):
+            f, vjp = param.quadratic_forms(theta, self.X)
+            return np.asarray(vjp((f - self.y) / self.N), dtype=float)
+
+        return value, grad
+
 
 class _MarginLoss(Loss):
     def __init__(self, A, y):
@@ -209,8 +239,12 @@ class CallableLoss(Loss):
 
 
 def pullback(param, loss):
-    """(L, grad L) for L(theta) = ell(phi(theta)), grad L = J^T grad ell(phi(theta)) by VJP."""
+    """(L, grad L) for L(theta) = ell(phi(theta)), grad L = J^T grad ell(phi(theta)) by VJP
+    (or the loss's ``structured_pullback`` when the plugin declares the structure it uses)."""
     loss.check_dim(param)
+    structured = loss.structured_pullback(param)
+    if structured is not None:
+        return structured
 
     def value(theta):
         return float(loss.value(np.asarray(param.forward_flat(theta))))

@@ -38,6 +38,7 @@ CAPABILITIES = {
     "architecture": "architecture",  # networkx DiGraph, neurons as nodes, weights as edges
     "horizontal_projection": "horizontal_projection",  # closed-form horizontal projection
     "mirror_potential": "mirror_potential",  # closed-form Legendre potential of the mirror flow
+    "quadratic_forms": "quadratic_forms",  # x_i^T phi(theta) x_i and its VJP, never forming phi
 }
 
 
@@ -343,6 +344,13 @@ class Parameterization(abc.ABC):
     def horizontal_projection(self, theta, v):
         """Closed-form projection of v onto the horizontal space at theta."""
         raise NotProvidedError(type(self).__name__, "horizontal_projection", "horizontal_projection")
+
+    def quadratic_forms(self, theta, X):
+        """(f, vjp) for a square d x d predictor Q = phi(theta) and inputs X (N x d):
+        f_i = x_i^T Q x_i, and vjp(c) = J(theta)^T vec(sum_i c_i x_i x_i^T), computed from the
+        factors without forming Q (for U U^T: f = |U^T x_i|^2, vjp(c) = 2 X^T diag(c) X U). Used
+        by ``paramgeo.losses.QuadraticMeasurements`` (quadratic networks f(x) = x^T Q x)."""
+        raise NotProvidedError(type(self).__name__, "quadratic_forms", "quadratic_forms")
 
     def mirror_potential(self, theta0):
         """Closed-form Legendre potential of the mirror flow started at phi(theta0), for a

@@ -58,6 +58,7 @@ class UUT(Parameterization):
     }
     capabilities = frozenset(
         {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "horizontal_projection",
+         "quadratic_forms",
          "mirror_potential"}
     )
     references = (
@@ -108,6 +109,13 @@ class UUT(Parameterization):
 
     def hessian_vp(self, theta, w, v):
         return self.vjp(v, w)
+
+    def quadratic_forms(self, theta, X):
+        # x^T U U^T x = |U^T x|^2; J^T vec(W) = (W + W^T) U = 2 X^T diag(c) X U for
+        # W = sum_i c_i x_i x_i^T: O(N d r), never forming U U^T.
+        P = np.asarray(X, float) @ self._U(theta)
+        return (np.sum(P * P, axis=1),
+                lambda c: (X.T @ ((2.0 * np.asarray(c, float))[:, None] * P)).ravel())
 
     def horizontal_projection(self, theta, v):
         U, V = self._U(theta), self._U(v)

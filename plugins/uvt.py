@@ -60,7 +60,8 @@ class UVT(Parameterization):
         "r": Size("int", default=2, minimum=1, help="columns of U and V (factor rank)"),
     }
     capabilities = frozenset(
-        {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "horizontal_projection"}
+        {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "horizontal_projection",
+         "quadratic_forms"}
     )
     references = (
         "Mishra, Meyer, Bonnabel, Sepulchre (2014) Fixed-rank matrix factorizations and "
@@ -132,6 +133,22 @@ class UVT(Parameterization):
         U = sympy.Matrix(self.rows, self.r, lambda i, k: sympy.Symbol(f"U_{i}_{k}", real=True))
         V = sympy.Matrix(self.cols, self.r, lambda j, k: sympy.Symbol(f"V_{j}_{k}", real=True))
         return list(U) + list(V), list(U * V.T)
+
+    def quadratic_forms(self, theta, X):
+        # square case m = n = d: x^T U V^T x = <U^T x, V^T x>; for the symmetric
+        # W = sum_i c_i x_i x_i^T, J^T vec(W) = (W V, W^T U) = (X^T diag(c) X V, X^T diag(c) X U).
+        if self.rows != self.cols:
+            raise ShapeError(f"uvt: quadratic forms x^T U V^T x need m = n, got m={self.rows}, "
+                             f"n={self.cols}")
+        U, V = self._UV(theta)
+        X = np.asarray(X, float)
+        P, R = X @ U, X @ V
+
+        def vjp(c):
+            c = np.asarray(c, float)[:, None]
+            return self._pack(X.T @ (c * R), X.T @ (c * P))
+
+        return np.sum(P * R, axis=1), vjp
 
     # phi is a homogeneous quadratic map, so J(theta) is linear in theta: the derivative of J
     # along v is J(v), and (sum_i w_i Hess phi_i) v = J(v)^T w.

@@ -51,3 +51,27 @@ def test_bad_inputs_are_named(rng):
     with pytest.raises(paramgeo.ParamgeoError, match="must return a scalar"):
         CallableLoss(lambda b: b * 2).value(np.ones(2))
     assert CallableLoss(lambda b: anp.sum(b ** 2)).grad(np.ones(2)) == pytest.approx([2, 2])
+
+
+@pytest.mark.parametrize("name,sizes", [("uut", dict(d=5, r=2)), ("uvt", dict(m=5, n=5, r=2))])
+def test_structured_pullback_matches_the_flat_chain_rule(rng, name, sizes):
+    """QuadraticMeasurements uses the plugin's quadratic_forms (never forming phi); the dense
+    LinearMeasurements with A_i = x_i x_i^T goes through the flat predictor: same L, grad L."""
+    from paramgeo.losses import QuadraticMeasurements
+
+    p = paramgeo.get(name, **sizes)
+    X, y = rng.standard_normal((9, 5)), rng.standard_normal(9)
+    fast = QuadraticMeasurements(X, y)
+    assert fast.structured_pullback(p) is not None
+    value_f, grad_f = pullback(p, fast)
+    value_d, grad_d = pullback(p, LinearMeasurements(np.einsum("ni,nj->nij", X, X), y))
+    theta = p.random_point(rng)
+    assert value_f(theta) == pytest.approx(value_d(theta), rel=1e-12)
+    np.testing.assert_allclose(grad_f(theta), grad_d(theta), rtol=1e-10, atol=1e-12)
+
+
+def test_quadratic_loss_refuses_non_square_predictors(rng):
+    from paramgeo.losses import QuadraticMeasurements
+
+    with pytest.raises(paramgeo.ShapeError, match="square 2 x 2 predictors"):
+        pullback(paramgeo.get("hadamard", p=4), QuadraticMeasurements(np.ones((3, 2)), np.ones(3)))
