@@ -132,6 +132,8 @@ def main(argv=None):
             ax[0].semilogy(tr.times / np.log(1 / a), tr.losses, color=f"C{j}",
                            label=f"gradient flow, alpha={a:g}")
         ax[0].semilogy(tgrid, step_loss, "k--", lw=1.2, label="Algorithm 1 (alpha -> 0)")
+        floor = min(tr.losses.min() for tr in runs.values())
+        ax[0].set_ylim(bottom=floor / 10)  # Algorithm 1 ends at loss ~1e-30 (an exact fit)
         ax[0].set(xlabel="t / log(1/alpha)", ylabel="loss", title="loss: plateaus and jumps")
         ax[0].legend(fontsize=8)
         active = np.flatnonzero(np.max(np.abs(seq.saddles), axis=0) > 1e-12)
