@@ -949,8 +949,13 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
 
 def _explain(critical, causes, rank, R, st, near, o, o_gen):
     if st is None:
-        return (f"critical: rank {rank} < {R}, and without strata nothing explains it"
-                if critical else f"regular: rank equals the generic rank {R}")
+        if not critical:
+            return f"regular: rank equals the generic rank {R}"
+        if "orbit-degenerate" in causes:
+            return (f"critical: rank {rank} < {R}; the isotropy group grows: orbit dim {o} "
+                    f"(generic {o_gen}); without strata the engine cannot tell whether that "
+                    "accounts for the whole drop, hence also 'other'")
+        return f"critical: rank {rank} < {R}, and without strata nothing explains it"
     if not critical:
         return (f"regular: rank equals the generic rank {R}"
                 + (f", although theta lies on the proper stratum '{st.label}' (whose generic "

@@ -395,6 +395,19 @@ def _finish(param, value, grad, method, times, thetas, success, message, n_evals
                       bool(success), str(message), int(n_evals), values, cq.labels, drift, scale)
 
 
+def _check_stops(stop_loss, stop_grad):
+    """The early-stopping levels must be non-negative numbers (or None)."""
+    for what, level in (("stop_loss", stop_loss), ("stop_grad", stop_grad)):
+        if level is not None and not (np.isfinite(level) and level >= 0):
+            raise ParamgeoError(f"{what} must be a non-negative number, got {level}")
+
+
+#: solve_ivp methods that form and factor a dense n x n Jacobian (LSODA does once stiff).
+IMPLICIT_METHODS = ("LSODA", "BDF", "Radau")
+#: Above this n they need gigabytes per matrix (LSODA's Fortran crashes on its work array).
+MAX_IMPLICIT_DIM = 10_000
+
+
 def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, atol=1e-10,
                   n_records=200, log_times=False, stop_loss=None, stop_grad=None, t_eval=None,
                   progress=False, conserved=True):
@@ -423,6 +436,15 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
     """Integrate d theta/dt = -field(theta); record value and grad (see gradient_flow)."""
     if not (np.isfinite(t_final) and t_final > 0):
         raise ParamgeoError(f"the final time must be a positive number, got {t_final}")
+    for what, tol in (("rtol", rtol), ("atol", atol)):
+        if not (np.isfinite(tol) and tol > 0):
+            raise ParamgeoError(f"the tolerance {what} must be a positive number, got {tol}")
+    _check_stops(stop_loss, stop_grad)
+    if method in IMPLICIT_METHODS and theta0.size > MAX_IMPLICIT_DIM:
+        raise ParamgeoError(
+            f"the {method} integrator factors an n x n Jacobian and n = {theta0.size} exceeds "
+            f"{MAX_IMPLICIT_DIM} ({8e-9 * theta0.size ** 2:.3g} GB per matrix); use an explicit "
+            "integrator (RK45 or DOP853) or gradient descent")
     from scipy.integrate import solve_ivp
 
     counter = {"n": 0, "shown": 0}
@@ -519,6 +541,7 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=1, stop_los
     steps = int(steps)
     if record_every < 1:
         raise ParamgeoError(f"record_every must be at least 1, got {record_every}")
+    _check_stops(stop_loss, stop_grad)
     value, grad = pullback(param, loss)
     step_grad = grad
     rng = None

@@ -297,6 +297,9 @@ def loss_from_arrays(kind, arrays, param, source="the data"):
     if y.ndim != 1:
         raise ShapeError(f"{source}: array 'y' must have shape (N,), got {y.shape}")
     N = y.shape[0]
+    if N == 0:
+        raise ShapeError(f"{source}: array 'y' is empty; the {kind} loss needs at least one "
+                         "sample")
     if kind == "quadratic":
         X = got["X"]
         shape = param.predictor_shape
@@ -315,6 +318,8 @@ def loss_from_arrays(kind, arrays, param, source="the data"):
         expected = str((N, *param.predictor_shape))
         if len(param.predictor_shape) != 1:
             expected += f" or {(N, param.m)}"
+        rows = (f" (one row per entry of y: y has {N}, A has {A.shape[0]})"
+                if A.ndim and A.shape[0] != N else "")
         raise ShapeError(f"{source}: array 'A' must have shape {expected} "
-                         f"for {param.name} {param.sizes}, got {A.shape}")
+                         f"for {param.name} {param.sizes}, got {A.shape}{rows}")
     return cls(A.reshape(N, param.m), y)

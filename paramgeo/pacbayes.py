@@ -1408,16 +1408,11 @@ def load_posterior(param, path):
     """Read a posterior from an .npz file: ``mean`` (n,), ``std`` (n,) or scalar, and
     ``empirical_risk`` (scalar in [0, 1], the Gibbs empirical risk of a bounded loss).
     Returns (DiagonalGaussian, empirical_risk)."""
-    import os
+    from .npzfile import read_npz
 
-    if not os.path.isfile(path):
-        raise PacBayesInputError(f"posterior file {path!r} does not exist")
-    try:
-        data = np.load(path, allow_pickle=False)
-        keys = set(data.files)
-    except (ValueError, OSError) as exc:
-        raise PacBayesInputError(f"posterior file {path!r} is not a readable .npz ({exc})") \
-            from None
+    data = read_npz(path, "posterior file",
+                    "write it with np.savez(file, mean=..., std=..., empirical_risk=...)")
+    keys = set(data)
     missing = {"mean", "std", "empirical_risk"} - keys
     if missing:
         raise PacBayesInputError(

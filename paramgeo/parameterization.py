@@ -95,8 +95,8 @@ class Size:
             return int(str(value).strip()) if isinstance(value, str) else int(value)
         if self.kind == "ints":
             if isinstance(value, str):
-                parts = [p for p in value.replace(" ", "").split(",") if p]
-                if not parts:
+                parts = value.replace(" ", "").split(",")
+                if not all(parts):  # an empty entry, as in 2,,1 or a trailing comma
                     raise ValueError
                 return tuple(int(p) for p in parts)
             return tuple(int(v) for v in value)

@@ -168,6 +168,9 @@ def load_plugin_file(path):
     path = Path(path)
     if not path.is_file():
         raise ParamgeoError(f"plugin file {str(path)!r} does not exist")
+    if path.suffix != ".py":
+        raise ParamgeoError(f"plugin file {str(path)!r} is not a Python file; give a .py file "
+                            "that defines a Parameterization subclass")
     mod_name = f"paramgeo_user_plugin_{abs(hash(str(path.resolve())))}"
     spec = importlib.util.spec_from_file_location(mod_name, path)
     module = importlib.util.module_from_spec(spec)

@@ -38,6 +38,7 @@ leaves nothing behind. The registry lists saved definitions through a provider
 (:func:`paramgeo.registry.add_provider`), so ``paramgeo list`` and ``paramgeo.get`` see them.
 """
 
+import math
 import os
 import re
 import sys
@@ -172,11 +173,24 @@ def _is_expr_tree(value):
     return isinstance(value, list) and bool(value) and all(_is_expr_tree(v) for v in value)
 
 
+#: Most parameter entries of a spec definition (each is a sympy symbol).
+MAX_SYMBOLS = 5000
+#: Most entries m n of the sympy Jacobian of a spec definition (differentiating and
+#: lambdifying takes about 50 microseconds an entry: a minute at this limit).
+MAX_SYMBOLIC_JACOBIAN = 1_000_000
+
+
 def compile_predictor(spec, sizes):
     """(block arrays of symbols, flat symbols in theta order, predictor object array) for the
     spec at the given integer sizes; raises ExpressionError naming the offending token."""
     shapes = {k: tuple(int(sizes[s]) if isinstance(s, str) else int(s) for s in shape)
               for k, shape in spec["parameters"].items()}
+    n = sum(math.prod(shape) for shape in shapes.values())
+    if n > MAX_SYMBOLS:
+        raise SpecError(f"{spec['name']}: {n} parameters at sizes {dict(sizes)}; a spec "
+                        f"definition makes one sympy symbol per entry, at most {MAX_SYMBOLS}: "
+                        "use smaller sizes (or write a Python plugin, see "
+                        "docs/tutorial-register.md)")
     arrays = {k: block_symbols(k, shape) for k, shape in shapes.items()}
     flat = [s for arr in arrays.values() for s in np.ravel(arr)]
     names = [str(s) for s in flat]
@@ -222,6 +236,12 @@ class SpecParameterization(Parameterization):
         if declared is not None and tuple(declared) != value.shape:
             raise SpecError(f"{self.name}: [predictor] shape = {declared} but the expression "
                             f"has shape {list(value.shape)}")
+        m, n = len(exprs), len(flat)
+        if m * n > MAX_SYMBOLIC_JACOBIAN:
+            raise SpecError(f"{self.name}: the exact Jacobian at sizes {dict(self.sizes)} has "
+                            f"m x n = {m} x {n} = {m * n} entries; sympy differentiates at most "
+                            f"{MAX_SYMBOLIC_JACOBIAN} in reasonable time: use smaller sizes (or "
+                            "write a Python plugin, see docs/tutorial-register.md)")
         self._shapes, self._symbols, self._exprs = shapes, flat, exprs
         self._shape = value.shape
         self._forward = None

@@ -126,3 +126,99 @@ def test_npz_given_as_point_is_a_readable_error(tmp_path):
     np.savez(tmp_path / "x.npz", theta=np.zeros(8))
     res = CliRunner().invoke(main, ["rank", "uut", "--at", str(tmp_path / "x.npz")])
     assert res.exit_code == 2 and "is an .npz archive" in res.output
+
+
+# ---------------------------------------------------------------- hostile input (first-user pass)
+
+def _hostile_files(d):
+    """The bad files the hostile-input cases below refer to, written into ``d``."""
+    np.save(d / "str.npy", np.array(["a"] * 8))
+    np.save(d / "cplx.npy", np.ones(8) * 1j)
+    np.save(d / "theta.npy", np.zeros(8))
+    np.savez(d / "emptyA.npz", A=np.zeros((0, 5)), y=np.zeros(0))
+    np.savez(d / "good.npz", A=np.ones((3, 5)), y=np.ones(3))
+    np.savez(d / "mismatch.npz", A=np.ones((3, 5)), y=np.ones(4))
+    np.savez(d / "poststr.npz", mean=np.array(["a"] * 10), std=0.1, empirical_risk=0.1)
+    (d / "notpy.txt").write_text("x = 1\n")
+    (d / "huge.toml").write_text('name = "huge"\npredictor = "u**2"\n[parameters]\n'
+                                 'u = [100000000]\n')
+    (d / "hyp.toml").write_text('name = "hyp-ux"\npredictor = "u**2 - v**2"\n[sizes]\np = 3\n'
+                                '[parameters]\nu = ["p"]\nv = ["p"]\n')
+
+
+HOSTILE = [
+    (["rank", "uut", "--seed", "-1"], "-1 is not in the range x>=0"),
+    (["critical", "uut", "--seed", "-5"], "-5 is not in the range x>=0"),
+    (["rank", "uut", "--at", "{d}/str.npy"], "holds <U1 values; theta must be real numbers"),
+    (["rank", "uut", "--at", "{d}/cplx.npy"], "holds complex128 values"),
+    (["describe", "uut", "-p", "d=4", "-p", "d=5"], "size d is given twice"),
+    (["describe", "monomial", "-p", "widths=2,,1"], "expected comma-separated integers"),
+    (["describe", "uut", "--all"], "give either --all or a NAME"),
+    (["describe", "--all", "-p", "p=3"], "give either --all or a NAME"),
+    (["--plugin", "{d}/notpy.txt", "list"], "is not a Python file"),
+    (["describe", "uut", "-p", "d=99999999999999999999"], "more than paramgeo handles"),
+    (["rank", "uut", "-p", "d=3000", "-p", "r=2"], "the dense Jacobian would have m x n"),
+    (["describe", "hadamard", "-p", "p=100000"], "PARAMGEO_MAX_JACOBIAN_ENTRIES"),
+    (["flow", "hadamard", "--data", "{d}/emptyA.npz"], "array 'y' is empty"),
+    (["flow", "hadamard", "--data", "{d}/mismatch.npz"], "y has 4, A has 3"),
+    (["flow", "hadamard", "--data", "{d}/good.npz", "--method", "flow", "--rtol", "0"],
+     "rtol must be a positive number"),
+    (["flow", "hadamard", "--data", "{d}/good.npz", "--stop-grad", "nan"],
+     "stop_grad must be a non-negative number"),
+    (["flow", "hadamard", "--data", "{d}/good.npz", "--method", "flow", "--lr", "3"],
+     "--lr: only for --method gd"),
+    (["flow", "hadamard", "--data", "{d}/good.npz", "--seed", "-1"], "not in the range x>=0"),
+    (["implicit-bias", "hadamard", "--data", "{d}/theta.npy", "--init-scale", "0.1"],
+     "is not an .npz archive (it is a single .npy array)"),
+    (["pacbayes", "hadamard", "--posterior", "{d}/theta.npy", "--prior-scale", "1", "--n", "10",
+      "--delta", "0.05"], "is not an .npz archive (it is a single .npy array)"),
+    (["pacbayes", "hadamard", "--posterior", "{d}/poststr.npz", "--prior-scale", "1", "--n",
+      "10", "--delta", "0.05"], "must hold real numbers, got dtype <U1"),
+    (["pacbayes", "hadamard", "--posterior", "{d}/poststr.npz", "--prior-scale", "1", "--n",
+      "10", "--delta", "0.05", "--samples", "0"], "0 is not in the range x>=2"),
+    (["define", "{d}/huge.toml"], "at most 5000"),
+]
+
+
+@pytest.mark.parametrize("args,fragment", HOSTILE, ids=[" ".join(a[:3]) for a, _ in HOSTILE])
+def test_hostile_input_is_one_error_line(tmp_path, monkeypatch, args, fragment):
+    monkeypatch.setenv("PARAMGEO_HOME", str(tmp_path / "home"))
+    _hostile_files(tmp_path)
+    res = CliRunner().invoke(main, [a.format(d=tmp_path) for a in args])
+    assert res.exit_code == 2, res.output
+    assert fragment in res.output
+    assert "Traceback" not in res.output and "internal error" not in res.output
+    assert res.output.strip().splitlines()[-1].startswith("Error: ")
+
+
+def test_spec_definition_refuses_sizes_beyond_sympy(tmp_path, monkeypatch):
+    """-p on a defined spec can ask for a Jacobian sympy would take minutes over: refused."""
+    monkeypatch.setenv("PARAMGEO_HOME", str(tmp_path / "home"))
+    _hostile_files(tmp_path)
+    assert run("define", str(tmp_path / "hyp.toml")).exit_code == 0
+    res = CliRunner().invoke(main, ["describe", "hyp-ux", "-p", "p=1000"])
+    assert res.exit_code == 2 and "sympy differentiates at most 1000000" in res.output
+    res = CliRunner().invoke(main, ["describe", "hyp-ux", "-p", "p=100000"])
+    assert res.exit_code == 2 and "at most 5000" in res.output
+
+
+def test_implicit_integrator_refused_for_huge_n(rng):
+    from paramgeo import get
+    from paramgeo.errors import ParamgeoError
+    from paramgeo.flows import MAX_IMPLICIT_DIM, gradient_flow
+    from paramgeo.losses import LinearMeasurements
+
+    p = MAX_IMPLICIT_DIM // 2 + 1
+    param = get("hadamard", p=p)
+    loss = LinearMeasurements(rng.standard_normal((2, p)), np.ones(2))
+    with pytest.raises(ParamgeoError, match="use an explicit integrator"):
+        gradient_flow(param, loss, 0.01 * np.ones(param.n), 1.0, method="LSODA")
+
+
+def test_closed_pipe_is_not_an_internal_error(tmp_path):
+    """`paramgeo ... | head -1`: the pipe closes early; exit quietly, no 'internal error'."""
+    proc = subprocess.run(
+        f"{sys.executable} {ROOT / 'cli.py'} strata hadamard -p p=10 | head -1", shell=True,
+        capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.stdout.startswith("hadamard {'p': 10}: 1024 strata")
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr

@@ -304,7 +304,7 @@ def test_cli_implicit_bias(tmp_path, sparse):
 @pytest.mark.parametrize("content,fragment", [
     ("missing", "does not exist"),
     ("noy", "lacks the array(s) y"),
-    ("junk", "is not a readable .npz archive"),
+    ("junk", "is not an .npz archive"),
     ("shape", "has predictors of dimension 5"),
 ])
 def test_cli_implicit_bias_bad_data(tmp_path, content, fragment):

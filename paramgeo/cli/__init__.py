@@ -55,6 +55,9 @@ class LazyGroup(click.Group):
             raise UserError(str(exc)) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
+        except BrokenPipeError:  # output piped into `head` and closed: not an error of ours
+            _silence_stdout()
+            raise click.exceptions.Exit(0) from None
         except Exception as exc:  # a bug, not a user error: say so in one line, keep exit != 0
             if os.environ.get("PARAMGEO_DEBUG"):
                 raise
@@ -62,6 +65,16 @@ class LazyGroup(click.Group):
                 f"internal error: {type(exc).__name__}: {exc} "
                 "(set PARAMGEO_DEBUG=1 for the traceback and please report it)"
             ) from None
+
+
+def _silence_stdout():
+    """Point stdout at /dev/null so that the interpreter's final flush of a closed pipe does
+    not raise a second BrokenPipeError at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real stdout (e.g. CliRunner)
+        pass
 
 
 class UserError(click.ClickException):

@@ -30,7 +30,7 @@ def sizes_option(f):
 
 def point_options(f):
     """``--seed N`` / ``--at FILE.npy``: where to evaluate (random point or a saved theta)."""
-    f = click.option("--seed", type=int, default=0, show_default=True,
+    f = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                      help="Seed of the random point (ignored with --at).")(f)
     return click.option("--at", "at", type=click.Path(dir_okay=False),
                         help="A .npy file holding theta (flat, or the shape of a single block).")(f)
@@ -86,12 +86,55 @@ def parse_sizes(pairs):
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise SizeError(f"size {pair!r} must look like KEY=VALUE, e.g. -p d=4")
+        if key.strip() in out:
+            raise SizeError(f"size {key.strip()} is given twice ({key.strip()}={out[key.strip()]} "
+                            f"and {pair.strip()}); give each -p KEY=VALUE once")
         out[key.strip()] = value.strip()
     return out
 
 
-def resolve(name, sizes):
-    """Instantiate plugin ``name`` (or load the plugin file ``name`` if it ends in .py)."""
+#: The largest dense Jacobian (m x n entries) a command forms; 5e7 float64 = 400 MB, and its
+#: SVD already takes minutes. Raise it with the environment variable of the same name.
+MAX_JACOBIAN_ENTRIES = 50_000_000
+#: The largest parameter vector any command accepts (even one that never forms J).
+MAX_PARAMS = 50_000_000
+
+
+def _limit(env, default):
+    import os
+
+    try:
+        return int(float(os.environ.get(env, default)))
+    except ValueError:
+        raise SizeError(f"environment variable {env}={os.environ[env]!r} must be an integer") \
+            from None
+
+
+def resolve(name, sizes, dense=True):
+    """Instantiate plugin ``name`` (or load the plugin file ``name`` if it ends in .py).
+
+    Refuses sizes whose parameter vector exceeds ``MAX_PARAMS`` or, when the command forms the
+    dense m x n Jacobian (``dense``), whose Jacobian exceeds ``MAX_JACOBIAN_ENTRIES`` entries
+    (both overridable by environment variables of those names), instead of running out of
+    memory or running for hours.
+    """
+    param = _instantiate(name, sizes)
+    max_n = _limit("PARAMGEO_MAX_PARAMS", MAX_PARAMS)
+    max_entries = _limit("PARAMGEO_MAX_JACOBIAN_ENTRIES", MAX_JACOBIAN_ENTRIES)
+    where = f"{param.name} {param.sizes}"
+    if param.n > max_n:
+        raise SizeError(f"{where} has n = {param.n:.3g} parameters, more than paramgeo handles "
+                        f"({max_n:.3g}, PARAMGEO_MAX_PARAMS); use smaller sizes")
+    if dense and param.n * param.m > max_entries:
+        raise SizeError(
+            f"{where}: the dense Jacobian would have m x n = {param.m} x {param.n} = "
+            f"{param.n * param.m:.3g} entries ({8e-9 * param.n * param.m:.3g} GB), more than "
+            f"the limit {max_entries:.3g}; use smaller sizes (or raise "
+            "PARAMGEO_MAX_JACOBIAN_ENTRIES if you have the memory and time)")
+    return param
+
+
+def _instantiate(name, sizes):
     from ..registry import get, load_plugin_file
 
     if name.endswith(".py"):
@@ -120,6 +163,9 @@ def load_point(param, at, seed):
         arr.close()
         raise ShapeError(f"point file {at!r} is an .npz archive; save theta with numpy.save "
                          "as a single .npy array")
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+        raise ShapeError(f"point file {at!r} holds {arr.dtype} values; theta must be real "
+                         "numbers (save a float array with numpy.save)")
     blocks = list(param.spec.blocks.values())
     if arr.size != param.n or (arr.ndim > 1 and len(blocks) == 1 and arr.shape != blocks[0]):
         raise ShapeError(

@@ -62,7 +62,8 @@ def _fmt(v):
 @click.argument("name", required=False)
 @sizes_option
 @click.option("--all", "all_", is_flag=True, help="Describe every plugin at its default sizes.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random points.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the random points.")
 @json_option
 def describe_cmd(name, sizes, all_, seed, as_json):
     """Dimensions, generic rank, symmetry group and quotient dimension of a parameterization.
@@ -71,6 +72,9 @@ def describe_cmd(name, sizes, all_, seed, as_json):
     """
     from ..describe import describe
 
+    if all_ and (name or sizes):
+        raise click.UsageError("--all describes every plugin at its default sizes; give either "
+                               "--all or a NAME with its -p sizes, not both")
     if all_:
         results = [describe(cls(), seed=seed) for cls in _loadable().values()]
         if as_json:
@@ -128,7 +132,8 @@ def rank_cmd(name, sizes, at, seed, as_json):
 @click.command("check")
 @click.argument("name")
 @sizes_option
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random points.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the random points.")
 @json_option
 def check_cmd(name, sizes, seed, as_json):
     """Run the contract check on a plugin (by name or .py file); exit 1 if a property fails.

@@ -33,7 +33,8 @@ def critical_cmd(name, sizes, at, seed, as_json):
 @click.option("--kinds", type=click.Choice(["deleted", "all"]), default="deleted",
               show_default=True,
               help="deleted: units active or removed; all: also in-zero / out-zero sides.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random points.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the random points.")
 @progress_option
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 def strata_cmd(name, sizes, fmt, kinds, seed, progress, as_json):
@@ -68,7 +69,8 @@ def strata_cmd(name, sizes, fmt, kinds, seed, progress, as_json):
 @sizes_option
 @click.option("--starts", type=click.IntRange(min=1), default=20, show_default=True,
               help="Number of random starts.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the starts.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the starts.")
 @click.option("--maxiter", type=click.IntRange(min=1), default=100, show_default=True,
               help="L-BFGS-B iterations per start.")
 @progress_option

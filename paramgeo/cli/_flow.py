@@ -1,7 +1,6 @@
 """The ``flow`` command: gradient descent or gradient flow of a loss through a parameterization."""
 
 import json
-from pathlib import Path
 
 import click
 import numpy as np
@@ -13,18 +12,9 @@ from ._common import progress_bar, progress_enabled, progress_option
 
 def load_data(path):
     """The arrays of an ``.npz`` file as a dict (readable errors for missing/corrupt files)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ParamgeoError(f"data file {path!r} does not exist")
-    import zipfile
+    from ..npzfile import read_npz
 
-    if not zipfile.is_zipfile(p):
-        raise ShapeError(f"data file {path!r} is not an .npz archive (write it with numpy.savez)")
-    try:
-        with np.load(p, allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
-    except (ValueError, OSError) as exc:
-        raise ShapeError(f"data file {path!r} is not a readable .npz archive ({exc})") from None
+    return read_npz(path, "data file", "write it with numpy.savez")
 
 
 @click.command("flow")
@@ -61,7 +51,7 @@ def load_data(path):
               help="Stop when |grad L| falls below.")
 @click.option("--init-scale", "alpha", type=float, default=None,
               help="Start at ALPHA times a random point (overrides theta0 of the data file).")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the random start and of the minibatches.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Write a figure (.png, .svg or .pdf).")
@@ -81,7 +71,7 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, lr, sche
     from ..flows import gradient_descent, gradient_flow, schedule
     from ..losses import loss_from_arrays
 
-    param = resolve(name, sizes)
+    param = resolve(name, sizes, dense=False)  # descent and flow use J^T v only
     arrays = load_data(data_path)
     loss = loss_from_arrays(loss_kind, arrays, param, source=f"data file {data_path!r}")
     if alpha is not None:
@@ -97,6 +87,16 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, lr, sche
     else:
         theta0 = param.random_point(np.random.default_rng(seed))
     enabled = progress_enabled(progress, quiet=as_json)
+    ctx = click.get_current_context()
+    other = "flow" if method == "gd" else "gd"
+    only_other = (("integrator", "rtol", "atol", "log_times") if method == "gd"
+                  else ("lr", "schedule_kind"))
+    ignored = [p for p in only_other
+               if ctx.get_parameter_source(p) == click.core.ParameterSource.COMMANDLINE]
+    if ignored:
+        names = ", ".join("--" + p.replace("_kind", "").replace("_", "-") for p in ignored)
+        raise click.UsageError(f"{names}: only for --method {other}; this run is "
+                               f"--method {method}")
     if method == "gd":
         if t_final is not None:
             raise click.UsageError("--time is for --method flow; use --steps with gd")

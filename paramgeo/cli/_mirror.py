@@ -1,6 +1,5 @@
 """Commands of the mirror engine: ``mirror`` and ``implicit-bias``."""
 
-from pathlib import Path
 
 import click
 import numpy as np
@@ -18,7 +17,8 @@ from ._common import emit, json_option, resolve, sizes_option
               help="Largest degree of the polynomial conservation laws searched.")
 @click.option("--method", type=click.Choice(["auto", "symbolic", "numeric"]), default="auto",
               show_default=True, help="Brackets exactly with sympy, or numerically.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the test points.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the test points.")
 @json_option
 def mirror_cmd(name, sizes, alpha, degree, method, seed, as_json):
     """Lie algebra of the fields grad phi_i, conservation laws and mirror potential.
@@ -39,25 +39,15 @@ def mirror_cmd(name, sizes, alpha, degree, method, seed, as_json):
 
 def load_regression(path):
     """(X, y) from an .npz file holding arrays ``X`` (N x p) and ``y`` (N,); ShapeError else."""
-    p = Path(path)
-    if not p.is_file():
-        raise ParamgeoError(f"data file {str(path)!r} does not exist")
-    try:
-        with np.load(p, allow_pickle=False) as data:
-            files = list(getattr(data, "files", ()))
-            arrays = {k: np.asarray(data[k]) for k in ("X", "y") if k in files}
-    except (ValueError, OSError, AttributeError) as exc:
-        raise ShapeError(f"data file {str(path)!r} is not a readable .npz archive "
-                         f"({type(exc).__name__}); write it with np.savez(file, X=X, y=y)") \
-            from None
+    from ..npzfile import read_npz
+
+    arrays = read_npz(path, "data file", "write it with np.savez(file, X=X, y=y)")
     missing = [k for k in ("X", "y") if k not in arrays]
     if missing:
         raise ShapeError(
             f"data file {str(path)!r} lacks the array(s) {', '.join(missing)}; it must hold "
             "X (N x p) and y (N,), e.g. np.savez(file, X=X, y=y)")
     X, y = arrays["X"], arrays["y"]
-    if X.dtype.kind not in "biuf" or y.dtype.kind not in "biuf":
-        raise ShapeError(f"data file {str(path)!r}: X and y must be numeric arrays")
     if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
         raise ShapeError(f"data file {str(path)!r}: X must be N x p and y of length N, got "
                          f"X {X.shape} and y {y.shape}")

@@ -19,9 +19,10 @@ from ._common import json_option, resolve, sizes_option, table
 @click.option("--delta", required=True, type=str, help="Confidence parameter in (0, 1).")
 @click.option("--method", type=click.Choice(["auto", "quadrature", "montecarlo"]),
               default="auto", show_default=True, help="Estimator of the quotient KL.")
-@click.option("--samples", type=int, default=200, show_default=True,
+@click.option("--samples", type=click.IntRange(min=2), default=200, show_default=True,
               help="Monte Carlo samples (method montecarlo).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Monte Carlo seed.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Monte Carlo seed.")
 @json_option
 def pacbayes_cmd(name, sizes, posterior_file, scales, n, delta, method, samples, seed, as_json):
     """KL(Q||P) and KL(Q_bar||P_bar) for the neutral prior N(0, s^2 I) and the orbit-volume
