@@ -306,11 +306,21 @@ class Parameterization(abc.ABC):
         return np.asarray(vjp_fun(np.asarray(w, float)))
 
     def jacobian_derivative(self, theta, v):
-        """The m x n matrix d/dt J(theta + t v) at t = 0 (second derivative of phi along v)."""
-        theta = np.asarray(theta, float)
+        """The m x n matrix d/dt J(theta + t v) at t = 0 (second derivative of phi along v).
+
+        Row i is (Hess phi_i) v, the Jacobian of theta -> J(theta) v: reverse mode over the
+        forward-mode JVP (m backward passes; symmetric second derivatives make it equal to
+        d/dt J(theta + t v))."""
+        from autograd.differential_operators import make_jvp
+
+        import warnings
+
         v = np.asarray(v, float)
-        along = autograd.jacobian(lambda t: anp.reshape(self._jac(theta + t * v), (-1,)))
-        return np.asarray(along(0.0)).reshape(self.m, self.n)
+        along = autograd.jacobian(lambda x: make_jvp(self.forward_flat)(x)(v)[1])
+        with warnings.catch_warnings():  # a linear phi has a constant Jacobian: no dependence
+            warnings.filterwarnings("ignore", "Output seems independent of input")
+            out = along(np.asarray(theta, float))
+        return np.asarray(out, dtype=float).reshape(self.m, self.n)
 
     def hessian_vp(self, theta, w, v):
         """(sum_i w_i Hess phi_i(theta)) v = (d/dt J(theta + t v))^T w, a vector of length n.

@@ -56,7 +56,8 @@ class ProductGroup(SymmetryGroup):
         for f in factors:
             flat.extend(f.factors if isinstance(f, ProductGroup) else [f])
         self.factors = tuple(flat)
-        self.name = " x ".join(f.name for f in self.factors)
+        # the trivial group "1" is left out of the name: (R\{0})^3 x 1 reads (R\{0})^3
+        self.name = " x ".join(f.name for f in self.factors if f.name != "1") or "1"
 
     @property
     def dim(self):
@@ -250,7 +251,7 @@ class ScalingTorus(SymmetryGroup):
         self.signed = bool(signed)
         k = self.exponents.shape[0]
         field = "R\\{0}" if self.signed else "R_{>0}"
-        self.name = name or f"({field})^{k}"
+        self.name = name or (f"({field})^{k}" if k else "1")
 
     @property
     def dim(self):
