@@ -1232,7 +1232,7 @@ def _as_posterior(param, posterior):
 
 
 def quotient_kls(param, posterior, scales, method="auto", samples=200, seed=0,
-                 orbit_method="auto", inner_samples=128):
+                 orbit_method="auto", inner_samples=128, progress=None):
     """KL(Q || P_s), KL(Q_bar || P_bar_s) for the neutral priors P_s = N(0, s^2 I) and for the
     implicit-bias priors (2) built from them, for each scale s in ``scales``.
 
@@ -1241,7 +1241,8 @@ def quotient_kls(param, posterior, scales, method="auto", samples=200, seed=0,
     stderr = standard error of the mean, delta method for log Z), or ``auto``.
     ``orbit_method`` and ``inner_samples`` choose the orbit integrals of the Monte Carlo method
     (see :func:`orbit_log_integral`: ``quadrature`` for one-dimensional abelian non-compact
-    groups, ``importance`` for general ones, ``auto``).
+    groups, ``importance`` for general ones, ``auto``). ``progress``: an optional callback
+    ``progress(done, total)`` over the orbit integrals of the Monte Carlo method.
     Returns a :class:`QuotientKLReport`.
     """
     posterior = _as_posterior(param, posterior)
@@ -1256,7 +1257,7 @@ def quotient_kls(param, posterior, scales, method="auto", samples=200, seed=0,
         return _quadrature_report(param, posterior, scales, pairs)
     if method == "montecarlo":
         return _montecarlo_report(param, posterior, scales, samples, seed, orbit_method,
-                                  inner_samples)
+                                  inner_samples, progress)
     raise PacBayesInputError(f"unknown method {method!r}; choose auto, quadrature or montecarlo")
 
 
@@ -1312,7 +1313,7 @@ def _report(param, posterior, scales, method, kl_neutral, kl_ib, se_n, se_ib, de
 
 
 def _montecarlo_report(param, posterior, scales, samples, seed, orbit_method="auto",
-                       inner_samples=128):
+                       inner_samples=128, progress=None):
     """Monte Carlo with the chain rule (1) as control variate: for theta_j ~ Q,
 
         KL(Q_bar || P_bar) = KL(Q || P) - E_Q[ log(q/p)(theta) - log(q_bar/p_bar)(phi theta) ],
@@ -1327,12 +1328,15 @@ def _montecarlo_report(param, posterior, scales, samples, seed, orbit_method="au
     priors = [DiagonalGaussian.isotropic(np.zeros(param.n), s) for s in scales]
     thetas = posterior.sample(rng, samples)
     inner = []
+    total = samples * (1 + len(priors))  # posterior samples, then prior samples per scale
 
     def orbit(th, funcs):
         val, err = orbit_log_integral(param, th, funcs, method=orbit_method,
                                       samples=inner_samples, seed=int(rng.integers(2 ** 31)),
                                       return_error=True)
         inner.append(float(np.max(err)))
+        if progress is not None:
+            progress(len(inner), total)
         return val
 
     logs = np.array([orbit(th, [posterior.logpdf] + [p.logpdf for p in priors])
@@ -1382,13 +1386,13 @@ class PacBayesReport(Result):
 
 
 def pacbayes_report(param, posterior, scales, n, delta, empirical_risk, method="auto",
-                    samples=200, seed=0, orbit_method="auto", inner_samples=128):
+                    samples=200, seed=0, orbit_method="auto", inner_samples=128, progress=None):
     """Quotient KLs (see :func:`quotient_kls`) and certificates (see :func:`certificates`) with a
     union bound over the prior scales; the certificates use the quotient KL (for the Monte
     Carlo estimate, the estimate plus two standard errors)."""
     _check_cert_inputs(empirical_risk, 0.0, n, delta)
     kls = quotient_kls(param, posterior, scales, method=method, samples=samples, seed=seed,
-                       orbit_method=orbit_method, inner_samples=inner_samples)
+                       orbit_method=orbit_method, inner_samples=inner_samples, progress=progress)
     J = len(np.atleast_1d(scales))
     certs, best = [], {}
     for pk in kls.priors:

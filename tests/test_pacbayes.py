@@ -541,3 +541,16 @@ def test_qk_attention_example_smoke(tmp_path):
                    inner_samples=32)
     assert len(rows) == 1 and math.isfinite(rows[0]["kl_quot_ib"])
     assert (tmp_path / "qk_attention_pacbayes.md").is_file()
+
+
+def test_montecarlo_reports_progress():
+    import paramgeo
+    from paramgeo.pacbayes import DiagonalGaussian, quotient_kls
+
+    p = paramgeo.get("hadamard", p=2)
+    q = DiagonalGaussian(np.array([1.0, 0.5, 0.8, -0.4]), np.full(4, 0.1))
+    calls = []
+    quotient_kls(p, q, [1.0, 2.0], method="montecarlo", samples=3,
+                 progress=lambda done, total: calls.append((done, total)))
+    # 3 posterior samples, then 3 prior samples for each of the 2 scales
+    assert calls[-1] == (9, 9) and [c[0] for c in calls] == list(range(1, 10))

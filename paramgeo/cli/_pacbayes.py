@@ -4,7 +4,8 @@ import json
 
 import click
 
-from ._common import json_option, resolve, sizes_option, table
+from ._common import (json_option, progress_bar, progress_enabled, progress_option, resolve,
+                      sizes_option, table)
 
 
 @click.command("pacbayes")
@@ -23,8 +24,10 @@ from ._common import json_option, resolve, sizes_option, table
               help="Monte Carlo samples (method montecarlo).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Monte Carlo seed.")
+@progress_option
 @json_option
-def pacbayes_cmd(name, sizes, posterior_file, scales, n, delta, method, samples, seed, as_json):
+def pacbayes_cmd(name, sizes, posterior_file, scales, n, delta, method, samples, seed, progress,
+                 as_json):
     """KL(Q||P) and KL(Q_bar||P_bar) for the neutral prior N(0, s^2 I) and the orbit-volume
     implicit-bias prior, with McAllester, Maurer-Seeger and Catoni certificates.
 
@@ -40,8 +43,9 @@ def pacbayes_cmd(name, sizes, posterior_file, scales, n, delta, method, samples,
     scales = [_positive(s, "prior scale") for s in scales]
     _check_cert_inputs(0.0, 0.0, _int(n), _float(delta, "delta"))
     posterior, risk = load_posterior(param, posterior_file)
-    report = pacbayes_report(param, posterior, scales, _int(n), float(delta), risk,
-                             method=method, samples=samples, seed=seed)
+    with progress_bar("orbit integrals", progress_enabled(progress, as_json)) as bar:
+        report = pacbayes_report(param, posterior, scales, _int(n), float(delta), risk,
+                                 method=method, samples=samples, seed=seed, progress=bar)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
         return
