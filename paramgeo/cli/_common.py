@@ -28,10 +28,15 @@ def sizes_option(f):
     )(f)
 
 
+def seed_option(help="Seed of the random points."):
+    """``--seed N`` (an integer >= 0, default 0), with the command's own help text."""
+    return click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+                        help=help)
+
+
 def point_options(f):
     """``--seed N`` / ``--at FILE.npy``: where to evaluate (random point or a saved theta)."""
-    f = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-                     help="Seed of the random point (ignored with --at).")(f)
+    f = seed_option("Seed of the random point (ignored with --at).")(f)
     return click.option("--at", "at", type=click.Path(dir_okay=False),
                         help="A .npy file holding theta (flat, or the shape of a single block).")(f)
 

@@ -6,7 +6,8 @@ import json
 import click
 
 from ..results import Result
-from ._common import emit, json_option, load_point, point_options, resolve, sizes_option, table
+from ._common import (emit, json_option, load_point, point_options, resolve, seed_option,
+                      sizes_option, table)
 
 
 @click.command("list")
@@ -62,8 +63,7 @@ def _fmt(v):
 @click.argument("name", required=False)
 @sizes_option
 @click.option("--all", "all_", is_flag=True, help="Describe every plugin at its default sizes.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the random points.")
+@seed_option()
 @json_option
 def describe_cmd(name, sizes, all_, seed, as_json):
     """Dimensions, generic rank, symmetry group and quotient dimension of a parameterization.
@@ -132,8 +132,7 @@ def rank_cmd(name, sizes, at, seed, as_json):
 @click.command("check")
 @click.argument("name")
 @sizes_option
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the random points.")
+@seed_option()
 @json_option
 def check_cmd(name, sizes, seed, as_json):
     """Run the contract check on a plugin (by name or .py file); exit 1 if a property fails.

@@ -4,8 +4,9 @@ import json
 
 import click
 
-from ._common import emit, json_option, load_point, point_options, resolve, sizes_option, table
-from ._common import progress_bar, progress_enabled, progress_option
+from ._common import (emit, json_option, load_point, point_options, progress_bar,
+                      progress_enabled, progress_option, resolve, seed_option, sizes_option,
+                      table)
 
 
 @click.command("critical")
@@ -33,8 +34,7 @@ def critical_cmd(name, sizes, at, seed, as_json):
 @click.option("--kinds", type=click.Choice(["deleted", "all"]), default="deleted",
               show_default=True,
               help="deleted: units active or removed; all: also in-zero / out-zero sides.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the random points.")
+@seed_option()
 @progress_option
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 def strata_cmd(name, sizes, fmt, kinds, seed, progress, as_json):
@@ -69,8 +69,7 @@ def strata_cmd(name, sizes, fmt, kinds, seed, progress, as_json):
 @sizes_option
 @click.option("--starts", type=click.IntRange(min=1), default=20, show_default=True,
               help="Number of random starts.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the starts.")
+@seed_option("Seed of the starts.")
 @click.option("--maxiter", type=click.IntRange(min=1), default=100, show_default=True,
               help="L-BFGS-B iterations per start.")
 @progress_option

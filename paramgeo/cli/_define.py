@@ -6,7 +6,7 @@ import dataclasses
 import click
 
 from ..results import Result
-from ._common import emit, json_option, resolve, sizes_option
+from ._common import emit, json_option, resolve, seed_option, sizes_option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,8 +67,7 @@ def undefine_cmd(name, as_json):
 @click.command("discover")
 @click.argument("name")
 @sizes_option
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the random points.")
+@seed_option()
 @click.option("--no-discrete", is_flag=True, help="Skip the search for discrete symmetries.")
 @click.option("--max-dim", type=click.IntRange(min=1), default=None,
               help="Largest n for the linear search (n^2 unknowns); default 40.")
@@ -92,8 +91,7 @@ def discover_cmd(name, sizes, seed, no_discrete, max_dim, as_json):
 @click.command("exact")
 @click.argument("name")
 @sizes_option
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the random rational points.")
+@seed_option("Seed of the random rational points.")
 @click.option("--points", type=click.IntRange(min=1), default=2, show_default=True,
               help="Number of random rational points.")
 @json_option

@@ -6,8 +6,8 @@ import click
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ._common import json_option, resolve, sizes_option, table
-from ._common import progress_bar, progress_enabled, progress_option
+from ._common import (json_option, progress_bar, progress_enabled, progress_option, resolve,
+                      seed_option, sizes_option, table)
 
 
 def load_data(path):
@@ -51,8 +51,7 @@ def load_data(path):
               help="Stop when |grad L| falls below.")
 @click.option("--init-scale", "alpha", type=float, default=None,
               help="Start at ALPHA times a random point (overrides theta0 of the data file).")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the random start and of the minibatches.")
+@seed_option("Seed of the random start and of the minibatches.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Write a figure (.png, .svg or .pdf).")
 @progress_option

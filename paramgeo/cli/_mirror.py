@@ -5,7 +5,7 @@ import click
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ._common import emit, json_option, resolve, sizes_option
+from ._common import emit, json_option, resolve, seed_option, sizes_option
 
 
 @click.command("mirror")
@@ -17,8 +17,7 @@ from ._common import emit, json_option, resolve, sizes_option
               help="Largest degree of the polynomial conservation laws searched.")
 @click.option("--method", type=click.Choice(["auto", "symbolic", "numeric"]), default="auto",
               show_default=True, help="Brackets exactly with sympy, or numerically.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the test points.")
+@seed_option("Seed of the test points.")
 @json_option
 def mirror_cmd(name, sizes, alpha, degree, method, seed, as_json):
     """Lie algebra of the fields grad phi_i, conservation laws and mirror potential.

@@ -5,7 +5,7 @@ import json
 import click
 
 from ._common import (json_option, progress_bar, progress_enabled, progress_option, resolve,
-                      sizes_option, table)
+                      seed_option, sizes_option, table)
 
 
 @click.command("pacbayes")
@@ -22,8 +22,7 @@ from ._common import (json_option, progress_bar, progress_enabled, progress_opti
               default="auto", show_default=True, help="Estimator of the quotient KL.")
 @click.option("--samples", type=click.IntRange(min=2), default=200, show_default=True,
               help="Monte Carlo samples (method montecarlo).")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Monte Carlo seed.")
+@seed_option("Monte Carlo seed.")
 @progress_option
 @json_option
 def pacbayes_cmd(name, sizes, posterior_file, scales, n, delta, method, samples, seed, progress,
