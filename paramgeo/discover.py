@@ -44,7 +44,8 @@ import math
 import numpy as np
 
 from .errors import ParamgeoError
-from .geometry import DEFAULT_POLICY, RankPolicy, decide_rank, null_basis, range_basis
+from .geometry import (DEFAULT_POLICY, RankPolicy, decide_rank, null_basis, range_basis,
+                       rational_rref)
 from .results import Result
 from .symmetry import SymmetryGroup
 
@@ -260,33 +261,9 @@ def _finite_invariance(param, ortho, theta, rng):
 def _clean_basis(null, max_den=12, tol=1e-9):
     """The reduced row echelon form of the row space of ``null`` (unique, so the basis reads
     the same for every seed), entries within ``tol`` of a fraction with denominator <=
-    ``max_den`` snapped to it (so exponents come out as integers)."""
-    M = np.array(null, dtype=float)
-    k, cols = M.shape if M.ndim == 2 else (0, 0)
-    row = 0
-    scale = max(float(np.max(np.abs(M))), 1e-300) if M.size else 1.0
-    for col in range(cols):
-        if row == k:
-            break
-        pivot = row + int(np.argmax(np.abs(M[row:, col])))
-        if abs(M[pivot, col]) <= tol * scale:
-            continue
-        M[[row, pivot]] = M[[pivot, row]]
-        M[row] /= M[row, col]
-        others = np.arange(k) != row
-        M[others] -= np.outer(M[others, col], M[row])
-        row += 1
-    return _snap(M, max_den, tol)
-
-
-def _snap(arr, max_den=12, tol=1e-9):
-    out = arr.copy()
-    for q in range(1, max_den + 1):
-        cand = np.round(arr * q) / q
-        close = np.abs(cand - arr) < tol
-        unset = close & (out == arr)
-        out[unset] = cand[unset]
-    return out
+    ``max_den`` snapped to it (so exponents come out as integers): geometry.rational_rref."""
+    rows = rational_rref(null, pivot_tol=tol, max_den=max_den, snap_tol=tol)
+    return np.array(rows, dtype=float).reshape(len(rows), np.shape(null)[1])
 
 
 def _structure(basis, policy):

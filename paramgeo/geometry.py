@@ -108,6 +108,41 @@ def null_basis(matrix, policy=None, what="matrix", warn=True):
     return vt[decision.rank:].T, decision
 
 
+def rational_rref(M, pivot_tol=1e-9, max_den=12, snap_tol=1e-9):
+    """Reduced row echelon form of the rows of M (partial pivoting in column order; a pivot must
+    exceed ``pivot_tol`` times the largest |entry|), as a list of the nonzero rows. Entries
+    within ``snap_tol`` of a fraction with denominator <= ``max_den`` become that
+    ``fractions.Fraction`` (others stay floats), so bases of exact objects (Lie algebras of
+    integer matrices, polynomial conservation laws) read exactly and the same for every seed:
+    the RREF of a row space is unique."""
+    import fractions
+
+    B = np.array(M, dtype=float)
+    if B.ndim != 2 or B.size == 0:
+        return []
+    scale = max(float(np.max(np.abs(B))), 1e-300)
+    row = 0
+    for col in range(B.shape[1]):
+        if row == B.shape[0]:
+            break
+        pivot = row + int(np.argmax(np.abs(B[row:, col])))
+        if abs(B[pivot, col]) <= pivot_tol * scale:
+            continue
+        B[[row, pivot]] = B[[pivot, row]]
+        B[row] /= B[row, col]
+        others = np.arange(B.shape[0]) != row
+        B[others] -= np.outer(B[others, col], B[row])
+        row += 1
+    out = []
+    for r in B[:row]:
+        vals = []
+        for c in r:
+            f = fractions.Fraction(float(c)).limit_denominator(max_den)
+            vals.append(f if abs(float(f) - c) < snap_tol else float(c))
+        out.append(vals)
+    return out
+
+
 def solve_sylvester_psd(A, B, C, rtol=1e-12):
     """X with A X + X B = C for symmetric positive semi-definite A (r x r) and B (s x s).
 

@@ -83,17 +83,13 @@ import autograd.numpy as anp
 import numpy as np
 
 from .errors import NumericalDoubtWarning, ParamgeoError, ShapeError
-from .geometry import DEFAULT_POLICY, decide_rank
+from .geometry import DEFAULT_POLICY, as_rng, decide_rank, range_basis, rational_rref
 from .parameterization import Parameterization
 from .results import Result, to_jsonable
 
 
 class NotCommutingError(ParamgeoError):
     """A mirror potential was requested for a parameterization whose fields do not commute."""
-
-
-def _rng(seed):
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
 # ====================================================================== brackets (numeric)
@@ -177,7 +173,7 @@ def commuting_test(param, n_points=3, seed=0, policy=None, method="auto", theta=
         return dataclasses.replace(num, commuting=not nonzero, method="symbolic",
                                    doubtful=False, worst_pair=num.worst_pair or
                                    (nonzero[0] if nonzero else ()))
-    rng = _rng(seed)
+    rng = as_rng(seed)
     points = [param.as_theta(theta)] if theta is not None else \
         [param.random_point(rng) for _ in range(n_points)]
     max_b, scale, worst = 0.0, 0.0, ()
@@ -277,7 +273,9 @@ def _select_independent(candidates, basis, policy):
     Rows are field values stacked over several points, so dependence means dependence as
     functions (with constant coefficients). Greedy Gram-Schmidt with a relative tolerance.
     """
-    q = [b / np.linalg.norm(b) for b in _orthonormal_rows(basis, policy)]
+    q = []
+    if len(basis):  # orthonormal rows spanning the kept values (rank by the tolerance policy)
+        q = list(range_basis(np.asarray(basis, float).T, policy, warn=False)[0].T)
     scale = max([np.linalg.norm(c) for c in candidates] + [0.0])
     keep = []
     for k, c in enumerate(candidates):
@@ -289,14 +287,6 @@ def _select_independent(candidates, basis, policy):
             q.append(r / np.linalg.norm(r))
             keep.append(k)
     return keep
-
-
-def _orthonormal_rows(rows, policy):
-    if len(rows) == 0:
-        return []
-    u, s, vt = np.linalg.svd(np.asarray(rows), full_matrices=False)
-    rank = decide_rank(s, policy, warn=False).rank
-    return list(vt[:rank])
 
 
 def _numeric_family_brackets(F, G, n):
@@ -329,7 +319,7 @@ def lie_algebra(param, theta=None, seed=0, max_depth=5, policy=None, method="aut
     """
     method = _method(param, method)
     policy = policy or DEFAULT_POLICY
-    rng = _rng(seed)
+    rng = as_rng(seed)
     exact = method == "symbolic" and theta is None
     if exact:
         point = rng.integers(-9, 10, size=param.n)
@@ -608,7 +598,7 @@ def _monomial_grads(exps, theta):
 
 
 def _laws_numeric(param, exps, degree, seed, policy):
-    rng = _rng(seed + 1 if isinstance(seed, int) else seed)
+    rng = as_rng(seed + 1 if isinstance(seed, int) else seed)
     n_mono = len(exps)
     n_points = int(np.ceil(2 * n_mono / max(param.m, 1))) + 3
     blocks = []
@@ -625,36 +615,8 @@ def _laws_numeric(param, exps, degree, seed, policy):
     if N.shape[0] == 0:
         return []
     N = N / np.maximum(np.linalg.norm(np.vstack(blocks), axis=0, keepdims=True), 1e-300)
-    return [list(row) for row in _rref(N)]
-
-
-def _rref(N, tol=1e-8):
-    """Reduced row echelon form of the rows of N (partial pivoting in column order); entries
-    within 1e-9 of a rational with denominator <= 1000 are snapped to it, so exact laws print
-    exactly."""
-    B = np.array(N, float)
-    B = B / np.abs(B).max()
-    row = 0
-    for col in range(B.shape[1]):
-        if row == B.shape[0]:
-            break
-        k = row + int(np.argmax(np.abs(B[row:, col])))
-        if abs(B[k, col]) <= tol:
-            continue
-        B[[row, k]] = B[[k, row]]
-        B[row] /= B[row, col]
-        for r in range(B.shape[0]):
-            if r != row:
-                B[r] -= B[r, col] * B[row]
-        row += 1
-    out = []
-    for r in B[:row]:
-        vals = []
-        for c in r:
-            f = fractions.Fraction(float(c)).limit_denominator(1000)
-            vals.append(f if abs(float(f) - c) < 1e-9 else float(c))
-        out.append(vals)
-    return out
+    # snapped to rationals with denominator <= 1000 within 1e-9, so exact laws print exactly
+    return rational_rref(N, pivot_tol=1e-8, max_den=1000, snap_tol=1e-9)
 
 
 def _format_law(coeffs, exps, symbols):
@@ -674,7 +636,7 @@ def _format_law(coeffs, exps, symbols):
 def _independent_count(coeffs, exps, param, seed, policy):
     if not coeffs:
         return 0
-    th = param.random_point(_rng(seed + 7 if isinstance(seed, int) else seed))
+    th = param.random_point(as_rng(seed + 7 if isinstance(seed, int) else seed))
     G = _monomial_grads(exps, th)  # c x n
     C = np.asarray([[float(c) for c in row] for row in coeffs])
     return decide_rank(C @ G, policy, warn=False).rank
@@ -1277,7 +1239,7 @@ def joint_eigenbasis(matrices, seed_matrix=None, *, rng=None, tol=1e-9):
     retries with fresh combinations if it exceeds ``tol``).
     """
     S = np.asarray(matrices, float)
-    rng = _rng(rng)
+    rng = as_rng(rng)
     norms = np.maximum(np.linalg.norm(S, axis=(1, 2)), 1e-300)
     best = None
     for _ in range(3):
@@ -1501,7 +1463,7 @@ def commuting_regime(param, loss, theta0, *, policy=None, seed=0, n_points=2,
     al. 2017, Section 3; see docs/mirror.md). Returns a :class:`CommutingRegime`.
     """
     policy = policy or DEFAULT_POLICY
-    rng = _rng(seed)
+    rng = as_rng(seed)
     theta0 = param.as_theta(theta0)
     A, y = _measurements(param, loss)
     beta0 = np.asarray(param.forward_flat(theta0), float)

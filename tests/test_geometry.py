@@ -229,3 +229,17 @@ def test_linear_action_matrices_read_the_lie_algebra(rng):
     A, linear = linear_action_matrices(Mixed(), 3)
     assert linear == (0,)
     np.testing.assert_allclose(A[0], 2 * np.eye(3))
+
+
+def test_rational_rref_is_unique_and_exact(rng):
+    """Two bases of one row space give the same RREF, with rational entries snapped."""
+    import fractions
+
+    from paramgeo.geometry import rational_rref
+
+    base = np.array([[1.0, 0.5, 0.0, -2.0], [0.0, 0.0, 1.0, 1.0 / 3.0]])
+    mixed = rng.standard_normal((2, 2)) @ base
+    out = rational_rref(mixed)
+    assert out == [[1, fractions.Fraction(1, 2), 0, -2], [0, 0, 1, fractions.Fraction(1, 3)]]
+    assert all(isinstance(x, fractions.Fraction) for row in out for x in row)
+    assert rational_rref(np.zeros((0, 3))) == []
