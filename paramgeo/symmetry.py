@@ -12,9 +12,30 @@ random reflection for O(r)), so results are reproducible without global seeds.
 """
 
 import abc
+import dataclasses
 import functools
+from typing import Callable
 
 import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class VerticalProjector:
+    """P_V at theta: the Euclidean orthogonal projection onto the vertical space (the tangent of
+    the orbit G.theta, spanned by the generator columns), applied without forming an n x n
+    matrix or a dense basis.
+
+    ``dim`` is the orbit dimension (the numerical rank of the generators under the tolerance
+    policy) and ``decision`` the :class:`paramgeo.geometry.RankDecision` behind it, whose
+    singular values are those of the n x dim(G) generator matrix. ``P(w)`` returns P_V w.
+    """
+
+    dim: int
+    decision: object
+    apply: Callable
+
+    def __call__(self, w):
+        return self.apply(np.asarray(w, dtype=float))
 
 
 class SymmetryGroup(abc.ABC):
@@ -40,6 +61,27 @@ class SymmetryGroup(abc.ABC):
         """n x dim matrix whose columns are the infinitesimal actions X . theta of a basis of the
         Lie algebra; they span the tangent of the orbit at theta (the vertical space)."""
         return np.zeros((np.size(theta), 0))
+
+    def sparse_generators(self, theta):
+        """The generators as a ``scipy.sparse`` CSC matrix. Default: the dense ``generators``
+        converted; groups whose generators have O(n) nonzeros (tori, hyperbolic rotations)
+        override it so that large n never allocates n x dim."""
+        import scipy.sparse as sp
+
+        return sp.csc_matrix(np.asarray(self.generators(theta), dtype=float))
+
+    def support(self, theta):
+        """Boolean mask of the entries of theta that the generators move at theta (their
+        nonzero rows); two groups with disjoint supports have orthogonal vertical spaces."""
+        G = self.sparse_generators(theta).tocsr()
+        return np.diff(G.indptr) > 0
+
+    def vertical_projector(self, theta, policy=None):
+        """The :class:`VerticalProjector` at theta. Default: the generator matrix splits into
+        connected components (generators that share a moved entry of theta), each projected
+        with the SVD of its small dense block; one global tolerance decides the rank (the
+        policy of :mod:`paramgeo.geometry`). Matrix groups override it with closed forms."""
+        return sparse_projector(self.sparse_generators(theta), policy)
 
     def __mul__(self, other):
         return ProductGroup(self, other)
@@ -73,6 +115,32 @@ class ProductGroup(SymmetryGroup):
 
     def generators(self, theta):
         return np.hstack([f.generators(theta) for f in self.factors])
+
+    def sparse_generators(self, theta):
+        import scipy.sparse as sp
+
+        return sp.hstack([f.sparse_generators(theta) for f in self.factors], format="csc")
+
+    def vertical_projector(self, theta, policy=None):
+        """Sum of the factors' projectors when the continuous factors move disjoint entries of
+        theta (their vertical spaces are then orthogonal), with one tolerance over all their
+        singular values; the generic component route on the stacked generators otherwise."""
+        moving = [f for f in self.factors if f.dim > 0]
+        if not moving:
+            return sparse_projector(np.zeros((np.size(theta), 0)), policy)
+        masks = [f.support(theta) for f in moving]
+        if np.max(np.sum(masks, axis=0)) > 1:
+            return sparse_projector(self.sparse_generators(theta), policy)
+        parts = [f.vertical_projector(theta, policy) for f in moving]
+        s = np.concatenate([p.decision.singular_values for p in parts])
+        decision = _decide(s, policy)
+        if any(p.decision.tol != decision.tol for p in parts):  # one global tolerance
+            parts = [f.vertical_projector(theta, _fixed_tol(decision.tol)) for f in moving]
+
+        def apply(w):
+            return sum(p.apply(w) for p in parts)
+
+        return VerticalProjector(decision.rank, decision, apply)
 
 
 class MatrixGroupAction(SymmetryGroup):
@@ -115,9 +183,100 @@ class MatrixGroupAction(SymmetryGroup):
         cols = [self._transform(theta, X, -X.T, np.zeros_like(theta)) for X in self.algebra_basis]
         return np.stack(cols, axis=1) if cols else np.zeros((theta.size, 0))
 
+    def support(self, theta):
+        mask = np.zeros(np.size(theta), dtype=bool)
+        for start, stop, _ in self.right + self.contragredient:
+            mask[start:stop] = True
+        return mask
+
+    def _grams(self, theta, right_blocks, contra_blocks, w=None):
+        """(A, C, M): A = sum B^T B over right blocks, C = sum K^T K over contragredient
+        blocks and, for a vector w, M = sum B^T W_B - sum W_K^T K (the action's adjoint)."""
+        theta = np.asarray(theta, float)
+        r = self.r
+        A, C, M = np.zeros((r, r)), np.zeros((r, r)), np.zeros((r, r))
+        for blocks, sign, gram in ((right_blocks, 1.0, A), (contra_blocks, -1.0, C)):
+            for start, stop, shape in blocks:
+                B = np.reshape(theta[start:stop], (-1, r))
+                gram += B.T @ B
+                if w is not None:
+                    Wb = np.reshape(w[start:stop], (-1, r))
+                    M += B.T @ Wb if sign > 0 else -(Wb.T @ B)
+        return A, C, M
+
 
 #: above this n, :func:`linear_action_matrices` returns scipy.sparse matrices by default
 SPARSE_ACTION_MIN_N = 200
+
+
+def _decide(singular_values, policy):
+    from .geometry import decide_rank
+
+    return decide_rank(np.asarray(singular_values, dtype=float), policy, warn=False)
+
+
+def _fixed_tol(tol):
+    from .geometry import RankPolicy
+
+    return RankPolicy(rtol=0.0, atol=float(tol))
+
+
+def sparse_projector(G, policy=None):
+    """:class:`VerticalProjector` onto the column space of a (sparse) n x k matrix G.
+
+    Columns that share a nonzero row are joined into connected components (scipy.sparse.csgraph);
+    components touch disjoint rows, so their column spaces are orthogonal and P = sum_c U_c
+    U_c^T with U_c the left singular vectors of the small dense block of component c above one
+    global tolerance tol = max(atol, rtol * s_max) (the policy of :mod:`paramgeo.geometry`).
+    Blocks of equal shape are decomposed together (one batched LAPACK call), so a torus with
+    10^5 one-generator components costs a few vectorised operations."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    G = sp.csc_matrix(G, dtype=float)
+    G.eliminate_zeros()
+    n, k = G.shape
+    if k == 0 or G.nnz == 0:
+        decision = _decide(np.zeros(min(k, n)), policy)
+        return VerticalProjector(0, decision, lambda w: np.zeros_like(w))
+    pattern = G.copy()
+    pattern.data[:] = 1.0
+    _, label = connected_components(pattern.T @ pattern, directed=False)
+    coo = G.tocoo()
+    comp = label[coo.col]
+    row_keys = np.unique(comp.astype(np.int64) * n + coo.row)  # sorted: component, then row
+    row_comp, rows = np.divmod(row_keys, n)
+    n_comp = int(label.max()) + 1
+    row_count = np.bincount(row_comp, minlength=n_comp)
+    row_start = np.concatenate([[0], np.cumsum(row_count)[:-1]])
+    col_order = np.argsort(label, kind="stable")
+    col_count = np.bincount(label, minlength=n_comp)
+    col_start = np.concatenate([[0], np.cumsum(col_count)[:-1]])
+    col_local = np.empty(k, dtype=np.int64)
+    col_local[col_order] = np.arange(k) - col_start[label[col_order]]
+    entry_row = np.searchsorted(row_keys, comp.astype(np.int64) * n + coo.row) - row_start[comp]
+    groups = []
+    for a, b in sorted({(int(x), int(y)) for x, y in zip(row_count, col_count) if x}):
+        members = np.flatnonzero((row_count == a) & (col_count == b))
+        slot = np.full(n_comp, -1)
+        slot[members] = np.arange(len(members))
+        block = np.zeros((len(members), a, b))
+        sel = slot[comp] >= 0
+        block[slot[comp[sel]], entry_row[sel], col_local[coo.col[sel]]] = coo.data[sel]
+        index = rows[row_start[members][:, None] + np.arange(a)[None, :]]
+        U, s, _ = np.linalg.svd(block, full_matrices=False)
+        groups.append((index, U, s))
+    decision = _decide(np.concatenate([s.ravel() for _, _, s in groups]), policy)
+    bases = [(index, U * (s > decision.tol)[:, None, :]) for index, U, s in groups]
+
+    def apply(w):
+        out = np.zeros_like(w)
+        for index, U in bases:
+            local = w[index]
+            out[index] = np.einsum("gab,gb->ga", U, np.einsum("gab,ga->gb", U, local))
+        return out
+
+    return VerticalProjector(decision.rank, decision, apply)
 
 
 def linear_action_matrices(group, n, rng=None, sparse=None, tol=1e-9):
@@ -192,6 +351,27 @@ class OrthogonalGroup(MatrixGroupAction):
         super().__init__(r, right=right)
         self.name = f"O({self.r})"
 
+    def vertical_projector(self, theta, policy=None):
+        """Closed form: the projection of w onto {B Omega : Omega skew} solves
+        (A Omega + Omega A) = M - M^T with A = sum B^T B, M = sum B^T W (the Sylvester equation
+        of the U U^T horizontal projection; Massart and Absil 2020), in the eigenbasis
+        A = P diag(a) P^T; the generator singular values are sqrt(a_i + a_j), i < j."""
+        A, _, _ = self._grams(theta, self.right, ())
+        a, P = np.linalg.eigh(A)
+        iu = np.triu_indices(self.r, 1)
+        denom = a[:, None] + a[None, :]
+        decision = _decide(np.sqrt(np.clip(denom[iu], 0.0, None)), policy)
+        keep = np.sqrt(np.clip(denom, 0.0, None)) > decision.tol
+
+        def apply(w):
+            _, _, M = self._grams(theta, self.right, (), w)
+            Mt = P.T @ (M - M.T) @ P
+            omega = P @ np.where(keep, Mt / np.where(keep, denom, 1.0), 0.0) @ P.T
+            out = np.zeros_like(w)
+            return self._transform(np.asarray(theta, float), omega, -omega.T, out)
+
+        return VerticalProjector(decision.rank, decision, apply)
+
     @functools.cached_property
     def algebra_basis(self):
         if self.r < 2:
@@ -222,6 +402,26 @@ class GeneralLinearGroup(MatrixGroupAction):
     def __init__(self, r, right=(), contragredient=()):
         super().__init__(r, right=right, contragredient=contragredient)
         self.name = f"GL({self.r})"
+
+    def vertical_projector(self, theta, policy=None):
+        """Closed form: the projection of w onto {(B X, -K X^T)} (B right, K contragredient
+        blocks) solves the Sylvester equation A X + X C = M with A = sum B^T B, C = sum K^T K,
+        M = sum B^T W_B - sum W_K^T K (the normal equations; Mishra et al. 2014 for U V^T), in
+        the eigenbases of A and C; the generator singular values are sqrt(a_i + c_j)."""
+        A, C, _ = self._grams(theta, self.right, self.contragredient)
+        a, P = np.linalg.eigh(A)
+        c, Q = np.linalg.eigh(C)
+        denom = a[:, None] + c[None, :]
+        decision = _decide(np.sqrt(np.clip(denom, 0.0, None)).ravel(), policy)
+        keep = np.sqrt(np.clip(denom, 0.0, None)) > decision.tol
+
+        def apply(w):
+            _, _, M = self._grams(theta, self.right, self.contragredient, w)
+            Mt = P.T @ M @ Q
+            X = P @ np.where(keep, Mt / np.where(keep, denom, 1.0), 0.0) @ Q.T
+            return self._transform(np.asarray(theta, float), X, -X.T, np.zeros_like(w))
+
+        return VerticalProjector(decision.rank, decision, apply)
 
     @functools.cached_property
     def algebra_basis(self):
@@ -271,6 +471,12 @@ class ScalingTorus(SymmetryGroup):
 
     def generators(self, theta):
         return (self.exponents * np.asarray(theta, float)[None, :]).T
+
+    def sparse_generators(self, theta):
+        import scipy.sparse as sp
+
+        E = sp.csr_matrix(self.exponents.astype(float))
+        return sp.csc_matrix(E.multiply(np.asarray(theta, float)[None, :]).T)
 
 
 class SignedPermutationGroup(SymmetryGroup):
