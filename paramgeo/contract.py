@@ -14,6 +14,9 @@
 * ``generators-rank``: the generators at a random point have rank at most dim G (a rank above
   it means wrong generators); a rank below it is a stabilizer, reported as a note (the action is
   not free there, e.g. O(r) on d x r factors with r > d);
+* ``sparse-jacobian``: a declared sparse J equals the dense one;
+* ``vertical-projector``: the group's projector (closed forms for matrix groups, component SVDs
+  otherwise; the matrix-free route's P_V) agrees with the projection onto span(generators);
 * ``horizontal-projection``: a closed form agrees with the generic v - V V^T v;
 * ``symbolic``: the sympy expressions agree with forward;
 * ``architecture``: the graph is a networkx DiGraph whose edge ``index`` attributes address theta;
@@ -172,6 +175,9 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
             "jacobian() disagrees with central finite differences of forward()")
         v = rng.standard_normal(param.n)
         w = rng.standard_normal(param.m)
+        if param.provides("sparse_jacobian"):
+            add("sparse-jacobian", _rel(param.sparse_jacobian(theta).toarray(), J), tol, k,
+                "sparse_jacobian(theta) disagrees with jacobian(theta)")
         add("jvp", _rel(param.jvp(theta, v), J @ v), tol, k, "jvp(theta, v) != J(theta) v")
         add("vjp", _rel(param.vjp(theta, w), J.T @ w), tol, k, "vjp(theta, w) != J(theta)^T w")
         if param.provides("quadratic_forms") and len(param.predictor_shape) == 2 \
@@ -220,6 +226,15 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
                     note=(f"{group.name} acts with a stabilizer of dimension {stabilizer} at "
                           f"random points (orbits of dimension {rank}, not free)"
                           if stabilizer > 0 else ""))
+                from .geometry import range_basis
+
+                basis = range_basis(G, warn=False)[0]
+                projector = group.vertical_projector(theta)
+                add("vertical-projector", _rel(projector(v), basis @ (basis.T @ v)), tol, k,
+                    f"{group.name}.vertical_projector(theta) disagrees with the projection onto "
+                    "the span of generators(theta)",
+                    note="" if projector.dim == basis.shape[1] else
+                    f"orbit dimension {projector.dim} vs generator rank {basis.shape[1]}")
             if param.provides("horizontal_projection"):
                 from .geometry import horizontal_projection
 

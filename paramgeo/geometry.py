@@ -53,6 +53,10 @@ class RankDecision(Result):
     gap: float  # s_rank / s_{rank+1} (inf if nothing below, or full rank)
     doubtful: bool
     closest: float  # the singular value closest to tol on a log scale (nan if none)
+    #: how the rank was decided: dense (SVD of J), closed-form (the plugin's rank_at),
+    #: sparse or matrix-free (paramgeo.matfree; ``certificate`` then says how)
+    route: str = "dense"
+    certificate: object = None
 
 
 def decide_rank(matrix_or_singular_values, policy=None, what="matrix", warn=True):
@@ -161,24 +165,60 @@ def solve_sylvester_psd(A, B, C, rtol=1e-12):
     return P @ np.where(safe, Ct / np.where(safe, denom, 1.0), 0.0) @ Q.T
 
 
-def rank_at(param, theta, policy=None):
-    """Rank of J(theta) with its singular values (a :class:`RankDecision`)."""
+def rank_at(param, theta, policy=None, route="auto", warn=True):
+    """Rank of J(theta) with its evidence (a :class:`RankDecision`).
+
+    ``route`` (see :func:`paramgeo.matfree.choose_route`): ``auto`` takes the plugin's closed
+    form where it declares ``rank_at``, the SVD of the dense J while m x n <= DENSE_MAX_ENTRIES,
+    and otherwise the sparse or matrix-free certificate of :func:`paramgeo.matfree.certify_rank`
+    (Lanczos on the horizontally deflated J^T J); ``decision.route`` says which was used and
+    ``decision.certificate`` how a matrix-free rank was certified.
+    """
+    from .matfree import certify_rank, choose_route
+
     theta = param.as_theta(theta)
-    return decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}")
+    route = choose_route(param, route)
+    if route == "closed-form":
+        return param.rank_at(theta, policy)
+    if route == "dense":
+        return decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}", warn=warn)
+    return certify_rank(param, theta, policy, route=route, warn=warn)
 
 
-def generic_rank(param, n_points=3, seed=0, policy=None):
-    """Generic rank of phi: the maximum of rank J over ``n_points`` random points.
+def generic_rank(param, n_points=3, seed=0, policy=None, route="auto"):
+    """Generic rank of phi: the maximum of rank J over ``n_points`` random points (an int; see
+    :func:`generic_rank_decision` for the evidence and the route)."""
+    return generic_rank_decision(param, n_points, seed, policy, route).rank
+
+
+def generic_rank_decision(param, n_points=3, seed=0, policy=None, route="auto"):
+    """The :class:`RankDecision` of the random point of largest rank among ``n_points``.
 
     The rank of a polynomial (or analytic) map's Jacobian equals its generic value outside a
     measure-zero set, so random points attain it almost surely; the maximum guards against an
-    unlucky draw.
+    unlucky draw. A certified rank that meets its upper bound (m, or n - orbit dimension: no
+    rank drop beyond the symmetry) is the generic rank, so the search stops there.
     """
     rng = as_rng(seed)
-    return max(
-        decide_rank(param.jacobian(param.random_point(rng)), policy, warn=False).rank
-        for _ in range(n_points)
-    )
+    best = None
+    for _ in range(n_points):
+        decision = rank_at(param, param.random_point(rng), policy, route=route, warn=False)
+        if best is None or decision.rank > best.rank:
+            best = decision
+        if decision.certificate is not None and decision.certificate.deficiency == 0:
+            break
+    return best
+
+
+def vertical_projector(param, theta, policy=None):
+    """The symmetry's :class:`~paramgeo.symmetry.VerticalProjector` at theta (P_V w without a
+    dense basis; orbit dimension ``.dim``), or the zero projector without a declared group."""
+    from .symmetry import sparse_projector
+
+    theta = param.as_theta(theta)
+    if not param.provides("symmetry"):
+        return sparse_projector(np.zeros((param.n, 0)), policy)
+    return param.symmetry().vertical_projector(theta, policy)
 
 
 def kernel(param, theta, policy=None):
@@ -196,24 +236,35 @@ def vertical_space(param, theta, policy=None):
 
 
 def orbit_dim(param, theta, policy=None):
-    """Dimension of the orbit through theta (rank of the generators; drops at stabilizers)."""
-    return vertical_space(param, theta, policy).shape[1]
+    """Dimension of the orbit through theta (rank of the generators; drops at stabilizers),
+    read from the vertical projector (closed forms for matrix groups; no n x k basis)."""
+    projector = vertical_projector(param, theta, policy)
+    decision = projector.decision
+    if decision.doubtful:
+        warnings.warn(
+            f"rank of symmetry generators of {param.name} decided near the tolerance: singular "
+            f"value {decision.closest:.3g} vs tol {decision.tol:.3g}", NumericalDoubtWarning,
+            stacklevel=2)
+    return projector.dim
 
 
 def horizontal_projection(param, theta, v, policy=None, generic=False):
     """Projection of v onto the horizontal space (orthogonal complement of the vertical space).
 
-    Uses the plugin's closed form where declared, unless ``generic=True`` (the test oracle):
-    h = v - V V^T v with V an orthonormal basis of the vertical space.
+    Uses the plugin's closed form where declared; otherwise h = v - P_V v with the symmetry's
+    vertical projector (no dense basis). ``generic=True`` is the test oracle: h = v - V V^T v
+    with V an orthonormal basis of the span of the dense generators.
     """
     theta = param.as_theta(theta)
     v = np.asarray(v, dtype=float)
     if v.shape != (param.n,):
         raise ShapeError(f"a tangent vector must have {param.n} entries, got shape {v.shape}")
-    if param.provides("horizontal_projection") and not generic:
+    if generic:
+        V = vertical_space(param, theta, policy)
+        return v - V @ (V.T @ v)
+    if param.provides("horizontal_projection"):
         return np.asarray(param.horizontal_projection(theta, v), dtype=float)
-    V = vertical_space(param, theta, policy)
-    return v - V @ (V.T @ v)
+    return v - vertical_projector(param, theta, policy)(v)
 
 
 def quotient_metric(param, theta, u, v, policy=None):

@@ -39,6 +39,7 @@ CAPABILITIES = {
     "horizontal_projection": "horizontal_projection",  # closed-form horizontal projection
     "mirror_potential": "mirror_potential",  # closed-form Legendre potential of the mirror flow
     "quadratic_forms": "quadratic_forms",  # x_i^T phi(theta) x_i and its VJP, never forming phi
+    "sparse_jacobian": "sparse_jacobian",  # J(theta) as a scipy.sparse matrix (O(nnz) memory)
 }
 
 
@@ -350,6 +351,11 @@ class Parameterization(abc.ABC):
     def architecture(self):
         """A networkx DiGraph: neurons as nodes, weights as edges with attribute ``index``."""
         raise NotProvidedError(type(self).__name__, "architecture", "architecture")
+
+    def sparse_jacobian(self, theta):
+        """J(theta) as a ``scipy.sparse`` matrix (m x n), for maps whose Jacobian has O(n)
+        nonzeros (coordinatewise products); the matrix-free rank route then factors J J^T."""
+        raise NotProvidedError(type(self).__name__, "sparse_jacobian", "sparse_jacobian")
 
     def horizontal_projection(self, theta, v):
         """Closed-form projection of v onto the horizontal space at theta."""

@@ -43,7 +43,7 @@ class Hadamard(Parameterization):
     size_params = {"p": Size("int", default=5, minimum=1, help="number of coordinates")}
     capabilities = frozenset(
         {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "architecture",
-         "horizontal_projection", "mirror_potential"}
+         "horizontal_projection", "mirror_potential", "sparse_jacobian"}
     )
     references = (
         "Hoff (2017) Lasso, fractional norm and structured sparse estimation using a Hadamard "
@@ -67,6 +67,12 @@ class Hadamard(Parameterization):
     def jacobian(self, theta):
         u, v = self._uv(theta)
         return np.hstack([np.diag(v), np.diag(u)])
+
+    def sparse_jacobian(self, theta):
+        import scipy.sparse as sp
+
+        u, v = self._uv(theta)
+        return sp.hstack([sp.diags(v), sp.diags(u)], format="csr")
 
     def jvp(self, theta, x):
         u, v = self._uv(theta)
