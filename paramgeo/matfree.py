@@ -17,8 +17,8 @@ declares ``sparse_jacobian``, allocating O(n k) for k Krylov vectors:
 * when m <= n - dim V the question is surjectivity instead: A = J J^T (m x m), rank m iff
   lambda_min(A) > 0.
 
-The smallest eigenvalues come from Lanczos (ARPACK ``eigsh``, which="SA"; Lehoucq, Sorensen,
-Yang 1998) or, for a sparse J, from shift-invert Lanczos on a sparse LU of A. The rank decision
+The smallest eigenvalues come from Lanczos (ARPACK ``eigsh`` on c I - A, which="LA"; Lehoucq,
+Sorensen, Yang 1998) or, for a sparse J, from shift-invert Lanczos on a sparse LU of A. The rank decision
 uses the same :class:`~paramgeo.geometry.RankPolicy` as the dense route on sigma_i =
 sqrt(lambda_i): rank = expected - #{sigma_i <= tol}, tol = max(atol, rtol sigma_max). Each
 Ritz pair (theta, x) carries the residual rho = |A x - theta x|, and an eigenvalue of A lies in
@@ -204,6 +204,7 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
             out.append(np.linalg.norm(J.jvp(h)) / size if size > 0.5 else np.sqrt(lam_max))
         return np.array(out)
 
+    use_sparse = False
     if expected == 0:
         lam, sigma, res = np.zeros(0), np.zeros(0), np.zeros(0)
     elif dim <= 60:  # tiny: the operator as a dense matrix (dim products), exact eigenvalues
@@ -247,7 +248,7 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
     rank = expected - deficiency
     below = float(sigma[small].max()) if deficiency else 0.0
     gap = float(sigma_min / below) if below > 0 else float("inf")
-    route_used = "sparse" if J.sparse is not None else "matrix-free"
+    route_used = "sparse" if use_sparse else "matrix-free"
     certificate = RankCertificate(
         route_used, name, int(expected), deficiency, sigma_max, sigma_min, bound,
         tuple(float(s) for s in sigma[small]), J.count, time.perf_counter() - start,
@@ -284,6 +285,12 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
     op = LinearOperator((dim, dim), dtype=float, matvec=lambda x: apply(np.ravel(x)))
+    # the smallest eigenvalues of A are the largest of c I - A, c > lambda_max(A): ARPACK's
+    # convergence test is relative to the Ritz value, which c keeps away from 0 (on A itself a
+    # zero eigenvalue can be missed). c = 1.5 lambda_max covers the deflation shift s.
+    c = 1.5 * lam_max * (2.0 if not predictor_side else 1.0)
+    flipped = LinearOperator((dim, dim), dtype=float, matvec=lambda x: c * np.ravel(x) - apply(
+        np.ravel(x)))
     solve = shift = None
     if use_sparse:
         shift, solve = _sparse_shift_invert(J, predictor_side, lam_max, dim)
@@ -295,10 +302,12 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
                 lam, vec = eigsh(op, k=q, sigma=-shift, OPinv=solve, which="LM", ncv=ncv,
                                  tol=1e-12, v0=rng.standard_normal(dim))
             else:
-                lam, vec = eigsh(op, k=q, which="SA", ncv=ncv, tol=1e-12, maxiter=50 * dim,
-                                 v0=rng.standard_normal(dim))
+                lam, vec = eigsh(flipped, k=q, which="LA", ncv=ncv, tol=1e-13,
+                                 maxiter=50 * dim, v0=rng.standard_normal(dim))
+                lam = c - lam
         except ArpackNoConvergence as exc:
             lam, vec = exc.eigenvalues, exc.eigenvectors
+            lam = lam if solve is not None else c - lam
             if len(lam) == 0:
                 raise RankCertificateError(
                     "Lanczos did not converge on the smallest eigenvalues of J^T J; use "
