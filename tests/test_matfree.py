@@ -143,3 +143,13 @@ def test_jacobian_operator_products(rng):
     np.testing.assert_allclose(op.T @ w, J.T @ w, atol=1e-12)
     sp = matfree.jacobian_operator(paramgeo.get("hadamard", p=6), np.arange(12.0))
     np.testing.assert_allclose(sp @ np.ones(12), np.arange(6.0, 12.0) + np.arange(6.0))
+
+
+def test_horizontal_lift_matrix_free_matches_pseudo_inverse(rng):
+    p = paramgeo.get("uvt", m=9, n=7, r=2)
+    theta = p.random_point(rng)
+    w = rng.standard_normal(p.m)  # not in range J: the least-squares lift of least norm
+    dense = geometry.horizontal_lift(p, theta, w, route="dense")
+    free = geometry.horizontal_lift(p, theta, w, route="matrix-free")
+    np.testing.assert_allclose(free, dense, atol=1e-8 * np.linalg.norm(dense))
+    np.testing.assert_allclose(np.linalg.pinv(p.jacobian(theta)) @ w, dense, atol=1e-10)
