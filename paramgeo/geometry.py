@@ -165,16 +165,17 @@ def solve_sylvester_psd(A, B, C, rtol=1e-12):
     return P @ np.where(safe, Ct / np.where(safe, denom, 1.0), 0.0) @ Q.T
 
 
-def rank_at(param, theta, policy=None, route="auto", warn=True):
+def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=None):
     """Rank of J(theta) with its evidence (a :class:`RankDecision`).
 
     ``route`` (see :func:`paramgeo.matfree.choose_route`): ``auto`` takes the plugin's closed
     form where it declares ``rank_at``, the SVD of the dense J while m x n <= DENSE_MAX_ENTRIES,
     and otherwise the sparse or matrix-free certificate of :func:`paramgeo.matfree.certify_rank`
     (Lanczos on the horizontally deflated J^T J); ``decision.route`` says which was used and
-    ``decision.certificate`` how a matrix-free rank was certified.
+    ``decision.certificate`` how a matrix-free rank was certified (``max_deficiency``: the
+    most rank drops beyond the symmetry it counts, default ``matfree.MAX_DEFICIENCY``).
     """
-    from .matfree import certify_rank, choose_route
+    from .matfree import MAX_DEFICIENCY, certify_rank, choose_route
 
     theta = param.as_theta(theta)
     route = choose_route(param, route)
@@ -182,7 +183,8 @@ def rank_at(param, theta, policy=None, route="auto", warn=True):
         return param.rank_at(theta, policy)
     if route == "dense":
         return decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}", warn=warn)
-    return certify_rank(param, theta, policy, route=route, warn=warn)
+    return certify_rank(param, theta, policy, route=route, warn=warn,
+                        max_deficiency=MAX_DEFICIENCY if max_deficiency is None else max_deficiency)
 
 
 def generic_rank(param, n_points=3, seed=0, policy=None, route="auto"):

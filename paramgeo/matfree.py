@@ -280,8 +280,8 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
               use_sparse):
     """(lambda, sigma, residuals): the smallest eigenvalues of the PSD operator ``apply`` in
     ascending order, the singular values ``sigmas`` of their Ritz vectors and the residual
-    norms, growing the block until some sigma lies above tol (or max_deficiency + 1 are
-    found)."""
+    norms: one Lanczos run for the smallest; at a rank drop, Lanczos runs with the vectors
+    found locked, until some sigma lies above tol (or max_deficiency + 1 are found)."""
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
     op = LinearOperator((dim, dim), dtype=float, matvec=lambda x: apply(np.ravel(x)))
@@ -295,31 +295,65 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
     if use_sparse:
         shift, solve = _sparse_shift_invert(J, predictor_side, lam_max, dim)
     q = min(2 if solve is not None else 1, dim - 1)
-    while True:
-        ncv = min(dim, max(2 * q + 1, 8 if solve is not None else 20))
+    ncv = min(dim, 8 if solve is not None else 20)
+    try:
+        if solve is not None:
+            lam, vec = eigsh(op, k=q, sigma=-shift, OPinv=solve, which="LM", ncv=ncv, tol=1e-12,
+                             v0=rng.standard_normal(dim))
+        else:
+            lam, vec = eigsh(flipped, k=q, which="LA", ncv=ncv, tol=1e-13, maxiter=50 * dim,
+                             v0=rng.standard_normal(dim))
+            lam = c - lam
+    except ArpackNoConvergence:
+        raise RankCertificateError(
+            "Lanczos did not converge on the smallest eigenvalue of the Gram operator of J; use "
+            "route='dense' if m x n fits") from None
+    lam, vec, sigma, res = _ritz(apply, sigmas, lam, vec)
+    # A rank drop. Single-vector Lanczos sees one vector of each eigenspace (in exact
+    # arithmetic), so one run cannot count a multiple zero eigenvalue: lock the vectors found
+    # (Z, orthonormal) by moving them to the top of the spectrum, A + c Z Z^T, and run again
+    # until the smallest singular value left is above tol (Lanczos with explicit deflation;
+    # Saad, "Numerical methods for large eigenvalue problems", Section 4.2.3).
+    Z = np.zeros((dim, 0))
+    locked_lam, locked_sigma = [], []
+    block = 4
+    while np.any(sigma <= tol) and Z.shape[1] <= max_deficiency:
+        small = np.flatnonzero(sigma <= tol)
+        block = min(32, max(4, 2 * len(small)), dim - 1)  # ask for more while many come back
+        for i in small:  # Gram-Schmidt twice; a vector already in span Z adds nothing
+            x = vec[:, i] - Z @ (Z.T @ vec[:, i])
+            x = x - Z @ (Z.T @ x)
+            if np.linalg.norm(x) > 0.5:
+                Z = np.hstack([Z, (x / np.linalg.norm(x))[:, None]])
+                locked_lam.append(lam[i])
+                locked_sigma.append(sigma[i])
+
+        def locked(x, Z=Z):
+            x = np.ravel(x)
+            return c * x - apply(x) - c * (Z @ (Z.T @ x))
+
         try:
-            if solve is not None:
-                lam, vec = eigsh(op, k=q, sigma=-shift, OPinv=solve, which="LM", ncv=ncv,
-                                 tol=1e-12, v0=rng.standard_normal(dim))
-            else:
-                lam, vec = eigsh(flipped, k=q, which="LA", ncv=ncv, tol=1e-13,
-                                 maxiter=50 * dim, v0=rng.standard_normal(dim))
-                lam = c - lam
-        except ArpackNoConvergence as exc:
-            lam, vec = exc.eigenvalues, exc.eigenvectors
-            lam = lam if solve is not None else c - lam
-            if len(lam) == 0:
-                raise RankCertificateError(
-                    "Lanczos did not converge on the smallest eigenvalues of J^T J; use "
-                    "route='dense' if m x n fits") from None
-        order = np.argsort(lam)
-        lam, vec = lam[order], vec[:, order]
-        res = np.array([np.linalg.norm(apply(vec[:, i]) - lam[i] * vec[:, i])
-                        for i in range(len(lam))])
-        sigma = sigmas(vec)
-        if np.any(sigma > tol) or q >= min(max_deficiency + 1, dim - 1):
-            return lam, sigma, res
-        q = min(2 * q, max_deficiency + 1, dim - 1)
+            lam, vec = eigsh(LinearOperator((dim, dim), dtype=float, matvec=locked),
+                             k=block, which="LA", ncv=min(dim, 2 * block + 16), tol=1e-13,
+                             maxiter=50 * dim, v0=rng.standard_normal(dim))
+        except ArpackNoConvergence:
+            raise RankCertificateError(
+                f"Lanczos did not converge while counting a rank drop ({Z.shape[1]} found); "
+                "use route='dense' if m x n fits") from None
+        fresh = np.linalg.norm(Z.T @ vec, axis=0) < 0.5  # not a locked vector found again
+        lam, vec, sigma, res = _ritz(apply, sigmas, c - lam[fresh], vec[:, fresh])
+    return (np.concatenate([locked_lam, lam]), np.concatenate([locked_sigma, sigma]),
+            np.concatenate([np.zeros(len(locked_lam)), res]))
+
+
+def _ritz(apply, sigmas, lam, vec):
+    """Sorted Ritz pairs (lambda, vectors), the singular values of the vectors and the residual
+    norms |A x - lambda x|."""
+    order = np.argsort(lam)
+    lam, vec = np.asarray(lam)[order], vec[:, order]
+    res = np.array([np.linalg.norm(apply(vec[:, i]) - lam[i] * vec[:, i])
+                    for i in range(len(lam))])
+    return lam, vec, sigmas(vec), res
 
 
 def _sparse_shift_invert(J, predictor_side, lam_max, dim):

@@ -108,6 +108,21 @@ def test_matrix_free_finds_rank_drops(index):
         assert free.certificate.deficiency > 0 or free.certificate.expected == expected
 
 
+def test_matrix_free_counts_a_large_rank_drop():
+    """A multiple zero eigenvalue: one Lanczos run sees one vector of it; locking counts all.
+    U U^T at rank U = k: rank d k - k(k-1)/2, orbit dimension r(r-1)/2 (the stabilizer of a
+    corank-1 factor is trivial in so(r)), so the drop beyond the symmetry is
+    d r - r(r-1)/2 - d k + k(k-1)/2 = 27 for d = 30, r = 4, k = 3."""
+    d, r, k = 30, 4, 3
+    rng = np.random.default_rng(3)
+    U = rng.standard_normal((d, k)) @ rng.standard_normal((k, r))
+    p = paramgeo.get("uut", d=d, r=r)
+    free = geometry.rank_at(p, U.ravel(), route="matrix-free", warn=False)
+    assert free.rank == d * k - k * (k - 1) // 2 == geometry.rank_at(p, U.ravel(),
+                                                                     route="dense").rank
+    assert free.certificate.deficiency == 27 and free.certificate.sigma_min > 1e-3
+
+
 def test_rank_drop_beyond_the_limit_is_refused():
     d, r = 30, 4
     p = paramgeo.get("uut", d=d, r=r)

@@ -122,8 +122,11 @@ class _RankReport(Result):
 @sizes_option
 @point_options
 @route_option
+@click.option("--max-deficiency", type=click.IntRange(0, 100_000), default=64, show_default=True,
+              help="Matrix-free route: the most rank drops beyond the symmetry it counts (each "
+                   "keeps one length-n vector) before it refuses.")
 @json_option
-def rank_cmd(name, sizes, at, seed, route, as_json):
+def rank_cmd(name, sizes, at, seed, route, max_deficiency, as_json):
     """Rank of the Jacobian at a point, the generic rank and the singular values.
 
     At large sizes the rank is certified matrix-free (the singular values listed are then
@@ -133,7 +136,8 @@ def rank_cmd(name, sizes, at, seed, route, as_json):
     from ..geometry import generic_rank_decision, rank_at
 
     param = resolve(name, sizes, dense="auto" if route != "dense" else True)
-    decision = rank_at(param, load_point(param, at, seed), route=route)
+    decision = rank_at(param, load_point(param, at, seed), route=route,
+                       max_deficiency=max_deficiency)
     generic = generic_rank_decision(param, route=route)
     report = _RankReport(param.name, decision.rank, generic.rank, decision.singular_values,
                          decision.tol, decision.gap, decision.doubtful, decision.route,
