@@ -53,6 +53,7 @@ class RankDecision(Result):
     gap: float  # s_rank / s_{rank+1} (inf if nothing below, or full rank)
     doubtful: bool
     closest: float  # the singular value closest to tol on a log scale (nan if none)
+    kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi (rank_at)
 
 
 def decide_rank(matrix_or_singular_values, policy=None, what="matrix", warn=True):
@@ -162,9 +163,20 @@ def solve_sylvester_psd(A, B, C, rtol=1e-12):
 
 
 def rank_at(param, theta, policy=None):
-    """Rank of J(theta) with its singular values (a :class:`RankDecision`)."""
+    """Rank of J(theta) with its singular values (a :class:`RankDecision`).
+
+    For a plugin with kinks (:mod:`paramgeo.kinks`) the decision carries the ``KinkReport``;
+    on a kink J is one one-sided Jacobian, so its rank decides nothing about phi: that warns
+    (``NumericalDoubtWarning``) naming the kinks."""
+    from .kinks import kink_report
+
     theta = param.as_theta(theta)
-    return decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}")
+    decision = decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}")
+    kinks = kink_report(param, theta)
+    if kinks is not None and kinks.on_kink:
+        warnings.warn(f"{param.name}: theta is {kinks}; the rank {decision.rank} is that of one "
+                      "one-sided Jacobian, not a rank of phi", NumericalDoubtWarning, stacklevel=2)
+    return dataclasses.replace(decision, kinks=kinks)
 
 
 def generic_rank(param, n_points=3, seed=0, policy=None):

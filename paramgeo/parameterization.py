@@ -39,6 +39,7 @@ CAPABILITIES = {
     "horizontal_projection": "horizontal_projection",  # closed-form horizontal projection
     "mirror_potential": "mirror_potential",  # closed-form Legendre potential of the mirror flow
     "quadratic_forms": "quadratic_forms",  # x_i^T phi(theta) x_i and its VJP, never forming phi
+    "kinks": "kinks",  # piecewise-smooth phi: distances to the sets where it is not differentiable
 }
 
 
@@ -361,6 +362,12 @@ class Parameterization(abc.ABC):
         factors without forming Q (for U U^T: f = |U^T x_i|^2, vjp(c) = 2 X^T diag(c) X U). Used
         by ``paramgeo.losses.QuadraticMeasurements`` (quadratic networks f(x) = x^T Q x)."""
         raise NotProvidedError(type(self).__name__, "quadratic_forms", "quadratic_forms")
+
+    def kinks(self, theta):
+        """(labels, distances) for a piecewise-smooth phi: one scale-free distance per condition
+        under which phi is not differentiable, 0 exactly on that kink (see
+        :mod:`paramgeo.kinks`; for ReLU |w_j . x_i + b_j| / (|w_j| |x_i| + |b_j|))."""
+        raise NotProvidedError(type(self).__name__, "kinks", "kinks")
 
     def mirror_potential(self, theta0):
         """Closed-form Legendre potential of the mirror flow started at phi(theta0), for a

@@ -104,6 +104,7 @@ class _RankReport(Result):
     tol: float
     gap: float
     doubtful: bool
+    kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi
 
 
 @click.command("rank")
@@ -121,10 +122,11 @@ def rank_cmd(name, sizes, at, seed, as_json):
     param = resolve(name, sizes)
     decision = rank_at(param, load_point(param, at, seed))
     report = _RankReport(param.name, decision.rank, generic_rank(param), decision.singular_values,
-                         decision.tol, decision.gap, decision.doubtful)
+                         decision.tol, decision.gap, decision.doubtful, decision.kinks)
     text = (f"{param.name}: rank {report.rank} (generic rank {report.generic_rank}); "
             f"tol {report.tol:.2e}, gap {report.gap:.3g}"
             + ("; DOUBTFUL: a singular value is near the tolerance" if report.doubtful else "")
+            + (f"\n{report.kinks}" if report.kinks is not None else "")
             + "\nsingular values: " + " ".join(f"{s:.4g}" for s in report.singular_values))
     emit(report, as_json, text)
 
