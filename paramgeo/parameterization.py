@@ -118,6 +118,23 @@ class Size:
         return str(value)
 
 
+def fixed_array(owner, label, value, sizes, names):
+    """A user's fixed 2-d array of a plugin (lora's W0, relu-net's X) as a finite float array,
+    with the sizes ``names`` (one per axis) defaulted in ``sizes`` to its shape; None stays
+    None. Raises ShapeError for a non-finite or non-2-d array or sizes contradicting it."""
+    if value is None:
+        return None
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim != 2 or not np.all(np.isfinite(arr)):
+        raise ShapeError(f"{owner}: {label} must be a finite 2-d array, got shape {arr.shape}")
+    for name, extent in zip(names, arr.shape):
+        if str(sizes.setdefault(name, extent)).strip() != str(extent):
+            raise ShapeError(f"{owner}: {label} has shape {arr.shape} but the sizes say "
+                             f"{name}={sizes[name]}; drop {', '.join(names)} (they default to "
+                             f"{label}'s shape)")
+    return arr
+
+
 class ParamSpec:
     """Named parameter blocks with shapes, packed in order into one flat vector theta.
 

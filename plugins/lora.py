@@ -32,7 +32,8 @@ matrix factorizations and Riemannian low-rank optimization"; Absil, Mahony, Sepu
 
 import numpy as np
 
-from paramgeo import ParamSpec, ShapeError, Size
+from paramgeo import ParamSpec, Size
+from paramgeo.parameterization import fixed_array
 
 from .uvt import UVT
 
@@ -59,19 +60,11 @@ class LoRA(UVT):
     )
 
     def __init__(self, W0=None, **sizes):
-        if W0 is not None:
-            W0 = np.asarray(W0, dtype=float)
-            if W0.ndim != 2 or not np.all(np.isfinite(W0)):
-                raise ShapeError(f"lora: W0 must be a finite 2-d array, got shape {W0.shape}")
-            sizes.setdefault("m", W0.shape[0])
-            sizes.setdefault("n", W0.shape[1])
+        W0 = fixed_array("lora", "W0", W0, sizes, ("m", "n"))
         super().__init__(**sizes)
         if W0 is None:
             rng = np.random.default_rng(self.w0_seed)
             W0 = rng.standard_normal((self.rows, self.cols)) / np.sqrt(self.cols)
-        elif W0.shape != (self.rows, self.cols):
-            raise ShapeError(f"lora: W0 has shape {W0.shape} but the sizes say m={self.rows}, "
-                             f"n={self.cols}; drop m, n (they default to W0's shape)")
         self.W0 = W0
 
     def make_spec(self):

@@ -41,6 +41,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, ShapeError, Size
+from paramgeo.parameterization import fixed_array
 from paramgeo.symmetry import ScalingTorus, SignedPermutationGroup
 
 
@@ -67,19 +68,10 @@ class ReluNet(Parameterization):
     )
 
     def __init__(self, X=None, **sizes):
-        if X is not None:
-            X = np.asarray(X, dtype=float)
-            if X.ndim != 2 or not np.all(np.isfinite(X)):
-                raise ShapeError(f"relu-net: X must be a finite N x d array, got shape {X.shape}")
-            sizes.setdefault("n_inputs", X.shape[0])
-            sizes.setdefault("d", X.shape[1])
+        X = fixed_array("relu-net", "X", X, sizes, ("n_inputs", "d"))
         super().__init__(**sizes)
         if X is None:
             X = np.random.default_rng(self.x_seed).standard_normal((self.n_inputs, self.d))
-        elif X.shape != (self.n_inputs, self.d):
-            raise ShapeError(f"relu-net: X has shape {X.shape} but the sizes say "
-                             f"n_inputs={self.n_inputs}, d={self.d}; drop them (they default "
-                             "to X's shape)")
         self.X = X
 
     def make_spec(self):

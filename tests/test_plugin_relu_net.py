@@ -17,13 +17,12 @@ import pytest
 from click.testing import CliRunner
 
 import paramgeo
-from paramgeo import Parameterization
 from paramgeo.cli import main
-from paramgeo.contract import finite_difference_jacobian
 from paramgeo.critical import classify
 from paramgeo.describe import describe
 from paramgeo.discover import discover
 from paramgeo.errors import NumericalDoubtWarning
+from paramgeo.testing import assert_closed_forms
 
 ReluNet = paramgeo.get_class("relu-net")
 
@@ -53,14 +52,7 @@ def test_closed_forms_match_autograd_and_finite_differences_off_kinks(rng, sizes
     for _ in range(3):
         theta = p.random_point(rng)
         assert paramgeo.kinks.kink_report(p, theta).closest > 1e-4  # off the kinks
-        J = p.jacobian(theta)
-        np.testing.assert_allclose(J, Parameterization.jacobian(p, theta), atol=1e-12)
-        np.testing.assert_allclose(J, finite_difference_jacobian(p, theta), atol=1e-7)
-        v, w = rng.standard_normal(p.n), rng.standard_normal(p.m)
-        np.testing.assert_allclose(p.jvp(theta, v), Parameterization.jvp(p, theta, v),
-                                   atol=1e-12)
-        np.testing.assert_allclose(p.vjp(theta, w), Parameterization.vjp(p, theta, w),
-                                   atol=1e-12)
+        assert_closed_forms(p, theta, rng)
 
 
 def test_explicit_rescalings_and_permutations_leave_phi_invariant(rng):
@@ -199,7 +191,7 @@ def test_user_inputs_keyword_and_errors(rng):
     X = rng.standard_normal((7, 3))
     p = ReluNet(X=X, width=2)
     assert (p.sizes["n_inputs"], p.sizes["d"], p.predictor_shape) == (7, 3, (7, 2))
-    with pytest.raises(paramgeo.ShapeError, match="drop them"):
+    with pytest.raises(paramgeo.ShapeError, match="drop n_inputs, d"):
         ReluNet(X=X, d=2)
-    with pytest.raises(paramgeo.ShapeError, match="finite N x d"):
+    with pytest.raises(paramgeo.ShapeError, match="finite 2-d array"):
         ReluNet(X=np.ones(3))
