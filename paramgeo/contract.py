@@ -18,6 +18,9 @@
 * ``vertical-projector``: the group's projector (closed forms for matrix groups, component SVDs
   otherwise; the matrix-free route's P_V) agrees with the projection onto span(generators);
 * ``horizontal-projection``: a closed form agrees with the generic v - V V^T v;
+* ``kinks`` (piecewise-smooth plugins): ``kinks(theta)`` returns labels and non-negative
+  distances of equal length, and random points lie off every kink (within ``KINK_TOL`` a
+  random point would make the derivative checks above meaningless; see paramgeo.kinks);
 * ``symbolic``: the sympy expressions agree with forward;
 * ``architecture``: the graph is a networkx DiGraph whose edge ``index`` attributes address theta;
 * ``declared-vs-discovered``: the declared group's dimension against the Lie algebra of linear
@@ -157,6 +160,8 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
             add("random-point", float("inf"), 0.0, k,
                 f"random_point returned shape {theta.shape}, expected ({param.n},)")
             break
+        if param.provides("kinks"):
+            _check_kinks(param, theta, k, add)
         out = np.asarray(param.forward(theta))
         ok_shape = out.shape == param.predictor_shape and bool(np.all(np.isfinite(out)))
         add("forward", 0.0 if ok_shape else float("inf"), 0.0, k,
@@ -249,6 +254,20 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
         items.append(_check_architecture(param))
     items.append(_check_discovered(param, group, seed))
     return CheckReport(param.name, dict(param.sizes), all(i.passed for i in items), tuple(items))
+
+
+def _check_kinks(param, theta, k, add):
+    from .kinks import kink_report
+
+    try:
+        report = kink_report(param, theta)
+    except ParamgeoError as exc:
+        add("kinks", float("inf"), 0.0, k, str(exc))
+        return
+    add("kinks", float(report.on_kink), 0.0, k,
+        f"random_point lies on {len(report.kinks)} kink(s) ({', '.join(report.kinks[:3])}): "
+        "kinks() reports conditions met at generic points, or random_point is degenerate",
+        note=f"{report.conditions} nonsmooth conditions; random points off them")
 
 
 def _check_architecture(param):
