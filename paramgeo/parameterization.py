@@ -39,6 +39,7 @@ CAPABILITIES = {
     "horizontal_projection": "horizontal_projection",  # closed-form horizontal projection
     "mirror_potential": "mirror_potential",  # closed-form Legendre potential of the mirror flow
     "quadratic_forms": "quadratic_forms",  # x_i^T phi(theta) x_i and its VJP, never forming phi
+    "input_action": "input_action",  # a group acting on the fixed inputs (positions, data)
 }
 
 
@@ -361,6 +362,13 @@ class Parameterization(abc.ABC):
         factors without forming Q (for U U^T: f = |U^T x_i|^2, vjp(c) = 2 X^T diag(c) X U). Used
         by ``paramgeo.losses.QuadraticMeasurements`` (quadratic networks f(x) = x^T Q x)."""
         raise NotProvidedError(type(self).__name__, "quadratic_forms", "quadratic_forms")
+
+    def input_action(self):
+        """A :class:`paramgeo.equivariance.InputAction`: a group acting on the fixed inputs the
+        predictor is evaluated on (token positions, data points), the predictor on moved inputs
+        and how it is expected to move; :func:`paramgeo.equivariance.input_equivariance` tests
+        f(theta; g . z_0) = rho(g) f(theta; z_0)."""
+        raise NotProvidedError(type(self).__name__, "input_action", "input_action")
 
     def mirror_potential(self, theta0):
         """Closed-form Legendre potential of the mirror flow started at phi(theta0), for a
