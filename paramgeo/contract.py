@@ -23,6 +23,8 @@
   random point would make the derivative checks above meaningless; see paramgeo.kinks);
 * ``symbolic``: the sympy expressions agree with forward;
 * ``architecture``: the graph is a networkx DiGraph whose edge ``index`` attributes address theta;
+* ``input-action``: a declared input action evaluated at its identity element reproduces phi
+  (``forward(theta, identity) = phi(theta)``; :mod:`paramgeo.equivariance`);
 * ``declared-vs-discovered``: the declared group's dimension against the Lie algebra of linear
   symmetries found by :func:`paramgeo.symmetry.discover` (when n <= its ``MAX_LINEAR_DIM``).
   Discovery finds every linear symmetry, so a *linear* declared action of larger dimension
@@ -152,6 +154,14 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
         from .symbolic import lambdify_parameterization
 
         symbolic = lambdify_parameterization(param)
+    action = None
+    if param.provides("input_action"):
+        from .equivariance import declared_action
+
+        try:
+            action = declared_action(param)
+        except ParamgeoError as exc:
+            add("input-action", float("inf"), 0.0, -1, f"input_action() failed: {exc}")
 
     for k in range(n_points):
         theta = np.asarray(param.random_point(rng), dtype=float)
@@ -247,6 +257,11 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
                 generic = horizontal_projection(param, theta, v, generic=True)
                 add("horizontal-projection", _rel(closed, generic), tol, k,
                     "the closed-form horizontal_projection disagrees with v - V V^T v")
+        if action is not None:
+            add("input-action", _rel(action.forward(theta, action.identity),
+                                     param.forward(theta)), tol, k,
+                "input_action().forward(theta, identity) != phi(theta): the declared action on "
+                "the inputs is not wired to the same map")
         if symbolic is not None:
             add("symbolic", _rel(symbolic(theta), param.forward_flat(theta)), tol, k,
                 "symbolic() expressions disagree with forward(); check the symbol order")
@@ -313,7 +328,7 @@ def _check_discovered(param, group, seed):
         prop = "declared-vs-discovered" if group is not None else "discovered-symmetry"
         return CheckItem(prop, True, 0.0, 0.0, -1, "", f"skipped: n = {param.n} > "
                          f"{MAX_LINEAR_DIM}, too large for the linear search")
-    found = discover(param, seed=seed, discrete=False)
+    found = discover(param, seed=seed, discrete=False, equivariance=False)
     label = f"{found.algebra} (dimension {found.dim})"
     if group is None:
         note = f"no symmetry declared; discovered {label}" if found.dim else ""

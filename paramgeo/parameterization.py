@@ -41,6 +41,7 @@ CAPABILITIES = {
     "quadratic_forms": "quadratic_forms",  # x_i^T phi(theta) x_i and its VJP, never forming phi
     "sparse_jacobian": "sparse_jacobian",  # J(theta) as a scipy.sparse matrix (O(nnz) memory)
     "kinks": "kinks",  # piecewise-smooth phi: distances to the sets where it is not differentiable
+    "input_action": "input_action",  # a group acting on the fixed inputs (positions, data)
 }
 
 
@@ -391,6 +392,12 @@ class Parameterization(abc.ABC):
         under which phi is not differentiable, 0 exactly on that kink (see
         :mod:`paramgeo.kinks`; for ReLU |w_j . x_i + b_j| / (|w_j| |x_i| + |b_j|))."""
         raise NotProvidedError(type(self).__name__, "kinks", "kinks")
+    def input_action(self):
+        """A :class:`paramgeo.equivariance.InputAction`: a group acting on the fixed inputs the
+        predictor is evaluated on (token positions, data points), the predictor on moved inputs
+        and how it is expected to move; :func:`paramgeo.equivariance.input_equivariance` tests
+        f(theta; g . z_0) = rho(g) f(theta; z_0)."""
+        raise NotProvidedError(type(self).__name__, "input_action", "input_action")
 
     def mirror_potential(self, theta0):
         """Closed-form Legendre potential of the mirror flow started at phi(theta0), for a
