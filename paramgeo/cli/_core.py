@@ -106,6 +106,16 @@ class _RankReport(Result):
     doubtful: bool
 
 
+def rank_report(param, theta):
+    """The rank of J at ``theta`` (the one tolerance policy), the generic rank and the singular
+    values: what ``paramgeo rank`` prints and a sweep's ``rank`` query records."""
+    from ..geometry import generic_rank, rank_at
+
+    decision = rank_at(param, theta)
+    return _RankReport(param.name, decision.rank, generic_rank(param), decision.singular_values,
+                       decision.tol, decision.gap, decision.doubtful)
+
+
 @click.command("rank")
 @click.argument("name")
 @sizes_option
@@ -116,12 +126,8 @@ def rank_cmd(name, sizes, at, seed, as_json):
 
     Example: paramgeo rank uut -p d=4 -p r=2 --at U.npy --json
     """
-    from ..geometry import generic_rank, rank_at
-
     param = resolve(name, sizes)
-    decision = rank_at(param, load_point(param, at, seed))
-    report = _RankReport(param.name, decision.rank, generic_rank(param), decision.singular_values,
-                         decision.tol, decision.gap, decision.doubtful)
+    report = rank_report(param, load_point(param, at, seed))
     text = (f"{param.name}: rank {report.rank} (generic rank {report.generic_rank}); "
             f"tol {report.tol:.2e}, gap {report.gap:.3g}"
             + ("; DOUBTFUL: a singular value is near the tolerance" if report.doubtful else "")
