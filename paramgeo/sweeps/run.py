@@ -175,7 +175,7 @@ def _run_dask(cells, finished, workers, scheduler, client):
                     client = own = Client(scheduler, timeout="10s")
                 except (OSError, TimeoutError) as exc:
                     raise SweepSpecError(f"cannot reach the Dask scheduler at {scheduler!r} "
-                                         f"({exc}); start one with dask-scheduler") from None
+                                         f"({exc}); start one with `dask scheduler`") from None
             else:
                 import logging
 
