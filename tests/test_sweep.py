@@ -215,7 +215,7 @@ def test_killed_worker_mid_sweep_loses_no_cell_and_computes_each_once(tmp_path):
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=40) as cl, \
+                      dashboard_address=":0", silence_logs=40) as cl, \
             Client(cl, timeout="30s") as cluster:
         _kill_a_worker_mid_sweep(tmp_path, cluster)
 

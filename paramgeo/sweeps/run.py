@@ -179,9 +179,10 @@ def _run_dask(cells, finished, workers, scheduler, client):
             else:
                 import logging
 
+                # dashboard on a free port: 8787 may belong to another cluster on the machine
                 cluster = LocalCluster(n_workers=workers or default_workers(),
                                        threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=logging.ERROR)
+                                       dashboard_address=":0", silence_logs=logging.ERROR)
                 client = own = Client(cluster)
         n_workers = len(client.scheduler_info()["workers"])
         where = (f"the scheduler {scheduler}" if scheduler else
