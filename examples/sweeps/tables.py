@@ -86,6 +86,7 @@ def monomial_critical(df, out, starts_label):
                      int(r.dependent_weights), int(r.other), " / ".join(seen)))
     text = markdown(rows, ["widths", "degree", "m", "generic_rank", "fills_space", "critical",
                            "subnetwork", "near_subnetwork", "dependent", "other", "strata"])
+    (out / "monomial_critical_search.md").write_text(text)
     plt = _pyplot()
     archs = list(dict.fromkeys(df["widths"]))
     fig, axes = plt.subplots(1, len(archs), figsize=(3.2 * len(archs), 3), sharey=True,
@@ -102,7 +103,23 @@ def monomial_critical(df, out, starts_label):
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "monomial_critical_search.png", dpi=120)
-    return text
+    return critical_pivot(df)
+
+
+def critical_pivot(df):
+    """The table of docs/critical.md: one row per widths, one column per k; a cell is
+    subnetwork (near) / dependent / other, with "of N" when only N starts became critical."""
+    def cell(r):
+        sub = f"{r.subnetwork} ({r.near_subnetwork})" if r.subnetwork else "0"
+        dep, other = (f"**{v}**" if v else "0" for v in (r.dependent_weights, r.other))
+        short = f" of {r.critical}" if r.critical < r.starts else ""
+        return f"{sub} / {dep} / {other}{short}"
+
+    ks = sorted(set(df["degree"]))
+    rows = [[widths] + [cell(next(df[(df["widths"] == widths) & (df["degree"] == k)]
+                                  .itertuples())) for k in ks]
+            for widths in dict.fromkeys(df["widths"])]
+    return markdown(rows, ["widths"] + [f"k = {k}" for k in ks])
 
 
 def implicit_bias(df, out):
@@ -161,7 +178,8 @@ def main():
     else:
         name = "hadamard_implicit_bias"
         text = implicit_bias(df, out)
-    (out / f"{name}.md").write_text(text)
+    if name != "monomial_critical_search":  # that one writes its full table itself
+        (out / f"{name}.md").write_text(text)
     if args.docs:
         replace_block(args.docs, name, text)
     print(text, end="")
