@@ -42,6 +42,10 @@ from .results import Result
 
 #: m x n up to which route="auto" forms the dense Jacobian and takes its SVD (16 MB).
 DENSE_MAX_ENTRIES = 2_000_000
+#: the work m n min(m, n) of that SVD above which route="auto" prefers a declared sparse J
+#: (a 1000 x 2000 SVD costs 2e9 and takes seconds to a minute on a shared core; shift-invert
+#: on the sparse J of hadamard p=1000 takes a fraction of a second).
+DENSE_MAX_WORK_IF_SPARSE = 200_000_000
 #: rank drops the matrix-free route counts before it refuses (Ritz vectors kept: n x that many).
 MAX_DEFICIENCY = 64
 #: the matrix-free route decides with tol = max(policy tol, RTOL_FLOOR * sigma_max): zero
@@ -119,8 +123,10 @@ def jacobian_operator(param, theta):
 
 def choose_route(param, route="auto"):
     """The rank route for ``param``: ``closed-form`` (the plugin declares ``rank_at``),
-    ``dense`` (m n <= DENSE_MAX_ENTRIES), ``sparse`` (declared ``sparse_jacobian``), else
-    ``matrix-free``. An explicit ``route`` is validated and returned."""
+    ``dense`` (m n <= DENSE_MAX_ENTRIES, and the SVD's work m n min(m, n) <=
+    DENSE_MAX_WORK_IF_SPARSE where the plugin declares ``sparse_jacobian``), ``sparse``
+    (declared ``sparse_jacobian``), else ``matrix-free``. An explicit ``route`` is validated
+    and returned."""
     if route not in ROUTES:
         raise ParamgeoError(f"unknown rank route {route!r}; choose one of {', '.join(ROUTES)}")
     if route == "closed-form" and not param.provides("rank_at"):
@@ -132,9 +138,12 @@ def choose_route(param, route="auto"):
         return route
     if param.provides("rank_at"):
         return "closed-form"
-    if param.m * param.n <= DENSE_MAX_ENTRIES:
+    sparse = param.provides("sparse_jacobian")
+    entries = param.m * param.n
+    if entries <= DENSE_MAX_ENTRIES and not (
+            sparse and entries * min(param.m, param.n) > DENSE_MAX_WORK_IF_SPARSE):
         return "dense"
-    return "sparse" if param.provides("sparse_jacobian") else "matrix-free"
+    return "sparse" if sparse else "matrix-free"
 
 
 def dense_bytes(param):

@@ -75,10 +75,10 @@ class Size:
             value = self._convert(value)
         except (TypeError, ValueError):
             expected = {
-                "int": "an integer",
+                "int": "an integer (ASCII digits)",
                 "ints": "comma-separated integers such as 2,3,1",
                 "bool": "true or false",
-                "float": "a number",
+                "float": "a number (ASCII digits)",
                 "choice": "one of " + ", ".join(self.choices),
             }[self.kind]
             raise SizeError(f"size {key}={value!r} is invalid: expected {expected}") from None
@@ -92,6 +92,8 @@ class Size:
         return value
 
     def _convert(self, value):
+        if isinstance(value, str) and not value.isascii():
+            raise ValueError  # int() and float() also read other scripts' digits, e.g. "\u0663"
         if self.kind == "int":
             if isinstance(value, (bool, float)) and not float(value).is_integer():
                 raise ValueError

@@ -18,6 +18,8 @@ from typing import Callable
 
 import numpy as np
 
+from .errors import SizeError
+
 
 @dataclasses.dataclass(frozen=True)
 class VerticalProjector:
@@ -217,6 +219,8 @@ class MatrixGroupAction(SymmetryGroup):
 
 #: above this n, :func:`linear_action_matrices` returns scipy.sparse matrices by default
 SPARSE_ACTION_MIN_N = 200
+#: the most entries the dense blocks of :func:`sparse_projector` may hold (400 MB of float64)
+MAX_PROJECTOR_BLOCK_ENTRIES = 50_000_000
 
 
 def _decide(singular_values, policy):
@@ -267,6 +271,14 @@ def sparse_projector(G, policy=None):
     entry_row = np.searchsorted(row_keys, comp.astype(np.int64) * n + coo.row) - row_start[comp]
     groups = []
     shapes = np.unique(np.stack([row_count, col_count], axis=1)[row_count > 0], axis=0)
+    entries = int(np.sum(row_count * col_count))
+    if entries > MAX_PROJECTOR_BLOCK_ENTRIES:
+        a, b = (int(x) for x in shapes[np.argmax(shapes[:, 0] * shapes[:, 1])])
+        raise SizeError(
+            f"the {k} symmetry generators join into connected blocks (generators sharing "
+            f"coordinates) whose dense SVDs would hold {entries:.3g} entries "
+            f"({8e-9 * entries:.3g} GB; the largest block is {a} x {b}), more than "
+            f"{MAX_PROJECTOR_BLOCK_ENTRIES:.3g}; use smaller sizes")
     for a, b in shapes.tolist():
         members = np.flatnonzero((row_count == a) & (col_count == b))
         slot = np.full(n_comp, -1)

@@ -107,6 +107,19 @@ class HyperbolicRotations(SymmetryGroup):
         return sp.vstack([sp.diags(v), sp.diags(u)], format="csc")
 
 
+class SampledSignedPermutations(SignedPermutationGroup):
+    """A finite group of signed permutations whose uniform random element ``sample(rng)`` ->
+    (perm, signs) is drawn directly in O(n): the generic group keeps its generators as
+    length-n arrays, p (L - 1) of them for (S_L)^p, which a deep or wide net cannot hold."""
+
+    def __init__(self, name, n, sample):
+        super().__init__(name, [], n)
+        self._sample = sample
+
+    def random_element(self, rng):
+        return self._sample(rng)
+
+
 class DeepDiagonal(Parameterization):
     """Depth-L diagonal network: beta = w_1 * ... * w_L (product) or u^L - v^L (signed)."""
 
@@ -286,38 +299,37 @@ class DeepDiagonal(Parameterization):
             theta0, beta0, value, grad, hessian)
 
     def symmetry(self):
+        import scipy.sparse as sp
+
         p, L, n = self.p, self.depth, self.n
         if self.variant == "product":
-            rows = []
-            for i in range(p):
-                for l in range(L - 1):
-                    row = np.zeros(n, dtype=int)
-                    row[l * p + i], row[(l + 1) * p + i] = 1, -1
-                    rows.append(row)
-            torus = ScalingTorus(np.array(rows, dtype=int).reshape(len(rows), n), signed=True,
-                                 name=f"(R\\{{0}})^{p * (L - 1)}")
-            gens = []
-            for i in range(p):
-                for l in range(L - 1):
-                    perm = np.arange(n)
-                    perm[l * p + i], perm[(l + 1) * p + i] = (l + 1) * p + i, l * p + i
-                    gens.append((perm, np.ones(n)))
-            return torus * SignedPermutationGroup(f"(S_{L})^{p}", gens, n)
-        gens = []
-        if L % 2 == 0:
-            for j in range(n):  # sign flip of u_i or of v_i alone
-                signs = np.ones(n)
-                signs[j] = -1.0
-                gens.append((np.arange(n), signs))
-            flips = SignedPermutationGroup(f"{{+-1}}^{n}", gens, n)
+            # generator (i, l): exponent +1 on w_{l,i} (index l p + i), -1 on w_{l+1,i}; sparse,
+            # so a deep net costs O(n) memory, not p (L - 1) x n
+            i, l = np.meshgrid(np.arange(p), np.arange(L - 1), indexing="ij")
+            row = np.arange(p * (L - 1))
+            E = sp.coo_matrix((np.r_[np.ones(row.size), -np.ones(row.size)],
+                               (np.r_[row, row], np.r_[(l * p + i).ravel(),
+                                                       ((l + 1) * p + i).ravel()])),
+                              shape=(p * (L - 1), n), dtype=np.int64)
+            torus = ScalingTorus(E, signed=True, name=f"(R\\{{0}})^{p * (L - 1)}")
+
+            def factor_permutation(rng):  # the factors of each coordinate permuted: (S_L)^p
+                order = rng.permuted(np.tile(np.arange(L)[:, None], (1, p)), axis=0)
+                return (order * p + np.arange(p)).ravel(), np.ones(n)
+
+            return torus * SampledSignedPermutations(f"(S_{L})^{p}", n, factor_permutation)
+        if L % 2 == 0:  # sign flips of u_i and of v_i separately
+            flips = SampledSignedPermutations(
+                f"{{+-1}}^{n}", n, lambda rng: (np.arange(n), rng.choice([-1.0, 1.0], size=n)))
             return HyperbolicRotations(p) * flips if L == 2 else flips
-        for i in range(p):  # (u_i, v_i) -> (-v_i, -u_i)
+
+        def pair_swap(rng):  # (u_i, v_i) -> (-v_i, -u_i) for a random subset of coordinates
+            swap = np.tile(rng.random(p) < 0.5, 2)
             perm = np.arange(n)
-            perm[i], perm[p + i] = p + i, i
-            signs = np.ones(n)
-            signs[i] = signs[p + i] = -1.0
-            gens.append((perm, signs))
-        return SignedPermutationGroup(f"(Z_2)^{p} (u_i, v_i) -> (-v_i, -u_i)", gens, n)
+            perm[swap] = (perm[swap] + p) % n
+            return perm, np.where(swap, -1.0, 1.0)
+
+        return SampledSignedPermutations(f"(Z_2)^{p} (u_i, v_i) -> (-v_i, -u_i)", n, pair_swap)
 
     def symbolic(self):
         import sympy

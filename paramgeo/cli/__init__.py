@@ -56,6 +56,9 @@ class LazyGroup(click.Group):
             raise UserError(str(exc)) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
+        except MemoryError as exc:  # sizes beyond this machine's memory: the user's to change
+            raise UserError(f"out of memory ({exc or 'an allocation failed'}); use smaller "
+                            "sizes") from None
         except BrokenPipeError:  # output piped into `head` and closed: not an error of ours
             _silence_stdout()
             raise click.exceptions.Exit(0) from None

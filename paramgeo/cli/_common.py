@@ -2,13 +2,13 @@
 
 import contextlib
 import json
+import math
 import sys
-from pathlib import Path
 
 import click
 import numpy as np
 
-from ..errors import ParamgeoError, ShapeError, SizeError
+from ..errors import ParamgeoError, SizeError
 
 
 def json_option(f):
@@ -106,15 +106,26 @@ MAX_PARAMS = 50_000_000
 
 
 def _limit(env, default):
+    """The limit in environment variable ``env`` (a number such as 1e8; ``inf`` means no limit),
+    else ``default``; anything else (text, nan, a negative number) is a SizeError."""
     import os
 
+    raw = os.environ.get(env)
+    if raw is None:
+        return default
     try:
-        return int(float(os.environ.get(env, default)))
+        value = float(raw)
     except ValueError:
-        raise SizeError(f"environment variable {env}={os.environ[env]!r} must be an integer") \
-            from None
+        value = math.nan
+    if math.isnan(value) or value < 0:
+        raise SizeError(f"environment variable {env}={raw!r} must be a number >= 0 (e.g. 1e8), "
+                        "or inf for no limit")
+    return value if math.isinf(value) else int(value)
 
 
+#: The work m n min(m, n) of one dense SVD above which a command says, before starting, that it
+#: may take long (2e9: a 1000 x 2000 Jacobian, seconds on an idle core, a minute on a busy one).
+SLOW_SVD_WORK = 1_000_000_000
 #: The most memory (bytes) the matrix-free route may allocate (its Lanczos vectors).
 MAX_MATRIX_FREE_BYTES = 8 * 10**9
 
@@ -148,6 +159,14 @@ def resolve(name, sizes, dense=True):
                 f"than the limit {max_entries:.3g}; use smaller sizes, or `paramgeo describe` / "
                 "`paramgeo rank`, which take the matrix-free route at this size (or raise "
                 "PARAMGEO_MAX_JACOBIAN_ENTRIES if you have the memory and time)")
+        work = param.n * param.m * min(param.n, param.m)
+        if work > SLOW_SVD_WORK:
+            faster = ("`--route matrix-free` avoids it" if dense == "auto" else
+                      "`paramgeo describe` / `paramgeo rank` can avoid it with --route "
+                      "matrix-free")
+            click.echo(f"Note: {where}: every dense SVD of the {param.m} x {param.n} Jacobian "
+                       f"costs about {work:.2g} flops (seconds to minutes each); {faster}",
+                       err=True)
     elif route in ("sparse", "matrix-free"):
         max_bytes = _limit("PARAMGEO_MAX_MATRIX_FREE_BYTES", MAX_MATRIX_FREE_BYTES)
         need = matrix_free_bytes(param)
@@ -178,26 +197,18 @@ def load_point(param, at, seed):
     """theta from a .npy file (validated) or a random point from ``seed``."""
     if at is None:
         return param.random_point(np.random.default_rng(seed))
-    path = Path(at)
-    if not path.is_file():
-        raise ParamgeoError(f"point file {at!r} does not exist")
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise ShapeError(f"point file {at!r} is not a readable .npy array ({exc})") from None
-    if not isinstance(arr, np.ndarray):  # an .npz archive
-        arr.close()
-        raise ShapeError(f"point file {at!r} is an .npz archive; save theta with numpy.save "
-                         "as a single .npy array")
-    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-        raise ShapeError(f"point file {at!r} holds {arr.dtype} values; theta must be real "
-                         "numbers (save a float array with numpy.save)")
+    from ..npzfile import read_npy
+
     blocks = list(param.spec.blocks.values())
-    if arr.size != param.n or (arr.ndim > 1 and len(blocks) == 1 and arr.shape != blocks[0]):
-        raise ShapeError(
-            f"point file {at!r} holds shape {arr.shape}; {param.name} needs {param.n} entries "
-            f"(blocks {dict(param.spec.blocks)})"
-        )
+    need = (f"{param.name} needs {param.n} entries (blocks {dict(param.spec.blocks)}), flat or "
+            "in the shape of its single block")
+
+    def fits(shape):
+        size = math.prod(shape)
+        ok = size == param.n and (len(shape) <= 1 or len(blocks) != 1 or shape == blocks[0])
+        return None if ok else need
+
+    arr = read_npy(at, "point file", "save a float array with numpy.save", fits, subject="theta")
     return param.as_theta(arr.ravel())
 
 
