@@ -1,10 +1,11 @@
-# Quick start: `make demo` (set up and run the showcase) and `make test` (set up and run tests).
+# Quick start: `make demo` (set up and run the showcase), `make test` (set up and run tests),
+# `make docs` (build the documentation site into site/).
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed-test
 
-.PHONY: demo test venv bench clean
+.PHONY: demo test docs venv bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,8 +26,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2
 
+# The site (mkdocs, material theme, API reference by mkdocstrings); --strict fails on a broken
+# link or an unrenderable docstring. Nothing is downloaded at build time.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info
