@@ -43,11 +43,11 @@ import math
 
 import numpy as np
 
-from .errors import ParamgeoError
-from .geometry import (DEFAULT_POLICY, RankPolicy, decide_rank, null_basis, range_basis,
-                       rational_rref)
-from .results import Result
-from .symmetry import SymmetryGroup
+from ..errors import ParamgeoError
+from ..numerics import (DEFAULT_POLICY, RankPolicy, decide_rank, null_basis, range_basis,
+                        rational_rref)
+from ..results import Result
+from .groups import SymmetryGroup
 
 #: Largest parameter dimension n for the linear search (n^2 unknowns; n = 40 takes ~2 s).
 MAX_LINEAR_DIM = 40
