@@ -100,6 +100,20 @@ def _quadratic_label(S, names, max_terms=6):
     return text + (f" + ... ({len(terms)} terms)" if len(terms) > max_terms else "")
 
 
+def _stacked(mats, n):
+    """The (n*n) x len(mats) sparse matrix whose column c is the flattened n x n matrix mats[c]."""
+    import scipy.sparse as sp
+
+    data, r_idx, c_idx = [], [], []
+    for c, M in enumerate(mats):
+        M = M.tocoo()
+        data.append(M.data)
+        r_idx.append(M.row.astype(np.int64) * n + M.col)
+        c_idx.append(np.full(M.nnz, c))
+    return sp.csr_matrix((np.concatenate(data), (np.concatenate(r_idx), np.concatenate(c_idx))),
+                         shape=(n * n, len(mats)))
+
+
 def conserved_quantities(param, *, max_dim=2000, tol=1e-10):
     """Quadratic conservation laws of gradient flow from the symmetry group's Lie algebra.
 
@@ -126,7 +140,6 @@ def conserved_quantities(param, *, max_dim=2000, tol=1e-10):
     quantities of gradient flow".
     """
     import scipy.linalg
-    import scipy.sparse as sp
 
     if not param.provides("symmetry"):
         return ConservedQuantities(note="no symmetry declared")
@@ -145,23 +158,11 @@ def conserved_quantities(param, *, max_dim=2000, tol=1e-10):
         _CONSERVED_CACHE[key] = result
         return result
     nonlinear = tuple(k for k in range(K) if k not in linear)
-
-    def stacked(mats):
-        data, r_idx, c_idx = [], [], []
-        for c, M in enumerate(mats):
-            M = M.tocoo()
-            data.append(M.data)
-            r_idx.append(M.row.astype(np.int64) * n + M.col)
-            c_idx.append(np.full(M.nnz, c))
-        return sp.csr_matrix((np.concatenate(data), (np.concatenate(r_idx),
-                                                     np.concatenate(c_idx))),
-                             shape=(n * n, len(mats)))
-
     if not linear:
         return ConservedQuantities(nonlinear=nonlinear, note="no linear generator")
     lin_A = [A[k] for k in linear]
-    MA = stacked(lin_A)
-    MD = stacked([M - M.T for M in lin_A])
+    MA = _stacked(lin_A, n)
+    MD = _stacked([M - M.T for M in lin_A], n)
     gram_d = (MD.T @ MD).toarray()
     w, V = np.linalg.eigh(gram_d)
     null = V[:, w <= tol * max(1.0, float(np.abs(w).max(initial=0.0)))]

@@ -117,6 +117,12 @@ def test_graph_reader_sees_the_package():
     assert "paramgeo.errors" in graph["paramgeo.cli"]  # `from ..errors import ...`
     # `from ..registry import get` inside a function of paramgeo/cli/_common.py
     assert "paramgeo.registry" in graph["paramgeo.cli._common"]
+    # `from .. import mirror` inside a function names the subpackage, not paramgeo itself
+    assert "paramgeo.mirror" in graph["paramgeo.flows.push_forward"]
+    assert "paramgeo" not in graph["paramgeo.flows.push_forward"]
+    # a package's __init__ depends on the submodules it re-exports, not the other way round
+    assert "paramgeo.mirror.lie" in graph["paramgeo.mirror"]
+    assert "paramgeo.mirror" not in graph["paramgeo.mirror.lie"]
 
 
 def test_find_cycle_reports_the_circle():

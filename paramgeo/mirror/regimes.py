@@ -299,6 +299,41 @@ class CommutingRegime(Result):
         return "\n".join(lines)
 
 
+def _choose_coordinates(param, Cm, spec, why, notes, *, n_points, rng, policy):
+    """Step 2 of :func:`commuting_regime`: (kind, C, basis, seed_commutes), the spectral
+    coordinates ``spec`` when their fields commute, else the measurement span ``Cm``; the
+    reason for falling back is appended to ``notes``."""
+    if spec is None:
+        notes.append(f"no spectral coordinates: {why}")
+        return "measurements", Cm, None, None
+    sub = LinearCoordinates(param, spec["C"], "spectral coordinates")
+    if commuting_test(sub, n_points=n_points, seed=rng, policy=policy,
+                      method="numeric").commuting:
+        return "spectral", spec["C"], spec["basis"], spec["seed_commutes"]
+    notes.append("the fields of the spectral coordinates do not commute; using the "
+                 "measurement span")
+    return "measurements", Cm, None, None
+
+
+def _regime_potential(param, theta0, Ca, beta0, lam0a, label, notes, *, closed_form, rng,
+                      policy):
+    """Step 4 of :func:`commuting_regime`: (potential, identity residual) of the active
+    coordinates lambda_a = Ca beta, the plugin's closed form restricted to them when it passes
+    grad R(lambda(psi(mu))) = mu (IDENTITY_TOL), else the numerical construction."""
+    sub = LinearCoordinates(param, Ca, label)
+    residual = None
+    if closed_form and param.provides("mirror_potential"):
+        full = param.mirror_potential(theta0)
+        if full is not None:
+            cand = _restrict(full, Ca, beta0, lam0a, label)
+            residual = _identity_residual(sub, theta0, cand, rng)
+            if residual <= IDENTITY_TOL:
+                return cand, residual
+            notes.append(f"the plugin's closed form fails grad R(lambda(psi(mu))) = mu in "
+                         f"these coordinates (residual {residual:.3g}); built numerically")
+    return numerical_potential(sub, theta0, policy=policy), residual
+
+
 def commuting_regime(param, loss, theta0, *, policy=None, seed=0, n_points=2,
                      closed_form=True):
     """Decide whether gradient flow of ``loss`` from theta0 is a mirror flow, and build it.
@@ -349,18 +384,8 @@ def commuting_regime(param, loss, theta0, *, policy=None, seed=0, n_points=2,
             lambda0=None, active=(), frozen=(), design=None, target=None,
             identity_residual=None, **common)
     notes = []
-    kind, C, basis, seed_commutes = "measurements", Cm, None, None
-    if spec is not None:
-        sub = LinearCoordinates(param, spec["C"], "spectral coordinates")
-        if commuting_test(sub, n_points=n_points, seed=rng, policy=policy,
-                          method="numeric").commuting:
-            kind, C, basis = "spectral", spec["C"], spec["basis"]
-            seed_commutes = spec["seed_commutes"]
-        else:
-            notes.append("the fields of the spectral coordinates do not commute; using the "
-                         "measurement span")
-    else:
-        notes.append(f"no spectral coordinates: {why}")
+    kind, C, basis, seed_commutes = _choose_coordinates(param, Cm, spec, why, notes,
+                                                        n_points=n_points, rng=rng, policy=policy)
     design = A @ C.T
     lam0 = C @ beta0
     Z = C @ np.asarray(param.jacobian(theta0), float)
@@ -380,21 +405,9 @@ def commuting_regime(param, loss, theta0, *, policy=None, seed=0, n_points=2,
         notes.append(f"the fields of the {len(active)} active coordinates have rank {rank} at "
                      "theta0, so no mirror potential in these coordinates")
         return CommutingRegime(reason="; ".join(notes), identity_residual=None, **out)
-    Ca = C[active]
-    sub = LinearCoordinates(param, Ca, f"{kind} coordinates")
-    pot, residual = None, None
-    if closed_form and param.provides("mirror_potential"):
-        full = param.mirror_potential(theta0)
-        if full is not None:
-            cand = _restrict(full, Ca, beta0, lam0[active], f"{kind} coordinates")
-            residual = _identity_residual(sub, theta0, cand, rng)
-            if residual <= IDENTITY_TOL:
-                pot = cand
-            else:
-                notes.append(f"the plugin's closed form fails grad R(lambda(psi(mu))) = mu in "
-                             f"these coordinates (residual {residual:.3g}); built numerically")
-    if pot is None:
-        pot = numerical_potential(sub, theta0, policy=policy)
+    pot, residual = _regime_potential(param, theta0, C[active], beta0, lam0[active],
+                                      f"{kind} coordinates", notes, closed_form=closed_form,
+                                      rng=rng, policy=policy)
     return CommutingRegime(reason="; ".join(notes), identity_residual=residual, potential=pot,
                            **out)
 
