@@ -8,7 +8,7 @@ the singular points of singular learning theory (Watanabe 2009, "Algebraic geome
 statistical learning theory"). This module reads only the contract: J (``jacobian``,
 ``jacobian_derivative``), the symmetry generators and, where declared, the architecture graph.
 
-Layout (every public name is re-exported here): :mod:`.structure` (generic values, the neurons
+Layout (every public name is re-exported here): :mod:`.patterns` (generic values, the neurons
 or channels strata are made of, activity patterns), :mod:`.stratification` (the strata and
 their poset, :func:`strata`), :mod:`.classification` (:func:`classify`, :func:`near_stratum`),
 :mod:`.searching` (:func:`search` from random starts) and :mod:`.loss_points` (true versus
@@ -20,7 +20,7 @@ from .classification import Classification, NearStratum, classify, near_stratum
 from .loss_points import LossPoint, loss_hessian, loss_point
 from .searching import SearchResult, search
 from .stratification import Strata, strata, to_dot
-from .structure import generic_values, structure
+from .patterns import generic_values, structure
 
 __all__ = [
     "Classification",

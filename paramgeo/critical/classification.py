@@ -40,7 +40,7 @@ import numpy as np
 
 from ..geometry import DEFAULT_POLICY, RankPolicy, as_rng, decide_rank, null_basis
 from ..results import Result
-from .structure import (
+from .patterns import (
     _class_label,
     _natural,
     _orbit_dim,
@@ -49,6 +49,7 @@ from .structure import (
     _stratum_rank,
     _zero_pattern,
     generic_values,
+    structure,
 )
 
 

@@ -10,7 +10,7 @@ from ..errors import ParamgeoError
 from ..geometry import DEFAULT_POLICY, as_rng
 from ..results import Result
 from .classification import classify
-from .structure import generic_values
+from .patterns import generic_values
 
 
 @dataclasses.dataclass(frozen=True)

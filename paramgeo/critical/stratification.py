@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import ParamgeoError
 from ..geometry import DEFAULT_POLICY, as_rng
 from ..results import Result
-from .structure import (
+from .patterns import (
     _class_states,
     _compositions,
     _pattern_label,
