@@ -33,16 +33,17 @@ def solve_sylvester_psd(A, B, C, rtol=1e-12):
     return P @ np.where(safe, Ct / np.where(safe, denom, 1.0), 0.0) @ Q.T
 
 
-def rank_at(param, theta, policy=None, route="auto", warn=True):
+def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=None):
     """Rank of J(theta) with its evidence (a :class:`RankDecision`).
 
     ``route`` (see :func:`paramgeo.matfree.choose_route`): ``auto`` takes the plugin's closed
     form where it declares ``rank_at``, the SVD of the dense J while m x n <= DENSE_MAX_ENTRIES,
     and otherwise the sparse or matrix-free certificate of :func:`paramgeo.matfree.certify_rank`
     (Lanczos on the horizontally deflated J^T J); ``decision.route`` says which was used and
-    ``decision.certificate`` how a matrix-free rank was certified.
+    ``decision.certificate`` how a matrix-free rank was certified (``max_deficiency``: the
+    most rank drops beyond the symmetry it counts, default ``matfree.MAX_DEFICIENCY``).
     """
-    from .matfree import certify_rank, choose_route
+    from .matfree import MAX_DEFICIENCY, certify_rank, choose_route
 
     theta = param.as_theta(theta)
     route = choose_route(param, route)
@@ -50,7 +51,8 @@ def rank_at(param, theta, policy=None, route="auto", warn=True):
         return param.rank_at(theta, policy)
     if route == "dense":
         return decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}", warn=warn)
-    return certify_rank(param, theta, policy, route=route, warn=warn)
+    return certify_rank(param, theta, policy, route=route, warn=warn,
+                        max_deficiency=MAX_DEFICIENCY if max_deficiency is None else max_deficiency)
 
 
 def generic_rank(param, n_points=3, seed=0, policy=None, route="auto"):
@@ -149,25 +151,36 @@ def predictor_metric(param, theta):
     return J @ J.T
 
 
-def horizontal_lift(param, theta, w, policy=None):
+def horizontal_lift(param, theta, w, policy=None, route="auto"):
     """The horizontal vector h with J h = w of least norm: h = J^+ w (minimum-norm solution
     lies in range J^T = (ker J)^perp, which is horizontal since vertical vectors lie in ker J).
 
-    The pseudo-inverse follows the tolerance policy: with J = U diag(s) V^T and r the rank
-    decided by :func:`decide_rank`, J^+ w = sum_{i <= r} v_i (u_i . w) / s_i, so singular values
-    at or below the tolerance are treated as zero (not inverted) and a decision near the
-    tolerance warns, as everywhere else a rank is decided (Golub and Van Loan, "Matrix
-    computations", Section 5.5.4, truncated SVD). For w outside range J this is the
-    least-squares solution of least norm.
+    Dense route (m x n <= DENSE_MAX_ENTRIES, or ``route="dense"``): the pseudo-inverse follows
+    the tolerance policy: with J = U diag(s) V^T and r the rank decided by :func:`decide_rank`,
+    J^+ w = sum_{i <= r} v_i (u_i . w) / s_i, so singular values at or below the tolerance are
+    treated as zero (not inverted) and a decision near the tolerance warns, as everywhere else a
+    rank is decided (Golub and Van Loan, "Matrix computations", Section 5.5.4, truncated SVD).
+    Matrix-free route: LSMR on the operator J (Fong and Saunders 2011) started at 0, whose
+    iterates stay in range J^T and so converge to the same minimum-norm least-squares solution,
+    stopped at relative residual 1e-12. For w outside range J this is the least-squares solution
+    of least norm.
     """
-    J = param.jacobian(param.as_theta(theta))
+    from .matfree import DENSE_MAX_ENTRIES, jacobian_operator
+
+    theta = param.as_theta(theta)
     w = np.asarray(w, float).ravel()
-    if w.shape != (J.shape[0],):
-        raise ShapeError(f"a predictor tangent vector must have {J.shape[0]} entries, "
+    if w.shape != (param.m,):
+        raise ShapeError(f"a predictor tangent vector must have {param.m} entries, "
                          f"got shape {w.shape}")
-    u, s, vt = np.linalg.svd(J, full_matrices=False)
-    r = decide_rank(s, policy, what=f"J of {param.name}").rank
-    return vt[:r].T @ ((u[:, :r].T @ w) / s[:r])
+    if route == "dense" or (route == "auto" and param.m * param.n <= DENSE_MAX_ENTRIES):
+        J = param.jacobian(theta)
+        u, s, vt = np.linalg.svd(J, full_matrices=False)
+        r = decide_rank(s, policy, what=f"J of {param.name}").rank
+        return vt[:r].T @ ((u[:, :r].T @ w) / s[:r])
+    from scipy.sparse.linalg import lsmr
+
+    return lsmr(jacobian_operator(param, theta), w, atol=1e-12, btol=1e-12,
+                maxiter=10 * min(param.m, param.n))[0]
 
 
 def fiber_bundle(param):

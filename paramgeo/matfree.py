@@ -17,8 +17,8 @@ declares ``sparse_jacobian``, allocating O(n k) for k Krylov vectors:
 * when m <= n - dim V the question is surjectivity instead: A = J J^T (m x m), rank m iff
   lambda_min(A) > 0.
 
-The smallest eigenvalues come from Lanczos (ARPACK ``eigsh``, which="SA"; Lehoucq, Sorensen,
-Yang 1998) or, for a sparse J, from shift-invert Lanczos on a sparse LU of A. The rank decision
+The smallest eigenvalues come from Lanczos (ARPACK ``eigsh`` on c I - A, which="LA"; Lehoucq,
+Sorensen, Yang 1998) or, for a sparse J, from shift-invert Lanczos on a sparse LU of A. The rank decision
 uses the same :class:`~paramgeo.geometry.RankPolicy` as the dense route on sigma_i =
 sqrt(lambda_i): rank = expected - #{sigma_i <= tol}, tol = max(atol, rtol sigma_max). Each
 Ritz pair (theta, x) carries the residual rho = |A x - theta x|, and an eigenvalue of A lies in
@@ -142,10 +142,11 @@ def dense_bytes(param):
     return 8 * param.m * param.n
 
 
-def matrix_free_bytes(param, projector_dim=0):
-    """Bytes the matrix-free route allocates: about 2 max(MAX_DEFICIENCY, 20) + 4 Lanczos vectors
-    of length max(m, n) (the Ritz basis) plus the plugin's own products."""
-    return 8 * (2 * max(MAX_DEFICIENCY, 20) + 4) * max(param.n, param.m)
+def matrix_free_bytes(param):
+    """Bytes the matrix-free route allocates: 2 MAX_DEFICIENCY + 4 Lanczos vectors on the
+    smaller side (the Gram it works on) plus a few vectors of length max(m, n) for products."""
+    side = min(param.m, param.n)
+    return 8 * ((2 * MAX_DEFICIENCY + 4) * side + 4 * max(param.m, param.n))
 
 
 def certify_rank(param, theta, policy=None, projector=None, route="matrix-free", seed=0,
@@ -203,6 +204,7 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
             out.append(np.linalg.norm(J.jvp(h)) / size if size > 0.5 else np.sqrt(lam_max))
         return np.array(out)
 
+    use_sparse = False
     if expected == 0:
         lam, sigma, res = np.zeros(0), np.zeros(0), np.zeros(0)
     elif dim <= 60:  # tiny: the operator as a dense matrix (dim products), exact eigenvalues
@@ -246,7 +248,7 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
     rank = expected - deficiency
     below = float(sigma[small].max()) if deficiency else 0.0
     gap = float(sigma_min / below) if below > 0 else float("inf")
-    route_used = "sparse" if J.sparse is not None else "matrix-free"
+    route_used = "sparse" if use_sparse else "matrix-free"
     certificate = RankCertificate(
         route_used, name, int(expected), deficiency, sigma_max, sigma_min, bound,
         tuple(float(s) for s in sigma[small]), J.count, time.perf_counter() - start,
@@ -259,7 +261,7 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
 
 def _largest(J, predictor_side, dim, rng):
     """lambda_max(J^T J) = sigma_max(J)^2 by Lanczos on the smaller Gram (relative accuracy
-    1e-6 suffices: it sets the tolerance scale and the deflation shift)."""
+    1e-4 suffices: it sets the tolerance scale and the deflation shift)."""
     from scipy.sparse.linalg import LinearOperator, eigsh
 
     if predictor_side:
@@ -269,7 +271,7 @@ def _largest(J, predictor_side, dim, rng):
     if dim <= 60:
         A = np.column_stack([op.matvec(e) for e in np.eye(dim)])
         return float(max(np.linalg.eigvalsh((A + A.T) / 2)[-1], 0.0))
-    val = eigsh(op, k=1, which="LA", tol=1e-6, v0=rng.standard_normal(dim),
+    val = eigsh(op, k=1, which="LA", tol=1e-4, ncv=8, v0=rng.standard_normal(dim),
                 return_eigenvectors=False)
     return float(max(val[0], 0.0))
 
@@ -278,38 +280,80 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
               use_sparse):
     """(lambda, sigma, residuals): the smallest eigenvalues of the PSD operator ``apply`` in
     ascending order, the singular values ``sigmas`` of their Ritz vectors and the residual
-    norms, growing the block until some sigma lies above tol (or max_deficiency + 1 are
-    found)."""
+    norms: one Lanczos run for the smallest; at a rank drop, Lanczos runs with the vectors
+    found locked, until some sigma lies above tol (or max_deficiency + 1 are found)."""
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
     op = LinearOperator((dim, dim), dtype=float, matvec=lambda x: apply(np.ravel(x)))
+    # the smallest eigenvalues of A are the largest of c I - A, c > lambda_max(A): ARPACK's
+    # convergence test is relative to the Ritz value, which c keeps away from 0 (on A itself a
+    # zero eigenvalue can be missed). c = 1.5 lambda_max covers the deflation shift s.
+    c = 1.5 * lam_max * (2.0 if not predictor_side else 1.0)
+    flipped = LinearOperator((dim, dim), dtype=float, matvec=lambda x: c * np.ravel(x) - apply(
+        np.ravel(x)))
     solve = shift = None
     if use_sparse:
         shift, solve = _sparse_shift_invert(J, predictor_side, lam_max, dim)
-    q = min(6, dim - 1)
-    while True:
-        ncv = min(dim, max(2 * q + 1, 24))
+    q = min(2 if solve is not None else 1, dim - 1)
+    ncv = min(dim, 8 if solve is not None else 20)
+    try:
+        if solve is not None:
+            lam, vec = eigsh(op, k=q, sigma=-shift, OPinv=solve, which="LM", ncv=ncv, tol=1e-12,
+                             v0=rng.standard_normal(dim))
+        else:
+            lam, vec = eigsh(flipped, k=q, which="LA", ncv=ncv, tol=1e-13, maxiter=50 * dim,
+                             v0=rng.standard_normal(dim))
+            lam = c - lam
+    except ArpackNoConvergence:
+        raise RankCertificateError(
+            "Lanczos did not converge on the smallest eigenvalue of the Gram operator of J; use "
+            "route='dense' if m x n fits") from None
+    lam, vec, sigma, res = _ritz(apply, sigmas, lam, vec)
+    # A rank drop. Single-vector Lanczos sees one vector of each eigenspace (in exact
+    # arithmetic), so one run cannot count a multiple zero eigenvalue: lock the vectors found
+    # (Z, orthonormal) by moving them to the top of the spectrum, A + c Z Z^T, and run again
+    # until the smallest singular value left is above tol (Lanczos with explicit deflation;
+    # Saad, "Numerical methods for large eigenvalue problems", Section 4.2.3).
+    Z = np.zeros((dim, 0))
+    locked_lam, locked_sigma = [], []
+    block = 4
+    while np.any(sigma <= tol) and Z.shape[1] <= max_deficiency:
+        small = np.flatnonzero(sigma <= tol)
+        block = min(32, max(4, 2 * len(small)), dim - 1)  # ask for more while many come back
+        for i in small:  # Gram-Schmidt twice; a vector already in span Z adds nothing
+            x = vec[:, i] - Z @ (Z.T @ vec[:, i])
+            x = x - Z @ (Z.T @ x)
+            if np.linalg.norm(x) > 0.5:
+                Z = np.hstack([Z, (x / np.linalg.norm(x))[:, None]])
+                locked_lam.append(lam[i])
+                locked_sigma.append(sigma[i])
+
+        def locked(x, Z=Z):
+            x = np.ravel(x)
+            return c * x - apply(x) - c * (Z @ (Z.T @ x))
+
         try:
-            if solve is not None:
-                lam, vec = eigsh(op, k=q, sigma=-shift, OPinv=solve, which="LM", ncv=ncv,
-                                 tol=1e-12, v0=rng.standard_normal(dim))
-            else:
-                lam, vec = eigsh(op, k=q, which="SA", ncv=ncv, tol=1e-12, maxiter=50 * dim,
-                                 v0=rng.standard_normal(dim))
-        except ArpackNoConvergence as exc:
-            lam, vec = exc.eigenvalues, exc.eigenvectors
-            if len(lam) == 0:
-                raise RankCertificateError(
-                    "Lanczos did not converge on the smallest eigenvalues of J^T J; use "
-                    "route='dense' if m x n fits") from None
-        order = np.argsort(lam)
-        lam, vec = lam[order], vec[:, order]
-        res = np.array([np.linalg.norm(apply(vec[:, i]) - lam[i] * vec[:, i])
-                        for i in range(len(lam))])
-        sigma = sigmas(vec)
-        if np.any(sigma > tol) or q >= min(max_deficiency + 1, dim - 1):
-            return lam, sigma, res
-        q = min(2 * q, max_deficiency + 1, dim - 1)
+            lam, vec = eigsh(LinearOperator((dim, dim), dtype=float, matvec=locked),
+                             k=block, which="LA", ncv=min(dim, 2 * block + 16), tol=1e-13,
+                             maxiter=50 * dim, v0=rng.standard_normal(dim))
+        except ArpackNoConvergence:
+            raise RankCertificateError(
+                f"Lanczos did not converge while counting a rank drop ({Z.shape[1]} found); "
+                "use route='dense' if m x n fits") from None
+        fresh = np.linalg.norm(Z.T @ vec, axis=0) < 0.5  # not a locked vector found again
+        lam, vec, sigma, res = _ritz(apply, sigmas, c - lam[fresh], vec[:, fresh])
+    return (np.concatenate([locked_lam, lam]), np.concatenate([locked_sigma, sigma]),
+            np.concatenate([np.zeros(len(locked_lam)), res]))
+
+
+def _ritz(apply, sigmas, lam, vec):
+    """Sorted Ritz pairs (lambda, vectors), the singular values of the vectors and the residual
+    norms |A x - lambda x|."""
+    order = np.argsort(lam)
+    lam, vec = np.asarray(lam)[order], vec[:, order]
+    res = np.array([np.linalg.norm(apply(vec[:, i]) - lam[i] * vec[:, i])
+                    for i in range(len(lam))])
+    return lam, vec, sigmas(vec), res
 
 
 def _sparse_shift_invert(J, predictor_side, lam_max, dim):

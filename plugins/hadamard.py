@@ -160,8 +160,10 @@ class Hadamard(Parameterization):
             np.concatenate([u0, v0]), b0, value, grad, hessian)
 
     def symmetry(self):
-        eye = np.eye(self.p, dtype=int)
-        return ScalingTorus(np.hstack([eye, -eye]), signed=True)
+        import scipy.sparse as sp
+
+        eye = sp.identity(self.p, dtype=int, format="csr")
+        return ScalingTorus(sp.hstack([eye, -eye]), signed=True)
 
     def symbolic(self):
         import sympy

@@ -189,20 +189,30 @@ class MatrixGroupAction(SymmetryGroup):
             mask[start:stop] = True
         return mask
 
-    def _grams(self, theta, right_blocks, contra_blocks, w=None):
-        """(A, C, M): A = sum B^T B over right blocks, C = sum K^T K over contragredient
-        blocks and, for a vector w, M = sum B^T W_B - sum W_K^T K (the action's adjoint)."""
+    def _spectrum(self, theta, blocks):
+        """(s, P): the singular values s (length r, zero-padded) and right singular vectors P of
+        the blocks stacked on top of each other, so that sum B^T B = P diag(s^2) P^T (from the
+        SVD, not an eigendecomposition of the Gram: s keeps full relative accuracy near 0)."""
         theta = np.asarray(theta, float)
         r = self.r
-        A, C, M = np.zeros((r, r)), np.zeros((r, r)), np.zeros((r, r))
-        for blocks, sign, gram in ((right_blocks, 1.0, A), (contra_blocks, -1.0, C)):
-            for start, stop, shape in blocks:
+        stacked = [np.reshape(theta[start:stop], (-1, r)) for start, stop, _ in blocks]
+        if not stacked:
+            return np.zeros(r), np.eye(r)
+        _, s, vt = np.linalg.svd(np.vstack(stacked), full_matrices=True)
+        return np.concatenate([s, np.zeros(r - len(s))]), vt.T
+
+    def _adjoint(self, theta, w):
+        """M = sum B^T W_B - sum W_K^T K over right (B) and contragredient (K) blocks: the
+        generators' adjoint applied to w, as an r x r matrix."""
+        theta = np.asarray(theta, float)
+        r = self.r
+        M = np.zeros((r, r))
+        for blocks, right in ((self.right, True), (self.contragredient, False)):
+            for start, stop, _ in blocks:
                 B = np.reshape(theta[start:stop], (-1, r))
-                gram += B.T @ B
-                if w is not None:
-                    Wb = np.reshape(w[start:stop], (-1, r))
-                    M += B.T @ Wb if sign > 0 else -(Wb.T @ B)
-        return A, C, M
+                Wb = np.reshape(w[start:stop], (-1, r))
+                M += B.T @ Wb if right else -(Wb.T @ B)
+        return M
 
 
 #: above this n, :func:`linear_action_matrices` returns scipy.sparse matrices by default
@@ -256,7 +266,8 @@ def sparse_projector(G, policy=None):
     col_local[col_order] = np.arange(k) - col_start[label[col_order]]
     entry_row = np.searchsorted(row_keys, comp.astype(np.int64) * n + coo.row) - row_start[comp]
     groups = []
-    for a, b in sorted({(int(x), int(y)) for x, y in zip(row_count, col_count) if x}):
+    shapes = np.unique(np.stack([row_count, col_count], axis=1)[row_count > 0], axis=0)
+    for a, b in shapes.tolist():
         members = np.flatnonzero((row_count == a) & (col_count == b))
         slot = np.full(n_comp, -1)
         slot[members] = np.arange(len(members))
@@ -355,16 +366,17 @@ class OrthogonalGroup(MatrixGroupAction):
         """Closed form: the projection of w onto {B Omega : Omega skew} solves
         (A Omega + Omega A) = M - M^T with A = sum B^T B, M = sum B^T W (the Sylvester equation
         of the U U^T horizontal projection; Massart and Absil 2020), in the eigenbasis
-        A = P diag(a) P^T; the generator singular values are sqrt(a_i + a_j), i < j."""
-        A, _, _ = self._grams(theta, self.right, ())
-        a, P = np.linalg.eigh(A)
+        A = P diag(a) P^T (a = s^2 from the SVD of the stacked blocks); the generator singular
+        values are sqrt(a_i + a_j), i < j."""
+        sa, P = self._spectrum(theta, self.right)
         iu = np.triu_indices(self.r, 1)
-        denom = a[:, None] + a[None, :]
-        decision = _decide(np.sqrt(np.clip(denom[iu], 0.0, None)), policy)
-        keep = np.sqrt(np.clip(denom, 0.0, None)) > decision.tol
+        sing = np.hypot(sa[:, None], sa[None, :])
+        denom = sing ** 2
+        decision = _decide(sing[iu], policy)
+        keep = sing > decision.tol
 
         def apply(w):
-            _, _, M = self._grams(theta, self.right, (), w)
+            M = self._adjoint(theta, w)
             Mt = P.T @ (M - M.T) @ P
             omega = P @ np.where(keep, Mt / np.where(keep, denom, 1.0), 0.0) @ P.T
             out = np.zeros_like(w)
@@ -408,15 +420,15 @@ class GeneralLinearGroup(MatrixGroupAction):
         blocks) solves the Sylvester equation A X + X C = M with A = sum B^T B, C = sum K^T K,
         M = sum B^T W_B - sum W_K^T K (the normal equations; Mishra et al. 2014 for U V^T), in
         the eigenbases of A and C; the generator singular values are sqrt(a_i + c_j)."""
-        A, C, _ = self._grams(theta, self.right, self.contragredient)
-        a, P = np.linalg.eigh(A)
-        c, Q = np.linalg.eigh(C)
-        denom = a[:, None] + c[None, :]
-        decision = _decide(np.sqrt(np.clip(denom, 0.0, None)).ravel(), policy)
-        keep = np.sqrt(np.clip(denom, 0.0, None)) > decision.tol
+        sa, P = self._spectrum(theta, self.right)
+        sc, Q = self._spectrum(theta, self.contragredient)
+        sing = np.hypot(sa[:, None], sc[None, :])
+        denom = sing ** 2
+        decision = _decide(sing.ravel(), policy)
+        keep = sing > decision.tol
 
         def apply(w):
-            _, _, M = self._grams(theta, self.right, self.contragredient, w)
+            M = self._adjoint(theta, w)
             Mt = P.T @ M @ Q
             X = P @ np.where(keep, Mt / np.where(keep, denom, 1.0), 0.0) @ Q.T
             return self._transform(np.asarray(theta, float), X, -X.T, np.zeros_like(w))
@@ -440,43 +452,58 @@ class GeneralLinearGroup(MatrixGroupAction):
 class ScalingTorus(SymmetryGroup):
     """Coordinatewise rescalings theta_j -> theta_j * prod_k c_k^{E[k, j]} with integer exponents.
 
-    ``exponents`` is a k x n integer matrix E; the group is (R\\{0})^k (``signed=True``) or
-    (R_{>0})^k. Its generators at theta are the columns E[k, :] * theta, its dimension the rank
-    of E. Examples: Hadamard u*v has E = [I, -I]; a neuron of a degree-k monomial network scales
-    its incoming weights by c and its outgoing weights by c^{-k}.
+    ``exponents`` is a k x n integer matrix E (dense, or ``scipy.sparse`` for large k and n: a
+    torus of 10^5 independent rescalings has 2 10^5 nonzero exponents, not 10^10); the group is
+    (R\\{0})^k (``signed=True``) or (R_{>0})^k. Its generators at theta are the columns
+    E[k, :] * theta, its dimension the rank of E. Examples: Hadamard u*v has E = [I, -I]; a
+    neuron of a degree-k monomial network scales its incoming weights by c and its outgoing
+    weights by c^{-k}.
     """
 
     def __init__(self, exponents, signed=True, name=None):
-        self.exponents = np.atleast_2d(np.asarray(exponents, dtype=int))
+        import scipy.sparse as sp
+
+        E = exponents if sp.issparse(exponents) else np.atleast_2d(np.asarray(exponents))
+        self._E = sp.csr_matrix(E, dtype=np.int64)
         self.signed = bool(signed)
-        k = self.exponents.shape[0]
+        k = self._E.shape[0]
         field = "R\\{0}" if self.signed else "R_{>0}"
         self.name = name or (f"({field})^{k}" if k else "1")
 
     @property
+    def exponents(self):
+        """The k x n exponent matrix E as a dense integer array."""
+        return self._E.toarray()
+
+    @functools.cached_property
     def dim(self):
-        return int(np.linalg.matrix_rank(self.exponents)) if self.exponents.size else 0
+        # rank E = rank of the generators at theta = 1 (component SVDs; E may be huge and sparse)
+        if self._E.nnz == 0:
+            return 0
+        return sparse_projector(self._E.T.astype(float)).dim
 
     def act(self, g, theta):
         c = np.asarray(g, dtype=float)
-        factors = np.prod(c[:, None] ** self.exponents, axis=0)
+        Et = self._E.T.tocsr()
+        log_factor = Et @ np.log(np.abs(c))
+        flips = Et @ (c < 0).astype(np.int64)  # sign of prod c_k^E = (-1)^(sum over negative c_k)
+        factors = np.exp(log_factor) * np.where(flips % 2, -1.0, 1.0)
         return np.asarray(theta, float) * factors
 
     def random_element(self, rng):
-        k = self.exponents.shape[0]
+        k = self._E.shape[0]
         c = np.exp(rng.uniform(-1.0, 1.0, size=k))
         if self.signed:
             c *= np.where(rng.random(k) < 0.5, -1.0, 1.0)
         return c
 
     def generators(self, theta):
-        return (self.exponents * np.asarray(theta, float)[None, :]).T
+        return self.sparse_generators(theta).toarray()
 
     def sparse_generators(self, theta):
         import scipy.sparse as sp
 
-        E = sp.csr_matrix(self.exponents.astype(float))
-        return sp.csc_matrix(E.multiply(np.asarray(theta, float)[None, :]).T)
+        return sp.csc_matrix(self._E.multiply(np.asarray(theta, float)[None, :]).T)
 
 
 class SignedPermutationGroup(SymmetryGroup):
