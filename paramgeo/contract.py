@@ -18,8 +18,13 @@
 * ``vertical-projector``: the group's projector (closed forms for matrix groups, component SVDs
   otherwise; the matrix-free route's P_V) agrees with the projection onto span(generators);
 * ``horizontal-projection``: a closed form agrees with the generic v - V V^T v;
+* ``kinks`` (piecewise-smooth plugins): ``kinks(theta)`` returns labels and non-negative
+  distances of equal length, and random points lie off every kink (within ``KINK_TOL`` a
+  random point would make the derivative checks above meaningless; see paramgeo.kinks);
 * ``symbolic``: the sympy expressions agree with forward;
 * ``architecture``: the graph is a networkx DiGraph whose edge ``index`` attributes address theta;
+* ``input-action``: a declared input action evaluated at its identity element reproduces phi
+  (``forward(theta, identity) = phi(theta)``; :mod:`paramgeo.equivariance`);
 * ``declared-vs-discovered``: the declared group's dimension against the Lie algebra of linear
   symmetries found by :func:`paramgeo.symmetry.discover` (when n <= its ``MAX_LINEAR_DIM``).
   Discovery finds every linear symmetry, so a *linear* declared action of larger dimension
@@ -149,6 +154,14 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
         from .symbolic import lambdify_parameterization
 
         symbolic = lambdify_parameterization(param)
+    action = None
+    if param.provides("input_action"):
+        from .equivariance import declared_action
+
+        try:
+            action = declared_action(param)
+        except ParamgeoError as exc:
+            add("input-action", float("inf"), 0.0, -1, f"input_action() failed: {exc}")
 
     for k in range(n_points):
         theta = np.asarray(param.random_point(rng), dtype=float)
@@ -157,6 +170,8 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
             add("random-point", float("inf"), 0.0, k,
                 f"random_point returned shape {theta.shape}, expected ({param.n},)")
             break
+        if param.provides("kinks"):
+            _check_kinks(param, theta, k, add)
         out = np.asarray(param.forward(theta))
         ok_shape = out.shape == param.predictor_shape and bool(np.all(np.isfinite(out)))
         add("forward", 0.0 if ok_shape else float("inf"), 0.0, k,
@@ -242,6 +257,11 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
                 generic = horizontal_projection(param, theta, v, generic=True)
                 add("horizontal-projection", _rel(closed, generic), tol, k,
                     "the closed-form horizontal_projection disagrees with v - V V^T v")
+        if action is not None:
+            add("input-action", _rel(action.forward(theta, action.identity),
+                                     param.forward(theta)), tol, k,
+                "input_action().forward(theta, identity) != phi(theta): the declared action on "
+                "the inputs is not wired to the same map")
         if symbolic is not None:
             add("symbolic", _rel(symbolic(theta), param.forward_flat(theta)), tol, k,
                 "symbolic() expressions disagree with forward(); check the symbol order")
@@ -249,6 +269,20 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
         items.append(_check_architecture(param))
     items.append(_check_discovered(param, group, seed))
     return CheckReport(param.name, dict(param.sizes), all(i.passed for i in items), tuple(items))
+
+
+def _check_kinks(param, theta, k, add):
+    from .kinks import kink_report
+
+    try:
+        report = kink_report(param, theta)
+    except ParamgeoError as exc:
+        add("kinks", float("inf"), 0.0, k, str(exc))
+        return
+    add("kinks", float(report.on_kink), 0.0, k,
+        f"random_point lies on {len(report.kinks)} kink(s) ({', '.join(report.kinks[:3])}): "
+        "kinks() reports conditions met at generic points, or random_point is degenerate",
+        note=f"{report.conditions} nonsmooth conditions; random points off them")
 
 
 def _check_architecture(param):
@@ -294,7 +328,7 @@ def _check_discovered(param, group, seed):
         prop = "declared-vs-discovered" if group is not None else "discovered-symmetry"
         return CheckItem(prop, True, 0.0, 0.0, -1, "", f"skipped: n = {param.n} > "
                          f"{MAX_LINEAR_DIM}, too large for the linear search")
-    found = discover(param, seed=seed, discrete=False)
+    found = discover(param, seed=seed, discrete=False, equivariance=False)
     label = f"{found.algebra} (dimension {found.dim})"
     if group is None:
         note = f"no symmetry declared; discovered {label}" if found.dim else ""

@@ -6,6 +6,7 @@ Tolerance policy: one, used everywhere a rank is decided; it is defined (and exp
 :mod:`paramgeo.numerics` with the bases decided under it, and re-exported here.
 """
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -42,17 +43,32 @@ def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=N
     (Lanczos on the horizontally deflated J^T J); ``decision.route`` says which was used and
     ``decision.certificate`` how a matrix-free rank was certified (``max_deficiency``: the
     most rank drops beyond the symmetry it counts, default ``matfree.MAX_DEFICIENCY``).
+
+    For a plugin with kinks (:mod:`paramgeo.kinks`) the decision carries the ``KinkReport``;
+    on a kink J is one one-sided Jacobian, so its rank decides nothing about phi: that warns
+    (``NumericalDoubtWarning``) naming the kinks.
     """
+    from .kinks import kink_report
     from .matfree import MAX_DEFICIENCY, certify_rank, choose_route
 
     theta = param.as_theta(theta)
     route = choose_route(param, route)
     if route == "closed-form":
-        return param.rank_at(theta, policy)
-    if route == "dense":
-        return decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}", warn=warn)
-    return certify_rank(param, theta, policy, route=route, warn=warn,
-                        max_deficiency=MAX_DEFICIENCY if max_deficiency is None else max_deficiency)
+        decision = param.rank_at(theta, policy)
+    elif route == "dense":
+        decision = decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}",
+                               warn=warn)
+    else:
+        decision = certify_rank(param, theta, policy, route=route, warn=warn,
+                                max_deficiency=MAX_DEFICIENCY if max_deficiency is None
+                                else max_deficiency)
+    kinks = kink_report(param, theta)
+    if kinks is None:
+        return decision
+    if kinks.on_kink and warn:
+        warnings.warn(f"{param.name}: theta is {kinks}; the rank {decision.rank} is that of one "
+                      "one-sided Jacobian, not a rank of phi", NumericalDoubtWarning, stacklevel=2)
+    return dataclasses.replace(decision, kinks=kinks)
 
 
 def generic_rank(param, n_points=3, seed=0, policy=None, route="auto"):

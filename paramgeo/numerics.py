@@ -60,6 +60,7 @@ class RankDecision(Result):
     #: sparse or matrix-free (paramgeo.matfree; ``certificate`` then says how)
     route: str = "dense"
     certificate: object = None
+    kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi (rank_at)
 
 
 def decide_rank(matrix_or_singular_values, policy=None, what="matrix", warn=True):

@@ -115,6 +115,7 @@ class _RankReport(Result):
     doubtful: bool
     route: str
     certificate: object
+    kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi
 
 
 @click.command("rank")
@@ -141,10 +142,11 @@ def rank_cmd(name, sizes, at, seed, route, max_deficiency, as_json):
     generic = generic_rank_decision(param, route=route)
     report = _RankReport(param.name, decision.rank, generic.rank, decision.singular_values,
                          decision.tol, decision.gap, decision.doubtful, decision.route,
-                         decision.certificate)
+                         decision.certificate, decision.kinks)
     text = (f"{param.name}: rank {report.rank} (generic rank {report.generic_rank}); "
             f"tol {report.tol:.2e}, gap {report.gap:.3g}; route {report.route}"
             + ("; DOUBTFUL: a singular value is near the tolerance" if report.doubtful else "")
+            + (f"\n{report.kinks}" if report.kinks is not None else "")
             + "\nsingular values: " + " ".join(f"{s:.4g}" for s in report.singular_values)
             + (f"\ncertificate: {_certificate_line(decision.certificate)}"
                if decision.certificate is not None else ""))

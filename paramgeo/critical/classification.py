@@ -39,6 +39,7 @@ import math
 import numpy as np
 
 from ..geometry import DEFAULT_POLICY, RankPolicy, as_rng, decide_rank, null_basis
+from ..kinks import kink_report
 from ..results import Result
 from .patterns import (
     _class_label,
@@ -86,7 +87,7 @@ class Classification(Result):
 
     name: str
     sizes: dict
-    verdict: str  # "regular" or "critical"
+    verdict: str  # "regular", "critical", or "kink" (phi not differentiable: no rank decision)
     causes: tuple  # among "orbit-degenerate", "subnetwork", "dependent-weights", "other"
     rank: int
     generic_rank: int
@@ -109,6 +110,7 @@ class Classification(Result):
     subnetwork_distance: object  # float: relative distance to the nearest subnetwork condition
     near: object  # NearStratum certificate for a critical point close to a stratum, or None
     explanation: str
+    kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi
 
     def __str__(self):
         head = f"{self.name} {self.sizes}: {self.verdict}"
@@ -469,7 +471,9 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     disables it): if certified, ``other`` is replaced by that stratum's causes and ``near``
     holds the certificate. The stratum and whether rank equals its generic rank are reported
     for regular points too; without an architecture graph or a matrix-group symmetry there are
-    no strata (``structure = "none"``, stratum fields None).
+    no strata (``structure = "none"``, stratum fields None). For a piecewise-smooth phi
+    (capability ``kinks``) a theta on a kink gets the verdict ``kink`` and no causes: J there is
+    one one-sided Jacobian, so its rank decides nothing (:mod:`paramgeo.kinks`).
     """
     policy = policy or DEFAULT_POLICY
     zero_tol = policy.rtol if zero_tol is None else float(zero_tol)
@@ -483,7 +487,9 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     rng = as_rng(seed)
     st = (None if struct is None else
           _point_stratum(param, struct, theta, R, zero_tol, policy, n_points, rng))
-    critical = rank < R
+    kinks = kink_report(param, theta)
+    on_kink = kinks is not None and kinks.on_kink
+    critical = rank < R and not on_kink
     causes, near = [], None
     if critical:
         stabilizer = st is not None and st.stabilizer
@@ -499,6 +505,9 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
                 causes = [c for c in causes if c != "other"]
                 causes += [c for c in near.causes if c not in causes]
     explanation = _explain(critical, causes, rank, R, st, near, o, o_gen)
+    if on_kink:
+        explanation = (f"no rank decision: theta is {kinks}; J here is one one-sided Jacobian "
+                       f"(of rank {rank}; generic rank {R})")
     if decision.doubtful:
         explanation += (f"; NEAR-SINGULAR: singular value {decision.closest:.3g} vs tol "
                         f"{decision.tol:.3g} (gap {decision.gap:.3g})")
@@ -509,7 +518,8 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
                 + [c[0] for c in net.near if c[1] != "rank"], default=float("inf"))
             if net else None)
     return Classification(
-        param.name, dict(param.sizes), "critical" if critical else "regular", tuple(causes),
+        param.name, dict(param.sizes),
+        "kink" if on_kink else "critical" if critical else "regular", tuple(causes),
         rank, R, param.n - rank, o, o_gen, bool(decision.doubtful), float(decision.tol),
         float(decision.gap), ratio, s, struct.kind if struct else "none", inactive,
         tuple(net.groups) if net else (),
@@ -517,7 +527,7 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
               for d in net.dependent) if net else (),
         st.label if st else None, bool(st and st.proper),
         int(st.generic_rank) if st else None, (rank == st.generic_rank) if st else None,
-        dist, near, explanation)
+        dist, near, explanation, kinks)
 
 
 def _explain(critical, causes, rank, R, st, near, o, o_gen):

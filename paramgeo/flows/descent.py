@@ -35,7 +35,8 @@ def schedule(kind, lr, steps=None):
 
 
 def gradient_descent(param, loss, theta0, steps, lr, *, record_every=1, stop_loss=None,
-                     stop_grad=None, batch_size=None, seed=None, progress=False, conserved=True):
+                     stop_grad=None, batch_size=None, seed=None, progress=False, conserved=True,
+                     optimizer=None):
     """theta_{t+1} = theta_t - lr_t J^T grad ell(phi(theta_t)) for ``steps`` steps.
 
     ``lr`` is a float or a callable ``lr(t)`` (a schedule, see :func:`schedule`). With
@@ -45,6 +46,8 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=1, stop_los
     ``stop_loss``/``stop_grad`` stop early when the loss/the full gradient norm falls below
     them (checked at recorded steps and, when given, every step). ``progress``: a callable
     ``progress(done, total)`` called after every step, or True for paramgeo's progress bar.
+    ``optimizer`` (a :class:`paramgeo.optimizers.Optimizer`) replaces the step direction g by
+    its update D_t(g): theta_{t+1} = theta_t - lr_t D_t(g_t) (sign, smoothed sign, Adam).
     """
     theta = param.as_theta(theta0).copy()
     if int(steps) != steps or steps < 0:
@@ -64,6 +67,7 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=1, stop_los
                                 f"got {batch_size}")
         rng = np.random.default_rng(seed)
     schedule_fn = lr if callable(lr) else (lambda _t: lr)
+    direction = optimizer.start(value, param.n) if optimizer is not None else None
     times, thetas = [0], [theta.copy()]
     message = f"completed {steps} steps"
     n_evals = 0
@@ -75,6 +79,8 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=1, stop_los
                 step_grad = pullback(param, loss.minibatch(idx))[1]
             with np.errstate(over="ignore", invalid="ignore"):
                 g = step_grad(theta)
+                if direction is not None:
+                    g = direction(t, theta, g)
                 theta = theta - schedule_fn(t) * g
             n_evals += 1
             if report is not None:
@@ -99,4 +105,6 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=1, stop_los
     finally:
         close()
     method = "gd" if rng is None else f"sgd (batch {batch_size}, seed {seed})"
+    if optimizer is not None:
+        method = f"{optimizer.name} ({method})"
     return _finish(param, value, grad, method, times, thetas, True, message, n_evals, conserved)

@@ -91,6 +91,9 @@ class DiscoveredSymmetry(Result):
     points: int  # random points stacked for the linear search
     note: str = ""
     labels: tuple = ()  # label of every entry of theta, e.g. "U[2,1]"
+    #: equivariance under the plugin's declared action on its inputs (an
+    #: :class:`paramgeo.equivariance.InputEquivariance`), None without ``input_action``
+    input_equivariance: object = None
 
     def group(self):
         """The discovered linear symmetries as a :class:`SymmetryGroup` (connected component:
@@ -121,6 +124,8 @@ class DiscoveredSymmetry(Result):
         shown = ", ".join(self.discrete[:8]) or "none found among the candidates"
         more = f" (+{len(self.discrete) - 8} more)" if len(self.discrete) > 8 else ""
         lines.append(f"  discrete: {shown}{more}")
+        if self.input_equivariance is not None:
+            lines.append(f"  {self.input_equivariance}")
         lines.append(f"  {self.finding}")
         return "\n".join(lines)
 
@@ -157,11 +162,15 @@ class LinearSymmetryGroup(SymmetryGroup):
 
 
 def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEAR_DIM,
-             compare=True):
+             compare=True, equivariance=True):
     """Discover the symmetries of ``param``: the Lie algebra of linear symmetries (A with
     J(theta) A theta = 0 for all theta), the scaling symmetries (diagonal A) and discrete signed
-    permutations from candidates; returns a :class:`DiscoveredSymmetry`. ``compare=False``
-    skips reading the declared group (for a plugin whose ``symmetry()`` is this discovery).
+    permutations from candidates; and, for a plugin declaring ``input_action``, whether phi is
+    equivariant under that action on its inputs (:func:`paramgeo.equivariance.input_equivariance`;
+    e.g. rotary attention logits are invariant under shifting every position); returns a
+    :class:`DiscoveredSymmetry`. ``compare=False``
+    skips reading the declared group (for a plugin whose ``symmetry()`` is this discovery),
+    ``equivariance=False`` the input-action test.
 
     >>> import paramgeo
     >>> paramgeo.symmetry.discover(paramgeo.get("uut", d=4, r=2)).algebra
@@ -200,6 +209,10 @@ def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEA
             lin["orbit_dim"], lin["center"], lin["derived"], lin["killing"], lin["closure"],
             lin["kernel_residual"], lin["invariance"], len(scaling), scaling, found, declared,
             finding, lin["points"], note, tuple(labels))
+    if equivariance and param.provides("input_action"):
+        from ..equivariance import input_equivariance
+
+        out = dataclasses.replace(out, input_equivariance=input_equivariance(param, seed=seed))
     return out
 
 

@@ -449,6 +449,40 @@ class GeneralLinearGroup(MatrixGroupAction):
         return reflection @ np.asarray(GeneralLinear.exp(X))
 
 
+class ComplexScalingGroup(MatrixGroupAction):
+    """(C^*)^k, complex scalars rho e^{i phi} acting on k column pairs: r = 2k, dimension 2k.
+
+    An element is A = blockdiag(rho_1 R(phi_1), ..., rho_k R(phi_k)) with R(phi) the 2 x 2
+    rotation; ``right`` blocks transform as B -> B A, ``contragredient`` blocks as B -> B A^{-T}
+    = B blockdiag(rho_i^{-1} R(phi_i)), so B_right M B_contra^T is invariant for every M that
+    commutes with A, e.g. the block rotations of rotary position encodings (Su et al. 2021,
+    "RoFormer"): A is the commutant of blockdiag(R(omega_1 t), ..., R(omega_k t)) in GL(2k) for
+    distinct frequencies. Lie algebra: span{E_ii (x) I_2, E_ii (x) J}, J = [[0, -1], [1, 0]];
+    the group is connected, so random elements are exp(X) of a random algebra element.
+    """
+
+    def __init__(self, k, right=(), contragredient=()):
+        super().__init__(2 * int(k), right=right, contragredient=contragredient)
+        self.k = int(k)
+        self.name = f"(C^*)^{self.k}" if self.k > 1 else "C^*"
+
+    @functools.cached_property
+    def algebra_basis(self):
+        J = np.array([[0.0, -1.0], [1.0, 0.0]])
+        out = []
+        for i in range(self.k):
+            E = np.zeros((self.k, self.k))
+            E[i, i] = 1.0
+            out += [np.kron(E, np.eye(2)), np.kron(E, J)]
+        return np.asarray(out).reshape(-1, self.r, self.r)
+
+    def random_element(self, rng):
+        from scipy.linalg import expm
+
+        coeffs = rng.uniform(-1.0, 1.0, size=self.dim)
+        return expm(np.tensordot(coeffs, self.algebra_basis, axes=1))
+
+
 class ScalingTorus(SymmetryGroup):
     """Coordinatewise rescalings theta_j -> theta_j * prod_k c_k^{E[k, j]} with integer exponents.
 
