@@ -118,6 +118,19 @@ class _RankReport(Result):
     kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi
 
 
+def rank_report(param, theta, route="auto", max_deficiency=None):
+    """The rank of J at ``theta`` (the one tolerance policy, on the chosen route), the generic
+    rank and the singular values: what ``paramgeo rank`` prints and a sweep's ``rank`` query
+    records."""
+    from ..geometry import generic_rank_decision, rank_at
+
+    decision = rank_at(param, theta, route=route, max_deficiency=max_deficiency)
+    generic = generic_rank_decision(param, route=route)
+    return _RankReport(param.name, decision.rank, generic.rank, decision.singular_values,
+                       decision.tol, decision.gap, decision.doubtful, decision.route,
+                       decision.certificate, decision.kinks)
+
+
 @click.command("rank")
 @click.argument("name")
 @sizes_option
@@ -134,22 +147,15 @@ def rank_cmd(name, sizes, at, seed, route, max_deficiency, as_json):
     sigma_max and the smallest ones Lanczos computed). Example: paramgeo rank uut -p d=4 -p r=2
     --at U.npy --json
     """
-    from ..geometry import generic_rank_decision, rank_at
-
     param = resolve(name, sizes, dense="auto" if route != "dense" else True)
-    decision = rank_at(param, load_point(param, at, seed), route=route,
-                       max_deficiency=max_deficiency)
-    generic = generic_rank_decision(param, route=route)
-    report = _RankReport(param.name, decision.rank, generic.rank, decision.singular_values,
-                         decision.tol, decision.gap, decision.doubtful, decision.route,
-                         decision.certificate, decision.kinks)
+    report = rank_report(param, load_point(param, at, seed), route, max_deficiency)
     text = (f"{param.name}: rank {report.rank} (generic rank {report.generic_rank}); "
             f"tol {report.tol:.2e}, gap {report.gap:.3g}; route {report.route}"
             + ("; DOUBTFUL: a singular value is near the tolerance" if report.doubtful else "")
             + (f"\n{report.kinks}" if report.kinks is not None else "")
             + "\nsingular values: " + " ".join(f"{s:.4g}" for s in report.singular_values)
-            + (f"\ncertificate: {_certificate_line(decision.certificate)}"
-               if decision.certificate is not None else ""))
+            + (f"\ncertificate: {_certificate_line(report.certificate)}"
+               if report.certificate is not None else ""))
     emit(report, as_json, text)
 
 
