@@ -322,7 +322,7 @@ def _is_linear(group, n, rng, tol=1e-8):
 
 def _check_discovered(param, group, seed):
     """Declared versus discovered continuous symmetry (see the module docstring)."""
-    from .discover import MAX_LINEAR_DIM, discover
+    from .symmetry import MAX_LINEAR_DIM, discover
 
     if param.n > MAX_LINEAR_DIM:
         prop = "declared-vs-discovered" if group is not None else "discovered-symmetry"

@@ -53,7 +53,7 @@ def describe(param, seed=0, route="auto"):
         quotient = param.n - orbit_dim(param, theta)
         discovered = None
     else:
-        from .discover import MAX_LINEAR_DIM, discover
+        from .symmetry import MAX_LINEAR_DIM, discover
 
         sym, quotient, discovered = None, param.n, None
         if param.n <= MAX_LINEAR_DIM:

@@ -170,7 +170,7 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
     vectors; a closed-form ``rank_at`` or the dense route then answers). ``warn=False`` only
     records a doubtful decision in the result.
     """
-    from .geometry import DEFAULT_POLICY, RankDecision
+    from .numerics import DEFAULT_POLICY, RankDecision
 
     policy = policy or DEFAULT_POLICY
     theta = param.as_theta(theta)

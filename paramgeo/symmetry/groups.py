@@ -224,13 +224,13 @@ MAX_PROJECTOR_BLOCK_ENTRIES = 50_000_000
 
 
 def _decide(singular_values, policy):
-    from .geometry import decide_rank
+    from ..numerics import decide_rank
 
     return decide_rank(np.asarray(singular_values, dtype=float), policy, warn=False)
 
 
 def _fixed_tol(tol):
-    from .geometry import RankPolicy
+    from ..numerics import RankPolicy
 
     return RankPolicy(rtol=0.0, atol=float(tol))
 
@@ -320,7 +320,7 @@ def linear_action_matrices(group, n, rng=None, sparse=None, tol=1e-9):
     conservation laws theta^T S theta (S symmetric in span{A_k}) and orbit volumes are built
     from (Kunin et al. 2021, "Neural mechanics"; Marcotte, Gribonval, Peyre 2023).
     """
-    from .geometry import as_rng
+    from ..numerics import as_rng
 
     n = int(n)
     sparse = n > SPARSE_ACTION_MIN_N if sparse is None else bool(sparse)
@@ -585,13 +585,3 @@ class SignedPermutationGroup(SymmetryGroup):
             # compose: apply current then generator: (s * (signs*x[perm])[p])
             perm, signs = perm[p], s * signs[p]
         return perm, signs
-
-
-def __getattr__(name):
-    """``paramgeo.symmetry.discover`` (automatic symmetry discovery) lives in
-    :mod:`paramgeo.discover`, which builds on this module; it is loaded on first access."""
-    if name == "discover":
-        from .discover import discover
-
-        return discover
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
