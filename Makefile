@@ -29,7 +29,7 @@ test: $(STAMP)
 # The site (mkdocs, material theme, API reference by mkdocstrings); --strict fails on a broken
 # link or an unrenderable docstring. Nothing is downloaded at build time.
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

@@ -192,14 +192,23 @@ def exact_rank_at(param, point):
         return int(sum(1 for x in vals if x > top * mpmath.mpf("1e-40"))), False
 
 
-def _rational_ranks(param, n_points, seed):
+def _rational_ranks(param, n_points, seed, progress=None):
+    """(ranks, exact, interrupted): exact ranks at ``n_points`` rational points; a
+    KeyboardInterrupt stops after the points finished (at least one is needed)."""
     rng = np.random.default_rng(seed)
     ranks, exact = [], True
-    for _ in range(n_points):
-        r, ok = exact_rank_at(param, rational_point(param, rng))
-        ranks.append(r)
-        exact = exact and ok
-    return ranks, exact
+    try:
+        for i in range(n_points):
+            r, ok = exact_rank_at(param, rational_point(param, rng))
+            ranks.append(r)
+            exact = exact and ok
+            if progress is not None:
+                progress(i + 1, n_points + 1)
+    except KeyboardInterrupt:
+        if not ranks:
+            raise
+        return ranks, exact, True
+    return ranks, exact, False
 
 
 def symbolic_rank(param, max_entries=SYMBOLIC_RANK_MAX_ENTRIES):
@@ -283,12 +292,16 @@ class ExactAnalysis(Result):
     kernel_dim: int  # n - generic_rank
     exact: bool  # False if transcendental entries forced a 60-digit evaluation
     seconds: float
+    points: int = 0  # rational points asked for (len(rational_ranks) of them finished)
+    interrupted: bool = False  # Ctrl-C: fewer points, no rank over Q(theta)
 
     def __str__(self):
         sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
         sym = "not computed (too large or not rational)" if self.symbolic_rank is None else \
             str(self.symbolic_rank)
         how = "exact over Q" if self.exact else "60-digit evaluation"
+        if self.interrupted:
+            how += (f"; INTERRUPTED after {len(self.rational_ranks)} of {self.points} points")
         return (f"{self.name} ({sizes}): n={self.param_dim}, m={self.predictor_dim}\n"
                 f"  rank at rational points ({how}): {list(self.rational_ranks)} -> generic rank "
                 f"{self.generic_rank}\n"
@@ -297,22 +310,34 @@ class ExactAnalysis(Result):
                 f"  {self.seconds:.2f} s")
 
 
-def exact_analysis(param, n_points=2, seed=0, max_entries=SYMBOLIC_RANK_MAX_ENTRIES):
+def exact_analysis(param, n_points=2, seed=0, max_entries=SYMBOLIC_RANK_MAX_ENTRIES,
+                   progress=None):
     """Run the exact analysis of ``param`` (which must provide ``symbolic``); cached per class,
-    sizes, seed and number of points. See :class:`ExactAnalysis`."""
+    sizes, seed and number of points. See :class:`ExactAnalysis`. ``progress(done, total)`` is
+    called after each rational point (total n_points + 1: the rank over Q(theta) is the last
+    step); a KeyboardInterrupt after at least one point returns the ranks finished with
+    ``interrupted=True`` (not cached)."""
     from .errors import NotProvidedError
 
     if not param.provides("symbolic"):
         raise NotProvidedError(type(param).__name__, "symbolic", "symbolic")
 
-    def build():
-        start = time.perf_counter()
-        ranks, exact = _rational_ranks(param, n_points, seed)
-        sym = symbolic_rank(param, max_entries=max_entries)
-        generic = max(ranks + ([sym] if sym is not None else []))
-        return ExactAnalysis(param.name, dict(param.sizes), param.n, param.m, tuple(ranks),
-                             generic, sym, param.n - generic, exact,
-                             time.perf_counter() - start)
-
-    return _cached(param, ("analysis", n_points, seed, max_entries), build)
+    key = ("analysis", n_points, seed, max_entries)
+    if (_key(param), key) in _DERIVED:
+        return _DERIVED[(_key(param), key)]
+    start = time.perf_counter()
+    ranks, exact, interrupted = _rational_ranks(param, n_points, seed, progress)
+    sym = None
+    if not interrupted:
+        try:
+            sym = symbolic_rank(param, max_entries=max_entries)
+        except KeyboardInterrupt:
+            interrupted = True
+    generic = max(ranks + ([sym] if sym is not None else []))
+    result = ExactAnalysis(param.name, dict(param.sizes), param.n, param.m, tuple(ranks),
+                           generic, sym, param.n - generic, exact, time.perf_counter() - start,
+                           n_points, interrupted)
+    if progress is not None and not interrupted:
+        progress(n_points + 1, n_points + 1)
+    return result if interrupted else _cached(param, key, lambda: result)
 

@@ -1,6 +1,8 @@
 """Bad inputs that used to escape as internal errors (issue 14, section 2): each is one
 ``Error:`` line and exit code 2, or a documented behaviour."""
 
+import sys
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -165,3 +167,115 @@ def test_hadamard_1000_takes_the_sparse_route():
     assert matfree.choose_route(paramgeo.get("hadamard", p=1000)) == "sparse"
     assert matfree.choose_route(paramgeo.get("hadamard", p=100)) == "dense"
     assert matfree.choose_route(paramgeo.get("uut", d=30, r=30)) == "dense"  # no sparse J
+
+
+# ------------------------------------------ long runs: progress, Ctrl-C, refusal of the endless
+def _interrupt_at(k):
+    """A progress callback that presses Ctrl-C when ``k`` units are done."""
+    def progress(done, total):
+        if done == k:
+            raise KeyboardInterrupt
+    return progress
+
+
+def test_search_interrupted_returns_the_finished_starts():
+    from paramgeo.critical import search
+
+    param = paramgeo.get("monomial", widths=(2, 2, 1), degree=2)
+    part = search(param, starts=5, seed=3, maxiter=20, progress=_interrupt_at(2))
+    full = search(param, starts=2, seed=3, maxiter=20)
+    assert part.interrupted and not full.interrupted
+    assert part.starts == 5 and len(part.points) == 2
+    assert [p["ratio"] for p in part.points] == [p["ratio"] for p in full.points]
+    assert part.critical == full.critical and part.other == full.other
+    assert "INTERRUPTED after 2 of 5 starts" in str(part)
+
+
+def test_search_cli_interrupted_prints_result_and_one_line(monkeypatch):
+    import paramgeo.critical.searching as searching
+
+    calls = {"n": 0}
+    classify = searching.classify
+
+    def classify_then_interrupt(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return classify(*args, **kwargs)
+
+    monkeypatch.setattr(searching, "classify", classify_then_interrupt)
+    res = CliRunner().invoke(main, ["search", "monomial", "-p", "widths=2,2,1", "-p", "degree=2",
+                                    "--starts", "6", "--maxiter", "10"])
+    assert res.exit_code == 130, res.output
+    assert "INTERRUPTED after 2 of 6 starts" in res.output
+    assert res.output.strip().splitlines()[-1] == (
+        "Error: interrupted after 2 of 6 starts; the output above holds the finished ones")
+
+
+def test_exact_interrupted_keeps_finished_points_and_is_not_cached():
+    from paramgeo.symbolic import exact_analysis
+
+    param = paramgeo.get("uut", d=3, r=2)
+    part = exact_analysis(param, n_points=3, seed=7, progress=_interrupt_at(1))
+    assert part.interrupted and len(part.rational_ranks) == 1 and part.symbolic_rank is None
+    full = exact_analysis(param, n_points=3, seed=7)
+    assert not full.interrupted and full.rational_ranks[0] == part.rational_ranks[0]
+    assert full.symbolic_rank == 5  # d r - r(r-1)/2
+
+
+def test_exact_cli_interrupted(monkeypatch):
+    import paramgeo.symbolic as symbolic
+
+    rank_at = symbolic.exact_rank_at
+    calls = {"n": 0}
+
+    def rank_then_interrupt(*args):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return rank_at(*args)
+
+    monkeypatch.setattr(symbolic, "exact_rank_at", rank_then_interrupt)
+    res = CliRunner().invoke(main, ["exact", "hadamard", "-p", "p=2", "--points", "4",
+                                    "--seed", "11"])
+    assert res.exit_code == 130, res.output
+    assert "INTERRUPTED after 1 of 4 points" in res.output
+    assert res.output.strip().splitlines()[-1].startswith(
+        "Error: interrupted after 1 of 4 rational points")
+
+
+def test_discover_interrupted_keeps_the_scaling_symmetries(monkeypatch):
+    from paramgeo.symmetry import discover
+
+    param = paramgeo.get("hadamard", p=3)
+    part = discover(param, progress=_interrupt_at(4))
+    assert part.interrupted and part.dim is None and part.discrete == ()
+    assert part.note.startswith("interrupted after 4 of ")
+    full = discover(param)
+    assert part.scaling_dim == full.scaling_dim == 3 and full.dim == 3
+
+    monkeypatch.setattr(sys.modules["paramgeo.symmetry"], "discover", lambda *a, **k: discover(
+        *a, **{**k, "progress": _interrupt_at(4)}))  # what the command imports
+    res = CliRunner().invoke(main, ["discover", "hadamard", "-p", "p=3"])
+    assert res.exit_code == 130, res.output
+    assert "scaling symmetries: dimension 3" in res.output
+    assert res.output.strip().splitlines()[-1].startswith("Error: interrupted after 4 of ")
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["search", "monomial", "--starts", "1000000000"], "1000000000 is not in the range 1<=x<=100000"),
+    (["exact", "uut", "--points", "1000000"], "1000000 is not in the range 1<=x<=1000"),
+    (["discover", "uut", "-p", "d=100", "-p", "r=10", "--max-dim", "1000000"],
+     "runs up to about n = 84"),
+])
+def test_endless_runs_are_refused_saying_what_would_run(args, fragment):
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2 and fragment in res.output, res.output
+    assert res.output.strip().splitlines()[-1].startswith("Error: ")  # after click's usage
+
+
+def test_progress_is_shown_when_asked():
+    res = CliRunner().invoke(main, ["exact", "hadamard", "-p", "p=2", "--progress"])
+    assert res.exit_code == 0 and "exact" in res.stderr
+    res = CliRunner().invoke(main, ["discover", "hadamard", "-p", "p=2", "--progress"])
+    assert res.exit_code == 0 and "discover (linear search)" in res.stderr

@@ -85,6 +85,18 @@ def progress_bar(label, enabled=True):
             state["bar"].__exit__(None, None, None)
 
 
+def exit_if_interrupted(result, how_far):
+    """After a result was printed: if the engine was interrupted (Ctrl-C), end with one line
+    ``Error: interrupted {how_far}`` (e.g. "after 3 of 20 starts") and exit code 130 (the
+    shell's code for an interrupt); the output above holds what was finished."""
+    if getattr(result, "interrupted", False):
+        from . import UserError
+
+        error = UserError(f"interrupted {how_far}; the output above holds the finished ones")
+        error.exit_code = 130
+        raise error
+
+
 def parse_sizes(pairs):
     out = {}
     for pair in pairs:

@@ -4,9 +4,13 @@ import json
 
 import click
 
-from ._common import (emit, json_option, load_point, point_options, progress_bar,
-                      progress_enabled, progress_option, resolve, seed_option, sizes_option,
-                      table)
+from ._common import (emit, exit_if_interrupted, json_option, load_point, point_options,
+                      progress_bar, progress_enabled, progress_option, resolve, seed_option,
+                      sizes_option, table)
+
+#: The most starts `paramgeo search` runs in one call (each is an optimisation with SVDs;
+#: more belong in a sweep over seeds, `paramgeo sweep`).
+MAX_STARTS = 100_000
 
 
 @click.command("critical")
@@ -67,8 +71,8 @@ def strata_cmd(name, sizes, fmt, kinds, seed, progress, as_json):
 @click.command("search")
 @click.argument("name")
 @sizes_option
-@click.option("--starts", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Number of random starts.")
+@click.option("--starts", type=click.IntRange(1, MAX_STARTS), default=20, show_default=True,
+              help="Number of random starts (Ctrl-C stops and prints the finished ones).")
 @seed_option("Seed of the starts.")
 @click.option("--maxiter", type=click.IntRange(min=1), default=100, show_default=True,
               help="L-BFGS-B iterations per start.")
@@ -86,3 +90,4 @@ def search_cmd(name, sizes, starts, seed, maxiter, progress, as_json):
     with progress_bar("search", progress_enabled(progress)) as update:
         result = search(param, starts=starts, seed=seed, maxiter=maxiter, progress=update)
     emit(result, as_json)
+    exit_if_interrupted(result, f"after {len(result.points)} of {starts} starts")

@@ -6,7 +6,12 @@ import dataclasses
 import click
 
 from ..results import Result
-from ._common import emit, json_option, resolve, seed_option, sizes_option
+from ._common import (emit, exit_if_interrupted, json_option, progress_bar, progress_enabled,
+                      progress_option, resolve, seed_option, sizes_option)
+
+#: The most rational points `paramgeo exact` evaluates (each is an exact rank over Q; two
+#: already give the generic rank with high probability, Schwartz-Zippel).
+MAX_EXACT_POINTS = 1000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,8 +76,9 @@ def undefine_cmd(name, as_json):
 @click.option("--no-discrete", is_flag=True, help="Skip the search for discrete symmetries.")
 @click.option("--max-dim", type=click.IntRange(min=1), default=None,
               help="Largest n for the linear search (n^2 unknowns); default 40.")
+@progress_option
 @json_option
-def discover_cmd(name, sizes, seed, no_discrete, max_dim, as_json):
+def discover_cmd(name, sizes, seed, no_discrete, max_dim, progress, as_json):
     """Discover symmetries: linear (Lie algebra of A with J(theta) A theta = 0), scaling, discrete.
 
     Prints the dimension and a recognisable name of the Lie algebra (so(r), gl(r), a torus of
@@ -84,18 +90,25 @@ def discover_cmd(name, sizes, seed, no_discrete, max_dim, as_json):
     from ..symmetry import MAX_LINEAR_DIM, discover
 
     param = resolve(name, sizes)
-    emit(discover(param, seed=seed, discrete=not no_discrete,
-                  max_linear_dim=MAX_LINEAR_DIM if max_dim is None else max_dim), as_json)
+    with progress_bar("discover (linear search)", progress_enabled(progress)) as update:
+        result = discover(param, seed=seed, discrete=not no_discrete,
+                          max_linear_dim=MAX_LINEAR_DIM if max_dim is None else max_dim,
+                          progress=update)
+    emit(result, as_json)
+    exit_if_interrupted(result, f"{result.note.removeprefix('interrupted ')} of the linear "
+                                "search (the scaling symmetries above are complete)")
 
 
 @click.command("exact")
 @click.argument("name")
 @sizes_option
 @seed_option("Seed of the random rational points.")
-@click.option("--points", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Number of random rational points.")
+@click.option("--points", type=click.IntRange(1, MAX_EXACT_POINTS), default=2,
+              show_default=True, help="Number of random rational points (Ctrl-C stops and "
+                                      "prints the finished ones).")
+@progress_option
 @json_option
-def exact_cmd(name, sizes, seed, points, as_json):
+def exact_cmd(name, sizes, seed, points, progress, as_json):
     """Exact (sympy) ranks: rank of J over Q at random rational points and over Q(theta).
 
     Needs a plugin with symbolic() (built-ins that declare it, and every `paramgeo define`d
@@ -105,4 +118,8 @@ def exact_cmd(name, sizes, seed, points, as_json):
     """
     from ..symbolic import exact_analysis
 
-    emit(exact_analysis(resolve(name, sizes), n_points=points, seed=seed), as_json)
+    param = resolve(name, sizes)
+    with progress_bar("exact", progress_enabled(progress)) as update:
+        result = exact_analysis(param, n_points=points, seed=seed, progress=update)
+    emit(result, as_json)
+    exit_if_interrupted(result, f"after {len(result.rational_ranks)} of {points} rational points")

@@ -35,10 +35,12 @@ class SearchResult(Result):
     other: int  # critical with cause other
     explained: int  # critical and explained (no cause other)
     points: tuple
+    interrupted: bool = False  # Ctrl-C: ``points`` holds the len(points) < starts finished starts
 
     def __str__(self):
-        lines = [f"{self.name} {self.sizes}: {self.starts} starts, generic rank "
-                 f"{self.generic_rank}",
+        done = (f"INTERRUPTED after {len(self.points)} of {self.starts} starts" if
+                self.interrupted else f"{self.starts} starts")
+        lines = [f"{self.name} {self.sizes}: {done}, generic rank {self.generic_rank}",
                  f"  critical {self.critical} (subnetwork {self.subnetwork}, of which near "
                  f"{self.near_subnetwork}; dependent-weights {self.dependent_weights}; "
                  f"orbit-degenerate {self.orbit_degenerate}; other {self.other}); "
@@ -113,10 +115,9 @@ def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, pro
     conditions within ``snap_max``) when the decay of s_R/s_1 towards that stratum accounts for
     its lost rank, and otherwise counts it ``other`` (its theta is returned).
     ``progress``: optional callable ``progress(done, total)`` called after each start (e.g. the
-    bar of ``paramgeo.cli._common.progress_bar``).
+    bar of ``paramgeo.cli._common.progress_bar``). A KeyboardInterrupt (Ctrl-C) stops the
+    search between or inside starts and returns the finished starts, ``interrupted=True``.
     """
-    from scipy.optimize import minimize
-
     policy = policy or DEFAULT_POLICY
     rng = as_rng(seed)
     R, _ = generic_values(param, policy)
@@ -126,8 +127,32 @@ def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, pro
         raise ParamgeoError(f"starts must be a positive integer, got {starts}")
     f = _objective(param, R)
     points = []
-    counts = dict.fromkeys(["critical", "near_singular", "subnetwork", "near", "dependent",
-                            "orbit", "other"], 0)
+    try:
+        _search_starts(param, f, starts, maxiter, policy, rng, snap_max, points, progress)
+        interrupted = False
+    except KeyboardInterrupt:
+        interrupted = True
+    critical = [p for p in points if p["verdict"] == "critical"]
+    counts = {"critical": len(critical),
+              "near_singular": sum(p["verdict"] != "critical" and p["near_singular"]
+                                   for p in points),
+              "subnetwork": sum("subnetwork" in p["causes"] for p in critical),
+              "near": sum("subnetwork" in p["causes"] and p["near"] is not None
+                          for p in critical),
+              "dependent": sum("dependent-weights" in p["causes"] for p in critical),
+              "orbit": sum("orbit-degenerate" in p["causes"] for p in critical),
+              "other": sum("other" in p["causes"] for p in critical)}
+    return SearchResult(param.name, dict(param.sizes), int(R), int(starts), counts["critical"],
+                        counts["near_singular"], counts["subnetwork"], counts["near"],
+                        counts["dependent"], counts["orbit"], counts["other"],
+                        counts["critical"] - counts["other"], tuple(points), interrupted)
+
+
+def _search_starts(param, f, starts, maxiter, policy, rng, snap_max, points, progress):
+    """Run the starts of :func:`search`, appending each finished one to ``points`` (so an
+    interruption leaves exactly the finished ones)."""
+    from scipy.optimize import minimize
+
     for i in range(starts):
         x0 = param.random_point(rng)
         with np.errstate(all="ignore"):
@@ -143,21 +168,8 @@ def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, pro
                  "exponent": c.near.exponent if c.near else None,
                  "subnetwork_distance": c.subnetwork_distance, "near_singular": c.near_singular,
                  "iterations": int(res.nit)}
-        if c.verdict == "critical":
-            counts["critical"] += 1
-            counts["subnetwork"] += "subnetwork" in c.causes
-            counts["near"] += "subnetwork" in c.causes and c.near is not None
-            counts["dependent"] += "dependent-weights" in c.causes
-            counts["orbit"] += "orbit-degenerate" in c.causes
-            counts["other"] += "other" in c.causes
-            if "other" in c.causes:
-                point["theta"] = theta.tolist()
-        elif c.near_singular:
-            counts["near_singular"] += 1
+        if c.verdict == "critical" and "other" in c.causes:
+            point["theta"] = theta.tolist()
         points.append(point)
         if progress is not None:
             progress(i + 1, starts)
-    return SearchResult(param.name, dict(param.sizes), int(R), int(starts), counts["critical"],
-                        counts["near_singular"], counts["subnetwork"], counts["near"],
-                        counts["dependent"], counts["orbit"], counts["other"],
-                        counts["critical"] - counts["other"], tuple(points))

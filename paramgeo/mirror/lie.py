@@ -48,7 +48,7 @@ def _bracket_parts(param, theta):
 
 
 def brackets(param, theta):
-    """All brackets at theta: B[i, j] = [X_i, X_j](theta) = DX_j X_i - DX_i X_j (m x m x n).
+    """All brackets at theta: ``B[i, j] = [X_i, X_j](theta) = DX_j X_i - DX_i X_j`` (m x m x n).
 
     Computed from Hessian-vector products (``jacobian_derivative``), Li et al. (2022) Def. 4.1.
     """
@@ -77,7 +77,7 @@ def _sketched_bracket(param, theta, rng):
 class CommutingTest(Result):
     """Whether the fields grad phi_i commute, with the evidence.
 
-    ``max_bracket`` is max_{i,j} |[X_i, X_j](theta)| over the test points, ``scale`` the largest
+    ``max_bracket`` is max_{i,j} ``|[X_i, X_j](theta)|`` over the test points, ``scale`` the largest
     |DX_j X_i| there, ``relative`` their ratio; commuting iff max_bracket <= tol with
     tol = max(atol, rtol * scale) (the rank tolerance policy, ``paramgeo.geometry``). The
     symbolic route (``method="symbolic"``) decides exactly (every bracket expands to 0) and

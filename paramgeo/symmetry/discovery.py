@@ -43,7 +43,7 @@ import math
 
 import numpy as np
 
-from ..errors import ParamgeoError
+from ..errors import ParamgeoError, SizeError
 from ..numerics import (DEFAULT_POLICY, RankPolicy, decide_rank, null_basis, range_basis,
                         rational_rref)
 from ..results import Result
@@ -51,6 +51,9 @@ from .groups import SymmetryGroup
 
 #: Largest parameter dimension n for the linear search (n^2 unknowns; n = 40 takes ~2 s).
 MAX_LINEAR_DIM = 40
+#: The most entries of the stacked linear system (about n^2 rows of n^2 unknowns, 400 MB): the
+#: linear search is refused beyond it whatever ``max_linear_dim`` says (n = 84 at rank n).
+MAX_LINEAR_ENTRIES = 50_000_000
 #: Relative tolerance of the invariance tests of discrete candidates and finite elements.
 INVARIANCE_TOL = 1e-8
 #: Tolerances of the structure computations on a discovered algebra (ranks of its bracket
@@ -94,6 +97,9 @@ class DiscoveredSymmetry(Result):
     #: equivariance under the plugin's declared action on its inputs (an
     #: :class:`paramgeo.equivariance.InputEquivariance`), None without ``input_action``
     input_equivariance: object = None
+    #: Ctrl-C during the linear search: it is not reported (``note`` says after how many points),
+    #: the scaling symmetries are, the discrete search did not run
+    interrupted: bool = False
 
     def group(self):
         """The discovered linear symmetries as a :class:`SymmetryGroup` (connected component:
@@ -162,7 +168,7 @@ class LinearSymmetryGroup(SymmetryGroup):
 
 
 def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEAR_DIM,
-             compare=True, equivariance=True):
+             compare=True, equivariance=True, progress=None):
     """Discover the symmetries of ``param``: the Lie algebra of linear symmetries (A with
     J(theta) A theta = 0 for all theta), the scaling symmetries (diagonal A) and discrete signed
     permutations from candidates; and, for a plugin declaring ``input_action``, whether phi is
@@ -170,15 +176,26 @@ def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEA
     e.g. rotary attention logits are invariant under shifting every position); returns a
     :class:`DiscoveredSymmetry`. ``compare=False``
     skips reading the declared group (for a plugin whose ``symmetry()`` is this discovery),
-    ``equivariance=False`` the input-action test.
+    ``equivariance=False`` the input-action test. ``progress(done, total)`` is called after
+    each random point of the linear search (its cost: a stacked system of about n^2 rows of n^2
+    unknowns, refused with a SizeError above ``MAX_LINEAR_ENTRIES`` entries); a
+    KeyboardInterrupt there returns what was finished (``interrupted=True``: the scaling
+    symmetries; the linear and discrete searches not reported).
 
     >>> import paramgeo
     >>> paramgeo.symmetry.discover(paramgeo.get("uut", d=4, r=2)).algebra
     'so(2)'
     """
+    n = param.n
+    if n <= max_linear_dim and n ** 4 > MAX_LINEAR_ENTRIES:  # about n^2 rows of n^2 unknowns
+        largest = int(MAX_LINEAR_ENTRIES ** 0.25)
+        raise SizeError(
+            f"{param.name} {param.sizes}: the linear symmetry search at n = {n} stacks a system "
+            f"of at least n^4 = {n ** 4:.3g} entries ({8e-9 * n ** 4:.3g} GB), more than "
+            f"{MAX_LINEAR_ENTRIES:.3g}; it runs up to about n = {largest} (max_linear_dim / "
+            f"--max-dim <= {largest}); without it the scaling and discrete searches run at any n")
     rng = np.random.default_rng(seed)
     policy = policy or DEFAULT_POLICY
-    n = param.n
     labels = param.spec.labels()
     first = param.random_point(rng)
     rank0 = max(1, decide_rank(param.jacobian(first), policy, warn=False).rank)
@@ -190,26 +207,30 @@ def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEA
         declared = {"name": group.name, "dim": int(group.dim)}
 
     note = ""
+    lin = None
     if n > max_linear_dim:
         note = (f"n = {n} > {max_linear_dim} (n^2 unknowns); pass max_linear_dim to search "
                 "anyway")
-        lin = None
     else:
-        lin = _linear(param, rng, rank0, policy, first)
-    found = _discrete(param, rng) if discrete else ()
+        lin = _linear(param, rng, rank0, policy, first, progress)
+    interrupted = lin is not None and "interrupted" in lin
+    if interrupted:
+        note = f"interrupted after {lin['interrupted']} of {lin['total']} points"
+        lin = None
+    found = _discrete(param, rng) if discrete and not interrupted else ()
     finding = _finding(lin, declared, scaling)
     if lin is None:
         out = DiscoveredSymmetry(
             param.name, dict(param.sizes), n, None, "not searched", np.zeros((0, n, n)), None,
             None, None, None, 0.0, 0.0, 0.0, len(scaling), scaling, found, declared, finding,
-            0, note, tuple(labels))
+            0, note, tuple(labels), interrupted=interrupted)
     else:
         out = DiscoveredSymmetry(
             param.name, dict(param.sizes), n, lin["dim"], lin["name"], lin["basis"],
             lin["orbit_dim"], lin["center"], lin["derived"], lin["killing"], lin["closure"],
             lin["kernel_residual"], lin["invariance"], len(scaling), scaling, found, declared,
             finding, lin["points"], note, tuple(labels))
-    if equivariance and param.provides("input_action"):
+    if equivariance and not interrupted and param.provides("input_action"):
         from ..equivariance import input_equivariance
 
         out = dataclasses.replace(out, input_equivariance=input_equivariance(param, seed=seed))
@@ -227,15 +248,19 @@ def _null_space(M, policy):
     return null_basis(M, policy, warn=False)[0].T
 
 
-def _linear(param, rng, rank0, policy, first):
+def _linear(param, rng, rank0, policy, first, progress=None):
     n = param.n
     points = math.ceil(n * n / rank0) + 3
     thetas = [first] + [param.random_point(rng) for _ in range(points - 1)]
     rows = []
-    for theta in thetas:
-        C = _row_space(param.jacobian(theta), policy)
-        if len(C):
+    try:
+        for theta in thetas:
+            C = _row_space(param.jacobian(theta), policy)
             rows.append(np.kron(C, theta[None, :]) / max(np.linalg.norm(theta), 1e-300))
+            if progress is not None:
+                progress(len(rows), points)
+    except KeyboardInterrupt:
+        return {"interrupted": len(rows), "total": points}
     M = np.vstack(rows) if rows else np.zeros((0, n * n))
     null = _null_space(M, policy)  # orthonormal rows, (k, n^2)
     k = len(null)

@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import SizeError
+from ..errors import SizeError
 
 
 @dataclasses.dataclass(frozen=True)
