@@ -16,6 +16,8 @@ from scipy import integrate, linalg, special, stats
 
 import paramgeo
 from paramgeo import pacbayes as pb
+from paramgeo.pacbayes.bilinear import _box
+from paramgeo.pacbayes.orbits import _OrbitChart
 from paramgeo.cli import main
 from paramgeo.errors import ParamgeoError, ShapeError
 
@@ -118,7 +120,7 @@ def test_hadamard_quotient_kl_below_parameter_kl(seed):
 def test_hadamard_quotient_kl_matches_monte_carlo_of_densities(rng):
     mq, sq = np.array([0.05, 0.05]), np.array([0.1, 0.1])  # near the singular stratum
     C = np.diag(sq ** 2)
-    lo, hi = pb._box(mq, sq)
+    lo, hi = _box(mq, sq)
     lp = lambda x: pb.centred_product_logpdf(x, 1.0, 1.0)  # noqa: E731
     kl, mass, _ = pb.kl_1d(lambda x: pb.product_logpdf(x, mq, C), [lp], lo, hi)
     assert mass == pytest.approx(1.0, abs=1e-6)
@@ -133,7 +135,7 @@ def test_equality_when_fibre_conditionals_agree():
     for a in (0.3, -0.6):
         cov = np.linalg.inv(np.array([[1.0, -a], [-a, 1.0]]))
         kl_param = pb.kl_mvn(np.zeros(2), cov, np.zeros(2), np.eye(2))
-        lo, hi = pb._box((0, 0), np.sqrt(np.diag(cov)))
+        lo, hi = _box((0, 0), np.sqrt(np.diag(cov)))
         kl, _, _ = pb.kl_1d(lambda x, c=cov: pb.product_logpdf(x, (0, 0), c),
                             [lambda x: pb.centred_product_logpdf(x, 1, 1)], lo, hi)
         assert kl[0] == pytest.approx(kl_param, rel=1e-6)
@@ -421,7 +423,7 @@ def test_orbit_chart_factor_matches_area_formula(rng):
     qk = paramgeo.get("qk-attention", d=3, r=2, heads=1)
     st = pb.group_structure(qk)
     s = qk.random_point(rng)
-    chart = pb._OrbitChart(qk, st, s, np.eye(qk.n))
+    chart = _OrbitChart(qk, st, s, np.eye(qk.n))
     for D in st.components:
         chart.D = D
         z = rng.standard_normal(chart.k) * 0.7

@@ -36,7 +36,9 @@ def pacbayes_cmd(name, sizes, posterior_file, scales, n, delta, method, samples,
 
     Example: paramgeo pacbayes hadamard --posterior q.npz --prior-scale 1 --n 1000 --delta 0.05
     """
-    from ..pacbayes import _check_cert_inputs, _positive, load_posterior, pacbayes_report
+    from ..pacbayes import load_posterior, pacbayes_report
+    from ..pacbayes.bounds import _check_cert_inputs
+    from ..pacbayes.gaussians import _positive
 
     param = resolve(name, sizes)
     scales = [_positive(s, "prior scale") for s in scales]
