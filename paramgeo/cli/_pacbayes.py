@@ -53,6 +53,7 @@ def pacbayes_cmd(name, sizes, posterior_file, scales, n, delta, method, samples,
     click.echo(f"{report.name}: method {report.method}, n = {report.n}, delta = {report.delta}, "
                f"empirical risk {report.empirical_risk:.6g}, union bound over "
                f"{len(report.scales)} prior scale(s)")
+    click.echo(f"quotient KL: {report.detail}")
     click.echo(table(
         [(pk.prior, f"{pk.scale:g}", f"{pk.kl_param:.6g}", f"{pk.kl_quotient:.6g}",
           f"{pk.stderr:.2g}" if pk.stderr else "-")

@@ -164,10 +164,10 @@ def _box(mean, std, width=10.0):
 
 
 
-def bilinear_component_kls(param, posterior, scales, pairs=None):
+def bilinear_component_kls(param, posterior, scales, pairs=None, rtol=1e-7):
     """Per bilinear coordinate beta_i = theta_a theta_b: KL(Q_bar_i || P_bar_i) for the neutral
     prior N(0, s^2 I) (K_0 push-forward) and for the implicit-bias prior (Laplace) at every
-    scale s, by :func:`kl_1d`. Returns (neutral, implicit_bias, worst_mass, worst_err) with
+    scale s, by :func:`kl_1d` (to relative tolerance ``rtol``). Returns (neutral, implicit_bias, worst_mass, worst_err) with
     the two arrays of shape (number of coordinates, number of scales); their column sums are the
     quotient KLs (the coordinates are independent under both Q and P)."""
     posterior = _as_posterior(param, posterior)
@@ -188,7 +188,7 @@ def bilinear_component_kls(param, posterior, scales, pairs=None):
             logps.append(lambda x, s=s: centred_product_logpdf(x, s, s))
             logps.append(lambda x, s=s: laplace_ib_logpdf(x, (s, s)))
         lo, hi = _box(mq, sq)
-        kls, mass, err = kl_1d(lambda x: product_logpdf(x, mq, Cq), logps, lo, hi)
+        kls, mass, err = kl_1d(lambda x: product_logpdf(x, mq, Cq), logps, lo, hi, rtol=rtol)
         worst_mass = min(worst_mass, mass)
         worst_err = max(worst_err, err)
         neutral[c] = kls[0::2]

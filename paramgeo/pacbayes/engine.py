@@ -74,7 +74,9 @@ from ..results import Result
 from .bilinear import bilinear_component_kls, bilinear_components
 from .bounds import _check_cert_inputs, certificates
 from .gaussians import DiagonalGaussian, PacBayesInputError, _as_posterior, _positive, kl_gaussian
+from .groups import group_structure
 from .orbits import implicit_bias_log_unnormalized, orbit_log_integral
+from .volumes import lie_algebra_matrices
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +116,15 @@ def quotient_kls(param, posterior, scales, method="auto", samples=200, seed=0,
     """
     posterior = _as_posterior(param, posterior)
     scales = [_positive(s, "prior scale") for s in np.atleast_1d(scales)]
+    if method not in ("auto", "quadrature", "montecarlo"):
+        raise PacBayesInputError(f"unknown method {method!r}; choose auto, quadrature or "
+                                 "montecarlo")
+    if _trivial_group(param):
+        kl = np.array([kl_gaussian(posterior, _neutral(param, s)) for s in scales])
+        zero = np.zeros(len(scales))
+        return _report(param, posterior, scales, "exact", kl, kl, zero, zero,
+                       "trivial symmetry group: the quotient is Theta itself, KL_quotient = "
+                       "KL_param (closed form)")
     pairs = bilinear_components(param)
     if method == "auto":
         method = "quadrature" if pairs is not None else "montecarlo"
@@ -122,10 +133,19 @@ def quotient_kls(param, posterior, scales, method="auto", samples=200, seed=0,
             raise NotProvidedError(type(param).__name__, "a separable bilinear structure "
                                    "(needed for the quadrature quotient KL; use montecarlo)")
         return _quadrature_report(param, posterior, scales, pairs)
-    if method == "montecarlo":
-        return _montecarlo_report(param, posterior, scales, samples, seed, orbit_method,
-                                  inner_samples, progress)
-    raise PacBayesInputError(f"unknown method {method!r}; choose auto, quadrature or montecarlo")
+    return _montecarlo_report(param, posterior, scales, samples, seed, orbit_method,
+                              inner_samples, progress)
+
+
+def _neutral(param, scale):
+    return DiagonalGaussian.isotropic(np.zeros(param.n), scale)
+
+
+def _trivial_group(param):
+    """No symmetry declared, or a symmetry group with one element (the identity)."""
+    if not param.provides("symmetry"):
+        return True
+    return lie_algebra_matrices(param).shape[0] == 0 and group_structure(param).n_components == 1
 
 
 
@@ -141,7 +161,7 @@ def _quadrature_report(param, posterior, scales, pairs):
 def _report(param, posterior, scales, method, kl_neutral, kl_ib, se_n, se_ib, detail):
     priors = []
     for j, s in enumerate(scales):
-        kp = kl_gaussian(posterior, DiagonalGaussian.isotropic(np.zeros(param.n), s))
+        kp = kl_gaussian(posterior, _neutral(param, s))
         priors.append(PriorKL("neutral", s, kp, float(kl_neutral[j]), float(se_n[j])))
         priors.append(PriorKL("implicit-bias", s, kp - float(kl_neutral[j] - kl_ib[j]),
                               float(kl_ib[j]), float(se_ib[j])))
@@ -161,7 +181,7 @@ def _montecarlo_report(param, posterior, scales, samples, seed, orbit_method="au
     samples = int(samples)
     if samples < 2:
         raise PacBayesInputError(f"samples must be >= 2, got {samples}")
-    priors = [DiagonalGaussian.isotropic(np.zeros(param.n), s) for s in scales]
+    priors = [_neutral(param, s) for s in scales]
     thetas = posterior.sample(rng, samples)
     inner = []
     total = samples * (1 + len(priors))  # posterior samples, then prior samples per scale
@@ -196,13 +216,25 @@ def _montecarlo_report(param, posterior, scales, samples, seed, orbit_method="au
         kl_ib.append(kp + g.mean() + logZ)
         se_n.append(fibre.std(ddof=1) / rt)
         se_ib.append(math.hypot(g.std(ddof=1) / rt, se_logZ))
-    how = ("scipy.integrate.quad" if not inner or max(inner) == 0 else
-           f"importance sampling ({inner_samples} draws per component; largest relative "
-           f"standard error {max(inner):.2g}, included in the outer standard errors)")
+    how = _orbit_method_text(param, orbit_method, inner_samples, max(inner))
     return _report(param, posterior, scales, "montecarlo", np.array(kl_n), np.array(kl_ib),
                    np.array(se_n), np.array(se_ib),
                    f"{samples} posterior samples (chain-rule control variate), {samples} prior "
                    f"samples per scale for log Z; orbit integrals by {how}")
+
+
+def _orbit_method_text(param, orbit_method, inner_samples, worst):
+    struct = group_structure(param)
+    if lie_algebra_matrices(param).shape[0] == 0:
+        how = f"sums over the {struct.n_components} elements of the finite group"
+    elif orbit_method == "quadrature" or (orbit_method == "auto" and worst == 0):
+        how = "scipy.integrate.quad"
+    else:
+        how = f"importance sampling ({inner_samples} draws per component)"
+    if worst > 0:
+        how += (f"; largest relative standard error {worst:.2g}, included in the outer "
+                "standard errors")
+    return how
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,6 +251,7 @@ class PacBayesReport(Result):
     priors: tuple
     certificates: tuple  # (prior, scale, Certificates) computed from the quotient KL
     best: dict  # per prior: the smallest Maurer-Seeger certificate over the scales
+    detail: str  # how the quotient KL was computed
 
 
 def pacbayes_report(param, posterior, scales, n, delta, empirical_risk, method="auto",
@@ -241,7 +274,7 @@ def pacbayes_report(param, posterior, scales, n, delta, empirical_risk, method="
                               "catoni": c.catoni}
     return PacBayesReport(param.name, kls.method, int(n), float(delta), float(empirical_risk),
                           tuple(float(s) for s in np.atleast_1d(scales)), kls.priors,
-                          tuple(certs), best)
+                          tuple(certs), best, kls.detail)
 
 
 def load_posterior(param, path):

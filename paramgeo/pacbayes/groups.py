@@ -12,6 +12,9 @@ from ..errors import NotProvidedError
 from ..results import Result
 from .volumes import _basis, _cache, lie_algebra_matrices
 
+MAX_COMPONENTS = 4096  # components summed exactly up to this many (no compact torus)
+MAX_TORUS_COMPONENTS = 256  # with a compact torus (cosets told apart by torus_log)
+
 
 @dataclasses.dataclass(frozen=True)
 class GroupStructure(Result):
@@ -28,13 +31,15 @@ class GroupStructure(Result):
     ratio, see :func:`orbit_log_integral`). ``noncompact`` is an orthonormal basis P_1..P_p of p;
     ``ad[l]`` is ad_{P_l} = [P_l, .] as a k x k matrix in the basis (B_1..B_c, P_1..P_p).
     ``components`` are orthogonal coset representatives D of G / G_0 (polar parts of
-    ``random_element``s, identified up to K_0 and closed under products)."""
+    ``random_element``s, identified up to K_0 and closed under products). A finite group is the case k = 0: G_0 = {1}."""
 
     compact: np.ndarray
     periods: np.ndarray
     noncompact: np.ndarray
     ad: np.ndarray
     components: tuple
+    n_components: int  # |G / G_0|
+    generators: np.ndarray  # (g, n, n) polar parts of random elements, generating G / G_0
     torus_basis: np.ndarray = None  # unitary Vc with B_j = -i Vc diag(torus_weights[j]) Vc^H
     torus_weights: np.ndarray = None
 
@@ -62,7 +67,8 @@ def _action_matrix(group, g, n):
 
 def group_structure(param, draws=24, seed=0):
     """:class:`GroupStructure` of ``param.symmetry()``, read from the contract (generators for the
-    Lie algebra, ``act`` and ``random_element`` for the components), cached per object.
+    Lie algebra, ``act`` and ``random_element`` for the components), cached per object. A finite
+    group (dimension 0) has an empty Lie algebra and G_0 = {1}: its components are its elements.
 
     Raises NotProvidedError when the algebra is not closed under transpose (no Cartan
     decomposition), when its compact part is not abelian (e.g. GL(r) with r >= 3, whose maximal
@@ -72,16 +78,35 @@ def group_structure(param, draws=24, seed=0):
     if "G" in cache:
         return cache["G"]
     A = lie_algebra_matrices(param)
-    k, n = A.shape[0], param.n
+    n = param.n
     name = type(param).__name__
+    scale = max([float(np.linalg.norm(a)) for a in A] + [1.0])
+    B, P = _cartan_split(A, name, scale)
+    periods = np.array([_period(b, name, scale) for b in B], float)
+    ad = _ad_matrices(B, P, name, scale)
+    Vc, lam = _joint_eigenbasis(B, n, name, scale)
+    struct = GroupStructure(B, periods, P, ad, (), 1, np.zeros((0, n, n)), Vc, lam)
+    gens = _polar_parts(param, struct, draws, seed)
+    struct = dataclasses.replace(struct, generators=np.array(gens).reshape(-1, n, n))
+    struct = dataclasses.replace(struct, **_components(param, struct, gens))
+    cache["G"] = struct
+    return struct
+
+
+def _cartan_split(A, name, scale):
+    """(B, P): commuting skew B_j chosen among the skew parts of the A_k, and an orthonormal basis
+    P_l of the symmetric parts; refuses algebras that are not closed under transpose or whose
+    compact part is not abelian."""
+    k, n = A.shape[0], A.shape[1]
+    if k == 0:
+        return np.zeros((0, n, n)), np.zeros((0, n, n))
     skew = (A - A.transpose(0, 2, 1)) / 2
     sym = (A + A.transpose(0, 2, 1)) / 2
-    if k and (_rank(A.reshape(k, -1)) != k or _rank(np.vstack(
-            [A.reshape(k, -1), skew.reshape(k, -1), sym.reshape(k, -1)])) != k):
+    if _rank(A.reshape(k, -1)) != k or _rank(np.vstack(
+            [A.reshape(k, -1), skew.reshape(k, -1), sym.reshape(k, -1)])) != k:
         raise NotProvidedError(name, "orbit integrals for this symmetry group (its Lie algebra "
                                "must have independent generators and be closed under "
                                "transpose, i.e. admit a Cartan decomposition k + p)")
-    scale = max([float(np.linalg.norm(a)) for a in A] + [1.0])
     B = []
     for S in skew:
         if np.linalg.norm(S) > 1e-10 * scale and \
@@ -95,25 +120,31 @@ def group_structure(param, draws=24, seed=0):
                     "abelian, e.g. SO(r) inside GL(r) or O(r) for r >= 3; the general Monte "
                     "Carlo estimator covers compact parts that are tori: r <= 2)")
     B = np.array(B).reshape(-1, n, n)
-    periods = []
-    for b in B:
-        lam = np.abs(np.linalg.eigvals(b).imag)
-        lam_min = lam[lam > 1e-9 * scale].min()
-        for mult in range(1, 65):
-            T = 2 * math.pi * mult / lam_min
-            if np.allclose(linalg.expm(T * b), np.eye(n), atol=1e-8):
-                periods.append(T)
-                break
-        else:
-            raise NotProvidedError(name, "orbit integrals for this symmetry group (a compact "
-                                   "generator has no period: its one-parameter group is not "
-                                   "closed)")
-    P = _basis(sym.reshape(k, -1)).reshape(-1, n, n) if k else np.zeros((0, n, n))
-    basis = np.concatenate([B, P])
-    if len(basis) != k:
+    P = _basis(sym.reshape(k, -1)).reshape(-1, n, n)
+    if len(B) + len(P) != k:
         raise NotProvidedError(name, "orbit integrals for this symmetry group (the skew and "
                                "symmetric parts do not split its Lie algebra)")
-    flat = basis.reshape(k, -1)
+    return B, P
+
+
+def _period(b, name, scale):
+    """The smallest T > 0 with expm(T b) = I (b skew), among 2 pi m / lambda_min, m <= 64."""
+    n = b.shape[0]
+    lam = np.abs(np.linalg.eigvals(b).imag)
+    lam_min = lam[lam > 1e-9 * scale].min()
+    for mult in range(1, 65):
+        T = 2 * math.pi * mult / lam_min
+        if np.allclose(linalg.expm(T * b), np.eye(n), atol=1e-8):
+            return T
+    raise NotProvidedError(name, "orbit integrals for this symmetry group (a compact generator "
+                           "has no period: its one-parameter group is not closed)")
+
+
+def _ad_matrices(B, P, name, scale):
+    """ad[l] = [P_l, .] as a k x k matrix in the basis (B_1..B_c, P_1..P_p)."""
+    basis = np.concatenate([B, P])
+    k = len(basis)
+    flat = basis.reshape(k, -1) if k else np.zeros((0, B.shape[1] ** 2))
     ad = np.zeros((len(P), k, k))
     for l, Pl in enumerate(P):
         br = np.array([(Pl @ X - X @ Pl).ravel() for X in basis])
@@ -122,6 +153,11 @@ def group_structure(param, draws=24, seed=0):
             raise NotProvidedError(name, "orbit integrals for this symmetry group (its Lie "
                                    "algebra is not closed under brackets)")
         ad[l] = coef
+    return ad
+
+
+def _joint_eigenbasis(B, n, name, scale):
+    """Unitary Vc and weights lam with B_j = -i Vc diag(lam[j]) Vc^H for every B_j."""
     Vc, lam = np.eye(n, dtype=complex), np.zeros((len(B), n))
     if len(B):
         H = 1j * np.tensordot(np.random.default_rng(0).uniform(1, 2, len(B)), B, axes=1)
@@ -131,11 +167,7 @@ def group_structure(param, draws=24, seed=0):
             if not np.allclose(Vc @ np.diag(-1j * lam[j]) @ Vc.conj().T, b, atol=1e-9 * scale):
                 raise NotProvidedError(name, "orbit integrals for this symmetry group (no joint "
                                        "eigenbasis of its compact generators)")
-    struct = GroupStructure(B, np.array(periods, float), P, ad, (), Vc, lam)
-    struct = dataclasses.replace(struct, components=_coset_representatives(param, struct, draws,
-                                                                           seed))
-    cache["G"] = struct
-    return struct
+    return Vc, lam
 
 
 def torus_log(struct, X, tol=1e-7):
@@ -163,29 +195,17 @@ def torus_log(struct, X, tol=1e-7):
     return None
 
 
-def _coset_representatives(param, struct, draws, seed):
-    """Orthogonal representatives D of G / G_0: for random elements g (matrix M of the action),
-    the polar part O = M (M^T M)^{-1/2} (whose logarithm X = log(M^T M)/2 must lie in p); two
-    are in the same coset iff D_1^T D_2 is in K_0 (:func:`torus_log`). The set is closed
-    under products, so that it is the whole component group generated by the draws."""
+def _polar_parts(param, struct, draws, seed):
+    """Polar parts O = M (M^T M)^{-1/2} of ``draws`` random elements (M the matrix of the action;
+    log(M^T M)/2 must lie in p), each checked to be a symmetry: generators of G / G_0."""
     group = param.symmetry()
     n = param.n
     name = type(param).__name__
     rng = np.random.default_rng(seed)
     P = struct.noncompact
-    reps = [np.eye(n)]
     th = param.random_point(np.random.default_rng(seed + 1))
     f0 = np.asarray(param.forward_flat(th), float)
-
-    def find(O):
-        return any(torus_log(struct, D.T @ O) is not None for D in reps)
-
-    def add(O):
-        if not np.allclose(param.forward_flat(O @ th), f0, rtol=1e-8, atol=1e-10):
-            raise NotProvidedError(name, "orbit integrals for this symmetry group (the polar "
-                                   "part of a group element is not a symmetry)")
-        reps.append(O)
-
+    out = []
     for _ in range(int(draws)):
         M = _action_matrix(group, group.random_element(rng), n)
         w, V = np.linalg.eigh(M.T @ M)
@@ -199,19 +219,57 @@ def _coset_representatives(param, struct, draws, seed):
             raise NotProvidedError(name, "orbit integrals for this symmetry group (its "
                                    "elements have no polar decomposition inside the group)")
         O = M @ (V * w ** -0.5) @ V.T
-        if not find(O):
-            add(O)
-    grown = True
-    while grown:
-        grown = False
-        for D1 in list(reps):
-            for D2 in list(reps):
-                if not find(D1 @ D2):
-                    add(D1 @ D2)
-                    grown = True
-        if len(reps) > 256:
-            raise NotProvidedError(name, "orbit integrals for this symmetry group (more than "
-                                   "256 components)")
+        if not np.allclose(param.forward_flat(O @ th), f0, rtol=1e-8, atol=1e-10):
+            raise NotProvidedError(name, "orbit integrals for this symmetry group (the polar "
+                                   "part of a group element is not a symmetry)")
+        out.append(O)
+    return out
+
+
+def _components(param, struct, gens):
+    """Coset representatives D of G / G_0 generated by the polar parts ``gens``: every element
+    of the component group when it has at most ``MAX_COMPONENTS`` (``MAX_TORUS_COMPONENTS`` with
+    a compact torus, where cosets are told apart by :func:`torus_log`); refused beyond."""
+    name = type(param).__name__
+    if len(struct.compact):
+        reps = [np.eye(param.n)]
+        grown = True
+        while grown:
+            grown = False
+            for D1 in list(reps):
+                for D2 in list(gens):
+                    X = D1 @ D2
+                    if not any(torus_log(struct, D.T @ X) is not None for D in reps):
+                        reps.append(X)
+                        grown = True
+            if len(reps) > MAX_TORUS_COMPONENTS:
+                raise NotProvidedError(
+                    name, f"orbit integrals for this symmetry group (more than "
+                    f"{MAX_TORUS_COMPONENTS} components around a compact torus)")
+        return {"components": tuple(reps), "n_components": len(reps)}
+    reps = _closure(gens, param.n, MAX_COMPONENTS)
+    if reps is None:
+        raise NotProvidedError(
+            name, f"orbit integrals for this symmetry group (more than {MAX_COMPONENTS} "
+            "components: too many to sum, and uniformly drawn components miss the few that "
+            "carry a concentrated posterior's mass, see docs/pacbayes.md)")
+    return {"components": reps, "n_components": len(reps)}
+
+
+def _closure(gens, n, limit):
+    """All products of ``gens`` (matrices with entries rounded to a key), breadth first, or None
+    when there are more than ``limit``."""
+    def key(X):
+        return (np.round(X, 6) + 0.0).tobytes()
+
+    reps, seen, i = [np.eye(n)], {key(np.eye(n))}, 0
+    while i < len(reps):
+        for g in gens:
+            X = reps[i] @ g
+            if key(X) not in seen:
+                seen.add(key(X))
+                reps.append(X)
+                if len(reps) > limit:
+                    return None
+        i += 1
     return tuple(reps)
-
-

@@ -280,22 +280,26 @@ def orbit_log_integral(param, theta, logdens, gap=50.0, method="auto", samples=2
       integer, which cancels in all the density ratios and normalised priors used here.
     * ``auto``: quadrature where it applies, else importance.
 
+    A finite group (dimension 0) is summed over instead, whatever ``method`` says: the density on
+    the orbit space Theta / G, see :func:`_orbit_log_integral_finite`. Components are summed
+    exactly (:func:`group_structure` enumerates up to ``MAX_COMPONENTS`` of them).
+
     ``logdens`` maps thetas (shape (..., n)) to log densities; a list of them gives an array of
     integrals along the same orbit. With ``return_error`` also returns the relative standard
-    errors (0 for quadrature)."""
+    errors (0 for quadrature and exact sums)."""
     many = isinstance(logdens, (list, tuple))
     funcs = list(logdens) if many else [logdens]
     theta = param.as_theta(theta)
-    if method == "auto":
-        method = "quadrature" if _is_one_dim_abelian_noncompact(param) else "importance"
-    if method == "quadrature":
-        vals, errs = _orbit_log_integral_quad(param, theta, funcs, gap), np.zeros(len(funcs))
-    elif method == "importance":
-        vals, errs = _orbit_log_integral_is(param, theta, funcs, samples,
-                                            np.random.default_rng(seed))
-    else:
+    if method not in ("auto", "quadrature", "importance"):
         raise PacBayesInputError(f"unknown orbit integral method {method!r}; choose auto, "
                                  "quadrature or importance")
+    if lie_algebra_matrices(param).shape[0] == 0:
+        vals, errs = _orbit_log_integral_finite(param, theta, funcs)
+    elif method == "quadrature" or (method == "auto" and _is_one_dim_abelian_noncompact(param)):
+        vals, errs = _orbit_log_integral_quad(param, theta, funcs, gap)
+    else:
+        vals, errs = _orbit_log_integral_is(param, theta, funcs, samples,
+                                            np.random.default_rng(seed))
     if many:
         return (vals, errs) if return_error else vals
     return (float(vals[0]), float(errs[0])) if return_error else float(vals[0])
@@ -303,20 +307,36 @@ def orbit_log_integral(param, theta, logdens, gap=50.0, method="auto", samples=2
 
 def _orbit_log_integral_is(param, theta, funcs, samples, rng):
     struct = group_structure(param)
-    out = np.full((len(funcs), len(struct.components)), -np.inf)
+    comps = struct.components
+    out = np.full((len(funcs), len(comps)), -np.inf)
     var = np.zeros_like(out)
     chart = _OrbitChart(param, struct, theta, np.eye(param.n))
-    for ci, D in enumerate(struct.components):
+    for ci, D in enumerate(comps):
         chart.D = D
         for fi, f in enumerate(funcs):
-            if chart.k == 0:
-                th, lg = chart.evaluate(np.zeros((1, 0)))
-                out[fi, ci] = float(_logdens_batch(f, th)[0] + lg[0])
-            else:
-                out[fi, ci], rel = _importance_log_integral(chart, f, rng, samples)
-                var[fi, ci] = rel ** 2
+            out[fi, ci], rel = _importance_log_integral(chart, f, rng, samples)
+            var[fi, ci] = rel ** 2
+    return _sum_components(out, var)
+
+
+def _orbit_log_integral_finite(param, theta, funcs):
+    """A finite group G (dimension 0): log sum_{g in G} dens(g . theta), the density of the
+    push-forward of dens to the orbit space Theta / G (with respect to Lebesgue measure on a
+    fundamental domain; the action is orthogonal, |det g| = 1). No coarea factor: Theta / G is
+    n-dimensional, whatever the fibres of phi are, so this quotient lies between Theta and the
+    predictors and KL(Q_G || P_G) is sandwiched by the data-processing inequality."""
+    comps = group_structure(param).components
+    pts = np.einsum("cij,j->ci", np.asarray(comps), theta)
+    out = np.array([_logdens_batch(f, pts) for f in funcs])
+    return _sum_components(out, np.zeros_like(out))
+
+
+def _sum_components(out, var):
+    """log sum over the components of exp(out) (F, T), and its relative standard error from the
+    per-term importance-sampling relative variances ``var``."""
     tot = special.logsumexp(out, axis=1)
-    w = np.exp(out - tot[:, None])
+    with np.errstate(invalid="ignore"):
+        w = np.where(np.isfinite(out), np.exp(out - tot[:, None]), 0.0)
     return tot, np.sqrt(np.sum(w * w * var, axis=1))
 
 
@@ -365,15 +385,17 @@ def _orbit_log_integral_quad(param, theta, funcs, gap):
             val, _ = integrate.quad(lambda t, L=L, Lm=Lm: math.exp(L(t) - Lm), lo, hi,
                                     points=[tm], limit=200, epsabs=0.0, epsrel=1e-7)
             out[fi, ci] = Lm + math.log(val) if val > 0 else -math.inf
-    return special.logsumexp(out, axis=1)
+    return _sum_components(out, np.zeros_like(out))
 
 
 def implicit_bias_log_unnormalized(param, prior, theta):
     """log of sum_D p(D s) omega(D s), s = canonical_point(theta), D over the coset
-    representatives of G / G_0: the unnormalised implicit-bias density (2) at phi(theta)."""
-    s = canonical_point(param, theta).theta
-    terms = [prior.logpdf(D @ s) + log_omega(param, D @ s)
-             for D in group_structure(param).components]
+    representatives of G / G_0: the unnormalised implicit-bias density (2) at phi(theta).
+    For a finite group the canonical section is the point itself and omega = 1 on Theta / G,
+    so this is the neutral density sum_g p(g theta) (the implicit-bias prior equals the neutral
+    one)."""
+    comps = group_structure(param).components
+    finite = lie_algebra_matrices(param).shape[0] == 0
+    s = param.as_theta(theta) if finite else canonical_point(param, theta).theta
+    terms = [prior.logpdf(D @ s) + (0.0 if finite else log_omega(param, D @ s)) for D in comps]
     return float(special.logsumexp(terms))
-
-

@@ -122,7 +122,10 @@ def normal_jacobian(param, theta):
 
 
 def _log_nj(param, theta):
-    s = np.linalg.svd(param.jacobian(theta), compute_uv=False)
+    J = param.jacobian(theta)
+    if not np.all(np.isfinite(J)):  # far out on a non-compact orbit: the density factor is 0
+        return math.inf
+    s = np.linalg.svd(J, compute_uv=False)
     k = lie_algebra_matrices(param).shape[0] if param.provides("symmetry") else 0
     return float(np.sum(np.log(s[: param.n - k])))
 
@@ -132,6 +135,8 @@ def log_omega(param, theta):
     formula (see the module docstring); vol_G from the generators A_k theta (cached A_k)."""
     A = lie_algebra_matrices(param)
     X = A @ np.asarray(theta, float)  # (k, n): generator k at theta
+    if not np.all(np.isfinite(X)):
+        return -math.inf
     sign, logdet = np.linalg.slogdet(X @ X.T) if len(X) else (1.0, 0.0)
     if sign <= 0:
         return -math.inf
