@@ -145,8 +145,8 @@ def resolve(name, sizes, dense=True):
             raise SizeError(
                 f"{where}: the dense Jacobian would have m x n = {param.m} x {param.n} = "
                 f"{param.n * param.m:.3g} entries ({8e-9 * param.n * param.m:.3g} GB), more "
-                f"than the limit {max_entries:.3g}; use smaller sizes, or `paramgeo describe` / "
-                "`paramgeo rank`, which take the matrix-free route at this size (or raise "
+                f"than the limit {max_entries:.3g}; use smaller sizes, or `paramgeo describe`, "
+                "`rank` or `critical`, which take the matrix-free route at this size (or raise "
                 "PARAMGEO_MAX_JACOBIAN_ENTRIES if you have the memory and time)")
     elif route in ("sparse", "matrix-free"):
         max_bytes = _limit("PARAMGEO_MAX_MATRIX_FREE_BYTES", MAX_MATRIX_FREE_BYTES)
