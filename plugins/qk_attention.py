@@ -125,48 +125,76 @@ class QKAttention(Parameterization):
 
     # ------------------------------------------------------------------ forward
     def _factors(self, theta, np_=np):
-        shape = (self.heads, self.d, self.r)
+        """(Q, K), each (..., H, d, r) for theta of shape (..., n) (Q is K when tied)."""
+        shape = theta.shape[:-1] + (self.heads, self.d, self.r)
         k = self.heads * self.d * self.r
-        Q = np_.reshape(theta[:k], shape)
-        K = Q if self.tied else np_.reshape(theta[k:], shape)
+        Q = np_.reshape(theta[..., :k], shape)
+        K = Q if self.tied else np_.reshape(theta[..., k:], shape)
         return Q, K
 
     def forward(self, theta):
         Q, K = self._factors(theta, anp)
+        if self.output == "attention":
+            XQ, XK = anp.matmul(self.X, Q), anp.matmul(self.X, K)
+            logits = anp.matmul(XQ, anp.transpose(XK, (0, 2, 1))) / np.sqrt(self.d)
+            logits = logits - anp.max(logits, axis=-1, keepdims=True)
+            e = anp.exp(logits)
+            return e / anp.sum(e, axis=-1, keepdims=True)
         S = anp.matmul(Q, anp.transpose(K, (0, 2, 1)))
-        if self.output == "sum":
-            return anp.sum(S, axis=0)
-        if self.output == "scores":
-            return S
-        logits = anp.matmul(anp.matmul(self.X, S), self.X.T) / np.sqrt(self.d)
-        logits = logits - anp.max(logits, axis=-1, keepdims=True)
-        e = anp.exp(logits)
-        return e / anp.sum(e, axis=-1, keepdims=True)
+        return anp.sum(S, axis=0) if self.output == "sum" else S
 
-    def _attention(self, Q, K):
-        S = Q @ np.swapaxes(K, 1, 2)
-        logits = self.X @ S @ self.X.T / np.sqrt(self.d)
+    # ------------------------------------------------------------------ derivatives
+    # Everything is computed from the factors, never from the d x d scores: for attention the
+    # logits are L_h = (X Q_h)(X K_h)^T / sqrt(d), so X Q_h and X K_h (T x r) replace X S_h X^T
+    # (O(T d r) instead of O(T d^2)); for sum, sum_h Q_h K_h^T = Qc Kc^T with the heads
+    # concatenated, Qc = [Q_1 ... Q_H] (d x H r), one matrix product instead of H and a sum.
+    def _concat_heads(self, M):
+        """(..., H, d, r) -> (..., 1, d, H r): [M_1 ... M_H] as a single head."""
+        lead = M.shape[:-3]
+        return np.swapaxes(M, -3, -2).reshape(lead + (1, self.d, self.heads * self.r))
+
+    def _split_heads(self, M):
+        """The inverse of :meth:`_concat_heads` for (1, d, H r) -> (H, d, r)."""
+        return np.swapaxes(M.reshape(self.d, self.heads, self.r), 0, 1)
+
+    def _sides(self, theta):
+        """The per-head left and right factors (P_h, R_h) whose product P_h R_h^T is the
+        bilinear part of the output: (Q_h, K_h) for scores, the concatenated heads for sum, and
+        (X Q_h, X K_h) for attention (tied: P = R)."""
+        Q, K = self._factors(np.asarray(theta, float))
+        if self.output == "sum":
+            Q = self._concat_heads(Q)
+            K = Q if self.tied else self._concat_heads(K)
+        elif self.output == "attention":
+            Q = self.X @ Q
+            K = Q if self.tied else self.X @ K
+        return Q, K
+
+    def _softmax(self, P, R):
+        logits = P @ np.swapaxes(R, -1, -2) / np.sqrt(self.d)
         e = np.exp(logits - logits.max(axis=-1, keepdims=True))
         return e / e.sum(axis=-1, keepdims=True)
 
-    # ------------------------------------------------------------------ derivatives
     def _jvp_batch(self, theta, dirs):
-        """J dirs^T for a batch of directions dirs (b x n); returns b x m."""
-        Q, K = self._factors(np.asarray(theta, float))
-        b = dirs.shape[0]
-        shape = (b, self.heads, self.d, self.r)
-        k = self.heads * self.d * self.r
-        dQ = dirs[:, :k].reshape(shape)
-        dK = dQ if self.tied else dirs[:, k:].reshape(shape)
-        dS = np.einsum("bhik,hjk->bhij", dQ, K) + np.einsum("hik,bhjk->bhij", Q, dK)
-        if self.output == "sum":
-            return dS.sum(axis=1).reshape(b, -1)
-        if self.output == "scores":
-            return dS.reshape(b, -1)
-        A = self._attention(Q, K)
-        dL = np.einsum("ti,bhij,sj->bhts", self.X, dS, self.X) / np.sqrt(self.d)
-        dA = A * (dL - np.sum(A * dL, axis=-1, keepdims=True))
-        return dA.reshape(b, -1)
+        """J dirs^T for a batch of directions dirs (b x n); returns b x m.
+
+        d(P R^T) = dP R^T + P dR^T = [dP, P] [R, dR]^T (one product with inner size 2r; tied:
+        B + B^T with B = dP P^T); attention: dL = that / sqrt(d) and
+        dA = A * (dL - rowsum(A * dL) 1^T)."""
+        P, R = self._sides(theta)
+        dP, dR = self._sides(dirs)
+        if self.tied:
+            B = dP @ np.swapaxes(P, -1, -2)
+            out = B + np.swapaxes(B, -1, -2)
+        else:
+            left = np.concatenate([dP, np.broadcast_to(P, dP.shape)], axis=-1)
+            right = np.concatenate([np.broadcast_to(R, dR.shape), dR], axis=-1)
+            out = left @ np.swapaxes(right, -1, -2)
+        if self.output == "attention":
+            A = self._softmax(P, R)
+            out /= np.sqrt(self.d)
+            out = A * (out - np.sum(A * out, axis=-1, keepdims=True))
+        return out.reshape(dirs.shape[0], self.m)
 
     def jvp(self, theta, v):
         return self._jvp_batch(theta, np.asarray(v, float)[None, :])[0]
@@ -175,18 +203,25 @@ class QKAttention(Parameterization):
         return self._jvp_batch(theta, np.eye(self.n)).T
 
     def vjp(self, theta, w):
-        Q, K = self._factors(np.asarray(theta, float))
-        G = np.reshape(np.asarray(w, float), self.predictor_shape)
-        if self.output == "sum":
-            G = np.broadcast_to(G, (self.heads, self.d, self.d))
-        elif self.output == "attention":
-            A = self._attention(Q, K)
-            Z = A * (G - np.sum(A * G, axis=-1, keepdims=True))
-            G = np.einsum("ti,hts,sj->hij", self.X, Z, self.X) / np.sqrt(self.d)
-        GT = np.swapaxes(G, 1, 2)
+        """J^T G: (G_h R_h, G_h^T P_h) per head (tied: (G_h + G_h^T) P_h) on the factors of
+        :meth:`_sides`, pulled back to (Q, K): attention first maps G_h to
+        Z_h = A_h * (G_h - rowsum(A_h * G_h) 1^T) / sqrt(d) and then (X^T dP, X^T dR); sum
+        splits the concatenated heads."""
+        P, R = self._sides(theta)
+        G = np.reshape(np.asarray(w, float), P.shape[:-2] + (P.shape[-2],) * 2)
+        if self.output == "attention":
+            A = self._softmax(P, R)
+            G = A * (G - np.sum(A * G, axis=-1, keepdims=True)) / np.sqrt(self.d)
+        GT = np.swapaxes(G, -1, -2)
         if self.tied:
-            return ((G + GT) @ Q).ravel()
-        return np.concatenate([(G @ K).ravel(), (GT @ Q).ravel()])
+            grads = [(G + GT) @ P]
+        else:
+            grads = [G @ R, GT @ P]
+        if self.output == "attention":
+            grads = [self.X.T @ g for g in grads]
+        elif self.output == "sum":
+            grads = [self._split_heads(g) for g in grads]
+        return np.concatenate([g.ravel() for g in grads])
 
     # ------------------------------------------------------------------ symmetry
     def _head_blocks(self, block):
