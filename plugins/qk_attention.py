@@ -108,6 +108,9 @@ class QKAttention(Parameterization):
         else:
             X = None
         self.X = X  # the token matrix (T x d) for output=attention, else None
+        # X / d^(1/4): logits (Xs Q_h)(Xs K_h)^T = X S_h X^T / sqrt(d) with no extra scaling
+        self._Xs = None if X is None else X / self.d ** 0.25
+        self._last = None  # (theta, primal values) of the last attention point, see _primal
 
     def make_spec(self):
         shape = (self.heads, self.d, self.r)
@@ -135,8 +138,8 @@ class QKAttention(Parameterization):
     def forward(self, theta):
         Q, K = self._factors(theta, anp)
         if self.output == "attention":
-            XQ, XK = anp.matmul(self.X, Q), anp.matmul(self.X, K)
-            logits = anp.matmul(XQ, anp.transpose(XK, (0, 2, 1))) / np.sqrt(self.d)
+            XQ, XK = anp.matmul(self._Xs, Q), anp.matmul(self._Xs, K)  # Xs = X / d^(1/4)
+            logits = anp.matmul(XQ, anp.transpose(XK, (0, 2, 1)))
             logits = logits - anp.max(logits, axis=-1, keepdims=True)
             e = anp.exp(logits)
             return e / anp.sum(e, axis=-1, keepdims=True)
@@ -145,9 +148,10 @@ class QKAttention(Parameterization):
 
     # ------------------------------------------------------------------ derivatives
     # Everything is computed from the factors, never from the d x d scores: for attention the
-    # logits are L_h = (X Q_h)(X K_h)^T / sqrt(d), so X Q_h and X K_h (T x r) replace X S_h X^T
-    # (O(T d r) instead of O(T d^2)); for sum, sum_h Q_h K_h^T = Qc Kc^T with the heads
-    # concatenated, Qc = [Q_1 ... Q_H] (d x H r), one matrix product instead of H and a sum.
+    # logits are L_h = (Xs Q_h)(Xs K_h)^T with Xs = X / d^(1/4), so Xs Q_h and Xs K_h (T x r)
+    # replace X S_h X^T / sqrt(d) (O(T d r) instead of O(T d^2)); for sum,
+    # sum_h Q_h K_h^T = Qc Kc^T with the heads concatenated, Qc = [Q_1 ... Q_H] (d x H r), one
+    # matrix product instead of H and a sum.
     def _concat_heads(self, M):
         """(..., H, d, r) -> (..., 1, d, H r): [M_1 ... M_H] as a single head."""
         lead = M.shape[:-3]
@@ -160,41 +164,59 @@ class QKAttention(Parameterization):
     def _sides(self, theta):
         """The per-head left and right factors (P_h, R_h) whose product P_h R_h^T is the
         bilinear part of the output: (Q_h, K_h) for scores, the concatenated heads for sum, and
-        (X Q_h, X K_h) for attention (tied: P = R)."""
+        (Xs Q_h, Xs K_h) for attention (tied: P = R). Linear in theta."""
         Q, K = self._factors(np.asarray(theta, float))
         if self.output == "sum":
             Q = self._concat_heads(Q)
             K = Q if self.tied else self._concat_heads(K)
         elif self.output == "attention":
-            Q = self.X @ Q
-            K = Q if self.tied else self.X @ K
+            Q = self._Xs @ Q
+            K = Q if self.tied else self._Xs @ K
         return Q, K
 
-    def _softmax(self, P, R):
-        logits = P @ np.swapaxes(R, -1, -2) / np.sqrt(self.d)
-        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        return e / e.sum(axis=-1, keepdims=True)
+    def _primal(self, theta):
+        """(P, R, A) at theta: the factors of :meth:`_sides` and, for attention, the softmax
+        A_h = softmax_rowwise(P_h R_h^T) (else None). For attention the values at the last point
+        are kept, so repeated JVPs and VJPs at one theta (Lanczos or conjugate gradients on
+        J^T J, the matrix-free routes) pay the forward products X Q_h, X K_h once."""
+        theta = np.asarray(theta, float)
+        if self.output != "attention":
+            return (*self._sides(theta), None)
+        last = self._last
+        if last is not None and np.array_equal(last[0], theta):
+            return last[1]
+        P, R = self._sides(theta)
+        logits = P @ np.swapaxes(R, -1, -2)
+        logits -= logits.max(axis=-1, keepdims=True)
+        A = np.exp(logits, out=logits)
+        A /= A.sum(axis=-1, keepdims=True)
+        self._last = (theta.copy(), (P, R, A))
+        return P, R, A
 
     def _jvp_batch(self, theta, dirs):
         """J dirs^T for a batch of directions dirs (b x n); returns b x m.
 
         d(P R^T) = dP R^T + P dR^T = [dP, P] [R, dR]^T (one product with inner size 2r; tied:
-        B + B^T with B = dP P^T); attention: dL = that / sqrt(d) and
-        dA = A * (dL - rowsum(A * dL) 1^T)."""
-        P, R = self._sides(theta)
+        B + B^T with B = dP P^T); attention: dL = that and dA = A * dL - A * rowsum(A * dL)."""
+        P, R, A = self._primal(theta)
         dP, dR = self._sides(dirs)
+        b, (h, rows, k) = dirs.shape[0], P.shape
+        # stack batch and heads in one leading axis: numpy's matmul reaches BLAS on 3-d stacks
+        # but falls back to a slow loop for 4-d stacks of transposed operands
+        dP, dR = dP.reshape(b * h, rows, k), dR.reshape(b * h, rows, k)
+        if b > 1:
+            P = np.broadcast_to(P, (b, h, rows, k)).reshape(b * h, rows, k)
+            R = np.broadcast_to(R, (b, h, rows, k)).reshape(b * h, rows, k)
         if self.tied:
             B = dP @ np.swapaxes(P, -1, -2)
             out = B + np.swapaxes(B, -1, -2)
         else:
-            left = np.concatenate([dP, np.broadcast_to(P, dP.shape)], axis=-1)
-            right = np.concatenate([np.broadcast_to(R, dR.shape), dR], axis=-1)
-            out = left @ np.swapaxes(right, -1, -2)
-        if self.output == "attention":
-            A = self._softmax(P, R)
-            out /= np.sqrt(self.d)
-            out = A * (out - np.sum(A * out, axis=-1, keepdims=True))
-        return out.reshape(dirs.shape[0], self.m)
+            out = (np.concatenate([dP, P], axis=-1)
+                   @ np.swapaxes(np.concatenate([R, dR], axis=-1), -1, -2))
+        if A is not None:
+            out = A * out.reshape(b, h, rows, rows)
+            out -= A * np.sum(out, axis=-1, keepdims=True)
+        return out.reshape(b, self.m)
 
     def jvp(self, theta, v):
         return self._jvp_batch(theta, np.asarray(v, float)[None, :])[0]
@@ -205,20 +227,17 @@ class QKAttention(Parameterization):
     def vjp(self, theta, w):
         """J^T G: (G_h R_h, G_h^T P_h) per head (tied: (G_h + G_h^T) P_h) on the factors of
         :meth:`_sides`, pulled back to (Q, K): attention first maps G_h to
-        Z_h = A_h * (G_h - rowsum(A_h * G_h) 1^T) / sqrt(d) and then (X^T dP, X^T dR); sum
-        splits the concatenated heads."""
-        P, R = self._sides(theta)
+        Z_h = A_h * G_h - A_h * rowsum(A_h * G_h) and then (Xs^T dP, Xs^T dR); sum splits the
+        concatenated heads."""
+        P, R, A = self._primal(theta)
         G = np.reshape(np.asarray(w, float), P.shape[:-2] + (P.shape[-2],) * 2)
-        if self.output == "attention":
-            A = self._softmax(P, R)
-            G = A * (G - np.sum(A * G, axis=-1, keepdims=True)) / np.sqrt(self.d)
+        if A is not None:
+            G = A * G
+            G -= A * np.sum(G, axis=-1, keepdims=True)
         GT = np.swapaxes(G, -1, -2)
-        if self.tied:
-            grads = [(G + GT) @ P]
-        else:
-            grads = [G @ R, GT @ P]
-        if self.output == "attention":
-            grads = [self.X.T @ g for g in grads]
+        grads = [(G + GT) @ P] if self.tied else [G @ R, GT @ P]
+        if A is not None:
+            grads = [self._Xs.T @ g for g in grads]
         elif self.output == "sum":
             grads = [self._split_heads(g) for g in grads]
         return np.concatenate([g.ravel() for g in grads])
