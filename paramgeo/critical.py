@@ -94,6 +94,7 @@ from .geometry import (
     generic_rank,
     null_basis,
     orbit_dim,
+    rank_at,
     vertical_space,
 )
 from .results import Result
@@ -118,7 +119,11 @@ _GENERIC_CACHE = {}
 
 
 def _rank(param, theta, policy):
-    return decide_rank(param.jacobian(theta), policy, warn=False).rank
+    """rank J(theta) by :func:`paramgeo.geometry.rank_at` (the plugin's closed form if declared),
+    without the doubt warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumericalDoubtWarning)
+        return rank_at(param, theta, policy).rank
 
 
 def _orbit_dim(param, theta, policy):

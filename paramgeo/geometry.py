@@ -162,8 +162,14 @@ def solve_sylvester_psd(A, B, C, rtol=1e-12):
 
 
 def rank_at(param, theta, policy=None):
-    """Rank of J(theta) with its singular values (a :class:`RankDecision`)."""
+    """Rank of J(theta) with its singular values (a :class:`RankDecision`).
+
+    From the plugin's closed form where it declares the ``rank_at`` capability (a function of
+    the ranks of its factors, e.g. rank J = d k - k(k-1)/2 for U U^T at rank U = k; see the
+    plugin), else from the SVD of the dense Jacobian. The kernel dimension is n - rank."""
     theta = param.as_theta(theta)
+    if param.provides("rank_at"):
+        return param.rank_at(theta, policy)
     return decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}")
 
 

@@ -39,6 +39,7 @@ CAPABILITIES = {
     "horizontal_projection": "horizontal_projection",  # closed-form horizontal projection
     "mirror_potential": "mirror_potential",  # closed-form Legendre potential of the mirror flow
     "quadratic_forms": "quadratic_forms",  # x_i^T phi(theta) x_i and its VJP, never forming phi
+    "rank_at": "rank_at",  # rank of J(theta) in closed form from the factors (a RankDecision)
 }
 
 
@@ -361,6 +362,17 @@ class Parameterization(abc.ABC):
         factors without forming Q (for U U^T: f = |U^T x_i|^2, vjp(c) = 2 X^T diag(c) X U). Used
         by ``paramgeo.losses.QuadraticMeasurements`` (quadratic networks f(x) = x^T Q x)."""
         raise NotProvidedError(type(self).__name__, "quadratic_forms", "quadratic_forms")
+
+    def rank_at(self, theta, policy=None):
+        """rank J(theta) in closed form from the factors, as a
+        :class:`paramgeo.geometry.RankDecision` under the tolerance ``policy`` (a ``RankPolicy``;
+        None: the default); the kernel dimension is n - rank. ``singular_values``, ``tol``,
+        ``gap``, ``doubtful`` and ``closest`` are those of the decision the rank rests on: the
+        singular values of J itself where the plugin has them in closed form, else those of
+        the factor whose rank decision is nearest its tolerance (the plugin documents which).
+        Used by :func:`paramgeo.geometry.rank_at` instead of an SVD of the dense Jacobian;
+        the contract check compares it with that SVD at random and at rank-deficient points."""
+        raise NotProvidedError(type(self).__name__, "rank_at", "rank_at")
 
     def mirror_potential(self, theta0):
         """Closed-form Legendre potential of the mirror flow started at phi(theta0), for a

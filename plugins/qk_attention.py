@@ -48,10 +48,19 @@ Boncoraglio, Troiani, Erba, Zdeborova (2025), "Bayes optimal learning of attenti
 models", NeurIPS (arXiv:2506.01582; attention scores through S = W W^T).
 """
 
+import dataclasses
+import math
+import warnings
+
 import autograd.numpy as anp
 import numpy as np
 
-from paramgeo import Parameterization, ParamSpec, Size, SizeError, get
+from paramgeo import NumericalDoubtWarning, Parameterization, ParamSpec, Size, SizeError, get
+from paramgeo.factor_spectra import (
+    gram_jacobian_singular_values,
+    product_jacobian_singular_values,
+)
+from paramgeo.geometry import decide_rank, range_basis
 from paramgeo.symmetry import (
     GeneralLinearGroup,
     OrthogonalGroup,
@@ -82,7 +91,7 @@ class QKAttention(Parameterization):
                                  help="set X's first column to 1 (output=attention)", primary=False),
     }
     capabilities = frozenset(
-        {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "horizontal_projection"}
+        {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "horizontal_projection", "rank_at"}
     )
     references = (
         "Vaswani et al. (2017) Attention is all you need",
@@ -241,6 +250,68 @@ class QKAttention(Parameterization):
         elif self.output == "sum":
             grads = [self._split_heads(g) for g in grads]
         return np.concatenate([g.ravel() for g in grads])
+
+    # ------------------------------------------------------------------ rank at a point
+    def rank_at(self, theta, policy=None):
+        """rank J(theta) in closed form from the factors (see "Rank at a point" in the docs).
+
+        scores, sum: J is block diagonal over heads (scores) or the Jacobian of the
+        concatenated heads Qc Kc^T (sum), so its singular values are those of U V^T and U U^T
+        in closed form (:mod:`paramgeo.factor_spectra`): ``singular_values`` are those of J.
+
+        attention: with C = range X (dimension c = rank X) and, per head, kq = rank X Q_h,
+        kk = rank X K_h (tied: k = rank X W_h),
+            rank_h = c^2 - (c - kq)(c - kk) - [1 in C] (c if 1 in range X K_h else kq)
+            (tied: c k - k(k-1)/2 - [1 in range X W_h]),
+        and rank J = sum_h rank_h. The logit map (dQ, dK) -> X (dQ K^T + Q dK^T) X^T has the
+        tangent space of the rank-(kq, kk) products inside C x C as image (dimension: the uvt /
+        uut formula in c dimensions), and the softmax derivative (A_h > 0) kills exactly its
+        row shifts g 1^T, which lie in that image iff 1 in C and (g in range X Q_h or
+        1 in range X K_h) (tied: g = t 1 and 1 in range X W_h). The decision is taken on the
+        factors: ``singular_values``, ``tol``, ``gap`` and ``closest`` are those of the factor
+        decision nearest its tolerance (the one a perturbation would flip first; a membership
+        1 in range M is decided as the rank of (1, |(I - P_M) 1| / |1|)), ``doubtful`` if any
+        factor decision is."""
+        Q, K = self._factors(np.asarray(theta, float))
+        what = f"J of {self.name}"
+        if self.output == "sum":
+            Q = self._concat_heads(Q)
+            K = Q if self.tied else self._concat_heads(K)
+        if self.output != "attention":
+            spectra = [gram_jacobian_singular_values(Qh) if self.tied
+                       else product_jacobian_singular_values(Qh, Kh) for Qh, Kh in zip(Q, K)]
+            return decide_rank(np.concatenate(spectra), policy, what=what)
+        decisions = []
+        ones = np.ones(self.tokens) / math.sqrt(self.tokens)
+
+        def rank_and_ones(M):
+            """(rank M, whether 1 lies in range M), recording both decisions."""
+            B, decision = range_basis(M, policy, warn=False)
+            residual = float(np.linalg.norm(ones - B @ (B.T @ ones)))
+            inside = decide_rank(np.array([1.0, residual]), policy, warn=False)
+            decisions.extend([decision, inside])
+            return decision.rank, inside.rank == 1
+
+        c, ones_in_C = rank_and_ones(self.X)
+        total = 0
+        for Qh, Kh in zip(self.X @ Q, self.X @ K):
+            kq, ones_in_Q = rank_and_ones(Qh)
+            if self.tied:
+                total += c * kq - kq * (kq - 1) // 2 - int(ones_in_Q)
+                continue
+            kk, ones_in_K = rank_and_ones(Kh)
+            drop = 0 if not ones_in_C else (c if ones_in_K else kq)
+            total += c * c - (c - kq) * (c - kk) - drop
+        margins = [abs(math.log(d.closest / d.tol)) if d.tol > 0 and d.closest > 0 else math.inf
+                   for d in decisions]
+        nearest = decisions[int(np.argmin(margins))]
+        doubtful = any(d.doubtful for d in decisions)
+        if doubtful:
+            warnings.warn(
+                f"rank of {what} decided near the tolerance: a factor singular value "
+                f"{nearest.closest:.3g} vs tol {nearest.tol:.3g} (rank {total}); pass a "
+                "RankPolicy to decide otherwise", NumericalDoubtWarning, stacklevel=2)
+        return dataclasses.replace(nearest, rank=total, doubtful=doubtful)
 
     # ------------------------------------------------------------------ symmetry
     def _head_blocks(self, block):
