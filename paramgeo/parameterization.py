@@ -280,7 +280,8 @@ class Parameterization(abc.ABC):
                 f"{self.name}: a point must have {self.n} entries "
                 f"(blocks {dict(self.spec.blocks)}), got shape {np.shape(theta)}"
             )
-        if not np.all(np.isfinite(arr)):
+        # |theta|^2 is finite unless an entry is NaN or inf (or |theta| > 1e154: look closer)
+        if not math.isfinite(arr @ arr) and not np.all(np.isfinite(arr)):
             bad = int(np.flatnonzero(~np.isfinite(arr))[0])
             raise ShapeError(
                 f"{self.name}: the point has a non-finite value at {self.spec.labels()[bad]}"

@@ -17,6 +17,11 @@ Derivatives (closed forms; dL, dA for attention):
 * VJP of a cotangent G: attention first maps G_h -> Z_h = A_h * (G_h - rowsum(A_h * G_h) 1^T)
   -> X^T Z_h X / sqrt(d); sum broadcasts G to every head; then (dQ_h, dK_h) = (G_h K_h, G_h^T Q_h)
   (tied: dW_h = (G_h + G_h^T) W_h).
+* All evaluated on the factors (X Q_h and X K_h for attention, the concatenated heads for sum),
+  never on the d x d scores; attention keeps the forward values of the last point.
+* Rank at a point (``rank_at``): the closed-form singular values of U V^T / U U^T per head
+  (scores) or of the concatenated heads (sum); for attention a formula in rank X, rank X Q_h,
+  rank X K_h and whether 1 lies in range X, range X K_h (see ``rank_at``).
 
 Symmetry: GL(r)^H acting per head (Q_h, K_h) -> (Q_h A_h, K_h A_h^{-T}) (tied: O(r)^H,
 W_h -> W_h R_h), times the head permutations S_H when ``output=sum`` (swapping two heads

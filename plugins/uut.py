@@ -128,8 +128,8 @@ class UUT(Parameterization):
 
     def horizontal_projection(self, theta, v):
         U, V = self._U(theta), self._U(v)
-        M = U.T @ U
-        omega = solve_sylvester_psd(M, M, U.T @ V - V.T @ U)
+        M, A = U.T @ U, U.T @ V
+        omega = solve_sylvester_psd(M, M, A - A.T)
         return (V - U @ omega).ravel()
 
     def symmetry(self):
