@@ -273,15 +273,16 @@ class Parameterization(abc.ABC):
     def as_theta(self, theta):
         """Validate and return theta as a flat float vector of length n (ShapeError otherwise)."""
         arr = np.asarray(theta, dtype=float)
-        if arr.ndim != 1 and arr.size == self.n:
-            arr = arr.ravel()
         if arr.shape != (self.n,):
-            raise ShapeError(
-                f"{self.name}: a point must have {self.n} entries "
-                f"(blocks {dict(self.spec.blocks)}), got shape {np.shape(theta)}"
-            )
-        # |theta|^2 is finite unless an entry is NaN or inf (or |theta| > 1e154: look closer)
-        if not math.isfinite(arr @ arr) and not np.all(np.isfinite(arr)):
+            if arr.size != self.n:
+                raise ShapeError(
+                    f"{self.name}: a point must have {self.n} entries "
+                    f"(blocks {dict(self.spec.blocks)}), got shape {np.shape(theta)}"
+                )
+            arr = arr.ravel()
+        # |theta|^2 is finite unless an entry is NaN or inf (or |theta| > 1e154: look closer);
+        # one dot product is the cheapest full pass (this runs on every public call)
+        if not math.isfinite(arr.dot(arr)) and not np.all(np.isfinite(arr)):
             bad = int(np.flatnonzero(~np.isfinite(arr))[0])
             raise ShapeError(
                 f"{self.name}: the point has a non-finite value at {self.spec.labels()[bad]}"
