@@ -280,8 +280,9 @@ class Parameterization(abc.ABC):
                     f"(blocks {dict(self.spec.blocks)}), got shape {np.shape(theta)}"
                 )
             arr = arr.ravel()
-        # |theta|^2 is finite unless an entry is NaN or inf (or |theta| > 1e154: look closer);
-        # one dot product is the cheapest full pass (this runs on every public call)
+        # |theta|^2 is finite unless an entry is NaN or inf, or |theta| > 1e154 (numpy then warns
+        # of the overflow and the entries are checked one by one); one dot product is the
+        # cheapest full pass, and this runs on every public call
         if not math.isfinite(arr.dot(arr)) and not np.all(np.isfinite(arr)):
             bad = int(np.flatnonzero(~np.isfinite(arr))[0])
             raise ShapeError(
