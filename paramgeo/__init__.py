@@ -32,6 +32,7 @@ from .geometry import (
 )
 from .parameterization import CAPABILITIES, Parameterization, ParamSpec, Size
 from .registry import available, get, get_class, load_plugin_file, register
+from .sweeps import sweep  # grids of queries on Dask (dask imported only when one runs)
 from .userdefs import define, undefine  # also serves saved specs to the registry
 
 __version__ = "0.1.0"
@@ -62,6 +63,7 @@ __all__ = [
     "quotient_metric",
     "rank_at",
     "register",
+    "sweep",
     "undefine",
     "vertical_space",
 ]

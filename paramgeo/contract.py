@@ -14,6 +14,9 @@
 * ``generators-rank``: the generators at a random point have rank at most dim G (a rank above
   it means wrong generators); a rank below it is a stabilizer, reported as a note (the action is
   not free there, e.g. O(r) on d x r factors with r > d);
+* ``sparse-jacobian``: a declared sparse J equals the dense one;
+* ``vertical-projector``: the group's projector (closed forms for matrix groups, component SVDs
+  otherwise; the matrix-free route's P_V) agrees with the projection onto span(generators);
 * ``horizontal-projection``: a closed form agrees with the generic v - V V^T v;
 * ``rank-at``: a closed-form ``rank_at`` gives the rank of the SVD of the dense Jacobian, at the
   random points and at rank-deficient points on every stratum the plugin names: each factor of a
@@ -21,8 +24,13 @@
   its contragredient and both sides (blocks B -> B C, C a random r x r matrix of rank k), all
   factors at once, and for networks each hidden neuron with its in-, out- or all weights
   zeroed, then a random mixture of those;
+* ``kinks`` (piecewise-smooth plugins): ``kinks(theta)`` returns labels and non-negative
+  distances of equal length, and random points lie off every kink (within ``KINK_TOL`` a
+  random point would make the derivative checks above meaningless; see paramgeo.kinks);
 * ``symbolic``: the sympy expressions agree with forward;
 * ``architecture``: the graph is a networkx DiGraph whose edge ``index`` attributes address theta;
+* ``input-action``: a declared input action evaluated at its identity element reproduces phi
+  (``forward(theta, identity) = phi(theta)``; :mod:`paramgeo.equivariance`);
 * ``declared-vs-discovered``: the declared group's dimension against the Lie algebra of linear
   symmetries found by :func:`paramgeo.symmetry.discover` (when n <= its ``MAX_LINEAR_DIM``).
   Discovery finds every linear symmetry, so a *linear* declared action of larger dimension
@@ -152,6 +160,14 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
         from .symbolic import lambdify_parameterization
 
         symbolic = lambdify_parameterization(param)
+    action = None
+    if param.provides("input_action"):
+        from .equivariance import declared_action
+
+        try:
+            action = declared_action(param)
+        except ParamgeoError as exc:
+            add("input-action", float("inf"), 0.0, -1, f"input_action() failed: {exc}")
 
     for k in range(n_points):
         theta = np.asarray(param.random_point(rng), dtype=float)
@@ -160,6 +176,8 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
             add("random-point", float("inf"), 0.0, k,
                 f"random_point returned shape {theta.shape}, expected ({param.n},)")
             break
+        if param.provides("kinks"):
+            _check_kinks(param, theta, k, add)
         out = np.asarray(param.forward(theta))
         ok_shape = out.shape == param.predictor_shape and bool(np.all(np.isfinite(out)))
         add("forward", 0.0 if ok_shape else float("inf"), 0.0, k,
@@ -178,6 +196,9 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
             "jacobian() disagrees with central finite differences of forward()")
         v = rng.standard_normal(param.n)
         w = rng.standard_normal(param.m)
+        if param.provides("sparse_jacobian"):
+            add("sparse-jacobian", _rel(param.sparse_jacobian(theta).toarray(), J), tol, k,
+                "sparse_jacobian(theta) disagrees with jacobian(theta)")
         add("jvp", _rel(param.jvp(theta, v), J @ v), tol, k, "jvp(theta, v) != J(theta) v")
         add("vjp", _rel(param.vjp(theta, w), J.T @ w), tol, k, "vjp(theta, w) != J(theta)^T w")
         if param.provides("quadratic_forms") and len(param.predictor_shape) == 2 \
@@ -226,6 +247,15 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
                     note=(f"{group.name} acts with a stabilizer of dimension {stabilizer} at "
                           f"random points (orbits of dimension {rank}, not free)"
                           if stabilizer > 0 else ""))
+                from .geometry import range_basis
+
+                basis = range_basis(G, warn=False)[0]
+                projector = group.vertical_projector(theta)
+                add("vertical-projector", _rel(projector(v), basis @ (basis.T @ v)), tol, k,
+                    f"{group.name}.vertical_projector(theta) disagrees with the projection onto "
+                    "the span of generators(theta)",
+                    note="" if projector.dim == basis.shape[1] else
+                    f"orbit dimension {projector.dim} vs generator rank {basis.shape[1]}")
             if param.provides("horizontal_projection"):
                 from .geometry import horizontal_projection
 
@@ -235,6 +265,11 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
                     "the closed-form horizontal_projection disagrees with v - V V^T v")
         if param.provides("rank_at"):
             _check_rank_at(param, theta, J, k, add)
+        if action is not None:
+            add("input-action", _rel(action.forward(theta, action.identity),
+                                     param.forward(theta)), tol, k,
+                "input_action().forward(theta, identity) != phi(theta): the declared action on "
+                "the inputs is not wired to the same map")
         if symbolic is not None:
             add("symbolic", _rel(symbolic(theta), param.forward_flat(theta)), tol, k,
                 "symbolic() expressions disagree with forward(); check the symbol order")
@@ -321,6 +356,20 @@ def _rank_deficient_points(param, group, theta, rng, max_neurons=8):
     return points
 
 
+def _check_kinks(param, theta, k, add):
+    from .kinks import kink_report
+
+    try:
+        report = kink_report(param, theta)
+    except ParamgeoError as exc:
+        add("kinks", float("inf"), 0.0, k, str(exc))
+        return
+    add("kinks", float(report.on_kink), 0.0, k,
+        f"random_point lies on {len(report.kinks)} kink(s) ({', '.join(report.kinks[:3])}): "
+        "kinks() reports conditions met at generic points, or random_point is degenerate",
+        note=f"{report.conditions} nonsmooth conditions; random points off them")
+
+
 def _check_architecture(param):
     import networkx as nx
 
@@ -358,13 +407,13 @@ def _is_linear(group, n, rng, tol=1e-8):
 
 def _check_discovered(param, group, seed):
     """Declared versus discovered continuous symmetry (see the module docstring)."""
-    from .discover import MAX_LINEAR_DIM, discover
+    from .symmetry import MAX_LINEAR_DIM, discover
 
     if param.n > MAX_LINEAR_DIM:
         prop = "declared-vs-discovered" if group is not None else "discovered-symmetry"
         return CheckItem(prop, True, 0.0, 0.0, -1, "", f"skipped: n = {param.n} > "
                          f"{MAX_LINEAR_DIM}, too large for the linear search")
-    found = discover(param, seed=seed, discrete=False)
+    found = discover(param, seed=seed, discrete=False, equivariance=False)
     label = f"{found.algebra} (dimension {found.dim})"
     if group is None:
         note = f"no symmetry declared; discovered {label}" if found.dim else ""

@@ -4,7 +4,7 @@ import dataclasses
 
 import numpy as np
 
-from .geometry import generic_rank, orbit_dim
+from .geometry import generic_rank_decision, orbit_dim
 from .results import Result
 
 
@@ -35,13 +35,17 @@ class Description(Result):
     capabilities: tuple
     references: tuple
     discovered_symmetry: object = None
+    rank_route: str = "dense"  # dense, closed-form, sparse or matrix-free (paramgeo.matfree)
+    rank_certificate: object = None  # how a matrix-free generic rank was certified
 
 
-def describe(param, seed=0):
+def describe(param, seed=0, route="auto"):
     """Describe ``param``: n, m, generic rank (max over random points), symmetry name and
     dimension (declared, else discovered), quotient dimension n - dim(orbit) and whether it
-    equals the generic rank."""
-    rank = generic_rank(param, seed=seed)
+    equals the generic rank. ``route`` chooses how ranks are decided (dense SVD, the plugin's
+    closed form, or the matrix-free certificate; see :func:`paramgeo.geometry.rank_at`)."""
+    decision = generic_rank_decision(param, seed=seed, route=route)
+    rank = decision.rank
     if param.provides("symmetry"):
         group = param.symmetry()
         theta = param.random_point(np.random.default_rng(seed))
@@ -49,7 +53,7 @@ def describe(param, seed=0):
         quotient = param.n - orbit_dim(param, theta)
         discovered = None
     else:
-        from .discover import MAX_LINEAR_DIM, discover
+        from .symmetry import MAX_LINEAR_DIM, discover
 
         sym, quotient, discovered = None, param.n, None
         if param.n <= MAX_LINEAR_DIM:
@@ -71,4 +75,6 @@ def describe(param, seed=0):
         capabilities=tuple(sorted(param.capabilities)),
         references=tuple(param.references),
         discovered_symmetry=discovered,
+        rank_route=decision.route,
+        rank_certificate=decision.certificate,
     )

@@ -2,20 +2,8 @@
 
 All functions read only the contract: J(theta) and, where declared, the symmetry generators.
 
-Tolerance policy (the one used everywhere a rank is decided)
---------------------------------------------------------------
-For a matrix with singular values s_1 >= s_2 >= ... the numerical rank is
-
-    rank = #{ i : s_i > tol },   tol = max(atol, rtol * s_1),   rtol = 1e-9 by default.
-
-rtol = 1e-9 sits far above round-off in a Jacobian evaluated in double precision (about
-1e-15 relative) and far below the smallest singular values of the generic points of the built-in
-parameterizations, so a decision against it is robust; the points that optimisers drive towards
-singularity (``paramgeo.critical``) reach 1e-10 and below. A decision is *doubtful* when some
-singular value lies within a factor ``band`` (1e3) of tol; it is then reported with the figures
-(the singular value closest to tol and the gap s_rank / s_{rank+1}) and a
-:class:`~paramgeo.errors.NumericalDoubtWarning` is emitted, so a near-singular point is called
-near-singular, not silently regular. Change it for one call by passing ``policy=RankPolicy(...)``.
+Tolerance policy: one, used everywhere a rank is decided; it is defined (and explained) in
+:mod:`paramgeo.numerics` with the bases decided under it, and re-exported here.
 """
 
 import dataclasses
@@ -24,123 +12,8 @@ import warnings
 import numpy as np
 
 from .errors import NumericalDoubtWarning, ShapeError
-from .results import Result
-
-
-@dataclasses.dataclass(frozen=True)
-class RankPolicy:
-    """rank = #{s_i > max(atol, rtol * s_max)}; doubtful if some s_i is within ``band`` of tol."""
-
-    rtol: float = 1e-9
-    atol: float = 0.0
-    band: float = 1e3
-
-    def tol(self, singular_values):
-        smax = float(singular_values[0]) if len(singular_values) else 0.0
-        return max(self.atol, self.rtol * smax)
-
-
-DEFAULT_POLICY = RankPolicy()
-
-
-@dataclasses.dataclass(frozen=True)
-class RankDecision(Result):
-    """A numerical rank with the evidence: singular values, tolerance, gap, doubt."""
-
-    rank: int
-    tol: float
-    singular_values: np.ndarray
-    gap: float  # s_rank / s_{rank+1} (inf if nothing below, or full rank)
-    doubtful: bool
-    closest: float  # the singular value closest to tol on a log scale (nan if none)
-
-
-def decide_rank(matrix_or_singular_values, policy=None, what="matrix", warn=True):
-    """Decide the numerical rank under the tolerance policy (see module docstring)."""
-    policy = policy or DEFAULT_POLICY
-    arr = np.asarray(matrix_or_singular_values, dtype=float)
-    s = np.linalg.svd(arr, compute_uv=False) if arr.ndim == 2 else np.sort(arr)[::-1]
-    tol = policy.tol(s)
-    rank = int(np.sum(s > tol))
-    above = s[rank - 1] if rank > 0 else np.inf
-    below = s[rank] if rank < len(s) else 0.0
-    gap = float(above / below) if below > 0 else float("inf")
-    positive = s[s > 0]
-    if len(positive) and tol > 0:
-        closest = float(positive[np.argmin(np.abs(np.log(positive / tol)))])
-        doubtful = bool(tol / policy.band < closest < tol * policy.band)
-    else:
-        closest, doubtful = float("nan"), False
-    if doubtful and warn:
-        warnings.warn(
-            f"rank of {what} decided near the tolerance: singular value {closest:.3g} vs "
-            f"tol {tol:.3g} (rank {rank}, gap {gap:.3g}); pass a RankPolicy to decide otherwise",
-            NumericalDoubtWarning,
-            stacklevel=2,
-        )
-    return RankDecision(rank, tol, s, gap, doubtful, closest)
-
-
-def as_rng(seed):
-    """A numpy Generator from a seed, or the Generator itself (never global random state)."""
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-
-
-def range_basis(matrix, policy=None, what="matrix", warn=True):
-    """(B, decision): an orthonormal basis B of the column space of ``matrix`` (its left singular
-    vectors above the tolerance) and the :class:`RankDecision` that chose its size. ``warn``
-    as in :func:`decide_rank` (False: the doubt is only recorded in the decision)."""
-    matrix = np.atleast_2d(np.asarray(matrix, dtype=float))
-    if matrix.shape[1] == 0 or matrix.shape[0] == 0:
-        return np.zeros((matrix.shape[0], 0)), decide_rank(np.zeros(0), policy, what, warn=False)
-    u, s, _ = np.linalg.svd(matrix, full_matrices=False)
-    decision = decide_rank(s, policy, what=what, warn=warn)
-    return u[:, : decision.rank], decision
-
-
-def null_basis(matrix, policy=None, what="matrix", warn=True):
-    """(N, decision): an orthonormal basis N (columns) of the null space {x : matrix x = 0}
-    under the tolerance policy, and the :class:`RankDecision` of ``matrix``. ``warn`` as in
-    :func:`decide_rank`."""
-    matrix = np.atleast_2d(np.asarray(matrix, dtype=float))
-    _, s, vt = np.linalg.svd(matrix, full_matrices=True)
-    decision = decide_rank(s, policy, what=what, warn=warn)
-    return vt[decision.rank:].T, decision
-
-
-def rational_rref(M, pivot_tol=1e-9, max_den=12, snap_tol=1e-9):
-    """Reduced row echelon form of the rows of M (partial pivoting in column order; a pivot must
-    exceed ``pivot_tol`` times the largest |entry|), as a list of the nonzero rows. Entries
-    within ``snap_tol`` of a fraction with denominator <= ``max_den`` become that
-    ``fractions.Fraction`` (others stay floats), so bases of exact objects (Lie algebras of
-    integer matrices, polynomial conservation laws) read exactly and the same for every seed:
-    the RREF of a row space is unique."""
-    import fractions
-
-    B = np.array(M, dtype=float)
-    if B.ndim != 2 or B.size == 0:
-        return []
-    scale = max(float(np.max(np.abs(B))), 1e-300)
-    row = 0
-    for col in range(B.shape[1]):
-        if row == B.shape[0]:
-            break
-        pivot = row + int(np.argmax(np.abs(B[row:, col])))
-        if abs(B[pivot, col]) <= pivot_tol * scale:
-            continue
-        B[[row, pivot]] = B[[pivot, row]]
-        B[row] /= B[row, col]
-        others = np.arange(B.shape[0]) != row
-        B[others] -= np.outer(B[others, col], B[row])
-        row += 1
-    out = []
-    for r in B[:row]:
-        vals = []
-        for c in r:
-            f = fractions.Fraction(float(c)).limit_denominator(max_den)
-            vals.append(f if abs(float(f) - c) < snap_tol else float(c))
-        out.append(vals)
-    return out
+from .numerics import (DEFAULT_POLICY, RankDecision, RankPolicy, as_rng, decide_rank,  # noqa: F401
+                       null_basis, range_basis, rational_rref)
 
 
 def solve_sylvester_psd(A, B, C, rtol=1e-12):
@@ -165,30 +38,77 @@ def solve_sylvester_psd(A, B, C, rtol=1e-12):
     return P @ np.where(safe, Ct / np.where(safe, denom, 1.0), 0.0) @ Q.T
 
 
-def rank_at(param, theta, policy=None):
-    """Rank of J(theta) with its singular values (a :class:`RankDecision`).
+def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=None):
+    """Rank of J(theta) with its evidence (a :class:`RankDecision`).
 
-    From the plugin's closed form where it declares the ``rank_at`` capability (a function of
-    the ranks of its factors, e.g. rank J = d k - k(k-1)/2 for U U^T at rank U = k; see the
-    plugin), else from the SVD of the dense Jacobian. The kernel dimension is n - rank."""
+    ``route`` (see :func:`paramgeo.matfree.choose_route`): ``auto`` takes the plugin's closed
+    form where it declares ``rank_at``, the SVD of the dense J while m x n <= DENSE_MAX_ENTRIES,
+    and otherwise the sparse or matrix-free certificate of :func:`paramgeo.matfree.certify_rank`
+    (Lanczos on the horizontally deflated J^T J); ``decision.route`` says which was used and
+    ``decision.certificate`` how a matrix-free rank was certified (``max_deficiency``: the
+    most rank drops beyond the symmetry it counts, default ``matfree.MAX_DEFICIENCY``).
+
+    For a plugin with kinks (:mod:`paramgeo.kinks`) the decision carries the ``KinkReport``;
+    on a kink J is one one-sided Jacobian, so its rank decides nothing about phi: that warns
+    (``NumericalDoubtWarning``) naming the kinks.
+    """
+    from .kinks import kink_report
+    from .matfree import MAX_DEFICIENCY, certify_rank, choose_route
+
     theta = param.as_theta(theta)
-    if param.provides("rank_at"):
-        return param.rank_at(theta, policy)
-    return decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}")
+    route = choose_route(param, route)
+    if route == "closed-form":
+        decision = dataclasses.replace(param.rank_at(theta, policy), route="closed-form")
+    elif route == "dense":
+        decision = decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}",
+                               warn=warn)
+    else:
+        decision = certify_rank(param, theta, policy, route=route, warn=warn,
+                                max_deficiency=MAX_DEFICIENCY if max_deficiency is None
+                                else max_deficiency)
+    kinks = kink_report(param, theta)
+    if kinks is None:
+        return decision
+    if kinks.on_kink and warn:
+        warnings.warn(f"{param.name}: theta is {kinks}; the rank {decision.rank} is that of one "
+                      "one-sided Jacobian, not a rank of phi", NumericalDoubtWarning, stacklevel=2)
+    return dataclasses.replace(decision, kinks=kinks)
 
 
-def generic_rank(param, n_points=3, seed=0, policy=None):
-    """Generic rank of phi: the maximum of rank J over ``n_points`` random points.
+def generic_rank(param, n_points=3, seed=0, policy=None, route="auto"):
+    """Generic rank of phi: the maximum of rank J over ``n_points`` random points (an int; see
+    :func:`generic_rank_decision` for the evidence and the route)."""
+    return generic_rank_decision(param, n_points, seed, policy, route).rank
+
+
+def generic_rank_decision(param, n_points=3, seed=0, policy=None, route="auto"):
+    """The :class:`RankDecision` of the random point of largest rank among ``n_points``.
 
     The rank of a polynomial (or analytic) map's Jacobian equals its generic value outside a
     measure-zero set, so random points attain it almost surely; the maximum guards against an
-    unlucky draw.
+    unlucky draw. A certified rank that meets its upper bound (m, or n - orbit dimension: no
+    rank drop beyond the symmetry) is the generic rank, so the search stops there.
     """
     rng = as_rng(seed)
-    return max(
-        decide_rank(param.jacobian(param.random_point(rng)), policy, warn=False).rank
-        for _ in range(n_points)
-    )
+    best = None
+    for _ in range(n_points):
+        decision = rank_at(param, param.random_point(rng), policy, route=route, warn=False)
+        if best is None or decision.rank > best.rank:
+            best = decision
+        if decision.certificate is not None and decision.certificate.deficiency == 0:
+            break
+    return best
+
+
+def vertical_projector(param, theta, policy=None):
+    """The symmetry's :class:`~paramgeo.symmetry.VerticalProjector` at theta (P_V w without a
+    dense basis; orbit dimension ``.dim``), or the zero projector without a declared group."""
+    from .symmetry import sparse_projector
+
+    theta = param.as_theta(theta)
+    if not param.provides("symmetry"):
+        return sparse_projector(np.zeros((param.n, 0)), policy)
+    return param.symmetry().vertical_projector(theta, policy)
 
 
 def kernel(param, theta, policy=None):
@@ -206,24 +126,35 @@ def vertical_space(param, theta, policy=None):
 
 
 def orbit_dim(param, theta, policy=None):
-    """Dimension of the orbit through theta (rank of the generators; drops at stabilizers)."""
-    return vertical_space(param, theta, policy).shape[1]
+    """Dimension of the orbit through theta (rank of the generators; drops at stabilizers),
+    read from the vertical projector (closed forms for matrix groups; no n x k basis)."""
+    projector = vertical_projector(param, theta, policy)
+    decision = projector.decision
+    if decision.doubtful:
+        warnings.warn(
+            f"rank of symmetry generators of {param.name} decided near the tolerance: singular "
+            f"value {decision.closest:.3g} vs tol {decision.tol:.3g}", NumericalDoubtWarning,
+            stacklevel=2)
+    return projector.dim
 
 
 def horizontal_projection(param, theta, v, policy=None, generic=False):
     """Projection of v onto the horizontal space (orthogonal complement of the vertical space).
 
-    Uses the plugin's closed form where declared, unless ``generic=True`` (the test oracle):
-    h = v - V V^T v with V an orthonormal basis of the vertical space.
+    Uses the plugin's closed form where declared; otherwise h = v - P_V v with the symmetry's
+    vertical projector (no dense basis). ``generic=True`` is the test oracle: h = v - V V^T v
+    with V an orthonormal basis of the span of the dense generators.
     """
     theta = param.as_theta(theta)
     v = np.asarray(v, dtype=float)
     if v.shape != (param.n,):
         raise ShapeError(f"a tangent vector must have {param.n} entries, got shape {v.shape}")
-    if param.provides("horizontal_projection") and not generic:
+    if generic:
+        V = vertical_space(param, theta, policy)
+        return v - V @ (V.T @ v)
+    if param.provides("horizontal_projection"):
         return np.asarray(param.horizontal_projection(theta, v), dtype=float)
-    V = vertical_space(param, theta, policy)
-    return v - V @ (V.T @ v)
+    return v - vertical_projector(param, theta, policy)(v)
 
 
 def quotient_metric(param, theta, u, v, policy=None):
@@ -240,25 +171,36 @@ def predictor_metric(param, theta):
     return J @ J.T
 
 
-def horizontal_lift(param, theta, w, policy=None):
+def horizontal_lift(param, theta, w, policy=None, route="auto"):
     """The horizontal vector h with J h = w of least norm: h = J^+ w (minimum-norm solution
     lies in range J^T = (ker J)^perp, which is horizontal since vertical vectors lie in ker J).
 
-    The pseudo-inverse follows the tolerance policy: with J = U diag(s) V^T and r the rank
-    decided by :func:`decide_rank`, J^+ w = sum_{i <= r} v_i (u_i . w) / s_i, so singular values
-    at or below the tolerance are treated as zero (not inverted) and a decision near the
-    tolerance warns, as everywhere else a rank is decided (Golub and Van Loan, "Matrix
-    computations", Section 5.5.4, truncated SVD). For w outside range J this is the
-    least-squares solution of least norm.
+    Dense route (m x n <= DENSE_MAX_ENTRIES, or ``route="dense"``): the pseudo-inverse follows
+    the tolerance policy: with J = U diag(s) V^T and r the rank decided by :func:`decide_rank`,
+    J^+ w = sum_{i <= r} v_i (u_i . w) / s_i, so singular values at or below the tolerance are
+    treated as zero (not inverted) and a decision near the tolerance warns, as everywhere else a
+    rank is decided (Golub and Van Loan, "Matrix computations", Section 5.5.4, truncated SVD).
+    Matrix-free route: LSMR on the operator J (Fong and Saunders 2011) started at 0, whose
+    iterates stay in range J^T and so converge to the same minimum-norm least-squares solution,
+    stopped at relative residual 1e-12. For w outside range J this is the least-squares solution
+    of least norm.
     """
-    J = param.jacobian(param.as_theta(theta))
+    from .matfree import DENSE_MAX_ENTRIES, jacobian_operator
+
+    theta = param.as_theta(theta)
     w = np.asarray(w, float).ravel()
-    if w.shape != (J.shape[0],):
-        raise ShapeError(f"a predictor tangent vector must have {J.shape[0]} entries, "
+    if w.shape != (param.m,):
+        raise ShapeError(f"a predictor tangent vector must have {param.m} entries, "
                          f"got shape {w.shape}")
-    u, s, vt = np.linalg.svd(J, full_matrices=False)
-    r = decide_rank(s, policy, what=f"J of {param.name}").rank
-    return vt[:r].T @ ((u[:, :r].T @ w) / s[:r])
+    if route == "dense" or (route == "auto" and param.m * param.n <= DENSE_MAX_ENTRIES):
+        J = param.jacobian(theta)
+        u, s, vt = np.linalg.svd(J, full_matrices=False)
+        r = decide_rank(s, policy, what=f"J of {param.name}").rank
+        return vt[:r].T @ ((u[:, :r].T @ w) / s[:r])
+    from scipy.sparse.linalg import lsmr
+
+    return lsmr(jacobian_operator(param, theta), w, atol=1e-12, btol=1e-12,
+                maxiter=10 * min(param.m, param.n))[0]
 
 
 def fiber_bundle(param):

@@ -16,6 +16,10 @@ Built-in losses:
   network regression with A_i = x_i).
 * :class:`Logistic`: ell(beta) = (1/N) sum_i log(1 + exp(-y_i <A_i, beta>)), labels y_i = +-1.
 * :class:`Exponential`: ell(beta) = (1/N) sum_i exp(-y_i <A_i, beta>).
+  Both have closed-form gradients and Hessians in the margins mu_i = y_i <A_i, beta>;
+  ``on_outputs(y)`` applies them to a predictor that is the vector of outputs (A = I), and
+  :func:`max_margin` solves the hard-margin SVM their gradient descent converges to in
+  direction on separable data (Soudry et al. 2018).
 * :class:`QuadraticMeasurements`: ell(Q) = (1 / 2N) sum_i (x_i^T Q x_i - y_i)^2 on square
   predictors Q (d x d): the same loss as LinearMeasurements with A_i = x_i x_i^T (positive
   quadratic networks f_U(x) = x^T U U^T x), stored and evaluated in factored form: O(N d) memory
@@ -29,12 +33,14 @@ readable errors; the layout is documented there and in docs/flows.md.
 """
 
 import abc
+import dataclasses
 
 import autograd
 import autograd.numpy as anp
 import numpy as np
 
 from .errors import ParamgeoError, ShapeError
+from .results import Result
 
 
 class Loss(abc.ABC):
@@ -180,11 +186,23 @@ class QuadraticMeasurements(Loss):
 
 
 class _MarginLoss(Loss):
+    """ell(beta) = (1/N) sum_i l(mu_i) of the margins mu_i = y_i <A_i, beta>, labels +-1.
+
+    grad ell = (1/N) A^T (y * l'(mu)) and Hess ell = (1/N) A^T diag(l''(mu)) A (y_i^2 = 1).
+    ``on_outputs(y)`` takes A = I: the predictor is the vector of outputs f(x_i) itself (a
+    parameterization whose predictor is its outputs on the N samples)."""
+
     def __init__(self, A, y):
         self.A, self.y = _design(A, y, type(self).__name__)
         if not np.all(np.isin(self.y, (-1.0, 1.0))):
             raise ShapeError(f"{type(self).__name__}: labels y must be -1 or +1")
         self.N, self.m = self.A.shape
+
+    @classmethod
+    def on_outputs(cls, y):
+        """The loss of the outputs themselves: A = I_N, mu_i = y_i beta_i."""
+        y = np.asarray(y, dtype=float).ravel()
+        return cls(np.eye(y.size), y)
 
     def margins(self, beta):
         return self.y * anp.dot(self.A, beta)
@@ -192,33 +210,104 @@ class _MarginLoss(Loss):
     def minibatch(self, indices):
         return type(self)(self.A[indices], self.y[indices])
 
+    def grad(self, beta):
+        mu = self.margins(np.asarray(beta, float))
+        return self.A.T @ (self.y * self.dloss(mu)) / self.N
+
+    def hessian(self, beta):
+        mu = self.margins(np.asarray(beta, float))
+        return (self.A.T * self.d2loss(mu)) @ self.A / self.N
+
 
 class Logistic(_MarginLoss):
-    """ell(beta) = (1/N) sum_i log(1 + exp(-y_i <A_i, beta>)) (labels +-1)."""
+    """ell(beta) = (1/N) sum_i log(1 + exp(-y_i <A_i, beta>)) (labels +-1).
+
+    l(mu) = log(1 + e^{-mu}), l'(mu) = -sigma(-mu), l''(mu) = sigma(mu) sigma(-mu) with
+    sigma(z) = 1 / (1 + e^{-z}) (scipy's expit: no overflow for large |mu|). On separable data
+    gradient descent drives |beta| -> infinity and beta / |beta| -> the hard-margin SVM
+    direction at rate 1 / log t (Soudry, Hoffer, Nacson, Gunasekar, Srebro 2018, "The implicit
+    bias of gradient descent on separable data"); see :func:`max_margin`. The autograd
+    defaults are the test oracle of the closed forms."""
 
     def value(self, beta):
         return anp.mean(anp.logaddexp(0.0, -self.margins(beta)))
 
-    def grad(self, beta):
-        """grad ell(beta) = -(1/N) sum_i y_i sigma(-mu_i) A_i, with margins mu_i = y_i <A_i, beta>
-        and sigma(z) = 1 / (1 + exp(-z)), i.e. coefficient -y_i / (1 + exp(mu_i)) on A_i
-        (d/dmu log(1 + exp(-mu)) = -1 / (1 + exp(mu)); the autograd default is the test
-        oracle)."""
-        s = -self.y / (1.0 + np.exp(self.margins(np.asarray(beta, float))))
-        return self.A.T @ s / self.N
+    @staticmethod
+    def dloss(mu):
+        from scipy.special import expit
+
+        return -expit(-mu)
+
+    @staticmethod
+    def d2loss(mu):
+        from scipy.special import expit
+
+        return expit(mu) * expit(-mu)
 
 
 class Exponential(_MarginLoss):
-    """ell(beta) = (1/N) sum_i exp(-y_i <A_i, beta>) (labels +-1)."""
+    """ell(beta) = (1/N) sum_i exp(-y_i <A_i, beta>) (labels +-1): l(mu) = e^{-mu},
+    l'(mu) = -e^{-mu}, l''(mu) = e^{-mu} (the same max-margin limit as the logistic loss,
+    Soudry et al. 2018)."""
 
     def value(self, beta):
         return anp.mean(anp.exp(-self.margins(beta)))
 
-    def grad(self, beta):
-        """grad ell(beta) = -(1/N) sum_i y_i exp(-mu_i) A_i, with margins mu_i = y_i <A_i, beta>
-        (d/dmu exp(-mu) = -exp(-mu); the autograd default is the test oracle)."""
-        s = -self.y * np.exp(-self.margins(np.asarray(beta, float)))
-        return self.A.T @ s / self.N
+    @staticmethod
+    def dloss(mu):
+        return -np.exp(-mu)
+
+    @staticmethod
+    def d2loss(mu):
+        return np.exp(-mu)
+
+
+@dataclasses.dataclass(frozen=True)
+class MaxMargin(Result):
+    """The hard-margin SVM of :func:`max_margin`: ``direction`` w / |w|, ``margin`` gamma =
+    min_i y_i <A_i, w / |w|> = 1 / |w|, ``w`` the minimiser, ``support`` the indices with
+    y_i <A_i, w> = 1 (within 1e-6), ``dual`` alpha >= 0 with w = sum_i alpha_i y_i A_i (non-
+    negative least squares on the support), ``kkt_residual`` |w - sum_i alpha_i y_i A_i| / |w|."""
+
+    direction: np.ndarray
+    margin: float
+    w: np.ndarray
+    support: tuple
+    dual: np.ndarray
+    kkt_residual: float
+    success: bool
+    message: str
+
+
+def max_margin(A, y, tol=1e-12):
+    """The hard-margin SVM without bias: w* = argmin |w|^2 / 2 subject to y_i <A_i, w> >= 1,
+    solved with scipy's SLSQP; returns a :class:`MaxMargin` (direction w* / |w*|, margin
+    1 / |w*|) with the KKT certificate w* = sum_{i in support} alpha_i y_i A_i, alpha >= 0
+    (Boyd and Vandenberghe 2004, Sec. 8.6.1). The limit direction of gradient descent on the
+    logistic and exponential losses over separable data (Soudry et al. 2018). A ShapeError
+    names non-separable data (SLSQP fails to satisfy the constraints)."""
+    from scipy.optimize import minimize, nnls
+
+    A, y = _design(A, y, "max_margin")
+    Z = y[:, None] * A  # rows y_i A_i
+    w0, *_ = np.linalg.lstsq(Z, np.ones(len(y)), rcond=None)
+    w0 = w0 / max(np.min(Z @ w0), 1e-12) if np.min(Z @ w0) > 0 else w0
+    res = minimize(lambda w: 0.5 * w @ w, w0, jac=lambda w: w, method="SLSQP",
+                   constraints=[{"type": "ineq", "fun": lambda w: Z @ w - 1.0,
+                                 "jac": lambda w: Z}],
+                   options={"ftol": tol, "maxiter": 1000})
+    w = res.x
+    if not res.success or np.min(Z @ w) < 1.0 - 1e-6:
+        raise ShapeError(f"max_margin: no w with y_i <A_i, w> >= 1 for all i was found "
+                         f"(SLSQP: {res.message}); the data are not linearly separable")
+    support = np.flatnonzero(Z @ w <= 1.0 + 1e-6)
+    alpha_s, _ = nnls(Z[support].T, w)
+    dual = np.zeros(len(y))
+    dual[support] = alpha_s
+    kkt = float(np.linalg.norm(Z.T @ dual - w) / np.linalg.norm(w))
+    norm = float(np.linalg.norm(w))
+    return MaxMargin(w / norm, 1.0 / norm, w, tuple(int(i) for i in support), dual, kkt,
+                     bool(res.success), str(res.message))
 
 
 class CallableLoss(Loss):

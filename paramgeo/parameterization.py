@@ -40,6 +40,9 @@ CAPABILITIES = {
     "mirror_potential": "mirror_potential",  # closed-form Legendre potential of the mirror flow
     "quadratic_forms": "quadratic_forms",  # x_i^T phi(theta) x_i and its VJP, never forming phi
     "rank_at": "rank_at",  # rank of J(theta) in closed form from the factors (a RankDecision)
+    "sparse_jacobian": "sparse_jacobian",  # J(theta) as a scipy.sparse matrix (O(nnz) memory)
+    "kinks": "kinks",  # piecewise-smooth phi: distances to the sets where it is not differentiable
+    "input_action": "input_action",  # a group acting on the fixed inputs (positions, data)
 }
 
 
@@ -116,6 +119,23 @@ class Size:
                 raise ValueError
             return out
         return str(value)
+
+
+def fixed_array(owner, label, value, sizes, names):
+    """A user's fixed 2-d array of a plugin (lora's W0, relu-net's X) as a finite float array,
+    with the sizes ``names`` (one per axis) defaulted in ``sizes`` to its shape; None stays
+    None. Raises ShapeError for a non-finite or non-2-d array or sizes contradicting it."""
+    if value is None:
+        return None
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim != 2 or not np.all(np.isfinite(arr)):
+        raise ShapeError(f"{owner}: {label} must be a finite 2-d array, got shape {arr.shape}")
+    for name, extent in zip(names, arr.shape):
+        if str(sizes.setdefault(name, extent)).strip() != str(extent):
+            raise ShapeError(f"{owner}: {label} has shape {arr.shape} but the sizes say "
+                             f"{name}={sizes[name]}; drop {', '.join(names)} (they default to "
+                             f"{label}'s shape)")
+    return arr
 
 
 class ParamSpec:
@@ -355,6 +375,11 @@ class Parameterization(abc.ABC):
         """A networkx DiGraph: neurons as nodes, weights as edges with attribute ``index``."""
         raise NotProvidedError(type(self).__name__, "architecture", "architecture")
 
+    def sparse_jacobian(self, theta):
+        """J(theta) as a ``scipy.sparse`` matrix (m x n), for maps whose Jacobian has O(n)
+        nonzeros (coordinatewise products); the matrix-free rank route then factors J J^T."""
+        raise NotProvidedError(type(self).__name__, "sparse_jacobian", "sparse_jacobian")
+
     def horizontal_projection(self, theta, v):
         """Closed-form projection of v onto the horizontal space at theta."""
         raise NotProvidedError(type(self).__name__, "horizontal_projection", "horizontal_projection")
@@ -376,6 +401,18 @@ class Parameterization(abc.ABC):
         Used by :func:`paramgeo.geometry.rank_at` instead of an SVD of the dense Jacobian;
         the contract check compares it with that SVD at random and at rank-deficient points."""
         raise NotProvidedError(type(self).__name__, "rank_at", "rank_at")
+
+    def kinks(self, theta):
+        """(labels, distances) for a piecewise-smooth phi: one scale-free distance per condition
+        under which phi is not differentiable, 0 exactly on that kink (see
+        :mod:`paramgeo.kinks`; for ReLU |w_j . x_i + b_j| / (|w_j| |x_i| + |b_j|))."""
+        raise NotProvidedError(type(self).__name__, "kinks", "kinks")
+    def input_action(self):
+        """A :class:`paramgeo.equivariance.InputAction`: a group acting on the fixed inputs the
+        predictor is evaluated on (token positions, data points), the predictor on moved inputs
+        and how it is expected to move; :func:`paramgeo.equivariance.input_equivariance` tests
+        f(theta; g . z_0) = rho(g) f(theta; z_0)."""
+        raise NotProvidedError(type(self).__name__, "input_action", "input_action")
 
     def mirror_potential(self, theta0):
         """Closed-form Legendre potential of the mirror flow started at phi(theta0), for a

@@ -22,6 +22,23 @@ def assert_contract(param, seed=0, **kwargs):
     return report
 
 
+def assert_closed_forms(param, theta, rng, atol=1e-12, fd_atol=1e-7):
+    """Assert that the closed-form J, J v and J^T w at theta agree with autograd (the
+    contract's defaults) and J with central finite differences; v, w drawn from ``rng``."""
+    from .contract import finite_difference_jacobian
+    from .parameterization import Parameterization
+
+    J = param.jacobian(theta)
+    np.testing.assert_allclose(J, Parameterization.jacobian(param, theta), atol=atol)
+    np.testing.assert_allclose(J, finite_difference_jacobian(param, theta), atol=fd_atol)
+    v, w = rng.standard_normal(param.n), rng.standard_normal(param.m)
+    np.testing.assert_allclose(param.jvp(theta, v), Parameterization.jvp(param, theta, v),
+                               atol=atol)
+    np.testing.assert_allclose(param.vjp(theta, w), Parameterization.vjp(param, theta, w),
+                               atol=atol)
+    return v, w
+
+
 class ContractSuite:
     """Subclass with ``instances = [...]`` (parameterization objects) to test them all."""
 

@@ -295,7 +295,7 @@ def build_class(spec, path=""):
 
 def _discovered_symmetry(self):
     """The discovered linear symmetries as the declared group (cached per class and sizes)."""
-    from .discover import MAX_LINEAR_DIM, discover
+    from .symmetry import MAX_LINEAR_DIM, discover
     from .symbolic import _cached
 
     if self.n > MAX_LINEAR_DIM:

@@ -98,10 +98,14 @@ class HyperbolicRotations(SymmetryGroup):
         return rng.uniform(-1.0, 1.0, size=self.p)
 
     def generators(self, theta):
+        return self.sparse_generators(theta).toarray()
+
+    def sparse_generators(self, theta):
+        import scipy.sparse as sp
+
         theta = np.asarray(theta, float)
         u, v = theta[: self.p], theta[self.p:]
-        eye = np.eye(self.p)
-        return np.vstack([eye * v[None, :], eye * u[None, :]])
+        return sp.vstack([sp.diags(v), sp.diags(u)], format="csc")
 
 
 class DeepDiagonal(Parameterization):
@@ -115,7 +119,7 @@ class DeepDiagonal(Parameterization):
                         help="product: w_1*...*w_L; signed: u^L - v^L"),
     }
     capabilities = frozenset({"jacobian", "jvp", "vjp", "symmetry", "symbolic", "architecture",
-                              "mirror_potential", "rank_at"})
+                              "sparse_jacobian", "mirror_potential", "rank_at"})
     references = (
         "Woodworth et al. (2020) Kernel and rich regimes in overparametrized models",
         "Gissin, Shalev-Shwartz, Daniely (2020) The implicit bias of depth: how incremental "
@@ -173,6 +177,13 @@ class DeepDiagonal(Parameterization):
             du, dv = self._signed_derivatives(theta)
             return np.hstack([np.diag(du), np.diag(dv)])
         return np.hstack([np.diag(c) for c in self.cofactors(theta)])
+
+    def sparse_jacobian(self, theta):
+        import scipy.sparse as sp
+
+        if self.variant == "signed":
+            return sp.hstack([sp.diags(d) for d in self._signed_derivatives(theta)], format="csr")
+        return sp.hstack([sp.diags(c) for c in self.cofactors(theta)], format="csr")
 
     def jvp(self, theta, x):
         x = np.asarray(x, float)

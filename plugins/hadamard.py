@@ -45,7 +45,7 @@ class Hadamard(Parameterization):
     size_params = {"p": Size("int", default=5, minimum=1, help="number of coordinates")}
     capabilities = frozenset(
         {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "architecture",
-         "horizontal_projection", "mirror_potential", "rank_at"}
+         "horizontal_projection", "mirror_potential", "sparse_jacobian", "rank_at"}
     )
     references = (
         "Hoff (2017) Lasso, fractional norm and structured sparse estimation using a Hadamard "
@@ -69,6 +69,12 @@ class Hadamard(Parameterization):
     def jacobian(self, theta):
         u, v = self._uv(theta)
         return np.hstack([np.diag(v), np.diag(u)])
+
+    def sparse_jacobian(self, theta):
+        import scipy.sparse as sp
+
+        u, v = self._uv(theta)
+        return sp.hstack([sp.diags(v), sp.diags(u)], format="csr")
 
     def jvp(self, theta, x):
         u, v = self._uv(theta)
@@ -161,8 +167,10 @@ class Hadamard(Parameterization):
             np.concatenate([u0, v0]), b0, value, grad, hessian)
 
     def symmetry(self):
-        eye = np.eye(self.p, dtype=int)
-        return ScalingTorus(np.hstack([eye, -eye]), signed=True)
+        import scipy.sparse as sp
+
+        eye = sp.identity(self.p, dtype=int, format="csr")
+        return ScalingTorus(sp.hstack([eye, -eye]), signed=True)
 
     def symbolic(self):
         import sympy

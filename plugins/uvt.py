@@ -80,8 +80,8 @@ class UVT(Parameterization):
         self.rows, self.cols = self.sizes["m"], self.sizes["n"]
         if self.r > min(self.rows, self.cols):
             raise SizeError(
-                f"uvt: r={self.r} exceeds min(m, n)={min(self.rows, self.cols)}; then U V^T is "
-                "generically of full rank and GL(r) no longer acts freely (the fixed-rank "
+                f"{self.name}: r={self.r} exceeds min(m, n)={min(self.rows, self.cols)}; then "
+                "U V^T is generically of full rank and GL(r) no longer acts freely (the fixed-rank "
                 "quotient geometry needs r <= min(m, n)); choose r <= min(m, n)"
             )
 
@@ -134,8 +134,9 @@ class UVT(Parameterization):
 
     # ------------------------------------------------------------------ symmetry
     def symmetry(self):
+        left, right = self.spec.blocks  # U, V (the lora subclass names them B, A_T)
         return GeneralLinearGroup(
-            self.r, right=blocks_of(self.spec, "U"), contragredient=blocks_of(self.spec, "V")
+            self.r, right=blocks_of(self.spec, left), contragredient=blocks_of(self.spec, right)
         )
 
     def symbolic(self):
@@ -149,8 +150,8 @@ class UVT(Parameterization):
         # square case m = n = d: x^T U V^T x = <U^T x, V^T x>; for the symmetric
         # W = sum_i c_i x_i x_i^T, J^T vec(W) = (W V, W^T U) = (X^T diag(c) X V, X^T diag(c) X U).
         if self.rows != self.cols:
-            raise ShapeError(f"uvt: quadratic forms x^T U V^T x need m = n, got m={self.rows}, "
-                             f"n={self.cols}")
+            raise ShapeError(f"{self.name}: quadratic forms x^T U V^T x need m = n, got "
+                             f"m={self.rows}, n={self.cols}")
         U, V = self._UV(theta)
         X = np.asarray(X, float)
         P, R = X @ U, X @ V
@@ -185,7 +186,7 @@ class UVT(Parameterization):
             s = np.linalg.eigvalsh(G)
             if s[0] <= 1e-12 * max(s[-1], 1e-300):
                 raise ShapeError(
-                    f"uvt: the balanced metric ({what}) needs {name} of full column rank "
+                    f"{self.name}: the balanced metric ({what}) needs {name} of full column rank "
                     f"r={self.r} (smallest eigenvalue of {name}^T {name} is {s[0]:.2e}); "
                     "use a point of the fixed-rank manifold or the Euclidean geometry"
                 )
@@ -232,7 +233,7 @@ class UVT(Parameterization):
         normal = xi - PU @ xi - xi @ PV + PU @ xi @ PV
         if np.linalg.norm(normal) > 1e-8 * max(np.linalg.norm(xi), 1.0):
             raise ShapeError(
-                "uvt: xi is not tangent to the rank-r manifold at U V^T (its component "
+                f"{self.name}: xi is not tangent to the rank-r manifold at U V^T (its component "
                 f"(I - P_U) xi (I - P_V) has norm {np.linalg.norm(normal):.2e}); project it first"
             )
         dU = np.linalg.solve(GV, V.T @ (xi - 0.5 * PU @ xi).T).T

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 import paramgeo
-from paramgeo.discover import MAX_LINEAR_DIM, LinearSymmetryGroup, _name, _structure
 from paramgeo.geometry import DEFAULT_POLICY
-from paramgeo.symmetry import discover
+from paramgeo.symmetry import MAX_LINEAR_DIM, LinearSymmetryGroup, discover
+from paramgeo.symmetry.discovery import _name, _structure
 
 
 def test_uut_finds_so2():

@@ -32,6 +32,7 @@ COMMANDS = {
     "critical": "_critical:critical_cmd",
     "strata": "_critical:strata_cmd",
     "search": "_critical:search_cmd",
+    "sweep": "_sweep:sweep_cmd",
 }
 
 

@@ -115,27 +115,50 @@ def _limit(env, default):
             from None
 
 
+#: The most memory (bytes) the matrix-free route may allocate (its Lanczos vectors).
+MAX_MATRIX_FREE_BYTES = 8 * 10**9
+
+
 def resolve(name, sizes, dense=True):
     """Instantiate plugin ``name`` (or load the plugin file ``name`` if it ends in .py).
 
-    Refuses sizes whose parameter vector exceeds ``MAX_PARAMS`` or, when the command forms the
-    dense m x n Jacobian (``dense``), whose Jacobian exceeds ``MAX_JACOBIAN_ENTRIES`` entries
-    (both overridable by environment variables of those names), instead of running out of
-    memory or running for hours.
+    Refuses sizes whose parameter vector exceeds ``MAX_PARAMS``, and checks what the command
+    will allocate: ``dense=True`` (commands that form the m x n Jacobian) refuses more than
+    ``MAX_JACOBIAN_ENTRIES`` entries; ``dense="auto"`` (describe, rank: the route of
+    :func:`paramgeo.matfree.choose_route`) checks the dense Jacobian only where that route is
+    dense and the matrix-free route's O(n k) vectors against ``MAX_MATRIX_FREE_BYTES``
+    otherwise; ``dense=False`` (commands that only use J^T v) checks n alone. Each limit is
+    overridable by the environment variable of that name (PARAMGEO_...).
     """
+    from ..matfree import choose_route, matrix_free_bytes
+
     param = _instantiate(name, sizes)
     max_n = _limit("PARAMGEO_MAX_PARAMS", MAX_PARAMS)
-    max_entries = _limit("PARAMGEO_MAX_JACOBIAN_ENTRIES", MAX_JACOBIAN_ENTRIES)
     where = f"{param.name} {param.sizes}"
     if param.n > max_n:
         raise SizeError(f"{where} has n = {param.n:.3g} parameters, more than paramgeo handles "
                         f"({max_n:.3g}, PARAMGEO_MAX_PARAMS); use smaller sizes")
-    if dense and param.n * param.m > max_entries:
-        raise SizeError(
-            f"{where}: the dense Jacobian would have m x n = {param.m} x {param.n} = "
-            f"{param.n * param.m:.3g} entries ({8e-9 * param.n * param.m:.3g} GB), more than "
-            f"the limit {max_entries:.3g}; use smaller sizes (or raise "
-            "PARAMGEO_MAX_JACOBIAN_ENTRIES if you have the memory and time)")
+    route = choose_route(param) if dense == "auto" else ("dense" if dense else None)
+    if route == "dense":
+        max_entries = _limit("PARAMGEO_MAX_JACOBIAN_ENTRIES", MAX_JACOBIAN_ENTRIES)
+        if param.n * param.m > max_entries:
+            raise SizeError(
+                f"{where}: the dense Jacobian would have m x n = {param.m} x {param.n} = "
+                f"{param.n * param.m:.3g} entries ({8e-9 * param.n * param.m:.3g} GB), more "
+                f"than the limit {max_entries:.3g}; use smaller sizes, or `paramgeo describe` / "
+                "`paramgeo rank`, which take the matrix-free route at this size (or raise "
+                "PARAMGEO_MAX_JACOBIAN_ENTRIES if you have the memory and time)")
+    elif route in ("sparse", "matrix-free", "closed-form"):
+        # the closed-form rank is cheap, but the command's other steps (vertical space, orbit
+        # dimension) keep vectors of length n and m too: the same budget bounds them
+        max_bytes = _limit("PARAMGEO_MAX_MATRIX_FREE_BYTES", MAX_MATRIX_FREE_BYTES)
+        need = matrix_free_bytes(param)
+        if need > max_bytes:
+            raise SizeError(
+                f"{where}: the {route} route would keep {need / 1e9:.3g} GB of work vectors "
+                f"(n = {param.n:.3g}, m = {param.m:.3g}), more than the limit "
+                f"{max_bytes / 1e9:.3g} GB; use smaller sizes (or raise "
+                "PARAMGEO_MAX_MATRIX_FREE_BYTES if you have the memory)")
     return param
 
 

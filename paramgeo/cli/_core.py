@@ -10,6 +10,13 @@ from ._common import (emit, json_option, load_point, point_options, resolve, see
                       sizes_option, table)
 
 
+route_option = click.option(
+    "--route", type=click.Choice(["auto", "dense", "closed-form", "sparse", "matrix-free"]),
+    default="auto", show_default=True,
+    help="How ranks are decided: auto picks the plugin's closed form, the dense SVD while m x n "
+         "is small, else the sparse or matrix-free certificate (Lanczos on jvp/vjp).")
+
+
 @click.command("list")
 @json_option
 def list_cmd(as_json):
@@ -64,8 +71,9 @@ def _fmt(v):
 @sizes_option
 @click.option("--all", "all_", is_flag=True, help="Describe every plugin at its default sizes.")
 @seed_option()
+@route_option
 @json_option
-def describe_cmd(name, sizes, all_, seed, as_json):
+def describe_cmd(name, sizes, all_, seed, route, as_json):
     """Dimensions, generic rank, symmetry group and quotient dimension of a parameterization.
 
     Example: paramgeo describe uut -p d=4 -p r=2 --json
@@ -76,7 +84,7 @@ def describe_cmd(name, sizes, all_, seed, as_json):
         raise click.UsageError("--all describes every plugin at its default sizes; give either "
                                "--all or a NAME with its -p sizes, not both")
     if all_:
-        results = [describe(cls(), seed=seed) for cls in _loadable().values()]
+        results = [describe(cls(), seed=seed, route=route) for cls in _loadable().values()]
         if as_json:
             click.echo(json.dumps([r.to_dict() for r in results], indent=2))
             return
@@ -92,7 +100,8 @@ def describe_cmd(name, sizes, all_, seed, as_json):
         return
     if not name:
         raise click.UsageError("give a parameterization NAME or --all")
-    emit(describe(resolve(name, sizes), seed=seed), as_json)
+    param = resolve(name, sizes, dense="auto" if route != "dense" else True)
+    emit(describe(param, seed=seed, route=route), as_json)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,29 +113,57 @@ class _RankReport(Result):
     tol: float
     gap: float
     doubtful: bool
+    route: str
+    certificate: object
+    kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi
+
+
+def rank_report(param, theta, route="auto", max_deficiency=None):
+    """The rank of J at ``theta`` (the one tolerance policy, on the chosen route), the generic
+    rank and the singular values: what ``paramgeo rank`` prints and a sweep's ``rank`` query
+    records."""
+    from ..geometry import generic_rank_decision, rank_at
+
+    decision = rank_at(param, theta, route=route, max_deficiency=max_deficiency)
+    generic = generic_rank_decision(param, route=route)
+    return _RankReport(param.name, decision.rank, generic.rank, decision.singular_values,
+                       decision.tol, decision.gap, decision.doubtful, decision.route,
+                       decision.certificate, decision.kinks)
 
 
 @click.command("rank")
 @click.argument("name")
 @sizes_option
 @point_options
+@route_option
+@click.option("--max-deficiency", type=click.IntRange(0, 100_000), default=64, show_default=True,
+              help="Matrix-free route: the most rank drops beyond the symmetry it counts (each "
+                   "keeps one length-n vector) before it refuses.")
 @json_option
-def rank_cmd(name, sizes, at, seed, as_json):
+def rank_cmd(name, sizes, at, seed, route, max_deficiency, as_json):
     """Rank of the Jacobian at a point, the generic rank and the singular values.
 
-    Example: paramgeo rank uut -p d=4 -p r=2 --at U.npy --json
+    At large sizes the rank is certified matrix-free (the singular values listed are then
+    sigma_max and the smallest ones Lanczos computed). Example: paramgeo rank uut -p d=4 -p r=2
+    --at U.npy --json
     """
-    from ..geometry import generic_rank, rank_at
-
-    param = resolve(name, sizes)
-    decision = rank_at(param, load_point(param, at, seed))
-    report = _RankReport(param.name, decision.rank, generic_rank(param), decision.singular_values,
-                         decision.tol, decision.gap, decision.doubtful)
+    param = resolve(name, sizes, dense="auto" if route != "dense" else True)
+    report = rank_report(param, load_point(param, at, seed), route, max_deficiency)
     text = (f"{param.name}: rank {report.rank} (generic rank {report.generic_rank}); "
-            f"tol {report.tol:.2e}, gap {report.gap:.3g}"
+            f"tol {report.tol:.2e}, gap {report.gap:.3g}; route {report.route}"
             + ("; DOUBTFUL: a singular value is near the tolerance" if report.doubtful else "")
-            + "\nsingular values: " + " ".join(f"{s:.4g}" for s in report.singular_values))
+            + (f"\n{report.kinks}" if report.kinks is not None else "")
+            + "\nsingular values: " + " ".join(f"{s:.4g}" for s in report.singular_values)
+            + (f"\ncertificate: {_certificate_line(report.certificate)}"
+               if report.certificate is not None else ""))
     emit(report, as_json, text)
+
+
+def _certificate_line(c):
+    return (f"{c.operator}: {c.deficiency} singular values <= tol beyond the symmetry "
+            f"(expected rank {c.expected}); smallest above tol {c.sigma_min:.4g} "
+            f"+- {c.error_bound:.2g}, sigma_max {c.sigma_max:.4g}; {c.matvecs} products, "
+            f"{c.seconds:.2f} s")
 
 
 @click.command("check")

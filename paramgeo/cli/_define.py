@@ -81,7 +81,7 @@ def discover_cmd(name, sizes, seed, no_discrete, max_dim, as_json):
 
     Example: paramgeo discover uvt -p m=4 -p n=3 -p r=2
     """
-    from ..discover import MAX_LINEAR_DIM, discover
+    from ..symmetry import MAX_LINEAR_DIM, discover
 
     param = resolve(name, sizes)
     emit(discover(param, seed=seed, discrete=not no_discrete,

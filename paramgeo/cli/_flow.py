@@ -67,24 +67,8 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, lr, sche
     \b
     Example: paramgeo flow hadamard -p p=10 --loss squared --data s2s.npz --method flow --time 30 --plot s2s.png
     """
-    from ..flows import gradient_descent, gradient_flow, schedule
-    from ..losses import loss_from_arrays
-
     param = resolve(name, sizes, dense=False)  # descent and flow use J^T v only
     arrays = load_data(data_path)
-    loss = loss_from_arrays(loss_kind, arrays, param, source=f"data file {data_path!r}")
-    if alpha is not None:
-        if not (np.isfinite(alpha) and alpha > 0):
-            raise ParamgeoError(f"--init-scale must be a positive number, got {alpha}")
-        theta0 = alpha * param.random_point(np.random.default_rng(seed))
-    elif "theta0" in arrays:
-        theta0 = np.asarray(arrays["theta0"], float)
-        if theta0.size != param.n:
-            raise ShapeError(f"data file {data_path!r}: array 'theta0' has {theta0.size} "
-                             f"entries; {param.name} {param.sizes} needs {param.n}")
-        theta0 = param.as_theta(theta0.ravel())
-    else:
-        theta0 = param.random_point(np.random.default_rng(seed))
     enabled = progress_enabled(progress, quiet=as_json)
     ctx = click.get_current_context()
     other = "flow" if method == "gd" else "gd"
@@ -99,23 +83,19 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, lr, sche
     if method == "gd":
         if t_final is not None:
             raise click.UsageError("--time is for --method flow; use --steps with gd")
-        steps = 1000 if steps is None else steps
-        lr_fn = schedule(schedule_kind, lr, steps)
-        with progress_bar(f"gradient descent, {steps} steps", enabled) as update:
-            traj = gradient_descent(param, loss, theta0, steps, lr_fn,
-                                    record_every=max(1, steps // records), stop_loss=stop_loss,
-                                    stop_grad=stop_grad, batch_size=batch_size, seed=seed,
-                                    progress=update)
+        label = f"gradient descent, {1000 if steps is None else steps} steps"
     else:
         if steps is not None:
             raise click.UsageError("--steps is for --method gd; use --time with flow")
         if batch_size is not None:
             raise click.UsageError("--batch-size is for --method gd (stochastic descent)")
-        t_final = 10.0 if t_final is None else t_final
-        with progress_bar(f"gradient flow to t = {t_final:g}", enabled) as update:
-            traj = gradient_flow(param, loss, theta0, t_final, method=integrator, rtol=rtol,
-                                 atol=atol, n_records=records, log_times=log_times,
-                                 stop_loss=stop_loss, stop_grad=stop_grad, progress=update)
+        label = f"gradient flow to t = {10.0 if t_final is None else t_final:g}"
+    with progress_bar(label, enabled) as update:
+        traj = train(param, loss_kind, arrays, data_path, method=method, steps=steps,
+                     t_final=t_final, lr=lr, schedule_kind=schedule_kind, batch_size=batch_size,
+                     integrator=integrator, rtol=rtol, atol=atol, log_times=log_times,
+                     records=records, stop_loss=stop_loss, stop_grad=stop_grad, alpha=alpha,
+                     seed=seed, progress=update)
     if plot_path:
         traj.plot(plot_path, title=f"{param.name} {param.sizes}: {traj.method}, {loss_kind} loss")
     summary = traj.summary()
@@ -134,3 +114,39 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, lr, sche
                          ["conserved quantity", "relative drift"]))
     if plot_path:
         click.echo(f"figure written to {plot_path}")
+
+
+def train(param, loss_kind, arrays, data_path, *, method="gd", steps=None, t_final=None, lr=1e-2,
+          schedule_kind="constant", batch_size=None, integrator="LSODA", rtol=1e-8, atol=1e-10,
+          log_times=False, records=200, stop_loss=None, stop_grad=None, alpha=None, seed=0,
+          progress=None):
+    """The trajectory ``paramgeo flow`` computes (and a sweep's ``flow`` query): the loss
+    ``loss_kind`` on ``arrays`` (read from ``data_path``), the start (ALPHA times a random point
+    of ``seed``, else theta0 of the data, else a random point), then gradient descent
+    (``steps``, default 1000) or gradient flow (to ``t_final``, default 10)."""
+    from ..flows import gradient_descent, gradient_flow, schedule
+    from ..losses import loss_from_arrays
+
+    loss = loss_from_arrays(loss_kind, arrays, param, source=f"data file {data_path!r}")
+    if alpha is not None:
+        if not (np.isfinite(alpha) and alpha > 0):
+            raise ParamgeoError(f"--init-scale must be a positive number, got {alpha}")
+        theta0 = alpha * param.random_point(np.random.default_rng(seed))
+    elif "theta0" in arrays:
+        theta0 = np.asarray(arrays["theta0"], float)
+        if theta0.size != param.n:
+            raise ShapeError(f"data file {data_path!r}: array 'theta0' has {theta0.size} "
+                             f"entries; {param.name} {param.sizes} needs {param.n}")
+        theta0 = param.as_theta(theta0.ravel())
+    else:
+        theta0 = param.random_point(np.random.default_rng(seed))
+    if method == "gd":
+        steps = 1000 if steps is None else steps
+        return gradient_descent(param, loss, theta0, steps, schedule(schedule_kind, lr, steps),
+                                record_every=max(1, steps // records), stop_loss=stop_loss,
+                                stop_grad=stop_grad, batch_size=batch_size, seed=seed,
+                                progress=progress)
+    return gradient_flow(param, loss, theta0, 10.0 if t_final is None else t_final,
+                         method=integrator, rtol=rtol, atol=atol, n_records=records,
+                         log_times=log_times, stop_loss=stop_loss, stop_grad=stop_grad,
+                         progress=progress)

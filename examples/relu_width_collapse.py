@@ -1,0 +1,141 @@
+"""Experiment: effective width collapse of wide two-layer ReLU networks.
+
+A two-layer ReLU network on N training inputs in R^d only sees each neuron through its
+activation pattern (1[w_j . x_i + b_j > 0])_i, and there are only P such patterns: the affine
+dichotomies of the inputs, P = 2 sum_{k=0}^{d} binom(N - 1, k) for inputs in general position
+(Cover 1965). The claim tested here: however wide the network, training with small noise
+leaves at most 2P - 1 distinct learned directions (w_j, b_j) / |(w_j, b_j)| (neurons merge
+into few directions; cf. Maennel, Bousquet, Gelly 2018, "Gradient descent quantizes ReLU
+network features").
+
+Setup: d = 2, N = 6 Gaussian inputs, k = 3 Gaussian targets (multivariate regression), the
+``relu-net`` plugin with those inputs (``X=``), widths h = 25 .. 400. Noisy gradient descent
+theta <- theta - eta (J^T r / N + lambda theta) + sigma sqrt(eta) xi (xi ~ N(0, I); residual
+r = phi(theta) - Y; J^T r by the plugin's closed-form VJP; a small weight decay lambda), from
+alpha N(0, I). At the end, a neuron is *active* if it is active on some input and carries at
+least 1% of the largest |(w_j, b_j)| |a_j|; the unit directions of the active neurons are
+clustered greedily (a neuron joins the first centre within ``--angle`` radians), and the
+number of clusters is the number of learned directions. P is counted exactly
+(``ReluNet.activation_patterns``: cells of the hyperplane arrangement in (w, b)-space) and
+checked against Cover's formula.
+
+Output: examples/output/relu_width_collapse.{md,csv,png}. Runtime about a minute.
+
+Usage: python examples/relu_width_collapse.py [--widths 25,50,...] [--steps S] [--quick]
+"""
+
+import argparse
+import csv
+import time
+from math import comb
+from pathlib import Path
+
+import numpy as np
+
+import paramgeo
+
+
+def train(p, Y, steps, lr, wd, sigma, alpha, rng):
+    """Noisy gradient descent on 1/(2N) |phi(theta) - Y|^2 + wd/2 |theta|^2."""
+    theta = alpha * rng.standard_normal(p.n)
+    N = Y.shape[0]
+    for _ in range(steps):
+        r = (p.forward(theta) - Y) / N
+        theta = (theta - lr * (p.vjp(theta, r.ravel()) + wd * theta)
+                 + sigma * np.sqrt(lr) * rng.standard_normal(p.n))
+    return theta
+
+
+def learned_directions(p, theta, angle, share=1e-2):
+    """(active neurons, clusters of their unit directions, their distinct activation patterns)."""
+    W, b, a = (p.spec.unpack(theta)[k] for k in ("W", "b", "a"))
+    U = np.hstack([W, b[:, None]])
+    size = np.linalg.norm(U, axis=1) * np.linalg.norm(a, axis=1)
+    Z = p.X @ W.T + b
+    active = np.flatnonzero((size >= share * size.max()) & (Z > 0).any(axis=0))
+    centres = []
+    for u in U[active] / np.linalg.norm(U[active], axis=1, keepdims=True):
+        if not any(u @ c >= np.cos(angle) for c in centres):
+            centres.append(u)
+    patterns = {tuple((Z[:, j] > 0).astype(int)) for j in active}
+    return len(active), len(centres), len(patterns)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--widths", default="25,50,100,200,400")
+    parser.add_argument("--steps", type=int, default=20000)
+    parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--wd", type=float, default=1e-2)
+    parser.add_argument("--sigma", type=float, default=1e-4)
+    parser.add_argument("--alpha", type=float, default=0.1)
+    parser.add_argument("--angle", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="widths 25,100; 5000 steps")
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "output"))
+    args = parser.parse_args()
+    widths = [25, 100] if args.quick else [int(w) for w in args.widths.split(",")]
+    steps = 5000 if args.quick else args.steps
+    d, N, k = 2, 6, 3
+    data = np.random.default_rng(args.seed)
+    X, Y = data.standard_normal((N, d)), data.standard_normal((N, k))
+    ReluNet = paramgeo.get_class("relu-net")
+    P = len(ReluNet(X=X, width=1, outputs=k).activation_patterns())
+    cover = 2 * sum(comb(N - 1, j) for j in range(d + 1))
+    assert P == cover, (P, cover)  # inputs in general position: the exact count is Cover's
+    print(f"N = {N} inputs in R^{d}: P = {P} affine dichotomies (Cover: {cover}); "
+          f"2P - 1 = {2 * P - 1}")
+    rows = []
+    for h in widths:
+        p = ReluNet(X=X, width=h, outputs=k)
+        t0 = time.perf_counter()
+        theta = train(p, Y, steps, args.lr, args.wd, args.sigma, args.alpha,
+                      np.random.default_rng(args.seed + h))
+        active, directions, patterns = learned_directions(p, theta, args.angle)
+        loss = 0.5 * np.sum((p.forward(theta) - Y) ** 2) / N
+        rows.append({"width": h, "active": active, "directions": directions,
+                     "patterns": patterns, "P": P, "bound_2P_minus_1": 2 * P - 1,
+                     "within_bound": directions <= 2 * P - 1, "train_loss": float(loss),
+                     "seconds": round(time.perf_counter() - t0, 1)})
+        print(rows[-1], flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "relu_width_collapse.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    lines = [f"# Effective width collapse (d = {d}, N = {N}, k = {k}; P = {P}, 2P - 1 = "
+             f"{2 * P - 1})", "",
+             f"Noisy GD: {steps} steps, lr {args.lr}, weight decay {args.wd}, noise "
+             f"{args.sigma}, init scale {args.alpha}; directions clustered within "
+             f"{args.angle} rad.", "",
+             "| width | active neurons | learned directions | activation patterns | 2P - 1 "
+             "| train loss |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['width']} | {r['active']} | {r['directions']} | {r['patterns']} | "
+              f"{r['bound_2P_minus_1']} | {r['train_loss']:.3g} |" for r in rows]
+    (out / "relu_width_collapse.md").write_text("\n".join(lines) + "\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    hs = [r["width"] for r in rows]
+    ax.plot(hs, [r["active"] for r in rows], "o-", label="active neurons")
+    ax.plot(hs, [r["directions"] for r in rows], "s-", label="learned directions")
+    ax.plot(hs, [r["patterns"] for r in rows], "^-", label="activation patterns used")
+    ax.axhline(2 * P - 1, color="k", ls="--", label=f"2P - 1 = {2 * P - 1}")
+    ax.axhline(P, color="gray", ls=":", label=f"P = {P}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("width h")
+    ax.set_ylabel("count")
+    ax.set_title(f"Two-layer ReLU, N = {N} inputs in R^{d}: width collapse")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "relu_width_collapse.png", dpi=120)
+    print(f"wrote {out / 'relu_width_collapse.md'}, .csv, .png")
+
+
+if __name__ == "__main__":
+    main()

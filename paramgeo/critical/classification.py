@@ -1,0 +1,565 @@
+"""Classification of a point: regular, or critical with its causes, stratum and nearby stratum.
+
+Causes a critical point is given (:func:`classify`):
+
+* ``orbit-degenerate``: the orbit dimension o(theta) = rank of the symmetry generators at theta
+  drops below its generic value (a continuous stabilizer appears), as for a rank-deficient U in
+  U U^T (Massart and Absil 2020).
+* ``subnetwork``: the architecture graph shows hidden neurons that are *inactive* (all incoming
+  or all outgoing weights zero) or *redundant* (two neurons of a layer with proportional
+  incoming weight vectors: for a homogeneous activation they act as one neuron); or, for a
+  factorization without a graph, the rank of the factor drops (channels vanish up to symmetry).
+  This is the mechanism of the seed paper: Kohn, Marchetti, Shabir et al., "Singular learning
+  and Occam's razor in deep monomial networks", where for large activation degree every
+  critical point lies on a subnetwork.
+* ``dependent-weights``: a dense layer's incoming weight matrix loses rank without two rows
+  being proportional (widths 3,3,1: three incoming vectors in a plane); the layer factors
+  through fewer linear forms. Not a subnetwork, and a critical point for small degree only.
+* ``other``: rank lost beyond what the point's stratum explains (rank J(theta) below the generic
+  rank of the stratum the point lies on), or with no structure to explain it. Before saying
+  so, :func:`near_stratum` tests whether theta is critical because it is *close* to a stratum
+  (s_R/s_1 decays like a power of the distance to it, and the power law accounts for the lost
+  rank); if so the stratum's causes are given and the certificate is attached.
+
+A neuron is *silent* when its incoming weights from non-silent neurons vanish (propagated layer
+by layer); the weights out of a silent neuron are don't-cares, so redundancy and dependence
+are read on incoming weights from non-silent neurons only.
+
+Rank decisions use the one tolerance policy of :mod:`paramgeo.geometry` (``RankPolicy``):
+rank = #{s_i > max(atol, rtol s_1)}; a decision with a singular value within a factor ``band``
+of the tolerance is flagged ``near_singular`` with the singular value and the gap
+s_rank / s_{rank+1}. A weight vector counts as zero when its norm is at most
+``zero_tol * |theta|`` (default ``zero_tol = policy.rtol``).
+"""
+
+import dataclasses
+import itertools
+import math
+
+import numpy as np
+
+from ..geometry import DEFAULT_POLICY, RankPolicy, as_rng, decide_rank, null_basis
+from ..kinks import kink_report
+from ..results import Result
+from .patterns import (
+    _class_label,
+    _natural,
+    _orbit_dim,
+    _pattern_label,
+    _rank,
+    _stratum_rank,
+    _zero_pattern,
+    generic_values,
+    structure,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class NearStratum(Result):
+    """Certificate that a critical theta is critical *because* it is close to a stratum S.
+
+    theta_s is theta with the nearly-satisfied conditions made exact (``conditions``); S is its
+    stratum, and rank J(theta_s) = ``snapped_rank`` = the generic rank of S < R. Along the ray
+    theta(t) = theta_s + t (theta - theta_s) the relevant ratio rho(t) = s_R/s_1 of J(theta(t))
+    vanishes at t = 0 like c t^q; ``probe`` holds (t, rho(t)) at t = T, 2T, 4T, ``exponent`` the
+    fitted q and ``predicted_ratio`` = rho(T) T^(-q), the value the power law predicts at theta
+    (t = 1). The certificate holds when the two measured exponents agree and the prediction is
+    below the rank tolerance: proximity to S alone accounts for the lost rank.
+    """
+
+    stratum: str
+    causes: tuple  # the causes S names ("subnetwork", "dependent-weights")
+    conditions: tuple  # e.g. ("h1_0 in-zero (1.3e-02)",), sizes relative to |theta|
+    distance: float  # |theta - theta_s| / |theta|
+    snapped_rank: int
+    exponent: float
+    predicted_ratio: float
+    probe: tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class Classification(Result):
+    """Verdict on a point theta: regular or critical, with causes and the evidence.
+
+    ``structure`` is "network" (architecture graph), "factor" (matrix-group symmetry) or "none";
+    with "none" the parameterization defines no strata and the stratum fields are None.
+    """
+
+    name: str
+    sizes: dict
+    verdict: str  # "regular", "critical", or "kink" (phi not differentiable: no rank decision)
+    causes: tuple  # among "orbit-degenerate", "subnetwork", "dependent-weights", "other"
+    rank: int
+    generic_rank: int
+    kernel_dim: int
+    orbit_dim: int
+    generic_orbit_dim: int
+    near_singular: bool  # a singular value lies within the policy's band of the tolerance
+    tol: float
+    gap: float  # s_rank / s_{rank+1}
+    relevant_ratio: float  # s_R / s_1 with R the generic rank (0 at a critical point)
+    singular_values: np.ndarray
+    structure: str  # "network", "factor" or "none"
+    inactive: tuple  # ((neuron, state), ...) for networks
+    redundant: tuple  # groups of neurons with proportional incoming weights
+    dependent: tuple  # dense layers whose incoming weight matrix loses rank (dicts)
+    stratum: object  # label of the stratum theta lies on ("full" if none proper); None: no strata
+    on_proper_stratum: bool
+    stratum_generic_rank: object  # int, None without strata
+    rank_equals_stratum_generic: object  # bool, None without strata
+    subnetwork_distance: object  # float: relative distance to the nearest subnetwork condition
+    near: object  # NearStratum certificate for a critical point close to a stratum, or None
+    explanation: str
+    kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi
+
+    def __str__(self):
+        head = f"{self.name} {self.sizes}: {self.verdict}"
+        if self.causes:
+            head += f" ({', '.join(self.causes)})"
+        if self.near_singular:
+            head += " - NEAR-SINGULAR: a singular value is within the tolerance band"
+        lines = [
+            head,
+            f"  rank {self.rank} / generic {self.generic_rank}; kernel dim {self.kernel_dim}; "
+            f"orbit dim {self.orbit_dim} (generic {self.generic_orbit_dim})",
+            f"  tol {self.tol:.3g}; gap {self.gap:.3g}; s_R/s_1 {self.relevant_ratio:.3g}",
+        ]
+        if self.stratum is None:
+            lines.append("  stratum: none (no architecture graph and no matrix-group symmetry, "
+                         "so no strata are defined)")
+        else:
+            lines.append(f"  stratum: {self.stratum} (generic rank {self.stratum_generic_rank}, "
+                         + ("equal to" if self.rank_equals_stratum_generic else "above")
+                         + " the rank here)")
+        if self.inactive:
+            lines.append("  inactive: " + ", ".join(f"{n} ({s})" for n, s in self.inactive))
+        if self.redundant:
+            lines.append("  redundant: " + "; ".join("{" + ",".join(g) + "}"
+                                                      for g in self.redundant))
+        for d in self.dependent:
+            lines.append(f"  dependent incoming weights in layer {d['layer']}: rank {d['rank']} "
+                         f"of {d['of']} (s_min/s_max {d['ratio']:.1e})")
+        if self.near is not None:
+            lines.append(f"  near stratum: {self.near.stratum} at distance "
+                         f"{self.near.distance:.1e} ({'; '.join(self.near.conditions)}); "
+                         f"s_R/s_1 ~ t^{self.near.exponent:.2f} along the ray to it, "
+                         f"predicting {self.near.predicted_ratio:.1e} here")
+        lines.append("  " + self.explanation)
+        return "\n".join(lines)
+
+
+@dataclasses.dataclass
+class _NetworkPoint:
+    """Activity of the hidden neurons at a point, and the sizes of nearly-met conditions."""
+
+    states: dict  # unit name -> frozenset of zero sides ("in" = silent, "out")
+    groups: list  # redundant groups (tuples of unit names)
+    dependent: list  # dicts: layer, rank, of, ratio, rows, cols
+    live_in: dict  # unit name -> tuple of theta indices of incoming weights from live units
+    near: list  # (size, kind, data) of conditions not met exactly, for snapping
+
+
+def _network_point(struct, theta, zero_tol):
+    """Read the activity pattern of a network at theta (sizes relative to |theta|).
+
+    * silent (state ``in``): every incoming weight from a non-silent predecessor is zero (in
+      layer order; inputs are never silent). A silent neuron outputs 0, so the weights out of it
+      change neither phi nor J: they are don't-cares.
+    * out-zero (state ``out``): every outgoing weight is zero.
+    * redundant: non-silent neurons of a layer whose incoming weights from non-silent
+      predecessors are proportional: sine of their angle (s_2/s_1 of the 2-row matrix) <= zero_tol.
+    * dependent: a dense layer (every kept neuron has the same predecessors) whose incoming
+      weight matrix M (one row per redundant group or single non-silent neuron, one column per
+      live predecessor with a nonzero column) has numerical rank below min(rows, columns), rank
+      decided by :func:`paramgeo.geometry.decide_rank` with rtol = zero_tol.
+    """
+    scale = max(float(np.linalg.norm(theta)), 1e-300)
+
+    def size(idx):
+        return float(np.linalg.norm(theta[list(idx)])) / scale if idx else 0.0
+
+    states, live_in, silent, near = {}, {}, set(), []
+    for u in struct.units:  # layer order
+        live_in[u.name] = tuple(i for p, i in u.preds.items() if p not in silent)
+        sizes = {"in": size(live_in[u.name]), "out": size(u.sides["out"])}
+        states[u.name] = frozenset(s for s, v in sizes.items() if v <= zero_tol)
+        if "in" in states[u.name]:
+            silent.add(u.name)
+        near += [(v, "zero", (u.name, s)) for s, v in sizes.items() if v > zero_tol]
+    by_layer = {}
+    for u in struct.units:
+        if u.name not in silent:
+            by_layer.setdefault(u.layer, []).append(u)
+    parent = {}
+
+    def find(a):
+        while parent.get(a, a) != a:
+            a = parent[a]
+        return a
+
+    keys = {}
+    for layer, units in by_layer.items():
+        keys[layer] = sorted({p for u in units for p in u.preds if p not in silent}, key=_natural)
+        for a, b in itertools.combinations(units, 2):
+            M = np.array([[theta[u.preds[k]] if k in u.preds else 0.0 for k in keys[layer]]
+                          for u in (a, b)])
+            s = np.linalg.svd(M, compute_uv=False)
+            sine = float(s[1] / s[0]) if len(s) > 1 and s[0] > 0 else 0.0
+            if sine <= zero_tol:
+                parent[find(b.name)] = find(a.name)
+            else:
+                near.append((sine, "merge", (a.name, b.name)))
+    members = {}
+    for units in by_layer.values():
+        for u in units:
+            members.setdefault(find(u.name), []).append(u)
+    groups = [tuple(u.name for u in g) for g in members.values() if len(g) > 1]
+    dependent = []
+    for layer, units in by_layer.items():
+        rows = [u for u in units if find(u.name) == u.name]
+        if len(rows) < 3 or any(set(keys[layer]) - set(u.preds) for u in rows):
+            continue  # two rows are the redundancy test; sparse layers are not tested
+        M = np.array([[theta[u.preds[k]] for k in keys[layer]] for u in rows])
+        norms = np.linalg.norm(M, axis=0) / scale
+        cols = [k for k, v in zip(keys[layer], norms) if v > zero_tol]
+        if len(cols) < 2:
+            continue
+        M = np.array([[theta[u.preds[k]] for k in cols] for u in rows])
+        of = min(len(rows), len(cols))
+        d = decide_rank(M, RankPolicy(rtol=zero_tol), warn=False)
+        ratio = float(d.singular_values[of - 1] / d.singular_values[0])
+        entry = {"layer": layer, "rank": d.rank, "of": of, "ratio": ratio,
+                 "rows": tuple(u.name for u in rows), "cols": tuple(cols)}
+        if d.rank < of:
+            dependent.append(entry)
+        else:
+            near.append((ratio, "rank", entry))
+    return _NetworkPoint(states, groups, dependent, live_in, sorted(near, key=lambda c: c[0]))
+
+
+def _network_label(struct, point):
+    parts = []
+    for cls in struct.classes:
+        counts = {}
+        for u in cls.units:
+            state = point.states[u.name]
+            if state:
+                counts[state] = counts.get(state, 0) + 1
+        parts.extend(_class_label(struct, cls, counts))
+    parts += ["redundant {" + ",".join(g) + "}" for g in point.groups]
+    parts += [f"layer {d['layer']}: incoming rank {d['rank']} of {d['of']}"
+              for d in point.dependent]
+    return "; ".join(parts) or "full"
+
+
+def _network_sampler(struct, param, point):
+    """Random points of the stratum of ``point``: a random theta, dependent layers replaced by
+    random matrices of the same rank, redundant neurons' incoming weights made proportional to
+    their group's first neuron, zero sides zeroed."""
+    units = {u.name: u for u in struct.units}
+
+    def sample(rng):
+        theta = param.random_point(rng)
+        for d in point.dependent:
+            idx = np.array([[units[r].preds[c] for c in d["cols"]] for r in d["rows"]])
+            scale = float(np.std(theta[idx])) or 1.0
+            theta[idx] = (rng.standard_normal((len(d["rows"]), d["rank"]))
+                          @ rng.standard_normal((d["rank"], len(d["cols"])))
+                          ) * scale / math.sqrt(max(d["rank"], 1))
+        for g in point.groups:
+            base = units[g[0]]
+            for other in g[1:]:
+                c = rng.uniform(0.5, 1.5) * rng.choice((-1.0, 1.0))
+                for key, idx in units[other].preds.items():
+                    theta[idx] = c * theta[base.preds[key]] if key in base.preds else 0.0
+        for name, state in point.states.items():
+            for side in state:
+                theta[list(units[name].sides[side])] = 0.0
+        return theta
+
+    return sample
+
+
+def _point_pattern_factor(struct, theta, policy):
+    """Per factor class: counts of channels vanishing on each side set, from ranks."""
+    pattern, states_per_class = [], []
+    for cls in struct.classes:
+        f = cls.factor
+        sides = [s for s in struct.sides if s in cls.units[0].sides]
+        kernels = {}
+        for side in sides:
+            blocks = f.right if side.startswith("right") else f.contragredient
+            M = np.vstack([np.reshape(theta[a:b], shape).reshape(-1, f.r)
+                           for a, b, shape in blocks])
+            kernels[side] = null_basis(M, policy, warn=False)[0]
+        states = [frozenset(c) for k in range(1, len(sides) + 1)
+                  for c in itertools.combinations(sides, k)]
+        if len(sides) == 1:
+            counts = (kernels[sides[0]].shape[1],)
+        else:
+            a, b = sides
+            Ka, Kb = kernels[a], kernels[b]
+            both = (decide_rank(Ka.T @ Kb, policy, warn=False).rank
+                    if Ka.shape[1] and Kb.shape[1] else 0)
+            counts_map = {frozenset([a]): Ka.shape[1] - both, frozenset([b]): Kb.shape[1] - both,
+                          frozenset([a, b]): both}
+            counts = tuple(counts_map[s] for s in states)
+        pattern.append(counts)
+        states_per_class.append(states)
+    return tuple(pattern), states_per_class
+
+
+@dataclasses.dataclass
+class _PointStratum:
+    label: str
+    proper: bool
+    generic_rank: int  # of the stratum
+    causes: list  # structural causes it names: "subnetwork", "dependent-weights"
+    stabilizer: bool = False  # a factor channel vanishes on every side (reflection fixes theta)
+    network: object = None  # the _NetworkPoint, for networks
+
+
+def _point_stratum(param, struct, theta, R, zero_tol, policy, n_points, rng):
+    """The stratum theta lies on and its generic rank (R when not proper)."""
+    if struct.kind == "network":
+        point = _network_point(struct, theta, zero_tol)
+        causes = (["subnetwork"] if point.groups or any(point.states.values()) else []) + (
+            ["dependent-weights"] if point.dependent else [])
+        sampler = _network_sampler(struct, param, point)
+        out = _PointStratum(_network_label(struct, point), bool(causes), R, causes,
+                            network=point)
+    else:
+        pattern, spc = _point_pattern_factor(struct, theta, policy)
+        proper = any(map(any, pattern))
+        stabilizer = any(c for cls, counts, states in zip(struct.classes, pattern, spc)
+                         for c, st in zip(counts, states) if st == frozenset(cls.units[0].sides))
+
+        def sampler(g):
+            return _zero_pattern(struct, param.random_point(g), pattern, spc)[0]
+
+        out = _PointStratum(_pattern_label(struct, pattern, spc), proper, R,
+                            ["subnetwork"] if proper else [], stabilizer)
+    if out.proper:
+        out.generic_rank = _stratum_rank(param, sampler, n_points, rng, policy)
+    return out
+
+
+def _snap(struct, theta, point, conditions):
+    """theta with the given nearly-met conditions made exact: a side zeroed, a neuron's live
+    incoming weights projected on another's line, a dense layer's incoming matrix truncated to
+    one rank less (SVD)."""
+    units = {u.name: u for u in struct.units}
+    out = theta.copy()
+    for kind, data in conditions:
+        if kind == "zero":
+            name, side = data
+            out[list(point.live_in[name] if side == "in" else units[name].sides["out"])] = 0.0
+        elif kind == "merge":
+            a, b = (units[n] for n in data)
+            keys = [k for k in a.preds if k in b.preds]
+            ia, ib = [a.preds[k] for k in keys], [b.preds[k] for k in keys]
+            wa = out[ia]
+            if wa @ wa > 0:
+                out[ib] = wa * (wa @ out[ib]) / (wa @ wa)
+        else:
+            idx = np.array([[units[r].preds[c] for c in data["cols"]] for r in data["rows"]])
+            U, s, Vt = np.linalg.svd(out[idx], full_matrices=False)
+            s[data["of"] - 1:] = 0.0
+            out[idx] = (U * s) @ Vt
+    return out
+
+
+def _describe(struct, conditions_with_sizes):
+    names = {"zero": lambda d: f"{d[0]} {d[1]}-zero", "merge": lambda d: f"{d[0]}~{d[1]}",
+             "rank": lambda d: f"layer {d['layer']} rank {d['of'] - 1}"}
+    return tuple(f"{names[k](d)} ({v:.1e})" for v, k, d in conditions_with_sizes)
+
+
+def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_points=2, seed=0,
+                 max_tries=6, floor=1e-12):
+    """Certify that a critical theta is critical because it lies close to a stratum S.
+
+    Candidates: the conditions of the architecture graph that theta nearly meets (a side of a
+    neuron of relative norm <= ``snap_max``, two incoming vectors with sine <= ``snap_max``, a
+    dense layer's incoming matrix with s_min/s_max <= ``snap_max``), tried one at a time in
+    order of size, then the two and three smallest together (at most ``max_tries``). Each gives
+    theta_s on a stratum S; it must be explained: rank J(theta_s) = generic rank of S < R, where
+    R is the generic rank of the stratum theta itself lies on (the generic rank of phi when it
+    lies on none), and R indexes the singular value s_R below.
+
+    The test (why a power law): on the ray theta(t) = theta_s + t (theta - theta_s), J(theta(t))
+    is analytic (polynomial for polynomial maps) in t, so by Rellich's theorem its singular
+    values are analytic in t up to sign and those vanishing at t = 0 vanish like c t^q with an
+    integer order q. The order depends on the condition and the architecture, so it is measured,
+    not assumed: for a one-hidden-layer monomial net of degree k, scaling a neuron's incoming
+    weights by eps gives rho ~ eps^(k-1) (its J columns are a (w.x)^(k-1) x_i), scaling its
+    outgoing weight gives eps^1, a nearly proportional pair of sine delta gives delta^3 for
+    two inputs; through a second hidden layer the orders grow (widths 2,2,2,1 at k = 3: an
+    in-zero neuron scaled by eps = 0.1 already gives rho ~ 3e-15). rho(t) = s_R/s_1 is
+    measured at t = T, 2T, 4T, T the first of 2, 4, 8, ... with rho(T) >= ``floor`` (above
+    round-off; T stops at max(64, snap_max / distance), so the ray stays within about
+    ``snap_max`` of theta); q1, q2 are the two slopes of log2 rho. The certificate holds when
+    |q1 - q2| <= 0.5 and q1 >= 0.75 (a power law of order >= 1, not a crossing at t = 1, where
+    rho ~ |t - 1| gives slopes log2 3 and log2 7/3, nor a ray that stays critical) and
+    rho(T) T^(-q1), the value the law predicts at theta, is below the
+    rank tolerance tol / s_1: then proximity to S alone accounts for the lost rank. A critical
+    point that exists for another reason has rho(t) ~ c |t - 1| and fails one of the two tests.
+
+    Returns a :class:`NearStratum`, or None (no candidate, or none certified). Networks only
+    (architecture graph); None otherwise.
+    """
+    policy = policy or DEFAULT_POLICY
+    zero_tol = policy.rtol if zero_tol is None else float(zero_tol)
+    theta = param.as_theta(theta)
+    struct = structure(param)
+    if struct is None or struct.kind != "network":
+        return None
+    rng = as_rng(seed)
+    R, _ = generic_values(param, policy)
+    decision = decide_rank(param.jacobian(theta), policy, warn=False)
+    s1 = float(decision.singular_values[0])
+    if decision.rank >= R or s1 <= 0:
+        return None
+    own = _point_stratum(param, struct, theta, R, zero_tol, policy, n_points, rng)
+    R = own.generic_rank  # the drop to explain is below the generic rank of theta's stratum
+    if decision.rank >= R:
+        return None
+    threshold = decision.tol / s1
+    point = own.network
+    cands = [c for c in point.near if c[0] <= snap_max]
+    tries = [[c] for c in cands] + [cands[:j] for j in (2, 3) if len(cands) >= j]
+    scale = float(np.linalg.norm(theta))
+
+    def rho(t, theta_s):
+        s = np.linalg.svd(param.jacobian(theta_s + t * (theta - theta_s)), compute_uv=False)
+        return float(s[R - 1] / s[0]) if s[0] > 0 else 0.0
+
+    for chosen in tries[:max_tries]:
+        theta_s = _snap(struct, theta, point, [(k, d) for _, k, d in chosen])
+        st = _point_stratum(param, struct, theta_s, R, zero_tol, policy, n_points, rng)
+        if not st.proper or st.generic_rank >= R or _rank(param, theta_s, policy) != \
+                st.generic_rank:
+            continue
+        dist = float(np.linalg.norm(theta_s - theta)) / scale
+        T, T_max = 2.0, max(64.0, snap_max / max(dist, 1e-300))
+        while rho(T, theta_s) < floor and T < T_max:
+            T *= 2
+        probe = tuple((t, rho(t, theta_s)) for t in (T, 2 * T, 4 * T))
+        if probe[0][1] < floor:
+            continue  # the ray stays critical up to round-off: no decay to fit
+        q1, q2 = (math.log2(probe[i + 1][1] / probe[i][1]) for i in (0, 1))
+        predicted = probe[0][1] * T ** (-q1)
+        if abs(q1 - q2) <= 0.5 and q1 >= 0.75 and predicted <= threshold:
+            return NearStratum(st.label, tuple(st.causes), _describe(struct, chosen), dist,
+                               int(st.generic_rank), float(q1), float(predicted), probe)
+    return None
+
+
+def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_max=0.1):
+    """Classify theta as a regular or a critical point of phi and name the causes.
+
+    rank = rank J(theta) under the tolerance policy; R = generic rank; kernel_dim = n - rank;
+    orbit_dim = rank of the symmetry generators at theta (:func:`paramgeo.geometry.orbit_dim`).
+    Critical iff rank < R. Causes: ``orbit-degenerate`` if orbit_dim < its generic value (or a
+    factor channel vanishes on every side: its reflection fixes theta); ``subnetwork`` if the
+    point lies on a stratum with inactive or redundant neurons, or a factor losing rank without
+    a stabilizer; ``dependent-weights`` if a dense layer's incoming weight matrix loses rank
+    (no two rows proportional: the layer factors through fewer linear forms); ``other`` if rank
+    is below the generic rank of the point's own stratum (max rank J over ``n_points`` random
+    points of it) or nothing explains the drop. An ``other`` point of a network is then tested
+    for proximity to a stratum (:func:`near_stratum`, conditions within ``snap_max``; 0
+    disables it): if certified, ``other`` is replaced by that stratum's causes and ``near``
+    holds the certificate. The stratum and whether rank equals its generic rank are reported
+    for regular points too; without an architecture graph or a matrix-group symmetry there are
+    no strata (``structure = "none"``, stratum fields None). For a piecewise-smooth phi
+    (capability ``kinks``) a theta on a kink gets the verdict ``kink`` and no causes: J there is
+    one one-sided Jacobian, so its rank decides nothing (:mod:`paramgeo.kinks`).
+    """
+    policy = policy or DEFAULT_POLICY
+    zero_tol = policy.rtol if zero_tol is None else float(zero_tol)
+    theta = param.as_theta(theta)
+    decision = decide_rank(param.jacobian(theta), policy, warn=False)
+    rank, s = decision.rank, decision.singular_values
+    R, o_gen = generic_values(param, policy)
+    o = _orbit_dim(param, theta, policy)
+    ratio = float(s[R - 1] / s[0]) if R > 0 and s[0] > 0 else 0.0
+    struct = structure(param)
+    rng = as_rng(seed)
+    st = (None if struct is None else
+          _point_stratum(param, struct, theta, R, zero_tol, policy, n_points, rng))
+    kinks = kink_report(param, theta)
+    on_kink = kinks is not None and kinks.on_kink
+    critical = rank < R and not on_kink
+    causes, near = [], None
+    if critical:
+        stabilizer = st is not None and st.stabilizer
+        if o < o_gen or stabilizer:
+            causes.append("orbit-degenerate")
+        if st is not None and st.proper and not (struct.kind == "factor" and causes):
+            causes += st.causes
+        if st is None or rank < st.generic_rank or not causes:
+            causes.append("other")
+        if "other" in causes and snap_max > 0 and st is not None:
+            near = near_stratum(param, theta, policy, zero_tol, snap_max, n_points, rng)
+            if near is not None:
+                causes = [c for c in causes if c != "other"]
+                causes += [c for c in near.causes if c not in causes]
+    explanation = _explain(critical, causes, rank, R, st, near, o, o_gen)
+    if on_kink:
+        explanation = (f"no rank decision: theta is {kinks}; J here is one one-sided Jacobian "
+                       f"(of rank {rank}; generic rank {R})")
+    if decision.doubtful:
+        explanation += (f"; NEAR-SINGULAR: singular value {decision.closest:.3g} vs tol "
+                        f"{decision.tol:.3g} (gap {decision.gap:.3g})")
+    net = st.network if st is not None else None
+    inactive = tuple((u.name, struct.state_name(net.states[u.name])) for u in struct.units
+                     if net.states[u.name]) if net else ()
+    dist = (min([0.0] * bool(inactive or net.groups or net.dependent)
+                + [c[0] for c in net.near if c[1] != "rank"], default=float("inf"))
+            if net else None)
+    return Classification(
+        param.name, dict(param.sizes),
+        "kink" if on_kink else "critical" if critical else "regular", tuple(causes),
+        rank, R, param.n - rank, o, o_gen, bool(decision.doubtful), float(decision.tol),
+        float(decision.gap), ratio, s, struct.kind if struct else "none", inactive,
+        tuple(net.groups) if net else (),
+        tuple({k: v for k, v in d.items() if k not in ("rows", "cols")} | {"neurons": d["rows"]}
+              for d in net.dependent) if net else (),
+        st.label if st else None, bool(st and st.proper),
+        int(st.generic_rank) if st else None, (rank == st.generic_rank) if st else None,
+        dist, near, explanation, kinks)
+
+
+def _explain(critical, causes, rank, R, st, near, o, o_gen):
+    if st is None:
+        if not critical:
+            return f"regular: rank equals the generic rank {R}"
+        if "orbit-degenerate" in causes:
+            return (f"critical: rank {rank} < {R}; the isotropy group grows: orbit dim {o} "
+                    f"(generic {o_gen}); without strata the engine cannot tell whether that "
+                    "accounts for the whole drop, hence also 'other'")
+        return f"critical: rank {rank} < {R}, and without strata nothing explains it"
+    if not critical:
+        return (f"regular: rank equals the generic rank {R}"
+                + (f", although theta lies on the proper stratum '{st.label}' (whose generic "
+                   f"rank is {st.generic_rank})" if st.proper else ""))
+    if near is not None:
+        text = (f"critical: within {near.distance:.1e} of the stratum '{near.stratum}' (generic "
+                f"rank {near.snapped_rank}); s_R/s_1 decays like t^{near.exponent:.2f} towards "
+                f"it, which predicts {near.predicted_ratio:.1e} here, below the tolerance")
+    elif "other" in causes:
+        text = (f"critical: rank {rank} is below the generic rank {st.generic_rank} of its "
+                f"stratum '{st.label}', and no nearby stratum accounts for it: the engine names "
+                "no cause for the remaining drop")
+    else:
+        text = (f"critical: theta lies on the stratum '{st.label}', whose generic rank "
+                f"{st.generic_rank} equals the rank here")
+    if "dependent-weights" in causes and near is None:
+        text += ("; a layer's incoming weights are linearly dependent with no two "
+                 "proportional: the layer factors through fewer linear forms, which is not a "
+                 "subnetwork")
+    if "orbit-degenerate" in causes:
+        text += (f"; the isotropy group grows: orbit dim {o} (generic {o_gen})"
+                 + (", and channels vanishing on every side are fixed by their reflections"
+                    if st.stabilizer else ""))
+    return text

@@ -1,0 +1,240 @@
+"""What the strata are read from: the generic rank and orbit dimension of phi, the hidden
+neurons of an architecture graph or the channels of a matrix-group factorization (with their
+twins), and activity patterns of them.
+"""
+
+import dataclasses
+import itertools
+import warnings
+
+import numpy as np
+
+from ..errors import NumericalDoubtWarning, ParamgeoError
+from ..geometry import DEFAULT_POLICY, as_rng, generic_rank, orbit_dim, rank_at
+
+
+# ---------------------------------------------------------------------------- generic values
+
+_GENERIC_CACHE = {}
+
+
+def _rank(param, theta, policy):
+    """rank J(theta) by :func:`paramgeo.geometry.rank_at` (the plugin's closed form where it
+    declares ``rank_at``), without the doubt warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumericalDoubtWarning)
+        return rank_at(param, theta, policy, warn=False).rank
+
+
+def _orbit_dim(param, theta, policy):
+    """geometry.orbit_dim without the doubt warning (a doubtful orbit rank is not our verdict)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumericalDoubtWarning)
+        return orbit_dim(param, theta, policy)
+
+
+def generic_values(param, policy=None, n_points=3, seed=0):
+    """(generic rank of J, generic orbit dimension): maxima over ``n_points`` random points
+    (:func:`paramgeo.geometry.generic_rank`, and the orbit dimension at the same points).
+
+    Cached per (plugin class, sizes, policy): a polynomial map attains its generic rank off a
+    measure-zero set, so random points are generic almost surely.
+    """
+    policy = policy or DEFAULT_POLICY
+    key = (type(param), tuple(sorted(param.sizes.items())), policy)
+    if key not in _GENERIC_CACHE:
+        rng = as_rng(seed)
+        points = [param.random_point(rng) for _ in range(n_points)]
+        _GENERIC_CACHE[key] = (generic_rank(param, n_points, seed, policy),
+                               max(_orbit_dim(param, t, policy) for t in points))
+    return _GENERIC_CACHE[key]
+
+
+# ---------------------------------------------------------------------------- structure
+
+@dataclasses.dataclass
+class _Unit:
+    """A hidden neuron or a factor channel: named sides, each a tuple of flat theta indices."""
+
+    name: str
+    sides: dict  # side -> tuple of indices
+    preds: dict = dataclasses.field(default_factory=dict)  # predecessor -> index (neurons)
+    layer: int = 0
+
+
+@dataclasses.dataclass
+class _Class:
+    label: str
+    units: list
+    factor: object = None  # the MatrixGroupAction for a channel class
+
+
+class _Structure:
+    """The units a parameterization's strata are made of (neurons, or channels of a factor)."""
+
+    def __init__(self, kind, sides, classes, side_names):
+        self.kind, self.sides, self.classes = kind, tuple(sides), classes
+        self.side_names = side_names  # side -> display name
+
+    @property
+    def units(self):
+        """All units, classes in order (for networks: by layer)."""
+        return [u for cls in self.classes for u in cls.units]
+
+    def states(self, kinds):
+        """Allowed states (frozensets of zeroed sides) other than active, in a fixed order."""
+        full = frozenset(self.sides)
+        if kinds == "deleted":
+            return [full]
+        subsets = [frozenset(c) for k in range(1, len(self.sides) + 1)
+                   for c in itertools.combinations(self.sides, k)]
+        return subsets
+
+    def state_name(self, state):
+        if not state:
+            return "active"
+        if state == frozenset(self.sides):
+            return "removed"
+        return "+".join(self.side_names[s] for s in self.sides if s in state) + "-zero"
+
+
+def _network_structure(param):
+    graph = param.architecture()
+    layers = {node: int(data["layer"]) for node, data in graph.nodes(data=True)}
+    if not layers:
+        raise ParamgeoError(f"{param.name}: the architecture graph has no nodes")
+    top = max(layers.values())
+    hidden = sorted((n for n, l in layers.items() if 0 < l < top),
+                    key=lambda n: (layers[n], _natural(n)))
+    groups = {}
+    for node in hidden:
+        preds = {p: int(graph.edges[p, node]["index"]) for p in graph.predecessors(node)}
+        succs = {s: int(graph.edges[node, s]["index"]) for s in graph.successors(node)}
+        unit = _Unit(str(node), {"in": tuple(preds.values()), "out": tuple(succs.values())},
+                     preds, layers[node])
+        twin = (layers[node], frozenset(preds), frozenset(succs))
+        groups.setdefault(twin, []).append(unit)
+    per_layer = {}
+    for (layer, _, _), units in groups.items():
+        per_layer.setdefault(layer, []).append(units)
+    classes = []
+    for layer in sorted(per_layer):
+        for units in per_layer[layer]:
+            if len(units) == 1:
+                label = units[0].name
+            elif len(per_layer[layer]) == 1:
+                label = f"layer {layer}"
+            else:
+                label = f"layer {layer} ({','.join(u.name for u in units)})"
+            classes.append(_Class(label, units))
+    return _Structure("network", ("in", "out"), classes, {"in": "in", "out": "out"})
+
+
+def _natural(name):
+    import re
+
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(name))]
+
+
+def _matrix_factors(group):
+    from ..symmetry import MatrixGroupAction, ProductGroup
+
+    factors = group.factors if isinstance(group, ProductGroup) else (group,)
+    return [f for f in factors if isinstance(f, MatrixGroupAction) and f.r > 0]
+
+
+def _block_label(param, blocks):
+    names = []
+    for start, _, _ in blocks:
+        for name, sl in param.spec.slices.items():
+            if sl.start == start:
+                names.append(name)
+    return ",".join(names) or "?"
+
+
+def _factor_structure(param):
+    if not param.provides("symmetry"):
+        return None
+    factors = _matrix_factors(param.symmetry())
+    if not factors:
+        return None
+    classes, sides, side_names = [], [], {}
+    for fi, f in enumerate(factors):
+        for side, blocks in (("right", f.right), ("contra", f.contragredient)):
+            if blocks:
+                key = f"{side}{fi}"
+                sides.append(key)
+                side_names[key] = _block_label(param, blocks)
+        units = []
+        for j in range(f.r):
+            unit_sides = {}
+            for side, blocks in (("right", f.right), ("contra", f.contragredient)):
+                if blocks:
+                    idx = []
+                    for start, _, shape in blocks:
+                        cols = np.arange(int(np.prod(shape))).reshape(shape)[..., j].ravel()
+                        idx.extend(int(start + c) for c in cols)
+                    unit_sides[f"{side}{fi}"] = tuple(idx)
+            units.append(_Unit(f"{f.name} channel {j}", unit_sides))
+        classes.append(_Class(f"{f.name} on {_block_label(param, f.right + f.contragredient)}",
+                              units, f))
+    return _Structure("factor", sides, classes, side_names)
+
+
+def structure(param):
+    """The units of ``param``'s strata: hidden neurons of the architecture graph if declared,
+    else the channels of the matrix-group factors of its symmetry group; None if neither."""
+    if param.provides("architecture"):
+        return _network_structure(param)
+    return _factor_structure(param)
+
+
+# ---------------------------------------------------------------------------- patterns
+
+def _class_states(struct, cls, kinds):
+    unit_sides = frozenset(cls.units[0].sides)
+    return [s for s in struct.states(kinds) if s <= unit_sides and s]
+
+
+def _compositions(total, parts):
+    """All tuples of ``parts`` non-negative ints with sum <= total."""
+    for counts in itertools.product(range(total + 1), repeat=parts):
+        if sum(counts) <= total:
+            yield counts
+
+
+def _pattern_label(struct, pattern, states_per_class):
+    parts = []
+    for cls, counts, states in zip(struct.classes, pattern, states_per_class):
+        parts.extend(_class_label(struct, cls, {s: c for c, s in zip(counts, states) if c}))
+    return "; ".join(parts) or "full"
+
+
+def _class_label(struct, cls, counts):
+    """['layer 1: 1 in-zero, 1 removed'] from {state: count} (no count for a single unit)."""
+    if not counts:
+        return []
+    order = sorted(counts, key=lambda s: (len(s), [struct.sides.index(x) for x in s]))
+    items = [struct.state_name(s) if len(cls.units) == 1
+             else f"{counts[s]} {struct.state_name(s)}" for s in order]
+    return [f"{cls.label}: {', '.join(items)}"]
+
+
+def _zero_pattern(struct, theta, pattern, states_per_class):
+    """Zero the sides the pattern prescribes, on the first units of each class."""
+    theta = theta.copy()
+    zeroed = set()
+    for cls, counts, states in zip(struct.classes, pattern, states_per_class):
+        k = 0
+        for c, s in zip(counts, states):
+            for unit in cls.units[k:k + c]:
+                for side in s:
+                    zeroed.update(unit.sides[side])
+            k += c
+    idx = np.fromiter(zeroed, dtype=int, count=len(zeroed))
+    theta[idx] = 0.0
+    return theta, len(zeroed)
+
+
+def _stratum_rank(param, sampler, n_points, rng, policy):
+    return max(_rank(param, sampler(rng), policy) for _ in range(n_points))

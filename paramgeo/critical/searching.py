@@ -1,0 +1,163 @@
+"""Critical points of phi from random starts (:func:`search`), each classified.
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..errors import ParamgeoError
+from ..geometry import DEFAULT_POLICY, as_rng
+from ..results import Result
+from .classification import classify
+from .patterns import generic_values
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchResult(Result):
+    """Critical points found from random starts, classified.
+
+    ``points``: per start, the final s_R/s_1, verdict, causes, stratum, the stratum it was
+    certified close to (``near``, with distance and decay exponent), and theta for critical
+    points the engine could not explain.
+    """
+
+    name: str
+    sizes: dict
+    generic_rank: int
+    starts: int
+    critical: int  # verdict critical under the tolerance policy
+    near_singular: int  # regular but within the tolerance band (did not reach the tolerance)
+    subnetwork: int  # critical with cause subnetwork (on the stratum or certified near it)
+    near_subnetwork: int  # of those, certified near rather than exactly on it
+    dependent_weights: int  # critical with cause dependent-weights
+    orbit_degenerate: int
+    other: int  # critical with cause other
+    explained: int  # critical and explained (no cause other)
+    points: tuple
+
+    def __str__(self):
+        lines = [f"{self.name} {self.sizes}: {self.starts} starts, generic rank "
+                 f"{self.generic_rank}",
+                 f"  critical {self.critical} (subnetwork {self.subnetwork}, of which near "
+                 f"{self.near_subnetwork}; dependent-weights {self.dependent_weights}; "
+                 f"orbit-degenerate {self.orbit_degenerate}; other {self.other}); "
+                 f"near-singular only {self.near_singular}"]
+        for i, p in enumerate(self.points):
+            near = (f" (near {p['near']} at {p['near_distance']:.1e}, t^{p['exponent']:.1f})"
+                    if p["near"] else "")
+            lines.append(f"  #{i:<3} s_R/s_1 {p['ratio']:.2e}  {p['verdict']:<8} "
+                         f"{','.join(p['causes']) or '-':<28} {p['stratum']}{near}")
+        return "\n".join(lines)
+
+
+def _objective(param, R):
+    """f(x) = log(s_R / s_1) of J at theta = x/|x|, with its gradient.
+
+    d s_i = u_i^T dJ v_i, so grad_theta s_i = (d/dt J(theta + t v_i))^T u_i
+    = ``param.hessian_vp(theta, u_i, v_i)`` (the contract's Hessian-vector product of
+    <u_i, phi>); the chain rule through x -> x/|x| projects out x.
+    """
+
+    def f(x):
+        nx_ = float(np.linalg.norm(x))
+        theta = x / nx_
+        U, s, Vt = np.linalg.svd(param.jacobian(theta), full_matrices=False)
+        if s[0] <= 0 or s[R - 1] <= 0:
+            return -745.0, np.zeros_like(x)
+        g = np.zeros_like(x)
+        for i, w in ((R - 1, 1.0), (0, -1.0)):
+            gi = param.hessian_vp(theta, U[:, i], Vt[i])
+            g += w * gi / s[i]
+        g = (g - theta * (theta @ g)) / nx_
+        return float(np.log(s[R - 1] / s[0])), g
+
+    return f
+
+
+def _newton_polish(f, x, steps=40, target=1e-15):
+    """Newton's method for the root of r(theta) = s_R/s_1 on the sphere: theta <- theta -
+    r grad r / |grad r|^2 (then normalised), halving the step until r decreases. L-BFGS on
+    log r stalls near the minimum (log r -> -inf has an unbounded gradient); r itself vanishes
+    like a distance to the critical set, so Newton converges there quickly."""
+    x = x / np.linalg.norm(x)
+    val, g = f(x)
+    for _ in range(steps):
+        r = math.exp(val)
+        gr = r * g
+        if r < target or not np.any(gr):
+            break
+        step = r * gr / (gr @ gr)
+        for _ in range(30):
+            xn = x - step
+            xn /= np.linalg.norm(xn)
+            vn, gn = f(xn)
+            if vn < val:
+                break
+            step = step / 2
+        else:
+            break
+        x, val, g = xn, vn, gn
+    return x
+
+
+def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, progress=None):
+    """Look for critical points of phi from ``starts`` random starts and classify each one.
+
+    Minimises log(s_R(J(theta)) / s_1(J(theta))) over the unit sphere |theta| = 1 (theta =
+    x/|x|, so the search cannot shrink theta to 0) with scipy's L-BFGS-B, R the generic rank,
+    the gradient from ``param.hessian_vp``, then polishes with Newton steps on
+    s_R/s_1 (:func:`_newton_polish`). Each end point is classified with the strict policy
+    (:func:`classify`). The optimiser often approaches a subnetwork without reaching it
+    exactly; :func:`classify` then certifies the point as near a stratum (:func:`near_stratum`,
+    conditions within ``snap_max``) when the decay of s_R/s_1 towards that stratum accounts for
+    its lost rank, and otherwise counts it ``other`` (its theta is returned).
+    ``progress``: optional callable ``progress(done, total)`` called after each start (e.g. the
+    bar of ``paramgeo.cli._common.progress_bar``).
+    """
+    from scipy.optimize import minimize
+
+    policy = policy or DEFAULT_POLICY
+    rng = as_rng(seed)
+    R, _ = generic_values(param, policy)
+    if R == 0:
+        raise ParamgeoError(f"{param.name} {param.sizes} has generic rank 0: nothing to search")
+    if starts < 1:
+        raise ParamgeoError(f"starts must be a positive integer, got {starts}")
+    f = _objective(param, R)
+    points = []
+    counts = dict.fromkeys(["critical", "near_singular", "subnetwork", "near", "dependent",
+                            "orbit", "other"], 0)
+    for i in range(starts):
+        x0 = param.random_point(rng)
+        with np.errstate(all="ignore"):
+            res = minimize(f, x0, jac=True, method="L-BFGS-B",
+                           options={"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-12})
+            theta = _newton_polish(f, res.x)
+        c = classify(param, theta, policy, seed=rng, snap_max=snap_max)
+        point = {"ratio": c.relevant_ratio, "verdict": c.verdict, "rank": c.rank,
+                 "causes": list(c.causes), "stratum": c.stratum,
+                 "stratum_generic_rank": c.stratum_generic_rank,
+                 "near": c.near.stratum if c.near else None,
+                 "near_distance": c.near.distance if c.near else None,
+                 "exponent": c.near.exponent if c.near else None,
+                 "subnetwork_distance": c.subnetwork_distance, "near_singular": c.near_singular,
+                 "iterations": int(res.nit)}
+        if c.verdict == "critical":
+            counts["critical"] += 1
+            counts["subnetwork"] += "subnetwork" in c.causes
+            counts["near"] += "subnetwork" in c.causes and c.near is not None
+            counts["dependent"] += "dependent-weights" in c.causes
+            counts["orbit"] += "orbit-degenerate" in c.causes
+            counts["other"] += "other" in c.causes
+            if "other" in c.causes:
+                point["theta"] = theta.tolist()
+        elif c.near_singular:
+            counts["near_singular"] += 1
+        points.append(point)
+        if progress is not None:
+            progress(i + 1, starts)
+    return SearchResult(param.name, dict(param.sizes), int(R), int(starts), counts["critical"],
+                        counts["near_singular"], counts["subnetwork"], counts["near"],
+                        counts["dependent"], counts["orbit"], counts["other"],
+                        counts["critical"] - counts["other"], tuple(points))

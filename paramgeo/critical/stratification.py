@@ -1,0 +1,187 @@
+"""The strata of a parameterization and their poset.
+
+Strata (:func:`strata`). A stratum is the set of parameters with a given *activity pattern*:
+
+* networks (architecture graph: node attribute ``layer``, 0 = inputs, L = outputs; edge
+  attribute ``index`` = position in theta): each hidden neuron is ``active``, ``in-zero`` (all
+  incoming weights 0), ``out-zero`` (all outgoing weights 0) or ``removed`` (both). With
+  ``kinds="deleted"`` (default) only ``active``/``removed`` are enumerated: the
+  sub-architectures obtained by deleting hidden neurons. A neuron with one input and one
+  output (a diagonal coordinate) is deleted by zeroing that coordinate pair.
+* factorizations (no graph): a matrix group G in GL(r) acting on the right of blocks
+  (``right``: B -> B g, ``contragredient``: B -> B g^{-T}) mixes r *channels* (the r columns).
+  The pattern counts channels that vanish on the right side, the contragredient side or both,
+  up to G: k_R = r - rank[right blocks stacked], k_C = r - rank[contragredient blocks
+  stacked], and the number vanishing on both sides is rank(K_R^T K_C) for kernel bases K_R,
+  K_C (the pairing <a, b> of kernel vectors is G-invariant). For U U^T this is the stratum
+  rank U = r - k, of generic rank d (r-k) - (r-k)(r-k-1)/2.
+
+Neurons (or channels) that are *twins* (same layer, same predecessors, same successors) are
+interchangeable: swapping them with their weights is a symmetry of phi, so the pattern only
+records how many twins are in each state. The closure of stratum P contains stratum Q when Q
+is obtained from P by zeroing more sides; the poset is a networkx DiGraph with the covering
+edges P -> Q (its transitive closure is the full closure relation); the top is the all-active
+stratum. The generic rank of a stratum is max rank J over random points of it (a random point
+with the stratum's weights zeroed, and proportional incoming weights for redundant groups).
+"""
+
+import dataclasses
+import itertools
+import json
+import math
+
+import numpy as np
+
+from ..errors import ParamgeoError
+from ..geometry import DEFAULT_POLICY, as_rng
+from ..results import Result
+from .patterns import (
+    _class_states,
+    _compositions,
+    _pattern_label,
+    _stratum_rank,
+    _zero_pattern,
+    generic_values,
+    structure,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Strata(Result):
+    """The strata of a parameterization as a poset.
+
+    ``graph``: networkx DiGraph; node = stratum label with attributes ``generic_rank``,
+    ``zeroed_params`` (parameters set to 0 on the stratum's linear representative), ``pattern``
+    (JSON of the per-class state counts), ``top``; edges P -> Q for Q a maximal stratum in the
+    closure of P (covering relation).
+    """
+
+    name: str
+    sizes: dict
+    kind: str  # "network" or "factor"
+    kinds: str  # "deleted" or "all"
+    generic_rank: int
+    top: str
+    graph: object
+
+    def to_dict(self):
+        import networkx as nx
+
+        return {"name": self.name, "sizes": dict(self.sizes), "kind": self.kind,
+                "kinds": self.kinds, "generic_rank": self.generic_rank, "top": self.top,
+                "n_strata": self.graph.number_of_nodes(),
+                "poset": nx.node_link_data(self.graph, edges="edges")}
+
+    def rows(self):
+        """(label, generic rank, zeroed parameters, covered strata) per stratum, top first."""
+        order = sorted(self.graph.nodes,
+                       key=lambda n: (-self.graph.nodes[n]["generic_rank"],
+                                      self.graph.nodes[n]["zeroed_params"], n))
+        return [(n, self.graph.nodes[n]["generic_rank"], self.graph.nodes[n]["zeroed_params"],
+                 len(list(self.graph.successors(n)))) for n in order]
+
+    def __str__(self):
+        lines = [f"{self.name} {self.sizes}: {self.graph.number_of_nodes()} strata "
+                 f"({self.kind}, {self.kinds}); generic rank {self.generic_rank}; top: {self.top}"]
+        for label, rank, zeroed, covers in self.rows():
+            lines.append(f"  rank {rank:>4}  zeroed {zeroed:>4}  covers {covers:>3}  {label}")
+        return "\n".join(lines)
+
+    def graphml(self):
+        """The poset as GraphML text (networkx)."""
+        import io
+
+        import networkx as nx
+
+        buf = io.BytesIO()
+        nx.write_graphml(self.graph, buf)
+        return buf.getvalue().decode()
+
+    def dot(self):
+        """The poset as Graphviz DOT text (written directly; no graphviz needed)."""
+        return to_dot(self.graph, name=self.name)
+
+
+def to_dot(graph, name="strata"):
+    """Plain DOT text of a stratum poset: one node per stratum labelled with its generic rank,
+    one edge per covering relation."""
+
+    def q(s):
+        return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    lines = [f"digraph {q(name)} {{", "  rankdir=TB;"]
+    for node, data in graph.nodes(data=True):
+        label = q(node)[:-1] + f"\\nrank {data.get('generic_rank', '?')}" + '"'
+        lines.append(f"  {q(node)} [label={label}];")
+    for a, b in graph.edges:
+        lines.append(f"  {q(a)} -> {q(b)};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def strata(param, kinds="deleted", n_points=2, seed=0, policy=None, max_strata=2000,
+           progress=None):
+    """Enumerate the strata of ``param`` with their generic ranks, as a poset.
+
+    kinds: ``"deleted"`` (units active or removed: sub-architectures by deleting hidden neurons
+    or factor channels) or ``"all"`` (every subset of a unit's sides zeroed: in-zero, out-zero,
+    removed). The generic rank of stratum S is max rank J(theta) over ``n_points`` random theta
+    in S (a random point with the pattern's weights zeroed). ``progress``: an optional callable
+    ``progress(done, total)`` called after each stratum (for a progress bar).
+    """
+    import networkx as nx
+
+    if kinds not in ("deleted", "all"):
+        raise ParamgeoError(f"kinds must be 'deleted' or 'all', got {kinds!r}")
+    policy = policy or DEFAULT_POLICY
+    struct = structure(param)
+    if struct is None:
+        raise ParamgeoError(
+            f"{param.name} has neither an architecture graph nor a matrix-group symmetry, so it "
+            "defines no strata; declare `architecture` (networks) or a `symmetry` built from "
+            "OrthogonalGroup/GeneralLinearGroup (factorizations)"
+        )
+    states_per_class = [_class_states(struct, c, kinds) for c in struct.classes]
+    per_class = [list(_compositions(len(c.units), len(s)))
+                 for c, s in zip(struct.classes, states_per_class)]
+    total = math.prod(len(p) for p in per_class)
+    if total > max_strata:
+        raise ParamgeoError(
+            f"{param.name} {param.sizes} has {total} strata of kind {kinds!r}, more than "
+            f"max_strata={max_strata}; use kinds='deleted', smaller sizes or raise max_strata"
+        )
+    rng = as_rng(seed)
+    R, _ = generic_values(param, policy)
+    graph = nx.DiGraph()
+    labels = {}
+    for i, pattern in enumerate(itertools.product(*per_class)):
+        label = _pattern_label(struct, pattern, states_per_class)
+        sample = (lambda g, p=pattern: _zero_pattern(
+            struct, param.random_point(g), p, states_per_class)[0])
+        _, zeroed = _zero_pattern(struct, np.zeros(param.n), pattern, states_per_class)
+        rank = _stratum_rank(param, sample, n_points, rng, policy)
+        doc = {cls.label: {struct.state_name(s): c for c, s in zip(counts, states) if c}
+               for cls, counts, states in zip(struct.classes, pattern, states_per_class)}
+        graph.add_node(label, generic_rank=int(rank), zeroed_params=int(zeroed),
+                       pattern=json.dumps(doc, sort_keys=True), top=not any(map(any, pattern)))
+        labels[pattern] = label
+        if progress is not None:
+            progress(i + 1, total)
+    # covering edges: one unit moves from state s to a state t covering s
+    for pattern, label in labels.items():
+        for ci, (counts, states) in enumerate(zip(pattern, states_per_class)):
+            full = [frozenset()] + states
+            cnt = [len(struct.classes[ci].units) - sum(counts)] + list(counts)
+            for a, s in enumerate(full):
+                if not cnt[a]:
+                    continue
+                for b, t in enumerate(full):
+                    if s < t and not any(s < u < t for u in full):
+                        new = list(cnt)
+                        new[a] -= 1
+                        new[b] += 1
+                        target = list(pattern)
+                        target[ci] = tuple(new[1:])
+                        graph.add_edge(label, labels[tuple(target)])
+    top = labels[tuple(tuple(0 for _ in s) for s in states_per_class)]
+    return Strata(param.name, dict(param.sizes), struct.kind, kinds, int(R), top, graph)

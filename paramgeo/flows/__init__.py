@@ -1,0 +1,51 @@
+"""Gradient flow and gradient descent through any parameterization, their push-forward to the
+predictor, the quotient flow, conserved quantities, and the vanishing-initialisation limit.
+
+For a loss ell on predictors and L(theta) = ell(phi(theta)):
+
+* gradient flow        d theta / dt = -grad L(theta) = -J(theta)^T grad ell(phi(theta)),
+  integrated with ``scipy.integrate.solve_ivp`` (:func:`gradient_flow`);
+* gradient descent     theta_{t+1} = theta_t - eta_t J(theta_t)^T grad ell(phi(theta_t)), with
+  an optional schedule eta_t and optional minibatch (stochastic) gradients drawn from a seeded
+  generator (:func:`gradient_descent`);
+* push-forward         d beta / dt = -J J^T grad ell(beta), beta = phi(theta): the flow the
+  parameterization induces on predictors, with the metric J J^T (:func:`predictor_flow`);
+* quotient flow        d theta / dt = -h(grad L), h the horizontal projection: the Riemannian
+  gradient flow of ell on the quotient Theta / G with the quotient metric, lifted horizontally
+  (:func:`quotient_flow`); it equals the gradient flow because grad L = J^T grad ell lies in
+  range J^T, orthogonal to ker J which contains the vertical space (:func:`compare_flows`);
+* conserved quantities theta^T S theta for every symmetric S in the Lie algebra of a linear
+  symmetry action (:func:`conserved_quantities`), recorded along every trajectory;
+* the vanishing-initialisation limit of diagonal (commuting) parameterizations: the
+  saddle-to-saddle sequence of Pesme and Flammarion (2023) (:func:`saddle_to_saddle`).
+
+The gradient is always the chain rule through the plugin's VJP (``paramgeo.losses.pullback``),
+never a dense Jacobian. Flows and descent return a :class:`Trajectory`.
+
+Layout: gradient flow, :class:`Trajectory` and the conserved quantities live in the core modules
+:mod:`paramgeo.trajectory` and :mod:`paramgeo.conserved` (the mirror engine integrates gradient
+flow too); :mod:`.descent`, :mod:`.push_forward` and :mod:`.saddle` build on them. Every name is
+re-exported here. The choice of integrator (LSODA by default) is explained in
+:mod:`paramgeo.trajectory`.
+
+References: Kunin, Sagastuy-Brena, Ganguli, Yamins, Tanaka (2021), "Neural mechanics: symmetry
+and broken conservation laws in deep learning dynamics"; Marcotte, Gribonval, Peyre (2023),
+"Abide by the law and follow the flow: conservation laws for gradient flows"; Pesme,
+Flammarion (2023), "Saddle-to-saddle dynamics in diagonal linear networks"; Woodworth et al.
+(2020), "Kernel and rich regimes in overparametrized models"; Absil, Mahony, Sepulchre (2008),
+"Optimization algorithms on matrix manifolds" (horizontal lifts of Riemannian gradients).
+"""
+
+from ..conserved import ConservedQuantities, conserved_quantities
+from ..trajectory import IMPLICIT_METHODS, MAX_IMPLICIT_DIM, Trajectory, gradient_flow
+from .descent import gradient_descent, schedule
+from .push_forward import (
+    FlowComparison,
+    PredictorPath,
+    compare_flows,
+    mirror_flow,
+    predictor_flow,
+    predictor_velocity,
+    quotient_flow,
+)
+from .saddle import SaddleSequence, jump_times, saddle_to_saddle

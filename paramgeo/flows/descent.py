@@ -1,0 +1,110 @@
+"""Gradient descent theta_{t+1} = theta_t - eta_t J^T grad ell(phi(theta_t)), with step-size
+schedules and seeded minibatches (:func:`gradient_descent`)."""
+
+import math
+
+import numpy as np
+
+from ..errors import ParamgeoError
+from ..losses import pullback
+from ..trajectory import _check_stops, _finish, _progress_callback
+
+
+def schedule(kind, lr, steps=None):
+    """A step-size schedule eta(t) for :func:`gradient_descent`.
+
+    * ``constant``: eta_t = lr;
+    * ``inverse``:  eta_t = lr / (1 + t / tau), tau = steps / 10 (Robbins-Monro type decay);
+    * ``cosine``:   eta_t = lr (1 + cos(pi t / steps)) / 2 (Loshchilov and Hutter 2017);
+    * ``step``:     eta_t = lr * 0.1^floor(3 t / steps) (three equal stages).
+    """
+    if not (np.isfinite(lr) and lr > 0):
+        raise ParamgeoError(f"the step size must be a positive number, got {lr}")
+    if kind == "constant":
+        return lambda t: lr
+    if steps is None or steps <= 0:
+        raise ParamgeoError(f"the {kind} schedule needs the number of steps")
+    if kind == "inverse":
+        tau = max(steps / 10.0, 1.0)
+        return lambda t: lr / (1.0 + t / tau)
+    if kind == "cosine":
+        return lambda t: lr * 0.5 * (1.0 + math.cos(math.pi * min(t, steps) / steps))
+    if kind == "step":
+        return lambda t: lr * 0.1 ** math.floor(3 * t / steps)
+    raise ParamgeoError(f"unknown schedule {kind!r}; choose constant, inverse, cosine or step")
+
+
+def gradient_descent(param, loss, theta0, steps, lr, *, record_every=1, stop_loss=None,
+                     stop_grad=None, batch_size=None, seed=None, progress=False, conserved=True,
+                     optimizer=None):
+    """theta_{t+1} = theta_t - lr_t J^T grad ell(phi(theta_t)) for ``steps`` steps.
+
+    ``lr`` is a float or a callable ``lr(t)`` (a schedule, see :func:`schedule`). With
+    ``batch_size`` the gradient of step t is that of the loss on ``batch_size`` samples drawn
+    without replacement by ``numpy.random.default_rng(seed)`` (stochastic gradient descent;
+    needs a loss built from samples). Records every ``record_every`` steps (and the last).
+    ``stop_loss``/``stop_grad`` stop early when the loss/the full gradient norm falls below
+    them (checked at recorded steps and, when given, every step). ``progress``: a callable
+    ``progress(done, total)`` called after every step, or True for paramgeo's progress bar.
+    ``optimizer`` (a :class:`paramgeo.optimizers.Optimizer`) replaces the step direction g by
+    its update D_t(g): theta_{t+1} = theta_t - lr_t D_t(g_t) (sign, smoothed sign, Adam).
+    """
+    theta = param.as_theta(theta0).copy()
+    if int(steps) != steps or steps < 0:
+        raise ParamgeoError(f"the number of steps must be a non-negative integer, got {steps}")
+    steps = int(steps)
+    if record_every < 1:
+        raise ParamgeoError(f"record_every must be at least 1, got {record_every}")
+    _check_stops(stop_loss, stop_grad)
+    value, grad = pullback(param, loss)
+    step_grad = grad
+    rng = None
+    if batch_size is not None:
+        if loss.N is None:
+            loss.minibatch(np.arange(1))  # raises the readable error
+        if not 1 <= batch_size <= loss.N:
+            raise ParamgeoError(f"the batch size must be between 1 and N = {loss.N}, "
+                                f"got {batch_size}")
+        rng = np.random.default_rng(seed)
+    schedule_fn = lr if callable(lr) else (lambda _t: lr)
+    direction = optimizer.start(value, param.n) if optimizer is not None else None
+    times, thetas = [0], [theta.copy()]
+    message = f"completed {steps} steps"
+    n_evals = 0
+    report, close = _progress_callback(progress, f"gradient descent, {steps} steps")
+    try:
+        for t in range(steps):
+            if rng is not None:
+                idx = rng.choice(loss.N, size=batch_size, replace=False)
+                step_grad = pullback(param, loss.minibatch(idx))[1]
+            with np.errstate(over="ignore", invalid="ignore"):
+                g = step_grad(theta)
+                if direction is not None:
+                    g = direction(t, theta, g)
+                theta = theta - schedule_fn(t) * g
+            n_evals += 1
+            if report is not None:
+                report(t + 1, steps)
+            if not np.all(np.isfinite(theta)):
+                raise ParamgeoError(
+                    f"gradient descent diverged at step {t + 1}; lower the step size")
+            if (t + 1) % record_every == 0 or t + 1 == steps:
+                times.append(t + 1)
+                thetas.append(theta.copy())
+            stop = None
+            if stop_loss is not None and value(theta) < stop_loss:
+                stop = f"loss below {stop_loss} at step {t + 1}"
+            elif stop_grad is not None and np.linalg.norm(grad(theta)) < stop_grad:
+                stop = f"gradient norm below {stop_grad} at step {t + 1}"
+            if stop:
+                message = stop
+                if times[-1] != t + 1:
+                    times.append(t + 1)
+                    thetas.append(theta.copy())
+                break
+    finally:
+        close()
+    method = "gd" if rng is None else f"sgd (batch {batch_size}, seed {seed})"
+    if optimizer is not None:
+        method = f"{optimizer.name} ({method})"
+    return _finish(param, value, grad, method, times, thetas, True, message, n_evals, conserved)

@@ -1,0 +1,181 @@
+"""The vanishing-initialisation limit of diagonal (commuting) parameterizations: the
+saddle-to-saddle sequence of Pesme and Flammarion (2023) and the jump times of a trajectory."""
+
+import dataclasses
+
+import numpy as np
+
+from ..errors import ParamgeoError
+from ..losses import LinearMeasurements
+from ..results import Result
+
+
+@dataclasses.dataclass(frozen=True)
+class SaddleSequence(Result):
+    """The vanishing-initialisation limit: saddles beta_k visited on [t_k, t_{k+1}) in rescaled
+    time t / log(1/alpha), the dual variable s at each jump time and the gradient on each
+    plateau (s(t) = s_k - (t - t_k) grad ell(beta_k) there), and the plateau losses."""
+
+    times: np.ndarray
+    saddles: np.ndarray
+    duals: np.ndarray
+    gradients: np.ndarray
+    losses: np.ndarray
+    upper: float
+    lower: float
+    converged: bool
+
+    def dual_at(self, t):
+        """s(t), piecewise linear in the rescaled time t."""
+        k = max(int(np.searchsorted(self.times, t, side="right")) - 1, 0)
+        return self.duals[k] - (t - self.times[k]) * self.gradients[k]
+
+    def saddle_at(self, t):
+        """The saddle occupied at rescaled time t."""
+        k = max(int(np.searchsorted(self.times, t, side="right")) - 1, 0)
+        return self.saddles[k]
+
+    def crossing_time(self, i, level):
+        """First rescaled time at which s_i(t) reaches ``level`` (inf if never)."""
+        for k in range(len(self.times)):
+            s0, g = self.duals[k, i], self.gradients[k, i]
+            end = self.times[k + 1] if k + 1 < len(self.times) else np.inf
+            if (s0 - level) * np.sign(-g) >= 0 and s0 == level:
+                return float(self.times[k])
+            if g != 0:
+                dt = (s0 - level) / g
+                if 0 <= dt and self.times[k] + dt <= end:
+                    return float(self.times[k] + dt)
+        return float("inf")
+
+    def __str__(self):
+        lines = [f"SaddleSequence: {len(self.times)} saddles "
+                 f"({'reaches a minimiser' if self.converged else 'not converged'})"]
+        for k, (t, b, L) in enumerate(zip(self.times, self.saddles, self.losses)):
+            support = np.flatnonzero(np.abs(b) > 1e-12)
+            lines.append(f"  t_{k} = {t:.6g}  loss {L:.6g}  support {support.tolist()}")
+        return "\n".join(lines)
+
+
+def _constrained_min(loss, free_lo, free_hi):
+    """argmin ell(beta) with beta_i in [free_lo_i, free_hi_i] (0 where both are 0)."""
+    from scipy.optimize import lsq_linear, minimize
+
+    free = np.flatnonzero((free_lo < 0) | (free_hi > 0))
+    beta = np.zeros(loss.m)
+    if not len(free):
+        return beta
+    if isinstance(loss, LinearMeasurements):  # squared loss: a bounded least squares
+        A = loss.A
+        lo, hi = free_lo[free], free_hi[free]
+        if np.all(np.isinf(lo)) and np.all(np.isinf(hi)):
+            beta[free] = np.linalg.lstsq(A[:, free], loss.y, rcond=None)[0]
+        else:
+            res = lsq_linear(A[:, free], loss.y, bounds=(lo, hi), method="bvls", tol=1e-14)
+            beta[free] = res.x
+        return beta
+
+    def f(z):
+        b = np.zeros(loss.m)
+        b[free] = z
+        return float(loss.value(b)), np.asarray(loss.grad(b))[free]
+
+    res = minimize(f, np.zeros(len(free)), jac=True, method="L-BFGS-B",
+                   bounds=list(zip(free_lo[free], free_hi[free])),
+                   options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10000})
+    beta[free] = res.x
+    return beta
+
+
+def saddle_to_saddle(loss, *, upper=1.0, lower=1.0, max_saddles=100, tol=1e-10):
+    """The vanishing-initialisation limit of gradient flow for the *diagonal* model
+    beta = u * v (a two-layer diagonal linear network, the ``hadamard`` parameterization):
+    Pesme and Flammarion (2023), "Saddle-to-saddle dynamics in diagonal linear networks",
+    Algorithm 1, written for a general loss ell on predictors with box thresholds.
+
+    It is not a generic engine over parameterizations: the jump rule below is derived for
+    u * v (coordinatewise, commuting fields) and holds for no other model. Its input is only
+    the loss on predictors (no plugin); the model is implied. The same recursion with
+    ``lower=None`` and ``upper=1/2`` describes a non-negative diagonal model (the eigenvalues
+    of M = W W^T when they evolve in a fixed eigenbasis, see examples/lotka_volterra.py).
+
+    For beta = u * v from u_0 = sqrt(2) alpha 1, v_0 = 0, u^2 - v^2 = 2 alpha^2 is conserved,
+    beta' = -2 sqrt(beta^2 + alpha^4) grad ell, i.e. (1/2) arcsinh(beta / alpha^2) =
+    -int_0^t grad ell. In rescaled time tau = t / log(1/alpha) the dual variable
+    s(tau) = -int_0^tau grad ell(beta) satisfies |s_i| <= 1 in the limit alpha -> 0, with
+    beta_i = 0 where |s_i| < 1 and sign(beta_i) = s_i where |s_i| = 1. Algorithm:
+
+        t_0 = 0, s_0 = 0, beta_0 = 0; for k = 0, 1, ...:
+          g = grad ell(beta_k); stop if g = 0 (a global minimiser: the minimum-l1 interpolator
+          for squared loss in the overparameterised case);
+          dt = min over i of the time s_i - dt g_i needs to reach +upper (g_i < 0) or -lower
+               (g_i > 0), over coordinates not already on that boundary;
+          t_{k+1} = t_k + dt, s_{k+1} = s_k - dt g;
+          beta_{k+1} = argmin ell(beta) subject to beta_i >= 0 where s_i = +upper,
+                       beta_i <= 0 where s_i = -lower, beta_i = 0 elsewhere.
+
+    ``upper``/``lower`` are the activation thresholds (1 for u * v; ``lower=None`` keeps beta
+    non-negative, as for the eigenvalues of M = W W^T, where log m_k / log(1/alpha) =
+    -2 + 4 s_k and a mode switches on at s_k = 1/2). The constrained problems are bounded least
+    squares (``scipy.optimize.lsq_linear``, BVLS) for the squared loss
+    (:class:`paramgeo.losses.LinearMeasurements`), L-BFGS-B otherwise.
+    """
+    m = loss.m
+    if m is None:
+        raise ParamgeoError("saddle_to_saddle needs a loss with a known predictor dimension")
+    lower_val = np.inf if lower is None else float(lower)
+    s, beta, t = np.zeros(m), np.zeros(m), 0.0
+    times, saddles, duals, grads, losses = [], [], [], [], []
+    converged = False
+    for _ in range(max_saddles):
+        g = np.asarray(loss.grad(beta), float)
+        times.append(t)
+        saddles.append(beta.copy())
+        duals.append(s.copy())
+        grads.append(g.copy())
+        losses.append(float(loss.value(beta)))
+        if np.max(np.abs(g)) <= tol * max(1.0, float(np.max(np.abs(loss.grad(np.zeros(m)))))):
+            converged = True
+            break
+        with np.errstate(divide="ignore", invalid="ignore"):
+            up = np.where((g < 0) & (s < upper - 1e-13), (upper - s) / -g, np.inf)
+            down = np.where((g > 0) & (s > -lower_val + 1e-13), (s + lower_val) / g, np.inf)
+        dt = float(min(up.min(), down.min()))
+        if not np.isfinite(dt):
+            break
+        t += dt
+        s = s - dt * g
+        s[np.abs(s - upper) < 1e-11] = upper
+        if lower is not None:
+            s[np.abs(s + lower_val) < 1e-11] = -lower_val
+        free_hi = np.where(s >= upper, np.inf, 0.0)
+        free_lo = np.where(s <= -lower_val, -np.inf, 0.0)
+        beta = _constrained_min(loss, free_lo, free_hi)
+    return SaddleSequence(np.array(times), np.array(saddles), np.array(duals), np.array(grads),
+                          np.array(losses), float(upper),
+                          float("inf") if lower is None else float(lower), converged)
+
+
+def jump_times(times, losses, plateau_losses):
+    """Times at which a recorded loss curve crosses the midpoints between consecutive plateau
+    losses (the jump k -> k+1 is dated where the loss passes (L_k + L_{k+1}) / 2)."""
+    times, losses = np.asarray(times, float), np.asarray(losses, float)
+    out = []
+    for a, b in zip(plateau_losses[:-1], plateau_losses[1:]):
+        level = 0.5 * (a + b)
+        idx = np.flatnonzero(losses <= level)
+        if not len(idx) or idx[0] == 0:
+            out.append(float("nan"))
+            continue
+        i = idx[0]
+        t0, t1, l0, l1 = times[i - 1], times[i], losses[i - 1], losses[i]
+        out.append(float(t0 + (level - l0) * (t1 - t0) / (l1 - l0)) if l1 != l0 else float(t1))
+    return np.array(out)
+
+
+__all__ = [
+    "ConservedQuantities", "FlowComparison", "PredictorPath", "SaddleSequence", "Trajectory",
+    "compare_flows", "conserved_quantities", "gradient_descent", "gradient_flow", "jump_times",
+    "mirror_flow", "predictor_flow", "predictor_velocity", "quotient_flow", "saddle_to_saddle",
+    "schedule",
+]

@@ -1,0 +1,265 @@
+"""The implicit-bias problem of a mirror flow and its comparison with gradient flow.
+
+The limit of the mirror flow on a squared loss with data X beta = y solves
+argmin R(beta) subject to X beta = y (Gunasekar, Lee, Soudry, Srebro 2018; Li et al. 2022,
+Theorem 4.10): :func:`solve_implicit_bias` solves it with Newton's method in coordinates of the
+affine constraint set; :func:`implicit_bias` compares it with the gradient-flow limit, with the
+minimum-l1 solution (scipy.optimize.linprog; the alpha -> 0 limit of the hyperbolic entropy) and
+the minimum-l2 solution (the pseudoinverse; the alpha -> infinity limit).
+"""
+
+import dataclasses
+from typing import Optional
+
+import numpy as np
+
+from ..errors import ParamgeoError, ShapeError
+from ..results import Result
+from .potentials import mirror_potential
+
+
+def _check_data(X, y):
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float).ravel()
+    if X.ndim != 2:
+        raise ShapeError(f"the design X must be a 2-d array (N x p), got shape {X.shape}")
+    if X.shape[0] != y.shape[0]:
+        raise ShapeError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries; they must agree")
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+        raise ShapeError("X or y contains NaN or infinite values")
+    return X, y
+
+
+def min_l1(X, y):
+    """argmin |beta|_1 s.t. X beta = y, by linear programming (scipy.optimize.linprog, HiGHS):
+    beta = a - b, a, b >= 0, minimise sum(a + b)."""
+    from scipy.optimize import linprog
+
+    X, y = _check_data(X, y)
+    p = X.shape[1]
+    res = linprog(np.ones(2 * p), A_eq=np.hstack([X, -X]), b_eq=y, bounds=(0, None),
+                  method="highs")
+    if not res.success:
+        raise ParamgeoError(f"the minimum-l1 problem has no solution: {res.message}")
+    return res.x[:p] - res.x[p:]
+
+
+def min_l2(X, y):
+    """argmin |beta|_2 s.t. X beta = y: the pseudoinverse solution X^+ y."""
+    X, y = _check_data(X, y)
+    return np.linalg.pinv(X) @ y
+
+
+def solve_implicit_bias(potential, X, y, *, tol=1e-12, maxiter=5000):
+    """argmin R(beta) subject to X beta = y, R the potential (minus its linear part at beta0).
+
+    Coordinates on the affine set: beta = b_p + N z (b_p = projection of beta0 onto it, N an
+    orthonormal basis of ker X); damped Newton with Armijo backtracking (Boyd and
+    Vandenberghe 2004, Algorithm 9.5) on z with gradient N^T grad R and Hessian N^T Hess R N,
+    until the Newton decrement falls below ``tol`` (or a step no longer lowers R in floating
+    point). When b_p lies outside the domain of R (an entropy on an orthant), the concave dual
+    max_nu <y, nu> - R*(X^T nu) is solved instead (:func:`_solve_implicit_bias_dual`).
+    Returns (beta, kkt) where kkt is the relative size of the part of grad R(beta) outside
+    range X^T (0 at the solution).
+    """
+    from scipy.linalg import null_space
+
+    X, y = _check_data(X, y)
+    if X.shape[1] != len(potential.beta0):
+        raise ShapeError(f"X has {X.shape[1]} columns but the predictor has "
+                         f"{len(potential.beta0)} entries")
+    beta0 = np.asarray(potential.beta0, float)
+    bp = beta0 + np.linalg.lstsq(X, y - X @ beta0, rcond=None)[0]
+    if np.linalg.norm(X @ bp - y) > 1e-8 * (1 + np.linalg.norm(y)):
+        raise ParamgeoError("X beta = y has no solution (inconsistent data); the implicit-bias "
+                            "problem needs an underdetermined, consistent system")
+    N = null_space(X)
+    if N.shape[1] == 0:
+        return bp, 0.0
+
+    def parts(z):
+        beta = bp + N @ z
+        return N.T @ potential.grad(beta), N.T @ potential.hessian(beta) @ N
+
+    z = np.zeros(N.shape[1])
+    value = potential.value(bp)
+    if not np.isfinite(value):  # e.g. an entropy whose domain is an orthant: go through the dual
+        return _solve_implicit_bias_dual(potential, X, y, tol=tol, maxiter=maxiter)
+    for _ in range(maxiter):  # damped Newton with Armijo backtracking (R is strictly convex)
+        g, H = parts(z)
+        step = np.linalg.solve(H, g)
+        dec = float(g @ step)  # Newton decrement squared
+        if dec <= tol * tol:
+            break
+        t, accepted = 1.0, False
+        while t > 1e-12:
+            new = potential.value(bp + N @ (z - t * step))
+            # a step that does not lower R in floating point is no progress: finish below
+            if np.isfinite(new) and new <= value - 0.25 * t * dec and new < value:
+                accepted = True
+                break
+            t /= 2
+        if not accepted:  # at the resolution of R's values: finish with pure Newton steps
+            for _ in range(20):
+                z_new = z - step
+                g_new, _ = parts(z_new)
+                if not np.all(np.isfinite(g_new)) or np.linalg.norm(g_new) >= np.linalg.norm(g):
+                    break
+                z = z_new
+                g, H = parts(z)
+                step = np.linalg.solve(H, g)
+            break
+        z, value = z - t * step, new
+    beta = bp + N @ z
+    g = potential.grad(beta)
+    kkt = float(np.linalg.norm(N.T @ g) / max(np.linalg.norm(g), 1e-300))
+    return beta, kkt
+
+
+def _conjugate_grad(potential, mu, start, tol=1e-13, maxiter=500):
+    """grad R*(mu) = argmin_beta R(beta) - <mu, beta>, by damped Newton from ``start`` (a point
+    of the domain of R) with backtracking that stays in the domain; the plugin's or the
+    numerical construction's inverse mirror map when the potential carries one."""
+    if potential.conjugate_grad is not None:
+        return np.asarray(potential.conjugate_grad(mu), float)
+    beta = np.asarray(start, float).copy()
+    val = potential.value(beta) - mu @ beta
+    for _ in range(maxiter):
+        g = potential.grad(beta) - mu
+        step = np.linalg.solve(potential.hessian(beta), g)
+        dec = float(g @ step)
+        if dec <= tol * tol:
+            break
+        t = 1.0
+        while t > 1e-14:
+            cand = beta - t * step
+            new = potential.value(cand) - mu @ cand if np.all(np.isfinite(cand)) else np.inf
+            if np.isfinite(new) and new <= val - 0.25 * t * dec and new < val:
+                break
+            t /= 2
+        else:
+            break
+        beta, val = cand, new
+    return beta
+
+
+def _solve_implicit_bias_dual(potential, X, y, *, tol=1e-12, maxiter=500):
+    """argmin R s.t. X beta = y through the concave dual max_nu <y, nu> - R*(X^T nu).
+
+    KKT: grad R(beta) = X^T nu and X beta = y, so beta = grad R*(X^T nu) (Rockafellar 1970,
+    Theorem 23.5). Newton on nu with gradient y - X beta(nu) and Hessian
+    -X Hess R(beta)^{-1} X^T, backtracking on the dual value; beta(nu) by :func:`_conjugate_grad`
+    warm-started at the previous iterate (nu = 0 gives beta0, inside the domain). Used when the
+    least-change interpolator lies outside the domain of R (entropies on an orthant).
+    """
+    beta0 = np.asarray(potential.beta0, float)
+    nu = np.zeros(X.shape[0])
+
+    def dual(nu, start):
+        mu = X.T @ nu
+        b = _conjugate_grad(potential, mu, start)
+        return float(y @ nu - (mu @ b - potential.value(b))), b
+
+    val, beta = dual(nu, beta0)
+    for _ in range(maxiter):
+        g = y - X @ beta
+        if np.linalg.norm(g) <= tol * (1 + np.linalg.norm(y)):
+            break
+        Hd = X @ np.linalg.solve(potential.hessian(beta), X.T)
+        step = np.linalg.lstsq(Hd, g, rcond=None)[0]
+        t = 1.0
+        while t > 1e-14:
+            new, b = dual(nu + t * step, beta)
+            if np.isfinite(new) and new >= val + 1e-4 * t * (g @ step):
+                break
+            t /= 2
+        else:
+            break
+        nu, val, beta = nu + t * step, new, b
+    if np.linalg.norm(X @ beta - y) > 1e-6 * (1 + np.linalg.norm(y)):
+        raise ParamgeoError(
+            f"the implicit-bias problem has no solution in the domain of the potential (dual "
+            f"Newton stopped with |X beta - y| = {np.linalg.norm(X @ beta - y):.3g}); the data "
+            "may not be reachable from theta0")
+    from scipy.linalg import null_space
+
+    N = null_space(X)
+    gr = potential.grad(beta)
+    kkt = float(np.linalg.norm(N.T @ gr) / max(np.linalg.norm(gr), 1e-300)) if N.size else 0.0
+    return beta, kkt
+
+
+@dataclasses.dataclass(frozen=True)
+class ImplicitBias(Result):
+    """The gradient-flow limit against argmin R s.t. X beta = y, min-l1 and min-l2.
+
+    ``deviation`` = |beta_flow - beta_R|_inf; ``l1_gap`` = |beta_R|_1 - |beta_l1|_1 and
+    ``l1_distance`` = |beta_R - beta_l1|_inf (-> 0 as alpha -> 0); ``l2_distance`` =
+    |beta_R - X^+ y|_inf (-> 0 as alpha -> infinity).
+    """
+
+    alpha: Optional[float]
+    potential: str
+    deviation: float
+    kkt: float
+    flow_time: float
+    flow_loss: float
+    l1_gap: float
+    l1_distance: float
+    l2_distance: float
+    beta_flow: np.ndarray
+    beta_potential: np.ndarray
+    beta_l1: np.ndarray
+    beta_l2: np.ndarray
+
+    def __str__(self):
+        a = f" alpha = {self.alpha:g}" if self.alpha is not None else ""
+        return "\n".join([
+            f"ImplicitBias{a}",
+            f"  potential       {self.potential}",
+            f"  |flow limit - argmin R|_inf   {self.deviation:.3g}  (flow to t = "
+            f"{self.flow_time:.4g}, loss {self.flow_loss:.3g}; KKT residual {self.kkt:.2g})",
+            f"  l1 gap |b_R|_1 - |b_l1|_1     {self.l1_gap:.3g}",
+            f"  |b_R - b_l1|_inf              {self.l1_distance:.3g}",
+            f"  |b_R - X^+ y|_inf             {self.l2_distance:.3g}",
+        ])
+
+
+def implicit_bias(param, X, y, alpha=None, theta0=None, *, t_final=1e9, stop_loss=None,
+                  rtol=1e-10, atol=1e-15, potential=None, trajectory=None):
+    """Solve argmin R(beta) s.t. X beta = y and compare with the limit of gradient flow.
+
+    theta0 is ``param.init_at_scale(alpha)`` unless given. The flow (``paramgeo.flows``) runs on
+    ell(beta) = |X beta - y|^2 / (2N) to ``t_final`` or until the loss falls below
+    ``stop_loss`` (default 1e-26 (1 + |y|^2 / N)). The potential's minimiser is found by
+    :func:`solve_implicit_bias`; the references are :func:`min_l1` and :func:`min_l2`
+    (Woodworth et al. 2020: the alpha -> 0 and alpha -> infinity limits of the hyperbolic
+    entropy).
+    """
+    from ..trajectory import gradient_flow
+    from ..losses import LinearMeasurements
+
+    X, y = _check_data(X, y)
+    if X.shape[1] != param.m:
+        raise ShapeError(f"X has {X.shape[1]} columns but {param.name} {param.sizes} has "
+                         f"predictors of dimension {param.m}; they must agree")
+    if theta0 is None:
+        if alpha is None or not np.isfinite(alpha) or alpha <= 0:
+            raise ParamgeoError(f"give a positive init scale alpha (or theta0), got {alpha}")
+        theta0 = param.init_at_scale(alpha)
+    theta0 = param.as_theta(theta0)
+    potential = potential or mirror_potential(param, theta0)
+    loss = LinearMeasurements(X, y)
+    if trajectory is None:
+        stop = stop_loss if stop_loss is not None else 1e-26 * (1 + y @ y / len(y))
+        trajectory = gradient_flow(param, loss, theta0, t_final, rtol=rtol, atol=atol,
+                                   n_records=40, log_times=True, stop_loss=stop)
+    beta_flow = trajectory.final_predictor
+    beta_R, kkt = solve_implicit_bias(potential, X, y)
+    b1, b2 = min_l1(X, y), min_l2(X, y)
+    return ImplicitBias(
+        None if alpha is None else float(alpha), potential.formula,
+        float(np.abs(beta_flow - beta_R).max()), kkt, float(trajectory.times[-1]),
+        float(trajectory.losses[-1]), float(np.abs(beta_R).sum() - np.abs(b1).sum()),
+        float(np.abs(beta_R - b1).max()), float(np.abs(beta_R - b2).max()),
+        beta_flow, beta_R, b1, b2)

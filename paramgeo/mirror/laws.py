@@ -1,0 +1,197 @@
+"""Polynomial conservation laws of gradient flow through a parameterization.
+
+A conservation law is h with <grad h, X_i> = 0 identically for every i (then it is orthogonal to
+every bracket too: [X_i, X_j] h = X_i X_j h - X_j X_i h = 0). For polynomial h of degree <= D
+this is a linear system in the coefficients, solved exactly over the rationals with sympy when
+``symbolic()`` is available, by sampling and an SVD otherwise.
+"""
+
+import dataclasses
+import fractions
+import itertools
+
+import numpy as np
+
+from ..errors import ParamgeoError
+from ..geometry import DEFAULT_POLICY, as_rng, decide_rank, rational_rref
+from ..results import Result
+from .lie import _method, lie_algebra, symbolic_fields, vector_fields
+
+#: the largest number of unknown coefficients of the conservation-law linear system
+LAWS_MAX_UNKNOWNS = 2500
+
+
+@dataclasses.dataclass(frozen=True)
+class ConservationLaws(Result):
+    """Polynomial conservation laws of gradient flow found up to a degree.
+
+    ``laws`` are printed polynomials h with <grad h, grad phi_i> = 0 identically (a basis of
+    that space in reduced echelon form); ``independent`` is the number of functionally
+    independent ones (rank of their gradients at a random point); ``expected`` = n - dim of the
+    generated Lie algebra (Marcotte et al. 2023); ``complete`` when independent == expected.
+    """
+
+    laws: tuple
+    degree: int
+    independent: int
+    expected: int
+    complete: bool
+    method: str
+
+    def __str__(self):
+        note = "" if self.complete else " (incomplete: laws of higher degree or non-polynomial)"
+        head = (f"ConservationLaws ({self.method}, degree <= {self.degree}): "
+                f"{self.independent} independent found, {self.expected} expected{note}")
+        return "\n".join([head] + [f"  {law}" for law in self.laws])
+
+
+def _exponents(n, degree):
+    out = []
+    for d in range(1, degree + 1):
+        for combo in itertools.combinations_with_replacement(range(n), d):
+            e = [0] * n
+            for k in combo:
+                e[k] += 1
+            out.append(tuple(e))
+    return out
+
+
+def conservation_laws(param, degree=2, seed=0, policy=None, method="auto", algebra=None):
+    """Polynomial conservation laws h (degree <= ``degree``, no constant term).
+
+    Solves <grad h, X_i> = 0 identically for every field X_i = grad phi_i: with sympy, exactly
+    over the rationals (coefficients of the polynomial identity; requires polynomial phi); else
+    numerically, from the identity at random points and an SVD null space under the tolerance
+    policy. The count of functionally independent laws is compared with n - dim Lie(X)
+    (Marcotte, Gribonval, Peyre 2023, Theorem 3.3).
+    """
+    if int(degree) < 1:
+        raise ParamgeoError(f"the degree of the laws must be >= 1, got {degree}")
+    degree = int(degree)
+    method = _method(param, method)
+    policy = policy or DEFAULT_POLICY
+    algebra = algebra or lie_algebra(param, seed=seed, policy=policy, method=method)
+    exps = _exponents(param.n, degree)
+    if len(exps) > LAWS_MAX_UNKNOWNS:
+        raise ParamgeoError(
+            f"{param.name}: {len(exps)} monomials of degree <= {degree} in {param.n} parameters "
+            f"exceed the limit {LAWS_MAX_UNKNOWNS}; lower the degree or the sizes")
+    coeffs, symbols, how = None, None, method
+    if method == "symbolic":
+        coeffs, symbols = _laws_symbolic(param, exps)
+        if coeffs is None:
+            how = "numeric"
+    if coeffs is None:
+        coeffs = _laws_numeric(param, exps, degree, seed, policy)
+        if symbols is None:
+            symbols = _default_symbols(param)
+    laws = tuple(_format_law(c, exps, symbols) for c in coeffs)
+    indep = _independent_count(coeffs, exps, param, seed, policy)
+    return ConservationLaws(laws, degree, indep, algebra.n_laws, indep == algebra.n_laws, how)
+
+
+def _default_symbols(param):
+    import sympy
+
+    names = [lab.replace("[", "_").replace("]", "").replace(",", "_") for lab in
+             param.spec.labels()]
+    return list(sympy.symbols(names, real=True))
+
+
+def _laws_symbolic(param, exps):
+    """Rational coefficient vectors (rows, reduced echelon) or None if phi is not polynomial."""
+    import sympy
+    from sympy.polys.domains import QQ
+    from sympy.polys.matrices import DomainMatrix
+
+    symbols, fields = symbolic_fields(param)
+    monos = [sympy.Mul(*[s ** e for s, e in zip(symbols, ex)]) for ex in exps]
+    grads = [[sympy.diff(mo, s) for s in symbols] for mo in monos]
+    rows = {}
+    try:
+        for i, X in enumerate(fields):
+            for k, g in enumerate(grads):
+                expr = sum((gi * xi for gi, xi in zip(g, X) if gi != 0 and xi != 0),
+                           sympy.Integer(0))
+                if expr == 0:
+                    continue
+                poly = sympy.Poly(expr, *symbols)
+                if poly.domain not in (sympy.ZZ, sympy.QQ):
+                    return None, symbols
+                for mono, c in poly.terms():
+                    rows.setdefault((i, mono), {})[k] = QQ(c.p, c.q) if hasattr(c, "p") \
+                        else QQ(int(c))
+    except sympy.PolynomialError:
+        return None, symbols
+    ncol = len(exps)
+    if not rows:
+        mat = [[QQ(0)] * ncol]
+    else:
+        mat = [[r.get(k, QQ(0)) for k in range(ncol)] for r in rows.values()]
+    dm = DomainMatrix(mat, (len(mat), ncol), QQ)
+    null = dm.nullspace()  # rows spanning the null space
+    if null.shape[0] == 0:
+        return [], symbols
+    rref, _ = null.rref()
+    out = []
+    for row in rref.to_Matrix().tolist():
+        if any(c != 0 for c in row):
+            out.append([sympy.Rational(c) for c in row])
+    return out, symbols
+
+
+def _monomial_grads(exps, theta):
+    """G[k] = grad of theta^exps[k] at theta (len(exps) x n)."""
+    E = np.asarray(exps, float)
+    out = np.zeros_like(E)
+    for j in range(E.shape[1]):
+        Ej = E.copy()
+        coef = Ej[:, j].copy()
+        Ej[:, j] = np.maximum(Ej[:, j] - 1, 0)
+        out[:, j] = coef * np.prod(theta[None, :] ** Ej, axis=1)
+    return out
+
+
+def _laws_numeric(param, exps, degree, seed, policy):
+    rng = as_rng(seed + 1 if isinstance(seed, int) else seed)
+    n_mono = len(exps)
+    n_points = int(np.ceil(2 * n_mono / max(param.m, 1))) + 3
+    blocks = []
+    for _ in range(n_points):
+        th = param.random_point(rng)
+        X = vector_fields(param, th)  # m x n
+        G = _monomial_grads(exps, th)  # c x n
+        blocks.append(X @ G.T)  # (m, c): <grad mono_k, X_i>
+    A = np.vstack(blocks)
+    A = A / np.maximum(np.linalg.norm(A, axis=0, keepdims=True), 1e-300)
+    _, s, vt = np.linalg.svd(A, full_matrices=True)
+    rank = decide_rank(s, policy, what="conservation-law system", warn=False).rank
+    N = vt[rank:]  # rows span the null space (in column-normalised coordinates)
+    if N.shape[0] == 0:
+        return []
+    N = N / np.maximum(np.linalg.norm(np.vstack(blocks), axis=0, keepdims=True), 1e-300)
+    # snapped to rationals with denominator <= 1000 within 1e-9, so exact laws print exactly
+    return rational_rref(N, pivot_tol=1e-8, max_den=1000, snap_tol=1e-9)
+
+
+def _format_law(coeffs, exps, symbols):
+    import sympy
+
+    expr = sympy.Integer(0)
+    for c, ex in zip(coeffs, exps):
+        if c != 0:
+            if isinstance(c, fractions.Fraction):
+                c = sympy.Rational(c.numerator, c.denominator)
+            elif not isinstance(c, sympy.Basic):
+                c = sympy.Float(float(c), 8)
+            expr += c * sympy.Mul(*[s ** e for s, e in zip(symbols, ex)])
+    return str(expr)
+
+
+def _independent_count(coeffs, exps, param, seed, policy):
+    if not coeffs:
+        return 0
+    th = param.random_point(as_rng(seed + 7 if isinstance(seed, int) else seed))
+    G = _monomial_grads(exps, th)  # c x n
+    C = np.asarray([[float(c) for c in row] for row in coeffs])
+    return decide_rank(C @ G, policy, warn=False).rank

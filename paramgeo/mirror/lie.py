@@ -1,0 +1,404 @@
+"""The Lie algebra of the vector fields X_i = grad phi_i: brackets (numeric and symbolic),
+the commuting test and the generated algebra.
+
+The fields are X_i = grad phi_i (the rows of J), i = 1..m. Their Lie bracket is
+
+    [X_i, X_j](theta) = DX_j(theta) X_i(theta) - DX_i(theta) X_j(theta),
+
+with DX_i = Hess phi_i; row j of ``param.jacobian_derivative(theta, X_i)`` is DX_j X_i. The
+parameterization is *commuting* when every bracket vanishes (Li, Wang, Lee, Arora, NeurIPS 2022,
+"Implicit bias of gradient descent on reparametrized models: on equivalence to mirror descent",
+Definition 4.1). The generated algebra is W_1 = span{X_i}, W_{k+1} = W_k + [W_1, W_k]
+(right-nested brackets span the Lie algebra, by the Jacobi identity); its dimension at a point
+is the rank of the values there, and the iteration stops once that rank no longer grows
+(Marcotte, Gribonval, Peyre, NeurIPS 2023, "Abide by the law and follow the flow: conservation
+laws for gradient flows", Section 4). The number of independent conservation laws of gradient
+flow (for every loss) is n - dim Lie(X)(theta) (same paper, Theorem 3.3).
+"""
+
+import dataclasses
+import itertools
+import warnings
+
+import autograd
+import autograd.numpy as anp
+import numpy as np
+
+from ..errors import NumericalDoubtWarning, ParamgeoError
+from ..geometry import DEFAULT_POLICY, as_rng, decide_rank, range_basis
+from ..results import Result
+
+
+class NotCommutingError(ParamgeoError):
+    """A mirror potential was requested for a parameterization whose fields do not commute."""
+
+
+# ====================================================================== brackets (numeric)
+def vector_fields(param, theta):
+    """The m x n matrix whose rows are the fields X_i(theta) = grad phi_i(theta) (= J(theta))."""
+    return np.asarray(param.jacobian(param.as_theta(theta)), dtype=float)
+
+
+def _bracket_parts(param, theta):
+    J = vector_fields(param, theta)
+    # D[i, j] = DX_j(theta) X_i(theta)  (row j of d/dt J(theta + t X_i))
+    D = np.stack([np.asarray(param.jacobian_derivative(theta, J[i]), float)
+                  for i in range(param.m)])
+    return J, D
+
+
+def brackets(param, theta):
+    """All brackets at theta: B[i, j] = [X_i, X_j](theta) = DX_j X_i - DX_i X_j (m x m x n).
+
+    Computed from Hessian-vector products (``jacobian_derivative``), Li et al. (2022) Def. 4.1.
+    """
+    theta = param.as_theta(theta)
+    _, D = _bracket_parts(param, theta)
+    return D - D.transpose(1, 0, 2)
+
+
+#: up to this many fields the commuting test forms every bracket [X_i, X_j]; above it, it
+#: brackets random combinations a.X, b.X (zero for random a, b iff every bracket is zero, the
+#: brackets being bilinear with constant coefficients) at two Hessian-vector products each.
+FULL_BRACKETS_MAX_M = 20
+#: the symbolic route ("auto") is used while (m choose 2) * n stays below this
+SYMBOLIC_MAX_WORK = 5000
+
+
+def _sketched_bracket(param, theta, rng):
+    a, b = rng.standard_normal(param.m), rng.standard_normal(param.m)
+    ya, yb = param.vjp(theta, a), param.vjp(theta, b)
+    dyb_ya, dya_yb = param.hessian_vp(theta, b, ya), param.hessian_vp(theta, a, yb)
+    return (float(np.linalg.norm(dyb_ya - dya_yb)),
+            float(max(np.linalg.norm(dyb_ya), np.linalg.norm(dya_yb))))
+
+
+@dataclasses.dataclass(frozen=True)
+class CommutingTest(Result):
+    """Whether the fields grad phi_i commute, with the evidence.
+
+    ``max_bracket`` is max_{i,j} |[X_i, X_j](theta)| over the test points, ``scale`` the largest
+    |DX_j X_i| there, ``relative`` their ratio; commuting iff max_bracket <= tol with
+    tol = max(atol, rtol * scale) (the rank tolerance policy, ``paramgeo.geometry``). The
+    symbolic route (``method="symbolic"``) decides exactly (every bracket expands to 0) and
+    still reports the numeric sizes.
+    """
+
+    commuting: bool
+    method: str
+    max_bracket: float
+    scale: float
+    relative: float
+    tol: float
+    doubtful: bool
+    worst_pair: tuple
+    n_points: int
+
+
+def commuting_test(param, n_points=3, seed=0, policy=None, method="auto", theta=None):
+    """Decide whether all brackets [X_i, X_j] vanish (Li et al. 2022, Definition 4.1).
+
+    ``method``: "symbolic" (exact, needs the ``symbolic`` capability), "numeric" (brackets at
+    ``n_points`` random points, or at ``theta``), "auto" (symbolic when declared). The numeric
+    decision uses the rank tolerance policy: commuting iff max |[X_i, X_j]| <= max(atol,
+    rtol * max |DX_j X_i|); a value within ``policy.band`` of the tolerance is doubtful and warns.
+    """
+    method = _method(param, method)
+    policy = policy or DEFAULT_POLICY
+    if method == "symbolic":
+        nonzero = [pair for pair, expr in symbolic_brackets(param).items()
+                   if any(e != 0 for e in expr)]
+        num = commuting_test(param, n_points, seed, policy, "numeric", theta)
+        return dataclasses.replace(num, commuting=not nonzero, method="symbolic",
+                                   doubtful=False, worst_pair=num.worst_pair or
+                                   (nonzero[0] if nonzero else ()))
+    rng = as_rng(seed)
+    points = [param.as_theta(theta)] if theta is not None else \
+        [param.random_point(rng) for _ in range(n_points)]
+    max_b, scale, worst = 0.0, 0.0, ()
+    for th in points:
+        if param.m <= FULL_BRACKETS_MAX_M:
+            _, D = _bracket_parts(param, th)
+            B = D - D.transpose(1, 0, 2)
+            norms = np.linalg.norm(B, axis=2)
+            scale = max(scale, float(np.linalg.norm(D, axis=2).max(initial=0.0)))
+            if norms.size and norms.max() > max_b:
+                max_b = float(norms.max())
+                worst = tuple(int(k) for k in np.unravel_index(np.argmax(norms), norms.shape))
+        else:  # sketch: [a.X, b.X] = sum_ij a_i b_j [X_i, X_j] for random a, b
+            for _ in range(2):
+                b_norm, s_norm = _sketched_bracket(param, th, rng)
+                scale = max(scale, s_norm)
+                if b_norm > max_b:
+                    max_b, worst = b_norm, ("random combination",)
+    tol = policy.tol([scale])
+    commuting = max_b <= tol
+    doubtful = bool(max_b > 0 and tol > 0 and tol / policy.band < max_b < tol * policy.band)
+    if doubtful:
+        warnings.warn(
+            f"commuting test of {param.name} decided near the tolerance: largest bracket "
+            f"{max_b:.3g} vs tol {tol:.3g}; pass a RankPolicy to decide otherwise",
+            NumericalDoubtWarning, stacklevel=2)
+    rel = max_b / scale if scale > 0 else 0.0
+    return CommutingTest(bool(commuting), "numeric", max_b, scale, rel, tol, doubtful, worst,
+                         len(points))
+
+
+# ====================================================================== symbolic fields
+def _method(param, method):
+    if method not in ("auto", "symbolic", "numeric"):
+        raise ParamgeoError(f"method must be auto, symbolic or numeric, got {method!r}")
+    if method == "auto":
+        cheap = param.m * (param.m - 1) // 2 * param.n <= SYMBOLIC_MAX_WORK
+        return "symbolic" if param.provides("symbolic") and cheap else "numeric"
+    if method == "symbolic" and not param.provides("symbolic"):
+        raise ParamgeoError(
+            f"{param.name} does not declare the 'symbolic' capability; use method='numeric'")
+    return method
+
+
+def symbolic_fields(param):
+    """(symbols, fields): the m fields X_i = grad phi_i as sympy column Matrices (exact)."""
+    import sympy
+
+    from ..symbolic import exact_jacobian, symbolic_form
+
+    symbols, _ = symbolic_form(param)
+    J = exact_jacobian(param)
+    return symbols, [sympy.Matrix(J.row(i)).T for i in range(J.rows)]
+
+
+def _sym_bracket(X, Y, symbols):
+    """[X, Y] = DY X - DX Y for sympy column vectors, expanded."""
+    out = Y.jacobian(symbols) * X - X.jacobian(symbols) * Y
+    return out.applyfunc(lambda e: e.expand())
+
+
+def symbolic_brackets(param):
+    """{(i, j): [X_i, X_j]} for i < j as expanded sympy column Matrices (exact)."""
+    symbols, fields = symbolic_fields(param)
+    return {(i, j): _sym_bracket(fields[i], fields[j], symbols)
+            for i, j in itertools.combinations(range(len(fields)), 2)}
+
+
+# ====================================================================== Lie algebra
+@dataclasses.dataclass(frozen=True)
+class LieAlgebra(Result):
+    """Dimension of the Lie algebra generated by the fields grad phi_i at a point.
+
+    ``levels[k]`` is dim W_{k+1}(theta) (W_1 = span of the fields, W_{k+1} = W_k + [W_1, W_k]);
+    ``dim`` the stabilised value; ``n_laws = n - dim`` the number of independent conservation
+    laws (Marcotte, Gribonval, Peyre 2023, Theorem 3.3). ``stabilised`` is False when
+    ``max_depth`` was reached while the rank was still growing (then ``dim`` is a lower bound).
+    """
+
+    dim: int
+    n: int
+    m: int
+    rank_J: int
+    levels: tuple
+    n_fields: tuple
+    stabilised: bool
+    method: str
+
+    @property
+    def n_laws(self):
+        return self.n - self.dim
+
+
+def _select_independent(candidates, basis, policy):
+    """Indices of rows of ``candidates`` independent (over R) of ``basis`` rows and each other.
+
+    Rows are field values stacked over several points, so dependence means dependence as
+    functions (with constant coefficients). Greedy Gram-Schmidt with a relative tolerance.
+    """
+    q = []
+    if len(basis):  # orthonormal rows spanning the kept values (rank by the tolerance policy)
+        q = list(range_basis(np.asarray(basis, float).T, policy, warn=False)[0].T)
+    scale = max([np.linalg.norm(c) for c in candidates] + [0.0])
+    keep = []
+    for k, c in enumerate(candidates):
+        r = c.copy()
+        for _ in range(2):  # re-orthogonalise once for stability
+            for b in q:
+                r = r - (b @ r) * b
+        if np.linalg.norm(r) > max(policy.atol, 1e3 * policy.rtol * scale) and scale > 0:
+            q.append(r / np.linalg.norm(r))
+            keep.append(k)
+    return keep
+
+
+def _numeric_family_brackets(F, G, n):
+    """A traceable theta -> (a * b, n) of the brackets [F_k, G_l] = DG_l F_k - DF_k G_l.
+
+    Dense derivative tensors by nested autograd: simple and exact, but the k-th level costs
+    derivatives of order k + 1 (slow for n of a few dozen; the symbolic route is preferred)."""
+    dF, dG = autograd.jacobian(F), autograd.jacobian(G)
+
+    def H(th):
+        f, g = F(th), G(th)
+        dg_f = anp.einsum("lpq,kq->klp", dG(th), f)
+        df_g = anp.einsum("kpq,lq->klp", dF(th), g)
+        return anp.reshape(dg_f - df_g, (-1, n))
+
+    return H
+
+
+def lie_algebra(param, theta=None, seed=0, max_depth=5, policy=None, method="auto",
+                n_test_points=3):
+    """Dimension of the Lie algebra generated by X_i = grad phi_i at theta (random if None).
+
+    W_1 = span{X_i}; W_{k+1} = W_k + span{[X_i, w] : w new in W_k}; stop when dim W_k(theta)
+    stops growing, reaches n, or when no bracket is new as a function (Marcotte, Gribonval,
+    Peyre 2023, Section 4 and their Algorithm; the test point should be generic). Fields are
+    pruned to an R-linearly independent set by their values at ``n_test_points`` extra random
+    points. ``method`` "symbolic" builds the brackets exactly with sympy (point values then exact
+    at a random integer point when theta is None); "numeric" nests autograd derivatives of
+    ``forward`` (the k-th level needs derivatives of order k + 1).
+    """
+    method = _method(param, method)
+    policy = policy or DEFAULT_POLICY
+    rng = as_rng(seed)
+    exact = method == "symbolic" and theta is None
+    if exact:
+        point = rng.integers(-9, 10, size=param.n)
+        point[point == 0] = 1
+    else:
+        point = param.as_theta(theta) if theta is not None else param.random_point(rng)
+    extra = [param.random_point(rng) for _ in range(n_test_points)]
+    n = param.n
+    if method == "symbolic":
+        return _lie_symbolic(param, point, extra, exact, max_depth, policy)
+
+    pts = [point] + extra
+    M = _linear_field_matrices(param, rng)
+    if M is not None:  # X_i = M_i theta: brackets are matrix commutators
+        return _grow_algebra(
+            M, lambda mats: np.einsum("kpq,qs->ksp", mats, np.stack(pts, axis=1)),
+            lambda first, cur: (np.einsum("lpq,kqr->klpr", cur, first)
+                                - np.einsum("kpq,lqr->klpr", first, cur)).reshape(-1, n, n),
+            lambda mats, idx: mats[np.asarray(idx, dtype=int)],
+            max_depth, policy, n, param.m, "numeric (linear fields)")
+    return _grow_algebra(
+        autograd.jacobian(param.forward_flat),
+        lambda F: np.stack([np.asarray(F(p), float) for p in pts], axis=1),
+        lambda first, cur: _numeric_family_brackets(first, cur, n),
+        _take, max_depth, policy, n, param.m, "numeric")
+
+
+def _grow_algebra(fields, values, bracket, take, max_depth, policy, n, m, method):
+    """The iteration W_{k+1} = W_k + [W_1, W_k] of :func:`lie_algebra` on a family of fields.
+
+    ``values(family)`` gives an array (k, P, n) of the family's values at the test points (the
+    first one is the point where the dimension is read), ``bracket(first, current)`` the family
+    of brackets [X_k, C_l], ``take(family, idx)`` a sub-family. New fields are kept when their
+    stacked values are independent of those kept so far (dependence as functions)."""
+    v1 = values(fields)
+    keep = _select_independent([v.ravel() for v in v1], [], policy)
+    first = take(fields, keep)
+    kept_at_point = [v1[k, 0] for k in keep]
+    kept_stack = [v1[k].ravel() for k in keep]
+    rank_J = decide_rank(np.asarray(v1[:, 0]), policy, warn=False).rank
+    levels, counts = [rank_J], [len(keep)]
+    current, stabilised = first, False
+    for _ in range(max_depth - 1):
+        if levels[-1] == n:
+            stabilised = True
+            break
+        H = bracket(first, current)
+        vh = values(H)
+        new = _select_independent([v.ravel() for v in vh], kept_stack, policy)
+        if not new:
+            stabilised = True
+            break
+        kept_stack += [vh[k].ravel() for k in new]
+        kept_at_point += [vh[k, 0] for k in new]
+        levels.append(decide_rank(np.asarray(kept_at_point), policy, warn=False).rank)
+        counts.append(len(new))
+        current = take(H, new)
+        if levels[-1] == levels[-2]:
+            stabilised = True
+            break
+    return LieAlgebra(levels[-1], n, m, rank_J, tuple(levels), tuple(counts), stabilised,
+                      method)
+
+
+def _linear_field_matrices(param, rng, tol=1e-10):
+    """The matrices M_i with X_i(theta) = M_i theta when every field X_i = grad phi_i is linear
+    in theta (phi a homogeneous quadratic map: U U^T, U V^T, u * v, attention scores), else None.
+
+    M_i[:, j] = J(e_j)[i, :]; linearity is checked at a random point (J(theta) against
+    sum_j theta_j J(e_j), relative ``tol``)."""
+    n = param.n
+    if n > 400:  # n Jacobians and m n x n matrices: keep the fast path for moderate sizes
+        return None
+    basis = np.stack([param.jacobian(e) for e in np.eye(n)])  # (n_j, m, n_p)
+    probe = param.random_point(rng)
+    J = param.jacobian(probe)
+    if np.linalg.norm(np.tensordot(probe, basis, axes=1) - J) > tol * max(np.linalg.norm(J), 1):
+        return None
+    return np.transpose(basis, (1, 2, 0))  # M[i, p, j] = J(e_j)[i, p]
+
+
+def _take(F, idx):
+    idx = np.asarray(idx, dtype=int)
+    return lambda th: F(th)[idx]
+
+
+def _lie_symbolic(param, point, extra, exact, max_depth, policy):
+    import sympy
+
+    symbols, fields = symbolic_fields(param)
+    n = param.n
+    pts = [point] + extra
+    lam = [sympy.lambdify([symbols], list(f), "numpy") for f in fields]
+
+    def stacked(fns):
+        return [np.concatenate([np.asarray(fn(np.asarray(p, float)), float).ravel()
+                                for p in pts]) for fn in fns]
+
+    def at_point(exprs):
+        if exact:
+            sub = {s: sympy.Integer(int(v)) for s, v in zip(symbols, point)}
+            return sympy.Matrix([[e.xreplace(sub) for e in f] for f in exprs])
+        return np.asarray([fn(np.asarray(point, float)) for fn in
+                           [sympy.lambdify([symbols], list(f), "numpy") for f in exprs]],
+                          float).reshape(len(exprs), n)
+
+    def rank(exprs):
+        M = at_point(exprs)
+        if exact:
+            return int(M.rank())
+        return decide_rank(M, policy, warn=False).rank
+
+    keep = _select_independent(stacked(lam), [], policy)
+    first = [fields[k] for k in keep]
+    kept, kept_stack = list(first), [stacked(lam)[k] for k in keep]
+    rank_J = rank(fields)
+    levels, counts = [rank_J], [len(first)]
+    current, stabilised = first, False
+    for _ in range(max_depth - 1):
+        if levels[-1] == n:
+            stabilised = True
+            break
+        cand = [_sym_bracket(x, w, symbols) for x in first for w in current]
+        cand = [c for c in cand if any(e != 0 for e in c)]
+        if not cand:
+            stabilised = True
+            break
+        cl = [sympy.lambdify([symbols], list(c), "numpy") for c in cand]
+        cs = stacked(cl)
+        new = _select_independent(cs, kept_stack, policy)
+        if not new:
+            stabilised = True
+            break
+        kept += [cand[k] for k in new]
+        kept_stack += [cs[k] for k in new]
+        levels.append(rank(kept))
+        counts.append(len(new))
+        current = [cand[k] for k in new]
+        if levels[-1] == levels[-2]:
+            stabilised = True
+            break
+    return LieAlgebra(levels[-1], n, param.m, rank_J, tuple(levels), tuple(counts),
+                      stabilised, "symbolic")

@@ -1,0 +1,282 @@
+"""The queries a sweep can run: one small adapter per CLI command, in an open registry.
+
+A :class:`Query` names its options (each with a default and a converter that validates a value
+from the sweep file) and a function ``run(param, **options)`` that calls the same engine the
+CLI command calls and returns its result (a :class:`~paramgeo.results.Result` or a JSON-able
+dict). ``register_query`` adds one; a third party can add its own the same way.
+"""
+
+import dataclasses
+import math
+
+from ..errors import ParamgeoError
+
+#: A required option (no default).
+REQUIRED = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One option of a query: its default (or REQUIRED), a converter ``convert(value)`` that
+    returns the normalised value or raises ValueError/ParamgeoError, and whether the value is a
+    file path (resolved against the sweep file's folder, hashed by content)."""
+
+    default: object
+    convert: object
+    help: str = ""
+    path: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Query:
+    """A sweepable query: ``run(param, **options)`` -> result; ``dense`` says whether it forms
+    the dense Jacobian (the size guard of :func:`paramgeo.cli._common.resolve`)."""
+
+    name: str
+    run: object
+    options: dict
+    dense: bool = True
+    help: str = ""
+
+
+#: query name -> Query; extend with :func:`register_query`.
+QUERIES = {}
+
+
+def register_query(name, options, dense=True):
+    """Decorator: register ``run(param, **options)`` as the sweep query ``name``."""
+
+    def deco(run):
+        QUERIES[name] = Query(name, run, dict(options), dense,
+                              (run.__doc__ or "").strip().splitlines()[0])
+        return run
+
+    return deco
+
+
+# ------------------------------------------------------------------------------- converters
+
+def integer(minimum=None, maximum=None, optional=False):
+    def convert(value):
+        if optional and value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not float(value).is_integer():
+            raise ValueError(f"must be an integer, got {value!r}")
+        value = int(value)
+        if minimum is not None and value < minimum or maximum is not None and value > maximum:
+            bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+            raise ValueError(f"must be an integer {bounds}, got {value}")
+        return value
+    return convert
+
+
+def number(positive=False, optional=False, open_unit=False):
+    def convert(value):
+        if optional and value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value):
+            raise ValueError(f"must be a finite number, got {value!r}")
+        value = float(value)
+        if positive and value <= 0:
+            raise ValueError(f"must be a positive number, got {value}")
+        if open_unit and not 0 < value < 1:
+            raise ValueError(f"must lie in (0, 1), got {value}")
+        return value
+    return convert
+
+
+def positive_list(value):
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise ValueError("must be a positive number or a non-empty list of them")
+    return [number(positive=True)(v) for v in values]
+
+
+def choice(*values):
+    def convert(value):
+        if value not in values:
+            raise ValueError(f"must be one of {', '.join(map(str, values))}, got {value!r}")
+        return value
+    return convert
+
+
+def flag(value):
+    if not isinstance(value, bool):
+        raise ValueError(f"must be true or false, got {value!r}")
+    return value
+
+
+def path(optional=False):
+    def convert(value):
+        if optional and value is None:
+            return None
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"must be a file path (a string), got {value!r}")
+        return value
+    return convert
+
+
+def _seed(help="seed of the random points"):
+    return Option(0, integer(0), help)
+
+
+def _point():
+    return {"seed": _seed("seed of the random point (ignored with at)"),
+            "at": Option(None, path(optional=True), "a .npy file holding theta", path=True)}
+
+
+# ------------------------------------------------------------------------------ the queries
+
+@register_query("describe", {"seed": _seed()})
+def describe_query(param, seed):
+    """Dimensions, generic rank, symmetry and quotient dimension (paramgeo describe)."""
+    from ..describe import describe
+
+    return describe(param, seed=seed)
+
+
+@register_query("rank", _point())
+def rank_query(param, seed, at):
+    """Rank of J at a point, the generic rank and the singular values (paramgeo rank)."""
+    from ..cli._common import load_point
+    from ..cli._core import rank_report
+
+    return rank_report(param, load_point(param, at, seed))
+
+
+@register_query("check", {"seed": _seed()})
+def check_query(param, seed):
+    """The contract check (paramgeo check)."""
+    from ..contract import check
+
+    return check(param, seed=seed)
+
+
+@register_query("critical", _point())
+def critical_query(param, seed, at):
+    """Classify a point: regular or critical with its causes (paramgeo critical)."""
+    from ..cli._common import load_point
+    from ..critical import classify
+
+    return classify(param, load_point(param, at, seed))
+
+
+@register_query("strata", {"kinds": Option("deleted", choice("deleted", "all")),
+                           "seed": _seed()})
+def strata_query(param, kinds, seed):
+    """The poset of strata with their generic ranks (paramgeo strata)."""
+    from ..critical import strata
+
+    return strata(param, kinds=kinds, seed=seed)
+
+
+@register_query("search", {"starts": Option(20, integer(1), "number of random starts"),
+                           "seed": _seed("seed of the starts"),
+                           "maxiter": Option(100, integer(1), "L-BFGS-B iterations per start")})
+def search_query(param, starts, seed, maxiter):
+    """Critical points from random starts, classified (paramgeo search)."""
+    from ..critical import search
+
+    return search(param, starts=starts, seed=seed, maxiter=maxiter)
+
+
+@register_query("mirror", {"init_scale": Option(None, number(positive=True, optional=True)),
+                           "degree": Option(2, integer(1, 4)),
+                           "method": Option("auto", choice("auto", "symbolic", "numeric")),
+                           "seed": _seed("seed of the test points")})
+def mirror_query(param, init_scale, degree, method, seed):
+    """Lie algebra of the fields grad phi_i, conservation laws, potential (paramgeo mirror)."""
+    from ..mirror import mirror
+
+    return mirror(param, alpha=init_scale, degree=degree, seed=seed, method=method)
+
+
+@register_query("implicit-bias", {
+    "data": Option(REQUIRED, path(), "an .npz file with X (N x p) and y (N,)", path=True),
+    "init_scale": Option(REQUIRED, number(positive=True)),
+    "t_final": Option(1e9, number(positive=True))})
+def implicit_bias_query(param, data, init_scale, t_final):
+    """argmin R_alpha(beta) s.t. X beta = y against the gradient-flow limit
+    (paramgeo implicit-bias)."""
+    from ..cli._mirror import load_regression
+    from ..mirror import implicit_bias
+
+    X, y = load_regression(data)
+    return implicit_bias(param, X, y, init_scale, t_final=t_final)
+
+
+@register_query("flow", {
+    "loss": Option("squared", choice("squared", "quadratic", "logistic", "exponential")),
+    "data": Option(REQUIRED, path(), "an .npz file with the arrays the loss needs", path=True),
+    "method": Option("gd", choice("gd", "flow")),
+    "steps": Option(None, integer(1, optional=True), "descent steps (gd) [1000]"),
+    "time": Option(None, number(positive=True, optional=True), "final time (flow) [10]"),
+    "lr": Option(1e-2, number(positive=True)),
+    "schedule": Option("constant", choice("constant", "inverse", "cosine", "step")),
+    "batch_size": Option(None, integer(1, optional=True)),
+    "integrator": Option("LSODA", choice("LSODA", "RK45", "DOP853", "BDF", "Radau")),
+    "rtol": Option(1e-8, number(positive=True)),
+    "atol": Option(1e-10, number(positive=True)),
+    "log_times": Option(False, flag),
+    "records": Option(200, integer(2)),
+    "stop_loss": Option(None, number(optional=True)),
+    "stop_grad": Option(None, number(optional=True)),
+    "init_scale": Option(None, number(positive=True, optional=True)),
+    "seed": _seed("seed of the random start and of the minibatches")}, dense=False)
+def flow_query(param, loss, data, method, steps, time, lr, schedule, batch_size, integrator,
+               rtol, atol, log_times, records, stop_loss, stop_grad, init_scale, seed):
+    """Gradient descent or gradient flow of a loss through phi (paramgeo flow); the options
+    of the other method are unused."""
+    from ..cli._flow import load_data, train
+
+    traj = train(param, loss, load_data(data), data, method=method, steps=steps, t_final=time,
+                 lr=lr, schedule_kind=schedule, batch_size=batch_size, integrator=integrator,
+                 rtol=rtol, atol=atol, log_times=log_times, records=records,
+                 stop_loss=stop_loss, stop_grad=stop_grad, alpha=init_scale, seed=seed)
+    return dict(traj.summary(), final_predictor=traj.final_predictor)
+
+
+@register_query("pacbayes", {
+    "posterior": Option(REQUIRED, path(), "an .npz file with mean, std, empirical_risk",
+                        path=True),
+    "prior_scale": Option(REQUIRED, positive_list, "a scale or a list (union bound)"),
+    "n": Option(REQUIRED, integer(1), "number of training samples"),
+    "delta": Option(REQUIRED, number(open_unit=True)),
+    "method": Option("auto", choice("auto", "quadrature", "montecarlo")),
+    "samples": Option(200, integer(2)),
+    "seed": _seed("Monte Carlo seed")})
+def pacbayes_query(param, posterior, prior_scale, n, delta, method, samples, seed):
+    """Parameter and quotient KL, both priors, three certificates (paramgeo pacbayes)."""
+    from ..pacbayes import load_posterior, pacbayes_report
+
+    post, risk = load_posterior(param, posterior)
+    return pacbayes_report(param, post, prior_scale, n, delta, risk, method=method,
+                           samples=samples, seed=seed)
+
+
+@register_query("discover", {"seed": _seed(), "discrete": Option(True, flag),
+                             "max_dim": Option(None, integer(1, optional=True))})
+def discover_query(param, seed, discrete, max_dim):
+    """Symmetries found from the map alone (paramgeo discover)."""
+    from ..discover import MAX_LINEAR_DIM, discover
+
+    return discover(param, seed=seed, discrete=discrete,
+                    max_linear_dim=MAX_LINEAR_DIM if max_dim is None else max_dim)
+
+
+@register_query("exact", {"seed": _seed("seed of the random rational points"),
+                          "points": Option(2, integer(1))})
+def exact_query(param, seed, points):
+    """Exact (sympy) ranks over Q and Q(theta) (paramgeo exact)."""
+    from ..symbolic import exact_analysis
+
+    return exact_analysis(param, n_points=points, seed=seed)
+
+
+def get_query(name):
+    """The registered query ``name``; ParamgeoError listing the available ones otherwise."""
+    if name not in QUERIES:
+        raise ParamgeoError(f"unknown query {name!r}; available: {', '.join(sorted(QUERIES))}")
+    return QUERIES[name]

@@ -1,0 +1,205 @@
+"""Running a sweep: every cell one task on a Dask cluster (or inline), rows streamed to a table.
+
+The client submits one task per cell (key ``paramgeo-cell-<hash>``), takes results as they
+complete and appends each row to the journal at once; a task lost with a dying worker is
+rescheduled by the Dask scheduler, and a cell that finishes twice is written once. Each cell
+fixes its own seeds, so the table does not depend on the worker count or the order.
+"""
+
+import dataclasses
+import os
+import time
+from pathlib import Path
+
+from ..errors import ParamgeoError
+from ..results import Result
+from .spec import SweepSpecError, load_spec
+from .table import Journal, check_output, flatten, frame, journal_path, make_row, read_rows, \
+    write_table
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepSummary(Result):
+    """What a sweep did: cells in the spec, computed now (``done``, of which ``failed``),
+    ``skipped`` (already in the table, with --resume), wall time, workers, where the table is.
+    ``table`` (a pandas DataFrame, one row per cell) is left out of ``to_dict``."""
+
+    source: str
+    output: str
+    cells: int
+    done: int
+    failed: int
+    skipped: int
+    workers: int
+    scheduler: str
+    wall_time: float
+    table: object = dataclasses.field(default=None, repr=False, compare=False)
+
+    def to_dict(self):
+        out = super().to_dict()
+        out.pop("table")
+        return out
+
+    def __str__(self):
+        return (f"sweep {self.source}: {self.cells} cells: {self.done} done ({self.failed} "
+                f"failed), {self.skipped} skipped; {self.workers} worker(s) on "
+                f"{self.scheduler}; {self.wall_time:.1f} s" +
+                (f"; table {self.output}" if self.output else ""))
+
+
+def run_cell(task):
+    """Run one cell (on a worker): load the plugin files, resolve the plugin, call the query.
+
+    Returns ``{"key", "status": "ok" | "error", "error": message or None, "result": flat
+    dict}``; an exception becomes the error of the row and never escapes, so one failing cell
+    does not stop the sweep.
+    """
+    from ..cli._common import resolve
+    from ..registry import load_plugin_file
+    from .queries import get_query
+
+    try:
+        for f in task["plugin_files"]:
+            load_plugin_file(f)
+        query = get_query(task["query"])
+        pairs = [f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}"
+                 for k, v in task["sizes"].items()]
+        param = resolve(task["plugin"], pairs, dense=query.dense)
+        result = query.run(param, **task["options"])
+        return {"key": task["key"], "status": "ok", "error": None, "result": flatten(result)}
+    except Exception as exc:  # noqa: BLE001 - recorded in the row, the sweep goes on
+        kind = "" if isinstance(exc, ParamgeoError) else f"{type(exc).__name__}: "
+        message = " ".join(f"{kind}{exc}".split()) or type(exc).__name__
+        return {"key": task["key"], "status": "error", "error": message, "result": {}}
+
+
+def default_workers():
+    """The number of cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def sweep(spec, output=None, *, workers=None, scheduler=None, client=None, resume=False,
+          overwrite=False, progress=None):
+    """Run the sweep ``spec`` (a TOML path, a dict or a SweepSpec) and return a
+    :class:`SweepSummary` whose ``table`` holds one row per cell.
+
+    ``output``: a .parquet, .csv or .jsonl file (rows stream to ``output.partial.jsonl`` while
+    running); None keeps the table in memory only. ``workers``: size of the local Dask cluster
+    (default: the cores), 0 runs the cells in this process without Dask. ``scheduler``: the
+    address of a running Dask scheduler instead; ``client``: an existing
+    ``distributed.Client``. ``resume``: skip cells already in ``output`` or its journal
+    (failed cells are retried); without it an existing output is an error unless
+    ``overwrite``. ``progress(done, total)``: called after each cell.
+
+    Everything is validated before a worker starts: the spec (:func:`load_spec`), the output
+    format and, with ``resume``, the existing table.
+    """
+    t0 = time.perf_counter()
+    spec = load_spec(spec)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 0):
+        raise SweepSpecError(f"workers must be an integer >= 0, got {workers!r}")
+    if sum(x is not None for x in (workers, scheduler, client)) > 1:
+        raise SweepSpecError("give at most one of workers, scheduler and client")
+    previous = {}
+    if output is not None:
+        output = check_output(output)
+        exists = output.exists() or journal_path(output).exists()
+        if resume:
+            previous = read_rows(output)
+        elif exists and not overwrite:
+            raise SweepSpecError(f"{output} (or its journal {journal_path(output).name}) "
+                                 "exists; pass --resume to continue that sweep or --overwrite "
+                                 "to start again")
+        elif exists:
+            for p in (output, journal_path(output)):
+                p.unlink(missing_ok=True)
+    by_key = {c.key: c for c in spec.cells}
+    kept = {k: r for k, r in previous.items() if r.get("status") == "ok"}
+    todo = [c for c in spec.cells if c.key not in kept]
+    rows = dict(kept)
+    journal = Journal(output) if output is not None else None
+    counts = {"done": 0, "failed": 0}
+    total = len(todo)
+
+    def finished(outcome):
+        cell = by_key[outcome["key"]]
+        if cell.key in rows:  # finished twice (a worker died after computing it): keep one
+            return
+        row = rows[cell.key] = make_row(cell, outcome)
+        if journal is not None:
+            journal.append(row)
+        counts["done"] += 1
+        counts["failed"] += row["status"] != "ok"
+        if progress is not None:
+            progress(counts["done"], total)
+
+    try:
+        if workers == 0:
+            n_workers, where = 1, "this process"
+            for cell in todo:
+                finished(run_cell(cell.task()))
+        else:
+            n_workers, where = _run_dask(todo, finished, workers, scheduler, client)
+    finally:
+        if journal is not None:
+            journal.close()
+    ordered = [rows[c.key] for c in spec.cells if c.key in rows]
+    ordered += [r for k, r in rows.items() if k not in by_key]  # kept from an older spec
+    table = frame(ordered)
+    if output is not None:
+        write_table(table, output)
+        journal_path(output).unlink(missing_ok=True)
+    return SweepSummary(spec.source, str(output) if output is not None else "",
+                        len(spec.cells), counts["done"], counts["failed"],
+                        len(spec.cells) - len(todo), n_workers, where,
+                        round(time.perf_counter() - t0, 3), table)
+
+
+def _run_dask(cells, finished, workers, scheduler, client):
+    """Submit every cell to Dask and call ``finished(outcome)`` as results arrive.
+    Returns (number of workers, a description of the scheduler)."""
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise SweepSpecError("paramgeo sweep needs Dask: pip install 'paramgeo[sweep]' "
+                             "(or run in this process with --workers 0)") from None
+    cluster = own = None
+    try:
+        if client is None:
+            if scheduler is not None:
+                try:
+                    client = own = Client(scheduler, timeout="10s")
+                except (OSError, TimeoutError) as exc:
+                    raise SweepSpecError(f"cannot reach the Dask scheduler at {scheduler!r} "
+                                         f"({exc}); start one with `dask scheduler`") from None
+            else:
+                import logging
+
+                # dashboard on a free port: 8787 may belong to another cluster on the machine
+                cluster = LocalCluster(n_workers=workers or default_workers(),
+                                       threads_per_worker=1, processes=True,
+                                       dashboard_address=":0", silence_logs=logging.ERROR)
+                client = own = Client(cluster)
+        n_workers = len(client.scheduler_info()["workers"])
+        where = (f"the scheduler {scheduler}" if scheduler else
+                 "a local Dask cluster" if cluster is not None else "the given Dask client")
+        futures = [client.submit(run_cell, cell.task(), key=f"paramgeo-cell-{cell.key}",
+                                 pure=False) for cell in cells]
+        for future in as_completed(futures):
+            try:
+                outcome = future.result()
+            except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: the cell's row says so
+                key = future.key.removeprefix("paramgeo-cell-")
+                outcome = {"key": key, "status": "error", "result": {},
+                           "error": f"{type(exc).__name__}: {exc}"}
+            finished(outcome)
+        return n_workers, where
+    finally:
+        if own is not None:
+            own.close()
+        if cluster is not None:
+            cluster.close()

@@ -1,0 +1,272 @@
+"""Sweep files: parsing, expansion into cells, validation, and the stable hash of a cell.
+
+A sweep file (TOML) fixes some parameters at the top level and varies others::
+
+    query = "describe"                 # any registered query (paramgeo.sweeps.QUERIES)
+    plugin = "monomial"                # a registered plugin, or a .py file
+    plugin_files = ["my_param.py"]     # optional: files that register plugins
+    sizes = { degree = 2 }             # fixed sizes
+    options = { seed = 0 }             # fixed options of the query
+
+    [grid]                             # cartesian product: every value is a list
+    sizes.widths = ["2,2,1", "3,2,1"]
+    options.seed = [0, 1, 2]
+
+    [[cells]]                          # explicit cells (combined with the grid by product)
+    sizes = { widths = "2,2,1", degree = 4 }
+
+Every cell is validated (query, plugin, sizes, options, files) before anything runs; a mistake
+is one :class:`SweepSpecError` naming the file, the cell and the fix.
+"""
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import sys
+from pathlib import Path
+
+from ..errors import ParamgeoError
+from ..results import to_jsonable
+from .queries import REQUIRED, get_query
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+TOP_KEYS = ("query", "plugin", "plugin_files", "sizes", "options", "grid", "cells")
+VARYING = ("query", "plugin", "sizes", "options")
+
+
+class SweepSpecError(ParamgeoError, ValueError):
+    """A sweep file is malformed: unknown query, plugin, size or option, an empty grid, ..."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One task of a sweep: a query on a plugin at given sizes with given options.
+
+    ``sizes`` are the plugin's full sizes (defaults filled) and ``options`` the query's full
+    options (defaults filled), so two spellings of one computation have one ``key``: the
+    first 16 hex digits of the SHA-256 of their canonical JSON (files by content).
+    """
+
+    index: int
+    query: str
+    plugin: str
+    sizes: dict
+    options: dict
+    plugin_files: tuple
+    key: str
+
+    def task(self):
+        """The picklable description a worker runs (see :func:`paramgeo.sweeps.run_cell`)."""
+        return {"key": self.key, "query": self.query, "plugin": self.plugin,
+                "sizes": self.sizes, "options": self.options,
+                "plugin_files": list(self.plugin_files)}
+
+    def columns(self):
+        """The cell's parameters as table columns: query, plugin, its sizes (written as on the
+        command line, ``2,2,1``) and its options."""
+        out = {"query": self.query, "plugin": self.plugin}
+        out.update({k: _size_text(v) for k, v in self.sizes.items()})
+        out.update({k: json.dumps(v) if isinstance(v, list) else v
+                    for k, v in self.options.items()})
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepSpec:
+    """A parsed, validated sweep: its source and its cells in order."""
+
+    source: str
+    cells: tuple
+
+
+def load_spec(spec):
+    """A :class:`SweepSpec` from a path to a TOML file, a dict of the same structure, or a
+    SweepSpec (returned as is). Raises SweepSpecError for any mistake, before anything runs."""
+    if isinstance(spec, SweepSpec):
+        return spec
+    if isinstance(spec, dict):
+        return expand(spec, "<dict>", Path.cwd())
+    path = Path(spec)
+    if not path.is_file():
+        raise SweepSpecError(f"sweep file {str(spec)!r} does not exist")
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SweepSpecError(f"sweep file {str(spec)!r} is not valid TOML: {exc}") from None
+    return expand(data, str(spec), path.resolve().parent)
+
+
+def expand(data, source, base):
+    """Expand the sweep ``data`` (fixed keys, ``grid`` product, ``cells`` list) into validated
+    :class:`Cell` objects; relative file paths are taken from the folder ``base``."""
+    where = f"sweep file {source}"
+    unknown = sorted(set(data) - set(TOP_KEYS))
+    if unknown:
+        raise SweepSpecError(f"{where}: unknown key(s) {', '.join(unknown)}; a sweep file has "
+                             f"{', '.join(TOP_KEYS)}")
+    fixed = _flat({k: data[k] for k in VARYING if k in data}, where)
+    grid = data.get("grid", {})
+    if not isinstance(grid, dict):
+        raise SweepSpecError(f"{where}: [grid] must be a table of lists")
+    axes = _flat(grid, f"{where}, [grid]")
+    for name, values in axes.items():
+        if not isinstance(values, list):
+            raise SweepSpecError(f"{where}, [grid]: {name} must be a list of values, got "
+                                 f"{values!r} (put a single value at the top level)")
+        if not values:
+            raise SweepSpecError(f"{where}, [grid]: {name} is an empty list, so the grid has "
+                                 "no cells; give it at least one value")
+    cases = data.get("cells", [{}])
+    if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
+        raise SweepSpecError(f"{where}: cells must be an array of tables ([[cells]])")
+    if not cases:
+        raise SweepSpecError(f"{where}: cells is empty, so the sweep has no cells")
+    cases = [_flat(c, f"{where}, cells[{i}]") for i, c in enumerate(cases)]
+    files = data.get("plugin_files", [])
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise SweepSpecError(f"{where}: plugin_files must be a list of paths")
+    files = tuple(str(_existing(base, f, where)) for f in files)
+    _load_plugin_files(files, where)
+    cells, seen, params = [], {}, {}
+    for case in cases:
+        for point in itertools.product(*axes.values()):
+            raw = dict(fixed)
+            for part, label in ((dict(zip(axes, point)), "[grid]"), (case, "cells")):
+                for k, v in part.items():
+                    if k in raw:
+                        raise SweepSpecError(f"{where}: {k} is set twice (at the top level or "
+                                             f"in [grid], and in {label}); set it in one place")
+                    raw[k] = v
+            cell = _cell(len(cells), raw, files, base, f"{where}, cell {len(cells)}", params)
+            if cell.key in seen:
+                raise SweepSpecError(f"{where}: cells {seen[cell.key]} and {cell.index} are the "
+                                     f"same computation ({_describe(raw)}); remove one")
+            seen[cell.key] = cell.index
+            cells.append(cell)
+    return SweepSpec(source, tuple(cells))
+
+
+def _flat(table, where):
+    """{"query": q, "plugin": p, "sizes": {...}, "options": {...}} -> {"query", "plugin",
+    "sizes.k", "options.k"} (one namespace per kind, so a size and an option may share a name)."""
+    out = {}
+    for k, v in table.items():
+        if k in ("query", "plugin"):
+            out[k] = v
+        elif k in ("sizes", "options"):
+            if not isinstance(v, dict):
+                raise SweepSpecError(f"{where}: {k} must be a table, e.g. {k} = {{ name = 1 }}")
+            out.update({f"{k}.{name}": value for name, value in v.items()})
+        else:
+            raise SweepSpecError(f"{where}: unknown key {k!r}; use query, plugin, sizes.NAME "
+                                 "or options.NAME")
+    return out
+
+
+def _describe(raw):
+    return ", ".join(f"{k}={_size_text(v)}" for k, v in raw.items())
+
+
+def _size_text(value):
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    return value
+
+
+def _existing(base, value, where):
+    p = Path(value)
+    p = p if p.is_absolute() else base / p
+    if not p.is_file():
+        raise SweepSpecError(f"{where}: file {value!r} does not exist (paths are relative to "
+                             f"the sweep file's folder {str(base)!r})")
+    return p.resolve()
+
+
+def _load_plugin_files(files, where):
+    from ..registry import load_plugin_file
+
+    for f in files:
+        try:
+            load_plugin_file(f)
+        except ParamgeoError as exc:
+            raise SweepSpecError(f"{where}: {exc}") from None
+
+
+def _digest(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _single_name(path, where):
+    from ..registry import load_plugin_file
+
+    try:
+        names = load_plugin_file(path)
+    except ParamgeoError as exc:
+        raise SweepSpecError(f"{where}: {exc}") from None
+    if len(names) != 1:
+        raise SweepSpecError(f"{where}: {path} defines several parameterizations "
+                             f"({', '.join(names)}); list it in plugin_files and name one")
+    return names[0]
+
+
+def _cell(index, raw, files, base, where, params):
+    """Validate one cell's raw parameters and build the Cell (with its key)."""
+    from ..cli._common import resolve
+
+    for k in ("query", "plugin"):
+        if k not in raw:
+            raise SweepSpecError(f"{where}: no {k}; set {k} = \"...\" at the top level, in "
+                                 "[grid] or in the cell")
+        if not isinstance(raw[k], str):
+            raise SweepSpecError(f"{where}: {k} must be a string, got {raw[k]!r}")
+    where = f"{where} ({_describe(raw)})"
+    try:
+        query = get_query(raw["query"])
+    except ParamgeoError as exc:
+        raise SweepSpecError(f"{where}: {exc}") from None
+    sizes = {k[6:]: v for k, v in raw.items() if k.startswith("sizes.")}
+    plugin = raw["plugin"]
+    if plugin.endswith(".py"):  # a plugin file: load it, and let the workers load it too
+        path = str(_existing(base, plugin, where))
+        plugin, files = _single_name(path, where), files + (path,)
+    try:
+        pairs = tuple(f"{k}={_size_text(v)}" for k, v in sizes.items())
+        cache_key = (plugin, pairs, query.dense)
+        if cache_key not in params:
+            params[cache_key] = resolve(plugin, pairs, dense=query.dense)
+        param = params[cache_key]
+    except ParamgeoError as exc:
+        raise SweepSpecError(f"{where}: {exc}") from None
+    given = {k[8:]: v for k, v in raw.items() if k.startswith("options.")}
+    unknown = sorted(set(given) - set(query.options))
+    if unknown:
+        raise SweepSpecError(f"{where}: query {query.name!r} has no option "
+                             f"{', '.join(unknown)}; its options: "
+                             f"{', '.join(query.options) or 'none'}")
+    options, digests = {}, {}
+    for name, opt in query.options.items():
+        if name not in given:
+            if opt.default is REQUIRED:
+                raise SweepSpecError(f"{where}: query {query.name!r} needs options.{name} "
+                                     f"({opt.help or 'required'})")
+            options[name] = opt.default
+            continue
+        try:
+            value = opt.convert(given[name])
+        except (ValueError, ParamgeoError) as exc:
+            raise SweepSpecError(f"{where}: options.{name} {exc}") from None
+        if opt.path and value is not None:
+            value = str(_existing(base, value, where))
+            digests[name] = _digest(value)
+        options[name] = value
+    full_sizes = to_jsonable(dict(param.sizes))
+    canonical = json.dumps({"query": query.name, "plugin": param.name, "sizes": full_sizes,
+                            "options": {k: (digests.get(k) or v) for k, v in options.items()},
+                            "plugin_files": [_digest(f) for f in files]}, sort_keys=True)
+    key = hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    return Cell(index, query.name, plugin, full_sizes, options, files, key)

@@ -1,0 +1,293 @@
+"""Gradient flow d theta/dt = -grad L(theta) = -J(theta)^T grad ell(phi(theta)) in Theta,
+integrated with ``scipy.integrate.solve_ivp`` (:func:`gradient_flow`), and the
+:class:`Trajectory` that it and gradient descent return (predictors, losses, gradient norms and
+the drift of the conserved quantities along the way).
+
+This is the integrator the engines share: :mod:`paramgeo.flows` builds descent, push-forward,
+quotient and saddle-to-saddle flows on it and :mod:`paramgeo.mirror` compares its mirror flows
+with it; it imports neither. The gradient is always the chain rule through the plugin's VJP
+(``paramgeo.losses.pullback``), never a dense Jacobian.
+
+Default integrator: LSODA. Small initialisations (theta_0 of scale alpha -> 0) make these
+problems stiff in the practical sense: long plateaus where the vector field is O(alpha) followed
+by fast transitions, and near a minimum the Jacobian of the vector field, -Hess L, has
+eigenvalues spread over many orders of magnitude. LSODA switches automatically between a
+non-stiff Adams method on plateaus and a stiff BDF method where stiffness appears, so it needs
+no user tuning; pass ``method="RK45"``/``"DOP853"`` (explicit) or ``"BDF"``/``"Radau"`` (implicit)
+to force one. The absolute tolerance must sit below the smallest coordinate scale that matters:
+from an initialisation of scale alpha, coordinates of size alpha^2 decide when a mode escapes its
+plateau, so pass ``atol`` well below alpha^2 (e.g. 1e-6 alpha^2).
+
+
+References: Absil, Mahony, Sepulchre (2008), "Optimization algorithms on matrix manifolds";
+Woodworth et al. (2020), "Kernel and rich regimes in overparametrized models".
+"""
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from .conserved import ConservedQuantities, conserved_quantities
+from .errors import ParamgeoError
+from .losses import pullback
+from .results import Result, to_jsonable
+
+
+def _progress_callback(progress, label):
+    """(callback, close) for an engine's ``progress`` argument: a callable
+    ``progress(done, total)`` is used as it is; ``True`` shows the one progress bar of paramgeo
+    (:func:`paramgeo.cli._common.progress_bar`, click on stderr); False/None shows nothing."""
+    if callable(progress):
+        return progress, lambda: None
+    if not progress:
+        return None, lambda: None
+    from .cli._common import progress_bar
+
+    cm = progress_bar(label)
+    return cm.__enter__(), lambda: cm.__exit__(None, None, None)
+
+
+def _pyplot_figure(figsize):
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ParamgeoError(
+            "plotting needs matplotlib: pip install 'paramgeo[plot]' (or pip install matplotlib)"
+        ) from None
+    return Figure(figsize=figsize)
+
+
+def _check_plot_path(path):
+    path = Path(path)
+    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise ParamgeoError(f"cannot write a plot to {str(path)!r}: use a .png, .svg or .pdf name")
+    if not path.parent.exists():
+        raise ParamgeoError(f"cannot write a plot to {str(path)!r}: folder {str(path.parent)!r} "
+                            "does not exist")
+    return path
+
+
+@dataclasses.dataclass(frozen=True)
+class Trajectory(Result):
+    """A recorded run: times, parameters (T x n), predictors (T x m), loss, |grad L|, and the
+    quadratic conserved quantities of the symmetry group (T x q) with their relative drift
+    max_t |Q(t) - Q(0)| / max_t theta^T |S| theta (zero to integrator tolerance for gradient
+    flow, O(eta) over a run of descent: O(eta^2) per step)."""
+
+    method: str
+    times: np.ndarray
+    thetas: np.ndarray
+    predictors: np.ndarray
+    losses: np.ndarray
+    grad_norms: np.ndarray
+    success: bool
+    message: str
+    n_evals: int
+    conserved: np.ndarray = None
+    conserved_labels: tuple = ()
+    conserved_drift: np.ndarray = None
+    conserved_scale: np.ndarray = None
+
+    @property
+    def final_theta(self):
+        return self.thetas[-1]
+
+    @property
+    def final_predictor(self):
+        return self.predictors[-1]
+
+    @property
+    def max_conserved_drift(self):
+        """The largest relative drift over the conserved quantities (nan if there are none)."""
+        if self.conserved_drift is None or len(self.conserved_drift) == 0:
+            return float("nan")
+        return float(np.max(self.conserved_drift))
+
+    def summary(self):
+        """A short JSON-able summary (no arrays of the whole trajectory)."""
+        drift = self.conserved_drift if self.conserved_drift is not None else []
+        return to_jsonable({
+            "method": self.method, "records": len(self.times), "t_final": self.times[-1],
+            "loss_initial": self.losses[0], "loss_final": self.losses[-1],
+            "grad_norm_final": self.grad_norms[-1], "n_evals": self.n_evals,
+            "success": self.success, "message": self.message,
+            "conserved": dict(zip(self.conserved_labels, drift)),
+        })
+
+    def __str__(self):
+        drift = ""
+        if self.conserved_labels:
+            drift = (f"; {len(self.conserved_labels)} conserved quantities, max relative drift "
+                     f"{self.max_conserved_drift:.2e}")
+        return (
+            f"Trajectory ({self.method}): {len(self.times)} records to t = {self.times[-1]:.4g}; "
+            f"loss {self.losses[0]:.4g} -> {self.losses[-1]:.4g}; |grad L| final "
+            f"{self.grad_norms[-1]:.3g}; {self.n_evals} gradient evaluations{drift}; "
+            f"{self.message}"
+        )
+
+    def plot(self, path, *, max_coords=12, title=None):
+        """Write a figure (PNG, SVG or PDF by the suffix of ``path``): loss against time on
+        log-log axes, the largest ``max_coords`` predictor coordinates against time (log time),
+        and the relative drift of the conserved quantities when there are any. Needs matplotlib
+        (the ``plot`` extra). Returns the path."""
+        path = _check_plot_path(path)
+        panels = 3 if self.conserved_labels else 2
+        fig = _pyplot_figure((5.0 * panels, 4.0))
+        axes = fig.subplots(1, panels)
+        t = np.asarray(self.times, float)
+        pos = t > 0
+        ax = axes[0]
+        ax.loglog(t[pos], np.maximum(self.losses[pos], 1e-300), color="C0")
+        ax.set_xlabel("time" if "flow" in self.method else "step")
+        ax.set_ylabel("loss")
+        ax.set_title("loss")
+        ax.grid(True, which="major", alpha=0.3)
+        ax = axes[1]
+        P = np.asarray(self.predictors)
+        order = np.argsort(-np.max(np.abs(P), axis=0))[:max_coords]
+        for c in sorted(order):
+            ax.semilogx(t[pos], P[pos, c], label=f"beta[{c}]")
+        ax.set_xlabel("time" if "flow" in self.method else "step")
+        ax.set_ylabel("predictor coordinate")
+        shown = "" if P.shape[1] <= max_coords else f" (largest {max_coords} of {P.shape[1]})"
+        ax.set_title("predictor" + shown)
+        ax.grid(True, alpha=0.3)
+        if len(order) <= 12:
+            ax.legend(fontsize=7, ncol=2)
+        if panels == 3:
+            ax = axes[2]
+            scale = self.conserved_scale
+            dev = np.abs(self.conserved - self.conserved[0]) / np.maximum(scale, 1e-300)
+            for c in range(min(dev.shape[1], 8)):
+                ax.loglog(t[pos], np.maximum(dev[pos, c], 1e-17),
+                          label=self.conserved_labels[c][:28])
+            ax.set_xlabel("time" if "flow" in self.method else "step")
+            ax.set_ylabel("|Q(t) - Q(0)| / scale")
+            ax.set_title("conserved quantities: relative drift")
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=6)
+        if title:
+            fig.suptitle(title)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        return path
+
+
+
+def _finish(param, value, grad, method, times, thetas, success, message, n_evals, conserved):
+    thetas = np.asarray(thetas, float)
+    predictors = np.array([np.asarray(param.forward_flat(t)) for t in thetas])
+    losses = np.array([value(t) for t in thetas])
+    grad_norms = np.array([np.linalg.norm(grad(t)) for t in thetas])
+    cq = conserved_quantities(param) if conserved else ConservedQuantities()
+    values = cq.values(thetas)
+    if len(cq):
+        scale = np.max(cq.scales(thetas), axis=0)
+        drift = np.max(np.abs(values - values[0]), axis=0) / np.maximum(scale, 1e-300)
+    else:
+        scale = drift = np.zeros(0)
+    return Trajectory(method, np.asarray(times, float), thetas, predictors, losses, grad_norms,
+                      bool(success), str(message), int(n_evals), values, cq.labels, drift, scale)
+
+
+def _check_stops(stop_loss, stop_grad):
+    """The early-stopping levels must be non-negative numbers (or None)."""
+    for what, level in (("stop_loss", stop_loss), ("stop_grad", stop_grad)):
+        if level is not None and not (np.isfinite(level) and level >= 0):
+            raise ParamgeoError(f"{what} must be a non-negative number, got {level}")
+
+
+#: solve_ivp methods that form and factor a dense n x n Jacobian (LSODA does once stiff).
+IMPLICIT_METHODS = ("LSODA", "BDF", "Radau")
+#: Above this n they need gigabytes per matrix (LSODA's Fortran crashes on its work array).
+MAX_IMPLICIT_DIM = 10_000
+
+
+def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, atol=1e-10,
+                  n_records=200, log_times=False, stop_loss=None, stop_grad=None, t_eval=None,
+                  progress=False, conserved=True):
+    """Integrate d theta/dt = -J^T grad ell(phi(theta)) from theta0 to t_final.
+
+    ``method`` is any ``solve_ivp`` method: LSODA (default: switches between Adams and BDF, see
+    the module docstring for why small initialisations need it), RK45/DOP853 (explicit),
+    BDF/Radau (implicit, for stiff problems). Records at ``n_records`` times, evenly spaced (or
+    log-spaced from t_final * 1e-6 when ``log_times``, useful for small initialisations), or at
+    the times ``t_eval``. ``stop_loss``/``stop_grad`` stop the integration when the loss/the
+    gradient norm falls below them (terminal events). ``progress``: a callable
+    ``progress(done, total)`` called as the integration advances (done of total = 1000 parts of
+    [0, t_final]), or True for paramgeo's progress bar on stderr. ``conserved`` records the
+    quadratic conserved quantities (:func:`conserved_quantities`).
+    """
+    theta0 = param.as_theta(theta0)
+    value, grad = pullback(param, loss)
+    return _flow(param, value, grad, grad, theta0, t_final, f"flow ({method})", method=method,
+                 rtol=rtol, atol=atol, n_records=n_records, log_times=log_times,
+                 stop_loss=stop_loss, stop_grad=stop_grad, t_eval=t_eval, progress=progress,
+                 conserved=conserved)
+
+
+def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, atol, n_records,
+          log_times, stop_loss, stop_grad, t_eval, progress, conserved):
+    """Integrate d theta/dt = -field(theta); record value and grad (see gradient_flow)."""
+    if not (np.isfinite(t_final) and t_final > 0):
+        raise ParamgeoError(f"the final time must be a positive number, got {t_final}")
+    for what, tol in (("rtol", rtol), ("atol", atol)):
+        if not (np.isfinite(tol) and tol > 0):
+            raise ParamgeoError(f"the tolerance {what} must be a positive number, got {tol}")
+    _check_stops(stop_loss, stop_grad)
+    if method in IMPLICIT_METHODS and theta0.size > MAX_IMPLICIT_DIM:
+        raise ParamgeoError(
+            f"the {method} integrator factors an n x n Jacobian and n = {theta0.size} exceeds "
+            f"{MAX_IMPLICIT_DIM} ({8e-9 * theta0.size ** 2:.3g} GB per matrix); use an explicit "
+            "integrator (RK45 or DOP853) or gradient descent")
+    from scipy.integrate import solve_ivp
+
+    counter = {"n": 0, "shown": 0}
+
+    def rhs(t, theta):
+        counter["n"] += 1
+        done = int(1000 * min(t, t_final) / t_final)
+        if report is not None and done > counter["shown"]:
+            report(done, 1000)
+            counter["shown"] = done
+        return -field(theta)
+
+    if t_eval is not None:
+        t_eval = np.asarray(t_eval, float)
+    elif log_times:
+        t_eval = np.concatenate([[0.0], np.geomspace(t_final * 1e-6, t_final, n_records - 1)])
+    else:
+        t_eval = np.linspace(0.0, t_final, n_records)
+    events, reasons = [], []
+    if stop_loss is not None:
+        def below(_, theta):
+            return value(theta) - stop_loss
+        below.terminal = True
+        events.append(below)
+        reasons.append(f"loss below {stop_loss:g}")
+    if stop_grad is not None:
+        def flat(_, theta):
+            return np.linalg.norm(grad(theta)) - stop_grad
+        flat.terminal = True
+        events.append(flat)
+        reasons.append(f"gradient norm below {stop_grad:g}")
+    report, close = _progress_callback(progress, f"gradient flow to t = {t_final:g}")
+    try:
+        sol = solve_ivp(rhs, (0.0, t_final), theta0, method=method, t_eval=t_eval, rtol=rtol,
+                        atol=atol, events=events or None)
+    except ValueError as exc:
+        raise ParamgeoError(f"solve_ivp refused the problem: {exc}") from None
+    finally:
+        close()
+    times, thetas, message = sol.t, sol.y.T, str(sol.message)
+    if sol.status == 1:  # a terminal event: record the stopping point too
+        hits = [(te[0], ye[0], why) for te, ye, why in zip(sol.t_events, sol.y_events, reasons)
+                if len(te)]
+        t_stop, y_stop, why = min(hits, key=lambda h: h[0])
+        if not len(times) or times[-1] < t_stop:
+            times, thetas = np.append(times, t_stop), np.vstack([thetas, y_stop])
+        message = f"{why} at t = {t_stop:.4g}"
+    return _finish(param, value, grad, label, times, thetas, sol.status >= 0, message,
+                   counter["n"], conserved)

@@ -1,0 +1,197 @@
+"""Attention logits with rotary (RoPE) or absolute position encodings.
+
+Parameters W_Q, W_K in R^{d x r} (one head; blocks ``WQ``, ``WK``). The predictor is the array
+of attention logits of B = ``sequences`` fixed token sequences x_1..x_T in R^d at positions
+p_t = t (t = 0..T-1), shape B x T x T. The tokens are drawn from
+``numpy.random.default_rng(token_seed)`` with i.i.d. N(0, 1) entries; ``constant_feature=true``
+sets their first coordinate to 1 (a bias feature, through which a head can attend by position
+alone).
+
+* ``encoding=rotary`` (Su et al. 2021, "RoFormer"): with R_p = blockdiag(R(p omega_1), ...,
+  R(p omega_{r/2})) rotating the coordinate pairs (2i, 2i+1) by p omega_i, omega_i =
+  base^{-2i/r},
+
+      logits[s, t] = (R_{p_s} W_Q^T x_s) . (R_{p_t} W_K^T x_t) = x_s^T W_Q R_{p_t - p_s} W_K^T x_t,
+
+  since R_a^T R_b = R_{b-a}: the logit depends on the positions through the offset p_t - p_s
+  alone. Moving every position by k (p -> p + k) leaves the logits unchanged: an exact
+  invariance under the translations of the positions, declared as the ``input_action``
+  capability (tested by ``paramgeo discover``; :mod:`paramgeo.equivariance`). r must be even.
+* ``encoding=absolute`` (Vaswani et al. 2017): fixed sinusoidal embeddings e_p (e_p[2i] =
+  sin(p / base^{2i/d}), e_p[2i+1] = cos(p / base^{2i/d})) added to the tokens,
+
+      logits[s, t] = (x_s + e_{p_s})^T W_Q W_K^T (x_t + e_{p_t}).
+
+  The cross terms x_s^T W_Q W_K^T e_{p_t} depend on the absolute position p_t, so shifting the
+  positions changes the logits (``paramgeo discover`` reports the invariance as absent).
+
+Symmetry. Absolute: GL(r) acting by (W_Q, W_K) -> (W_Q A, W_K A^{-T}), as for a QK head.
+Rotary: (W_Q A) R_delta (W_K A^{-T})^T = W_Q R_delta W_K^T for every offset delta iff A commutes
+with the block rotations R_delta; for distinct frequencies omega_i (and offsets delta omega_i not
+all multiples of pi) the commutant is blockdiag(rho_i R(phi_i)): the group (C^*)^{r/2} of complex
+scalars on the rotation planes, dimension r (``paramgeo.symmetry.ComplexScalingGroup``), instead
+of GL(r) of dimension r^2. ``paramgeo check`` compares both with the linear symmetries
+discovered from the map alone.
+
+References: Su, Lu, Pan, Murtadha, Wen, Liu (2021), "RoFormer: enhanced transformer with rotary
+position embedding" (arXiv:2104.09864); Vaswani et al. (2017), "Attention is all you need"
+(sinusoidal absolute encodings).
+"""
+
+import autograd.numpy as anp
+import numpy as np
+
+from paramgeo import Parameterization, ParamSpec, Size, SizeError
+from paramgeo.equivariance import InputAction
+from paramgeo.symmetry import ComplexScalingGroup, GeneralLinearGroup, blocks_of
+
+#: the position shifts k tested by the declared input action
+SHIFTS = (1, 2, 5, -3)
+
+
+class RopeAttention(Parameterization):
+    """Attention logits x_s^T W_Q R_{t-s} W_K^T x_t (rotary) or (x_s + e_s)^T W_Q W_K^T
+    (x_t + e_t) (absolute) on B seeded token sequences of length T; shape B x T x T."""
+
+    name = "rope-attention"
+    size_params = {
+        "d": Size("int", default=4, minimum=1, help="model (token) dimension"),
+        "r": Size("int", default=2, minimum=1, help="head dimension (even for rotary)"),
+        "encoding": Size("choice", default="rotary", choices=("rotary", "absolute"),
+                         help="rotary (RoPE) or absolute (sinusoidal, added to the tokens)"),
+        "tokens": Size("int", default=5, minimum=1, help="sequence length T"),
+        "sequences": Size("int", default=1, minimum=1, help="number B of token sequences",
+                          primary=False),
+        "token_seed": Size("int", default=0, minimum=0,
+                           help="seed of the N(0, 1) tokens", primary=False),
+        "constant_feature": Size("bool", default=False,
+                                 help="set every token's first coordinate to 1", primary=False),
+        "base": Size("float", default=10000.0, minimum=1.0,
+                     help="frequency base: omega_i = base^(-2i/r)", primary=False),
+    }
+    capabilities = frozenset({"symmetry", "input_action", "jacobian", "jvp", "vjp"})
+    references = (
+        "Su, Lu, Pan, Murtadha, Wen, Liu (2021) RoFormer: enhanced transformer with rotary "
+        "position embedding",
+        "Vaswani et al. (2017) Attention is all you need",
+    )
+
+    def validate_sizes(self):
+        if self.encoding == "rotary" and self.r % 2:
+            raise SizeError(f"rope-attention: rotary encodings rotate coordinate pairs, so the "
+                            f"head dimension r={self.r} must be even; choose r={self.r + 1}")
+        if self.base <= 1.0 and self.encoding == "rotary":
+            raise SizeError("rope-attention: base must exceed 1 (distinct frequencies)")
+        X = np.random.default_rng(self.token_seed).standard_normal(
+            (self.sequences, self.tokens, self.d))
+        if self.constant_feature:
+            X[..., 0] = 1.0
+        self.X = X  # the tokens, B x T x d
+        #: rotary frequencies omega_i = base^{-2i/r}, i = 0..r/2-1
+        self.frequencies = self.base ** (-2.0 * np.arange(self.r // 2) / max(self.r, 1))
+
+    def make_spec(self):
+        return ParamSpec(WQ=(self.d, self.r), WK=(self.d, self.r))
+
+    def make_predictor_shape(self):
+        return (self.sequences, self.tokens, self.tokens)
+
+    def random_point(self, rng):
+        return rng.standard_normal(self.n) / np.sqrt(self.r)
+
+    # ------------------------------------------------------------------ forward
+    def sinusoidal(self, positions):
+        """Absolute embeddings e_p in R^d (len(positions) x d): e_p[2i] = sin(p / base^{2i/d}),
+        e_p[2i+1] = cos(p / base^{2i/d}) (Vaswani et al. 2017)."""
+        i = np.arange(self.d)
+        angle = np.outer(positions, self.base ** (-(i - i % 2) / self.d))
+        return np.where(i % 2 == 0, np.sin(angle), np.cos(angle))
+
+    def rotate(self, Z, positions):
+        """R_p z for every row: the pairs (2i, 2i+1) of Z (..., T, r) rotated by p_t omega_i."""
+        angle = np.outer(positions, self.frequencies)  # T x r/2
+        c, s = np.cos(angle), np.sin(angle)
+        shape = anp.shape(Z)
+        pairs = anp.reshape(Z, shape[:-1] + (self.r // 2, 2))
+        z0, z1 = pairs[..., 0], pairs[..., 1]
+        return anp.reshape(anp.stack([z0 * c - z1 * s, z0 * s + z1 * c], axis=-1), shape)
+
+    def logits(self, theta, shift=0):
+        """The B x T x T logits with the tokens at positions p_t = t + shift."""
+        blocks = self.spec.unpack(theta)
+        positions = np.arange(self.tokens) + shift
+        if self.encoding == "rotary":
+            Q = self.rotate(anp.matmul(self.X, blocks["WQ"]), positions)
+            K = self.rotate(anp.matmul(self.X, blocks["WK"]), positions)
+        else:
+            Xp = self.X + self.sinusoidal(positions)[None]
+            Q, K = anp.matmul(Xp, blocks["WQ"]), anp.matmul(Xp, blocks["WK"])
+        return anp.matmul(Q, anp.transpose(K, (0, 2, 1)))
+
+    def forward(self, theta):
+        return self.logits(theta)
+
+    # ------------------------------------------------------------------ derivatives
+    # phi is a homogeneous quadratic map of theta = (W_Q, W_K): with the features Z = X
+    # (rotary) or X + E (absolute) and rho = R_p (rotary) or the identity (absolute), phi =
+    # rho(Z W_Q) rho(Z W_K)^T, so
+    #   J (dQ, dK) = rho(Z dQ) rho(Z W_K)^T + rho(Z W_Q) rho(Z dK)^T,
+    #   J^T G = (Z^T rho^T(G rho(Z W_K)), Z^T rho^T(G^T rho(Z W_Q))) summed over sequences,
+    # with rho^T the rotation by -p; d/dt J(theta + t v) = J(v) and (sum_i w_i Hess phi_i) v =
+    # J(v)^T w (autograd and finite differences are the oracles in the contract check).
+    def _features(self):
+        positions = np.arange(self.tokens)
+        if self.encoding == "rotary":
+            return self.X, positions
+        return self.X + self.sinusoidal(positions)[None], None
+
+    def _rho(self, Z, positions, sign=1):
+        return Z if positions is None else self.rotate(Z, sign * positions)
+
+    def _jvp_batch(self, theta, dirs):
+        """J dirs^T for a batch of directions dirs (b x n); returns b x m."""
+        Z, pos = self._features()
+        blocks = self.spec.unpack(np.asarray(theta, float))
+        Q, K = (self._rho(Z @ blocks[k], pos) for k in ("WQ", "WK"))
+        b, half = dirs.shape[0], self.d * self.r
+        dQ = self._rho(np.einsum("xtd,bdr->bxtr", Z, dirs[:, :half].reshape(b, self.d, self.r)),
+                       pos)
+        dK = self._rho(np.einsum("xtd,bdr->bxtr", Z, dirs[:, half:].reshape(b, self.d, self.r)),
+                       pos)
+        out = np.einsum("bxsr,xtr->bxst", dQ, K) + np.einsum("xsr,bxtr->bxst", Q, dK)
+        return out.reshape(b, -1)
+
+    def jvp(self, theta, v):
+        return self._jvp_batch(theta, np.asarray(v, float)[None, :])[0]
+
+    def jacobian(self, theta):
+        return self._jvp_batch(theta, np.eye(self.n)).T
+
+    def vjp(self, theta, w):
+        Z, pos = self._features()
+        blocks = self.spec.unpack(np.asarray(theta, float))
+        Q, K = (self._rho(Z @ blocks[k], pos) for k in ("WQ", "WK"))
+        G = np.reshape(np.asarray(w, float), self.predictor_shape)
+        gQ = self._rho(G @ K, pos, sign=-1)
+        gK = self._rho(np.swapaxes(G, 1, 2) @ Q, pos, sign=-1)
+        return np.concatenate([np.einsum("xtd,xtr->dr", Z, gQ).ravel(),
+                               np.einsum("xtd,xtr->dr", Z, gK).ravel()])
+
+    def jacobian_derivative(self, theta, v):
+        return self.jacobian(v)
+
+    def hessian_vp(self, theta, w, v):
+        return self.vjp(v, w)
+
+    # ------------------------------------------------------------------ structure
+    def symmetry(self):
+        right, contra = blocks_of(self.spec, "WQ"), blocks_of(self.spec, "WK")
+        if self.encoding == "rotary":
+            return ComplexScalingGroup(self.r // 2, right=right, contragredient=contra)
+        return GeneralLinearGroup(self.r, right=right, contragredient=contra)
+
+    def input_action(self):
+        """Translations of the positions p_t -> p_t + k, expected to leave the logits unchanged
+        (rho = id): exact for rotary encodings, absent for absolute ones."""
+        return InputAction("shifts of every position p -> p + k", self.logits,
+                           [(f"k={k}", k) for k in SHIFTS], identity=0)

@@ -1,0 +1,197 @@
+"""The relu-net plugin: closed forms off the kinks, rescaling/permutation symmetry, the kink
+report of the engines, and the exact count of activation patterns.
+
+Oracles: autograd (which differentiates np.maximum) and central finite differences for the
+closed-form derivatives; the forward written out neuron by neuron; explicit rescalings
+(t w, t b, a / t) and neuron permutations for the invariance; the rank bound
+sum_j (min(|S_j|, d + 1) + k - 1) derived from the per-neuron span; Cover's formula and, for
+d = 1, the hand count 2N of threshold dichotomies on a line; random (w, b) for the patterns.
+"""
+
+import json
+import warnings
+from math import comb
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import paramgeo
+from paramgeo.cli import main
+from paramgeo.critical import classify
+from paramgeo.describe import describe
+from paramgeo.discover import discover
+from paramgeo.errors import NumericalDoubtWarning
+from paramgeo.testing import assert_closed_forms
+
+ReluNet = paramgeo.get_class("relu-net")
+
+
+def on_kink(p, rng, neuron=1, sample=4):
+    """A random point moved onto the kink of ``neuron`` at input ``sample`` (b = -w . x)."""
+    blocks = p.spec.unpack(ReluNet.random_point(p, rng))
+    W, b, a = (np.array(blocks[k]) for k in ("W", "b", "a"))
+    b[neuron] = -W[neuron] @ p.X[sample]
+    return p.point(W, b, a)
+
+
+def test_forward_neuron_by_neuron(rng):
+    p = paramgeo.get("relu-net", d=3, width=4, outputs=2, n_inputs=5)
+    theta = p.random_point(rng)
+    blocks = p.spec.unpack(theta)
+    W, b, a = blocks["W"], blocks["b"], blocks["a"]
+    expected = np.array([[sum(a[j, c] * max(W[j] @ x + b[j], 0.0) for j in range(4))
+                          for c in range(2)] for x in p.X])
+    np.testing.assert_allclose(p.forward(theta), expected, atol=1e-13)
+    np.testing.assert_array_equal(p.X, np.random.default_rng(0).standard_normal((5, 3)))
+
+
+@pytest.mark.parametrize("sizes", [dict(), dict(d=3, width=5, outputs=1, n_inputs=7)])
+def test_closed_forms_match_autograd_and_finite_differences_off_kinks(rng, sizes):
+    p = paramgeo.get("relu-net", **sizes)
+    for _ in range(3):
+        theta = p.random_point(rng)
+        assert paramgeo.kinks.kink_report(p, theta).closest > 1e-4  # off the kinks
+        assert_closed_forms(p, theta, rng)
+
+
+def test_explicit_rescalings_and_permutations_leave_phi_invariant(rng):
+    p = paramgeo.get("relu-net", width=4)
+    theta = p.random_point(rng)
+    blocks = p.spec.unpack(theta)
+    W, b, a = (np.array(blocks[k]) for k in ("W", "b", "a"))
+    t = np.exp(rng.uniform(-1, 1, 4))
+    scaled = p.point(W * t[:, None], b * t, a / t[:, None])
+    np.testing.assert_allclose(p.forward(scaled), p.forward(theta), atol=1e-12)
+    perm = np.array([2, 0, 3, 1])
+    np.testing.assert_allclose(p.forward(p.point(W[perm], b[perm], a[perm])), p.forward(theta),
+                               atol=1e-12)
+    # a negative t is not a symmetry (relu is only positively homogeneous)
+    flipped = p.point(-W, -b, -a)
+    assert not np.allclose(p.forward(flipped), p.forward(theta))
+    # generators are (w_j, b_j, -a_j) per neuron and lie in ker J
+    G = p.symmetry().generators(theta)
+    for j in range(4):
+        incoming, outgoing = p.neuron_indices(j)
+        col = np.zeros(p.n)
+        col[incoming], col[outgoing] = theta[incoming], -theta[outgoing]
+        np.testing.assert_allclose(G[:, j], col)
+    assert np.abs(p.jacobian(theta) @ G).max() < 1e-12
+
+
+def test_describe_symmetry_dimension_is_the_width_and_discover_agrees():
+    p = paramgeo.get("relu-net", width=4, outputs=1)
+    assert describe(p).symmetry == {"name": "(R_{>0})^4 x S_4", "dim": 4}
+    p = paramgeo.get("relu-net", width=3, outputs=1)
+    found = discover(p, discrete=False)
+    assert found.dim == 3 and found.orbit_dim == 3 and "torus of rescalings" in found.algebra
+    res = CliRunner().invoke(main, ["describe", "relu-net", "--json"], catch_exceptions=False)
+    out = json.loads(res.output)
+    # N k = 20 >= 12: every neuron active on >= d + 1 inputs reaches the quotient dimension
+    assert out["symmetry"]["dim"] == 3 and out["quotient_dim"] == 15 - 3 == out["generic_rank"]
+
+
+def test_rank_is_bounded_by_the_per_neuron_spans(rng):
+    """rank J <= sum_j (min(|S_j|, d + 1) + k - 1) over neurons with S_j nonempty, with
+    equality at generic points when N k is large enough (the spans are independent)."""
+    p = paramgeo.get("relu-net", d=2, width=3, outputs=2, n_inputs=12)
+    for _ in range(5):
+        theta = p.random_point(rng)
+        blocks = p.spec.unpack(theta)
+        active = (p.X @ blocks["W"].T + blocks["b"] > 0).sum(axis=0)
+        bound = sum(min(s, 3) + 2 - 1 for s in active if s > 0)
+        assert paramgeo.rank_at(p, theta).rank == min(bound, p.m)
+
+
+def test_kinks_are_reported_not_decided(rng):
+    p = paramgeo.get("relu-net")
+    theta = on_kink(p, rng)
+    labels, dist = p.kinks(theta)
+    assert len(labels) == dist.size == p.sizes["n_inputs"] * p.sizes["width"]
+    assert labels[int(np.argmin(dist))] == "neuron 1 at input 4" and dist.min() < 1e-15
+    # the distance is invariant under the neuron rescalings
+    g = p.symmetry().random_element(rng)
+    np.testing.assert_allclose(p.kinks(p.symmetry().act(g, theta))[1].min(), 0.0, atol=1e-15)
+    # phi is really nonsmooth there: one-sided slopes along b_1 differ by a_1 at input 4
+    e = np.zeros(p.n)
+    e[p.spec.slices["b"].start + 1] = 1.0
+    h = 1e-6
+    right = (p.forward(theta + h * e) - p.forward(theta)) / h
+    left = (p.forward(theta) - p.forward(theta - h * e)) / h
+    np.testing.assert_allclose((right - left)[4], p.spec.unpack(theta)["a"][1], atol=1e-6)
+    with pytest.warns(NumericalDoubtWarning, match="ON A KINK"):
+        decision = paramgeo.rank_at(p, theta)
+    assert decision.kinks.on_kink and decision.kinks.kinks == ("neuron 1 at input 4",)
+    c = classify(p, theta)
+    assert c.verdict == "kink" and c.causes == () and "no rank decision" in c.explanation
+    # off the kink (a random point) no flag and no warning
+    free = p.random_point(rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NumericalDoubtWarning)
+        assert not paramgeo.rank_at(p, free).kinks.on_kink
+    assert classify(p, free).verdict in ("regular", "critical")
+    # smooth plugins carry no kink report
+    assert paramgeo.rank_at(paramgeo.get("uvt"), np.ones(14)).kinks is None
+
+
+def test_cli_reports_the_kink(tmp_path, rng):
+    p = paramgeo.get("relu-net")
+    path = tmp_path / "kink.npy"
+    np.save(path, on_kink(p, rng))
+    res = CliRunner().invoke(main, ["critical", "relu-net", "--at", str(path), "--json"])
+    out = json.loads(res.output)
+    assert res.exit_code == 0 and out["verdict"] == "kink"
+    assert out["kinks"]["kinks"] == ["neuron 1 at input 4"]
+    with pytest.warns(NumericalDoubtWarning):
+        res = CliRunner().invoke(main, ["rank", "relu-net", "--at", str(path)])
+    assert "ON A KINK: 1 of 30 nonsmooth conditions met (neuron 1 at input 4)" in res.output
+
+
+def test_contract_flags_kinks_at_random_points(rng):
+    """A plugin whose random_point sits on a kink fails the ``kinks`` property."""
+
+    class OnKink(ReluNet):
+        name = "relu-on-kink"
+
+        def random_point(self, g):
+            return on_kink(self, g, neuron=0, sample=2)
+
+    report = paramgeo.check(OnKink(d=1, width=1, outputs=1, n_inputs=4))
+    assert not report.passed and "kinks" in {i.property for i in report.failures()}
+    assert paramgeo.check(ReluNet(d=1, width=1, outputs=1, n_inputs=4)).passed
+
+
+@pytest.mark.parametrize("d,N", [(1, 5), (2, 6), (2, 9), (3, 7), (2, 3), (3, 2)])
+def test_activation_patterns_count_is_covers(d, N):
+    patterns = ReluNet(d=d, n_inputs=N).activation_patterns()
+    assert len(set(patterns)) == len(patterns) == 2 * sum(comb(N - 1, k) for k in range(d + 1))
+
+
+def test_activation_patterns_on_a_line_and_by_sampling(rng):
+    # d = 1: 1[w x + b > 0] selects the points above or below a threshold: 2N patterns
+    x = np.array([[-1.5], [-0.2], [0.3], [1.1], [2.0]])
+    expected = {tuple(int(i >= c) for i in range(5)) for c in range(6)}
+    expected |= {tuple(1 - v for v in pat) for pat in expected}
+    assert set(ReluNet(X=x).activation_patterns()) == expected and len(expected) == 10
+    # every pattern of random (w, b) is among the enumerated ones
+    p = ReluNet(d=2, n_inputs=6)
+    exact = set(p.activation_patterns())
+    U = rng.standard_normal((20000, 3))
+    seen = {tuple(r) for r in (np.hstack([p.X, np.ones((6, 1))]) @ U.T > 0).T.astype(int)}
+    assert seen <= exact and len(seen) >= 0.8 * len(exact)
+
+
+def test_inputs_not_in_general_position_are_refused():
+    X = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [0.0, 1.0]])  # three on a line
+    with pytest.raises(paramgeo.ShapeError, match="general position"):
+        ReluNet(X=X).activation_patterns()
+
+
+def test_user_inputs_keyword_and_errors(rng):
+    X = rng.standard_normal((7, 3))
+    p = ReluNet(X=X, width=2)
+    assert (p.sizes["n_inputs"], p.sizes["d"], p.predictor_shape) == (7, 3, (7, 2))
+    with pytest.raises(paramgeo.ShapeError, match="drop n_inputs, d"):
+        ReluNet(X=X, d=2)
+    with pytest.raises(paramgeo.ShapeError, match="finite 2-d array"):
+        ReluNet(X=np.ones(3))

@@ -1,0 +1,188 @@
+"""The rope-attention plugin and the input-action (equivariance) capability.
+
+Oracles: the logits rebuilt from explicit 2 x 2 rotation matrices R_{t-s} (the RoFormer form
+x_s^T W_Q R_{t-s} W_K^T x_t, never rotating queries and keys separately) and from the sinusoidal
+formula; the rank of the rank-r d x d matrices r(2d - r) (Absil, Mahony, Sepulchre 2008) for
+absolute encodings; for rotary, the rank n - r that a fiber equal to the (C^*)^{r/2} orbit
+implies; the commutant of block rotations for ComplexScalingGroup; a toy plugin with a
+non-trivial output action for the generic mechanism.
+"""
+
+import json
+
+import autograd.numpy as anp
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import paramgeo
+from paramgeo import Parameterization, ParamSpec, Size
+from paramgeo.cli import main
+from paramgeo.equivariance import InputAction, input_equivariance
+from paramgeo.symmetry import ComplexScalingGroup, discover
+
+
+def rotation_blocks(delta, freqs):
+    """blockdiag(R(delta omega_1), ...), built entry by entry."""
+    r = 2 * len(freqs)
+    R = np.zeros((r, r))
+    for i, w in enumerate(freqs):
+        c, s = np.cos(delta * w), np.sin(delta * w)
+        R[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[c, -s], [s, c]]
+    return R
+
+
+def test_rotary_logits_are_the_relative_offset_form(rng):
+    p = paramgeo.get("rope-attention", d=5, r=4, tokens=6, sequences=2, base=7.0)
+    theta = p.random_point(rng)
+    WQ, WK = p.spec.unpack(theta).values()
+    freqs = 7.0 ** (-2.0 * np.arange(2) / 4)
+    got = p.forward(theta)
+    for b in range(2):
+        for s in range(6):
+            for t in range(6):
+                x_s, x_t = p.X[b, s], p.X[b, t]
+                want = x_s @ WQ @ rotation_blocks(t - s, freqs) @ WK.T @ x_t
+                assert got[b, s, t] == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+def test_absolute_logits_add_sinusoidal_embeddings(rng):
+    p = paramgeo.get("rope-attention", d=5, r=2, tokens=4, encoding="absolute", base=100.0)
+    theta = p.random_point(rng)
+    WQ, WK = p.spec.unpack(theta).values()
+    E = np.zeros((4, 5))
+    for t in range(4):
+        for i in range(5):
+            ang = t / 100.0 ** ((i - i % 2) / 5)
+            E[t, i] = np.sin(ang) if i % 2 == 0 else np.cos(ang)
+    Z = p.X[0] + E
+    np.testing.assert_allclose(p.forward(theta)[0], Z @ WQ @ WK.T @ Z.T, rtol=1e-12)
+
+
+def test_shifting_positions_leaves_rotary_logits_unchanged_and_moves_absolute_ones(rng):
+    for encoding, invariant in (("rotary", True), ("absolute", False)):
+        p = paramgeo.get("rope-attention", d=4, r=2, tokens=5, encoding=encoding)
+        theta = p.random_point(rng)
+        moved = p.logits(theta, shift=7.5)
+        err = np.linalg.norm(moved - p.forward(theta)) / np.linalg.norm(p.forward(theta))
+        assert (err < 1e-12) == invariant, (encoding, err)
+
+
+@pytest.mark.parametrize("encoding,invariant", [("rotary", True), ("absolute", False)])
+def test_discover_reports_the_offset_invariance_for_rotary_only(encoding, invariant):
+    args = ["discover", "rope-attention", "-p", f"encoding={encoding}", "-p", "d=3"]
+    res = CliRunner().invoke(main, args + ["--json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    eq = json.loads(res.output)["input_equivariance"]
+    assert eq["equivariant"] is invariant and eq["invariance"] is True
+    assert set(eq["errors"]) == {"k=1", "k=2", "k=5", "k=-3"}
+    worst = max(eq["errors"].values())
+    assert worst < 1e-12 if invariant else worst > 1e-2
+    text = CliRunner().invoke(main, args)
+    assert ("NOT invariant" in text.output) != invariant
+
+
+@pytest.mark.parametrize("sizes", [dict(d=3, r=4), dict(d=3, r=2, tokens=4, sequences=2),
+                                   dict(d=3, r=3, encoding="absolute", constant_feature=True)])
+def test_contract(sizes):
+    report = paramgeo.check(paramgeo.get("rope-attention", **sizes))
+    assert report.passed, str(report)
+    assert "input-action" in {item.property for item in report.items}
+
+
+def test_discovered_symmetry_is_the_complex_scaling_torus_for_rotary():
+    """Rotary, r = 4: the commutant of the block rotations is (C^*)^2, dimension 4 (abelian);
+    absolute: gl(2) (the QK-head symmetry)."""
+    rot = discover(paramgeo.get("rope-attention", d=3, r=4), discrete=False)
+    assert rot.dim == 4 and rot.derived_dim == 0 and "agrees with the declared (C^*)^2" in rot.finding
+    ab = discover(paramgeo.get("rope-attention", d=3, r=2, encoding="absolute"), discrete=False)
+    assert ab.algebra == "gl(2)"
+
+
+@pytest.mark.parametrize("d,r", [(4, 2), (5, 4)])
+def test_generic_ranks(d, r):
+    rot = paramgeo.get("rope-attention", d=d, r=r, tokens=8)
+    assert paramgeo.generic_rank(rot) == 2 * d * r - r  # n minus dim (C^*)^{r/2}
+    ab = paramgeo.get("rope-attention", d=d, r=r, tokens=8, encoding="absolute")
+    assert paramgeo.generic_rank(ab) == r * (2 * d - r)  # rank-r d x d matrices
+
+
+def test_complex_scaling_group_commutes_with_block_rotations(rng):
+    G = ComplexScalingGroup(3, right=[(0, 12, (2, 6))], contragredient=[(12, 24, (2, 6))])
+    assert G.name == "(C^*)^3" and G.dim == 6
+    A = G.random_element(rng)
+    R = rotation_blocks(1.3, [1.0, 0.4, 0.05])
+    np.testing.assert_allclose(A @ R, R @ A, atol=1e-12)
+    np.testing.assert_allclose(A @ R @ np.linalg.inv(A), R, atol=1e-12)
+    # the action keeps Q R K^T: (Q A) R (K A^{-T})^T = Q R K^T
+    theta = rng.standard_normal(24)
+    moved = G.act(A, theta)
+    Q, K = theta[:12].reshape(2, 6), theta[12:].reshape(2, 6)
+    Q2, K2 = moved[:12].reshape(2, 6), moved[12:].reshape(2, 6)
+    np.testing.assert_allclose(Q2 @ R @ K2.T, Q @ R @ K.T, atol=1e-12)
+
+
+def test_odd_rotary_head_dimension_is_refused():
+    with pytest.raises(paramgeo.SizeError, match="must be even; choose r=4"):
+        paramgeo.get("rope-attention", r=3)
+    res = CliRunner().invoke(main, ["check", "rope-attention", "-p", "r=3"])
+    assert res.exit_code == 2 and res.output.startswith("Error:")
+
+
+# ---------------------------------------------------------------- the generic mechanism
+class _PermutedData(Parameterization):
+    """phi(w) = X w on fixed data X (N x p); permuting the data points permutes the outputs:
+    equivariance with rho(g) y = y[g] (not an invariance)."""
+
+    name = "test-permuted-data"
+    size_params = {"wired": Size("bool", default=True), "rho": Size("bool", default=True)}
+    capabilities = frozenset({"input_action"})
+
+    def validate_sizes(self):
+        self.data = np.random.default_rng(3).standard_normal((5, 3))
+
+    def make_spec(self):
+        return ParamSpec(w=(3,))
+
+    def make_predictor_shape(self):
+        return (5,)
+
+    def forward(self, theta):
+        return anp.dot(self.data, theta)
+
+    def input_action(self):
+        def moved(theta, perm):
+            out = self.data[perm] @ theta
+            return out if self.wired else out + 1.0
+
+        return InputAction("permutations of the data points", moved,
+                           [("cycle", np.roll(np.arange(5), 1)), ("swap", [1, 0, 2, 3, 4])],
+                           identity=np.arange(5),
+                           output_action=(lambda perm, y: y[perm]) if self.rho else None)
+
+
+def test_equivariance_with_a_nontrivial_output_action():
+    eq = input_equivariance(_PermutedData())
+    assert eq.equivariant and not eq.invariance and max(eq.errors.values()) < 1e-14
+    # without the output action it is tested as an invariance, which fails
+    eq = input_equivariance(_PermutedData(rho=False))
+    assert not eq.equivariant and "NOT invariant" in str(eq)
+
+
+def test_contract_catches_an_input_action_not_wired_to_phi():
+    report = paramgeo.check(_PermutedData(wired=False))
+    assert not report.passed
+    assert {i.property for i in report.failures()} == {"input-action"}
+
+
+def test_input_action_of_the_wrong_type_is_a_contract_error():
+    class Bad(_PermutedData):
+        name = "test-bad-action"
+
+        def input_action(self):
+            return "shifts"
+
+    with pytest.raises(paramgeo.ContractError, match="must return a paramgeo.equivariance"):
+        input_equivariance(Bad())
+    report = paramgeo.check(Bad())
+    assert not report.passed and "input_action() failed" in str(report)
