@@ -148,12 +148,14 @@ def resolve(name, sizes, dense=True):
                 f"than the limit {max_entries:.3g}; use smaller sizes, or `paramgeo describe`, "
                 "`rank` or `critical`, which take the matrix-free route at this size (or raise "
                 "PARAMGEO_MAX_JACOBIAN_ENTRIES if you have the memory and time)")
-    elif route in ("sparse", "matrix-free"):
+    elif route in ("sparse", "matrix-free", "closed-form"):
+        # the closed-form rank is cheap, but the command's other steps (vertical space, orbit
+        # dimension) keep vectors of length n and m too: the same budget bounds them
         max_bytes = _limit("PARAMGEO_MAX_MATRIX_FREE_BYTES", MAX_MATRIX_FREE_BYTES)
         need = matrix_free_bytes(param)
         if need > max_bytes:
             raise SizeError(
-                f"{where}: the {route} route would keep {need / 1e9:.3g} GB of Lanczos vectors "
+                f"{where}: the {route} route would keep {need / 1e9:.3g} GB of work vectors "
                 f"(n = {param.n:.3g}, m = {param.m:.3g}), more than the limit "
                 f"{max_bytes / 1e9:.3g} GB; use smaller sizes (or raise "
                 "PARAMGEO_MAX_MATRIX_FREE_BYTES if you have the memory)")

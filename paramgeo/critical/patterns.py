@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from ..errors import NumericalDoubtWarning, ParamgeoError
-from ..geometry import DEFAULT_POLICY, as_rng, decide_rank, generic_rank, orbit_dim, rank_at
+from ..geometry import DEFAULT_POLICY, as_rng, generic_rank, orbit_dim, rank_at
 
 
 # ---------------------------------------------------------------------------- generic values
