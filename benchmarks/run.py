@@ -3,33 +3,43 @@
 Usage: python benchmarks/run.py [--repeats N] [TOPIC ...]
 
 Rows live in ``benchmarks/bench_<topic>.py``, each defining ``bench(row, repeats)`` and calling
-``row(label, fast, slow, repeats, target=None)`` once per comparison.
+``row(label, fast, slow, repeats, target=None)`` once per comparison; ``row.many(label, fast,
+{name: baseline}, repeats, targets={name: ratio})`` compares one paramgeo call with several
+baselines (one line each).
 
 Each row times a paramgeo closed form against a baseline computed in the same run and prints
 the median times and the ratio baseline / closed form (> 1 means the closed form is faster),
-with an agreement check (max relative difference). Medians over repeats because these machines
-are noisy.
+with an agreement check (max relative difference). The calls of a row are interleaved (one
+call of each per round) and timed by their medians, because these machines are shared and
+noisy; BLAS runs on one thread (OPENBLAS_NUM_THREADS etc. default to 1 before numpy loads:
+threaded BLAS on a loaded 2-core machine spins and makes single calls 100x slower at random).
 """
 
 import argparse
 import importlib
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402  (after the BLAS thread setting)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.*, tests.* oracles
 
 
-def median_time(fn, repeats):
-    times = []
+def median_times(fns, repeats):
+    """Median wall time of each callable, the calls interleaved round by round."""
+    times = [[] for _ in fns]
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for fn, ts in zip(fns, times):
+            start = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - start)
+    return [statistics.median(ts) for ts in times]
 
 
 def rel(a, b):
@@ -39,17 +49,28 @@ def rel(a, b):
 ROWS = []
 
 
+def many(label, fast, baselines, repeats, targets=None):
+    """Time ``fast`` against every ``baselines[name]`` (callables returning arrays), interleaved;
+    print one line per baseline with the ratio t_baseline / t_fast and the agreement."""
+    targets = targets or {}
+    outs = [fast()] + [slow() for slow in baselines.values()]
+    t_fast, *t_slows = median_times([fast, *baselines.values()], repeats)
+    for name, out, t_slow in zip(baselines, outs[1:], t_slows):
+        ratio, target = t_slow / t_fast, targets.get(name)
+        verdict = "" if target is None else (
+            "  target %.3gx: %s" % (target, "met" if ratio >= target else "MISSED"))
+        text = f"{label} vs {name}" if name else label
+        print(f"{text:<60} {t_fast * 1e3:10.3f} ms {t_slow * 1e3:10.3f} ms {ratio:9.2f}x "
+              f"{rel(outs[0], out):9.1e}{verdict}", flush=True)
+        ROWS.append((text, t_fast, t_slow, ratio, rel(outs[0], out)))
+
+
 def row(label, fast, slow, repeats, target=None):
     """Time ``fast`` and ``slow`` (each returning an array), print the ratio and agreement."""
-    a, b = fast(), slow()
-    t_fast, t_slow = median_time(fast, repeats), median_time(slow, repeats)
-    ratio = t_slow / t_fast
-    verdict = "" if target is None else (
-        "  target %.3gx: %s" % (target, "met" if ratio >= target else "MISSED"))
-    line = (f"{label:<48} {t_fast * 1e3:10.3f} ms {t_slow * 1e3:10.3f} ms {ratio:9.1f}x "
-            f"{rel(a, b):9.1e}{verdict}")
-    print(line, flush=True)
-    ROWS.append((label, t_fast, t_slow, ratio, rel(a, b)))
+    many(label, fast, {"": slow}, repeats, {"": target})
+
+
+row.many = many
 
 
 def main():
@@ -57,7 +78,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("only", nargs="*", help="run only these modules, e.g. uut monomial")
     args = parser.parse_args()
-    print(f"{'row':<48} {'paramgeo':>13} {'baseline':>13} {'ratio':>10} {'max rel':>9}")
+    print(f"{'row':<60} {'paramgeo':>13} {'baseline':>13} {'ratio':>10} {'max rel':>9}")
     here = Path(__file__).resolve().parent
     for path in sorted(here.glob("bench_*.py")):
         topic = path.stem[len("bench_"):]

@@ -18,6 +18,12 @@
 * ``vertical-projector``: the group's projector (closed forms for matrix groups, component SVDs
   otherwise; the matrix-free route's P_V) agrees with the projection onto span(generators);
 * ``horizontal-projection``: a closed form agrees with the generic v - V V^T v;
+* ``rank-at``: a closed-form ``rank_at`` gives the rank of the SVD of the dense Jacobian, at the
+  random points and at rank-deficient points on every stratum the plugin names: each factor of a
+  matrix-group symmetry (O(r), GL(r)) brought to rank k in {0, 1, r/2, r - 1} on its right,
+  its contragredient and both sides (blocks B -> B C, C a random r x r matrix of rank k), all
+  factors at once, and for networks each hidden neuron with its in-, out- or all weights
+  zeroed, then a random mixture of those;
 * ``kinks`` (piecewise-smooth plugins): ``kinks(theta)`` returns labels and non-negative
   distances of equal length, and random points lie off every kink (within ``KINK_TOL`` a
   random point would make the derivative checks above meaningless; see paramgeo.kinks);
@@ -257,6 +263,8 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
                 generic = horizontal_projection(param, theta, v, generic=True)
                 add("horizontal-projection", _rel(closed, generic), tol, k,
                     "the closed-form horizontal_projection disagrees with v - V V^T v")
+        if param.provides("rank_at"):
+            _check_rank_at(param, theta, J, k, add)
         if action is not None:
             add("input-action", _rel(action.forward(theta, action.identity),
                                      param.forward(theta)), tol, k,
@@ -265,10 +273,87 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
         if symbolic is not None:
             add("symbolic", _rel(symbolic(theta), param.forward_flat(theta)), tol, k,
                 "symbolic() expressions disagree with forward(); check the symbol order")
+    if param.provides("rank_at") and n_points > 0 and theta.shape == (param.n,):
+        for i, (label, point) in enumerate(_rank_deficient_points(param, group, theta, rng)):
+            where[n_points + i] = f"{label}; {_preview(point)}"
+            _check_rank_at(param, point, param.jacobian(point), n_points + i, add)
     if param.provides("architecture"):
         items.append(_check_architecture(param))
     items.append(_check_discovered(param, group, seed))
     return CheckReport(param.name, dict(param.sizes), all(i.passed for i in items), tuple(items))
+
+
+def _check_rank_at(param, theta, J, point, add):
+    import warnings
+
+    from .errors import NumericalDoubtWarning
+
+    with warnings.catch_warnings():  # a doubtful decision is compared, not reported
+        warnings.simplefilter("ignore", NumericalDoubtWarning)
+        closed = param.rank_at(theta).rank
+    dense = decide_rank(J, warn=False).rank
+    add("rank-at", float(abs(closed - dense)), 0.0, point,
+        f"rank_at(theta) gives rank {closed} but the SVD of the dense Jacobian gives {dense}")
+
+
+def _lower_rank(theta, blocks, k, rng):
+    """theta with every block B (shape (..., r)) replaced by B C, C a random r x r matrix of
+    rank k: a point where the factor has rank <= k on those blocks."""
+    out = theta.copy()
+    for start, stop, shape in blocks:
+        r = shape[-1]
+        C = rng.standard_normal((r, k)) @ rng.standard_normal((k, r))
+        out[start:stop] = (np.reshape(theta[start:stop], shape) @ C).ravel()
+    return out
+
+
+def _rank_deficient_points(param, group, theta, rng, max_neurons=8):
+    """(label, point) on the strata the plugin names (see ``rank-at`` in the module docstring),
+    built from the random point theta."""
+    from .symmetry import MatrixGroupAction, ProductGroup
+
+    points = []
+    factors = () if group is None else (group.factors if isinstance(group, ProductGroup)
+                                        else (group,))
+    factors = [f for f in factors if isinstance(f, MatrixGroupAction) and f.r > 0]
+    for i, f in enumerate(factors):
+        sides = [(name, blocks) for name, blocks in (("right", f.right),
+                                                     ("contragredient", f.contragredient))
+                 if blocks]
+        if len(sides) == 2:
+            sides.append(("both", f.right + f.contragredient))
+        for k in sorted({0, 1, f.r // 2, f.r - 1} & set(range(f.r))):
+            for side, blocks in sides:
+                points.append((f"factor {i} ({f.name}) rank {k} on {side}",
+                               _lower_rank(theta, blocks, k, rng)))
+    if len(factors) > 1:
+        low = theta
+        for f in factors:
+            low = _lower_rank(low, f.right + f.contragredient, f.r // 2, rng)
+        points.append(("every factor at rank r/2", low))
+    if param.provides("architecture"):
+        graph = param.architecture()
+        layers = dict(graph.nodes(data="layer"))
+        top = max(layers.values(), default=0)
+        hidden = [node for node, layer in layers.items() if 0 < layer < top]
+        sides = {node: {"in": [graph.edges[a, node]["index"] for a in graph.predecessors(node)],
+                        "out": [graph.edges[node, b]["index"] for b in graph.successors(node)]}
+                 for node in hidden}
+        for s in sides.values():
+            s["removed"] = s["in"] + s["out"]
+        for node in hidden[:max_neurons]:
+            for state, idx in sides[node].items():
+                point = theta.copy()
+                point[idx] = 0.0
+                points.append((f"neuron {node} {state}", point))
+        if hidden:
+            point = theta.copy()
+            for node in hidden:
+                state = rng.choice(["active", "in", "out", "removed"])
+                if state != "active":
+                    point[sides[node][state]] = 0.0
+            points.append(("random mixture of neuron states", point))
+    return points
 
 
 def _check_kinks(param, theta, k, add):

@@ -27,10 +27,14 @@ def solve_sylvester_psd(A, B, C, rtol=1e-12):
     """
     a, P = np.linalg.eigh(A)
     b, Q = (a, P) if B is A else np.linalg.eigh(B)
+    if not a.size or not b.size:
+        return np.zeros(np.shape(C))
     denom = a[:, None] + b[None, :]
-    scale = max(float(max(a.max(initial=0.0), b.max(initial=0.0))), 1.0)
-    safe = np.abs(denom) > rtol * scale
+    floor = rtol * max(a[-1], b[-1], 1.0)  # eigh sorts ascending
     Ct = P.T @ C @ Q
+    if a[0] + b[0] > floor:  # every a_i + b_j is above the floor (full-rank A, B)
+        return P @ (Ct / denom) @ Q.T
+    safe = np.abs(denom) > floor
     return P @ np.where(safe, Ct / np.where(safe, denom, 1.0), 0.0) @ Q.T
 
 
@@ -54,7 +58,7 @@ def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=N
     theta = param.as_theta(theta)
     route = choose_route(param, route)
     if route == "closed-form":
-        decision = param.rank_at(theta, policy)
+        decision = dataclasses.replace(param.rank_at(theta, policy), route="closed-form")
     elif route == "dense":
         decision = decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}",
                                warn=warn)

@@ -232,9 +232,11 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
     if deficiency > max_deficiency or (deficiency == len(lam) and deficiency and
                                        deficiency < expected and len(lam) < expected):
         raise RankCertificateError(
-            f"{param.name}: J loses more than {max_deficiency} ranks beyond the symmetry at this "
-            "point; the matrix-free route counts at most max_deficiency (pass a larger one, use "
-            "route='dense' if m x n fits, or a plugin's closed-form rank, capability 'rank_at')")
+            f"{param.name}: rank drop found: J loses at least {deficiency} ranks beyond the "
+            f"symmetry at this point (rank <= {expected - deficiency}, expected {expected} "
+            f"without a drop); the matrix-free route counts at most max_deficiency = "
+            f"{max_deficiency} (pass a larger one, use route='dense' if m x n fits, or a "
+            "plugin's closed-form rank, capability 'rank_at')")
     above = np.flatnonzero(~small)
     if len(above):
         i = int(above[0])

@@ -39,6 +39,7 @@ CAPABILITIES = {
     "horizontal_projection": "horizontal_projection",  # closed-form horizontal projection
     "mirror_potential": "mirror_potential",  # closed-form Legendre potential of the mirror flow
     "quadratic_forms": "quadratic_forms",  # x_i^T phi(theta) x_i and its VJP, never forming phi
+    "rank_at": "rank_at",  # rank of J(theta) in closed form from the factors (a RankDecision)
     "sparse_jacobian": "sparse_jacobian",  # J(theta) as a scipy.sparse matrix (O(nnz) memory)
     "kinks": "kinks",  # piecewise-smooth phi: distances to the sets where it is not differentiable
     "input_action": "input_action",  # a group acting on the fixed inputs (positions, data)
@@ -294,14 +295,17 @@ class Parameterization(abc.ABC):
     def as_theta(self, theta):
         """Validate and return theta as a flat float vector of length n (ShapeError otherwise)."""
         arr = np.asarray(theta, dtype=float)
-        if arr.ndim != 1 and arr.size == self.n:
-            arr = arr.ravel()
         if arr.shape != (self.n,):
-            raise ShapeError(
-                f"{self.name}: a point must have {self.n} entries "
-                f"(blocks {dict(self.spec.blocks)}), got shape {np.shape(theta)}"
-            )
-        if not np.all(np.isfinite(arr)):
+            if arr.size != self.n:
+                raise ShapeError(
+                    f"{self.name}: a point must have {self.n} entries "
+                    f"(blocks {dict(self.spec.blocks)}), got shape {np.shape(theta)}"
+                )
+            arr = arr.ravel()
+        # |theta|^2 is finite unless an entry is NaN or inf, or |theta| > 1e154 (numpy then warns
+        # of the overflow and the entries are checked one by one); one dot product is the
+        # cheapest full pass, and this runs on every public call
+        if not math.isfinite(arr.dot(arr)) and not np.all(np.isfinite(arr)):
             bad = int(np.flatnonzero(~np.isfinite(arr))[0])
             raise ShapeError(
                 f"{self.name}: the point has a non-finite value at {self.spec.labels()[bad]}"
@@ -388,6 +392,17 @@ class Parameterization(abc.ABC):
         factors without forming Q (for U U^T: f = |U^T x_i|^2, vjp(c) = 2 X^T diag(c) X U). Used
         by ``paramgeo.losses.QuadraticMeasurements`` (quadratic networks f(x) = x^T Q x)."""
         raise NotProvidedError(type(self).__name__, "quadratic_forms", "quadratic_forms")
+
+    def rank_at(self, theta, policy=None):
+        """rank J(theta) in closed form from the factors, as a
+        :class:`paramgeo.geometry.RankDecision` under the tolerance ``policy`` (a ``RankPolicy``;
+        None: the default); the kernel dimension is n - rank. ``singular_values``, ``tol``,
+        ``gap``, ``doubtful`` and ``closest`` are those of the decision the rank rests on: the
+        singular values of J itself where the plugin has them in closed form, else those of
+        the factor whose rank decision is nearest its tolerance (the plugin documents which).
+        Used by :func:`paramgeo.geometry.rank_at` instead of an SVD of the dense Jacobian;
+        the contract check compares it with that SVD at random and at rank-deficient points."""
+        raise NotProvidedError(type(self).__name__, "rank_at", "rank_at")
 
     def kinks(self, theta):
         """(labels, distances) for a piecewise-smooth phi: one scale-free distance per condition

@@ -67,6 +67,7 @@ import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, Size
 from paramgeo.errors import SizeError
+from paramgeo.geometry import decide_rank
 from paramgeo.symmetry import ScalingTorus, SignedPermutationGroup, SymmetryGroup
 
 
@@ -131,8 +132,7 @@ class DeepDiagonal(Parameterization):
                         help="product: w_1*...*w_L; signed: u^L - v^L"),
     }
     capabilities = frozenset({"jacobian", "jvp", "vjp", "symmetry", "symbolic", "architecture",
-                              "sparse_jacobian",
-                              "mirror_potential"})
+                              "sparse_jacobian", "mirror_potential", "rank_at"})
     references = (
         "Woodworth et al. (2020) Kernel and rich regimes in overparametrized models",
         "Gissin, Shalev-Shwartz, Daniely (2020) The implicit bias of depth: how incremental "
@@ -211,6 +211,17 @@ class DeepDiagonal(Parameterization):
             du, dv = self._signed_derivatives(theta)
             return np.concatenate([w * du, w * dv])
         return (self.cofactors(theta) * w[None, :]).ravel()
+
+    def rank_at(self, theta, policy=None):
+        """rank J from its singular values in closed form: J J^T is diagonal, so they are
+        sqrt(sum_l c_{l,i}^2) (product; cofactors c_l) and L sqrt(u_i^(2L-2) + v_i^(2L-2))
+        (signed). rank J = #{i : at most one factor of coordinate i is zero} (product),
+        #{i : (u_i, v_i) != 0} (signed)."""
+        if self.variant == "signed":
+            s = np.hypot(*self._signed_derivatives(theta))
+        else:
+            s = np.linalg.norm(self.cofactors(theta), axis=0)
+        return decide_rank(s, policy, what="J of deep-diagonal")
 
     # ------------------------------------------------------------------ structure
     def mirror_potential(self, theta0):

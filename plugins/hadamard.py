@@ -8,7 +8,8 @@ between l1 for alpha -> 0 and l2 for alpha -> infinity).
   J^T w = (w * v, w * u).
 * Symmetry: rescalings (u, v) -> (c u, v / c), c in (R\\{0})^p, dimension p; the orbit of
   coordinate i degenerates where u_i = v_i = 0.
-* Generic rank p; quotient dimension 2p - p = p.
+* Generic rank p; quotient dimension 2p - p = p. At a point, J J^T = diag(u^2 + v^2): the
+  singular values are sqrt(u_i^2 + v_i^2) and rank J = #{i : (u_i, v_i) != 0} (``rank_at``).
 * Horizontal projection, per coordinate: the vertical direction is g_i = (u_i, -v_i), so
   h_i = x_i - (<x_i, g_i> / |g_i|^2) g_i (and h_i = x_i where g_i = 0).
 * Architecture: input i -> hidden i (weight u_i) -> output (weight v_i).
@@ -33,6 +34,7 @@ Kanade, Rebeschini (2019), "Implicit regularization for optimal sparse recovery"
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, Size
+from paramgeo.geometry import decide_rank
 from paramgeo.symmetry import ScalingTorus
 
 
@@ -43,7 +45,7 @@ class Hadamard(Parameterization):
     size_params = {"p": Size("int", default=5, minimum=1, help="number of coordinates")}
     capabilities = frozenset(
         {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "architecture",
-         "horizontal_projection", "mirror_potential", "sparse_jacobian"}
+         "horizontal_projection", "mirror_potential", "sparse_jacobian", "rank_at"}
     )
     references = (
         "Hoff (2017) Lasso, fractional norm and structured sparse estimation using a Hadamard "
@@ -90,6 +92,11 @@ class Hadamard(Parameterization):
 
     def hessian_vp(self, theta, w, v):
         return self.vjp(v, w)
+
+    def rank_at(self, theta, policy=None):
+        """rank J = #{i : (u_i, v_i) != 0} under the policy: J J^T = diag(u^2 + v^2), so the
+        singular values of J are sqrt(u_i^2 + v_i^2) (``singular_values``)."""
+        return decide_rank(np.hypot(*self._uv(theta)), policy, what="J of hadamard")
 
     def horizontal_projection(self, theta, x):
         u, v = self._uv(theta)

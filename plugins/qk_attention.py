@@ -17,6 +17,11 @@ Derivatives (closed forms; dL, dA for attention):
 * VJP of a cotangent G: attention first maps G_h -> Z_h = A_h * (G_h - rowsum(A_h * G_h) 1^T)
   -> X^T Z_h X / sqrt(d); sum broadcasts G to every head; then (dQ_h, dK_h) = (G_h K_h, G_h^T Q_h)
   (tied: dW_h = (G_h + G_h^T) W_h).
+* All evaluated on the factors (X Q_h and X K_h for attention, the concatenated heads for sum),
+  never on the d x d scores; attention keeps the forward values of the last point.
+* Rank at a point (``rank_at``): the closed-form singular values of U V^T / U U^T per head
+  (scores) or of the concatenated heads (sum); for attention a formula in rank X, rank X Q_h,
+  rank X K_h and whether 1 lies in range X, range X K_h (see ``rank_at``).
 
 Symmetry: GL(r)^H acting per head (Q_h, K_h) -> (Q_h A_h, K_h A_h^{-T}) (tied: O(r)^H,
 W_h -> W_h R_h), times the head permutations S_H when ``output=sum`` (swapping two heads
@@ -48,10 +53,19 @@ Boncoraglio, Troiani, Erba, Zdeborova (2025), "Bayes optimal learning of attenti
 models", NeurIPS (arXiv:2506.01582; attention scores through S = W W^T).
 """
 
+import dataclasses
+import math
+import warnings
+
 import autograd.numpy as anp
 import numpy as np
 
-from paramgeo import Parameterization, ParamSpec, Size, SizeError, get
+from paramgeo import NumericalDoubtWarning, Parameterization, ParamSpec, Size, SizeError, get
+from paramgeo.factor_spectra import (
+    gram_jacobian_singular_values,
+    product_jacobian_singular_values,
+)
+from paramgeo.geometry import decide_rank, range_basis
 from paramgeo.symmetry import (
     GeneralLinearGroup,
     OrthogonalGroup,
@@ -82,7 +96,7 @@ class QKAttention(Parameterization):
                                  help="set X's first column to 1 (output=attention)", primary=False),
     }
     capabilities = frozenset(
-        {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "horizontal_projection"}
+        {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "horizontal_projection", "rank_at"}
     )
     references = (
         "Vaswani et al. (2017) Attention is all you need",
@@ -108,6 +122,9 @@ class QKAttention(Parameterization):
         else:
             X = None
         self.X = X  # the token matrix (T x d) for output=attention, else None
+        # X / d^(1/4): logits (Xs Q_h)(Xs K_h)^T = X S_h X^T / sqrt(d) with no extra scaling
+        self._Xs = None if X is None else X / self.d ** 0.25
+        self._last = None  # (theta, primal values) of the last attention point, see _primal
 
     def make_spec(self):
         shape = (self.heads, self.d, self.r)
@@ -125,48 +142,95 @@ class QKAttention(Parameterization):
 
     # ------------------------------------------------------------------ forward
     def _factors(self, theta, np_=np):
-        shape = (self.heads, self.d, self.r)
+        """(Q, K), each (..., H, d, r) for theta of shape (..., n) (Q is K when tied)."""
+        shape = theta.shape[:-1] + (self.heads, self.d, self.r)
         k = self.heads * self.d * self.r
-        Q = np_.reshape(theta[:k], shape)
-        K = Q if self.tied else np_.reshape(theta[k:], shape)
+        Q = np_.reshape(theta[..., :k], shape)
+        K = Q if self.tied else np_.reshape(theta[..., k:], shape)
         return Q, K
 
     def forward(self, theta):
         Q, K = self._factors(theta, anp)
+        if self.output == "attention":
+            XQ, XK = anp.matmul(self._Xs, Q), anp.matmul(self._Xs, K)  # Xs = X / d^(1/4)
+            logits = anp.matmul(XQ, anp.transpose(XK, (0, 2, 1)))
+            logits = logits - anp.max(logits, axis=-1, keepdims=True)
+            e = anp.exp(logits)
+            return e / anp.sum(e, axis=-1, keepdims=True)
         S = anp.matmul(Q, anp.transpose(K, (0, 2, 1)))
-        if self.output == "sum":
-            return anp.sum(S, axis=0)
-        if self.output == "scores":
-            return S
-        logits = anp.matmul(anp.matmul(self.X, S), self.X.T) / np.sqrt(self.d)
-        logits = logits - anp.max(logits, axis=-1, keepdims=True)
-        e = anp.exp(logits)
-        return e / anp.sum(e, axis=-1, keepdims=True)
-
-    def _attention(self, Q, K):
-        S = Q @ np.swapaxes(K, 1, 2)
-        logits = self.X @ S @ self.X.T / np.sqrt(self.d)
-        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        return e / e.sum(axis=-1, keepdims=True)
+        return anp.sum(S, axis=0) if self.output == "sum" else S
 
     # ------------------------------------------------------------------ derivatives
-    def _jvp_batch(self, theta, dirs):
-        """J dirs^T for a batch of directions dirs (b x n); returns b x m."""
+    # Everything is computed from the factors, never from the d x d scores: for attention the
+    # logits are L_h = (Xs Q_h)(Xs K_h)^T with Xs = X / d^(1/4), so Xs Q_h and Xs K_h (T x r)
+    # replace X S_h X^T / sqrt(d) (O(T d r) instead of O(T d^2)); for sum,
+    # sum_h Q_h K_h^T = Qc Kc^T with the heads concatenated, Qc = [Q_1 ... Q_H] (d x H r), one
+    # matrix product instead of H and a sum.
+    def _concat_heads(self, M):
+        """(..., H, d, r) -> (..., 1, d, H r): [M_1 ... M_H] as a single head."""
+        lead = M.shape[:-3]
+        return np.swapaxes(M, -3, -2).reshape(lead + (1, self.d, self.heads * self.r))
+
+    def _split_heads(self, M):
+        """The inverse of :meth:`_concat_heads` for (1, d, H r) -> (H, d, r)."""
+        return np.swapaxes(M.reshape(self.d, self.heads, self.r), 0, 1)
+
+    def _sides(self, theta):
+        """The per-head left and right factors (P_h, R_h) whose product P_h R_h^T is the
+        bilinear part of the output: (Q_h, K_h) for scores, the concatenated heads for sum, and
+        (Xs Q_h, Xs K_h) for attention (tied: P = R). Linear in theta."""
         Q, K = self._factors(np.asarray(theta, float))
-        b = dirs.shape[0]
-        shape = (b, self.heads, self.d, self.r)
-        k = self.heads * self.d * self.r
-        dQ = dirs[:, :k].reshape(shape)
-        dK = dQ if self.tied else dirs[:, k:].reshape(shape)
-        dS = np.einsum("bhik,hjk->bhij", dQ, K) + np.einsum("hik,bhjk->bhij", Q, dK)
         if self.output == "sum":
-            return dS.sum(axis=1).reshape(b, -1)
-        if self.output == "scores":
-            return dS.reshape(b, -1)
-        A = self._attention(Q, K)
-        dL = np.einsum("ti,bhij,sj->bhts", self.X, dS, self.X) / np.sqrt(self.d)
-        dA = A * (dL - np.sum(A * dL, axis=-1, keepdims=True))
-        return dA.reshape(b, -1)
+            Q = self._concat_heads(Q)
+            K = Q if self.tied else self._concat_heads(K)
+        elif self.output == "attention":
+            Q = self._Xs @ Q
+            K = Q if self.tied else self._Xs @ K
+        return Q, K
+
+    def _primal(self, theta):
+        """(P, R, A) at theta: the factors of :meth:`_sides` and, for attention, the softmax
+        A_h = softmax_rowwise(P_h R_h^T) (else None). For attention the values at the last point
+        are kept, so repeated JVPs and VJPs at one theta (Lanczos or conjugate gradients on
+        J^T J, the matrix-free routes) pay the forward products X Q_h, X K_h once."""
+        theta = np.asarray(theta, float)
+        if self.output != "attention":
+            return (*self._sides(theta), None)
+        last = self._last
+        if last is not None and np.array_equal(last[0], theta):
+            return last[1]
+        P, R = self._sides(theta)
+        logits = P @ np.swapaxes(R, -1, -2)
+        logits -= logits.max(axis=-1, keepdims=True)
+        A = np.exp(logits, out=logits)
+        A /= A.sum(axis=-1, keepdims=True)
+        self._last = (theta.copy(), (P, R, A))
+        return P, R, A
+
+    def _jvp_batch(self, theta, dirs):
+        """J dirs^T for a batch of directions dirs (b x n); returns b x m.
+
+        d(P R^T) = dP R^T + P dR^T = [dP, P] [R, dR]^T (one product with inner size 2r; tied:
+        B + B^T with B = dP P^T); attention: dL = that and dA = A * dL - A * rowsum(A * dL)."""
+        P, R, A = self._primal(theta)
+        dP, dR = self._sides(dirs)
+        b, (h, rows, k) = dirs.shape[0], P.shape
+        # stack batch and heads in one leading axis: numpy's matmul reaches BLAS on 3-d stacks
+        # but falls back to a slow loop for 4-d stacks of transposed operands
+        dP, dR = dP.reshape(b * h, rows, k), dR.reshape(b * h, rows, k)
+        if b > 1:
+            P = np.broadcast_to(P, (b, h, rows, k)).reshape(b * h, rows, k)
+            R = np.broadcast_to(R, (b, h, rows, k)).reshape(b * h, rows, k)
+        if self.tied:
+            B = dP @ np.swapaxes(P, -1, -2)
+            out = B + np.swapaxes(B, -1, -2)
+        else:
+            out = (np.concatenate([dP, P], axis=-1)
+                   @ np.swapaxes(np.concatenate([R, dR], axis=-1), -1, -2))
+        if A is not None:
+            out = A * out.reshape(b, h, rows, rows)
+            out -= A * np.sum(out, axis=-1, keepdims=True)
+        return out.reshape(b, self.m)
 
     def jvp(self, theta, v):
         return self._jvp_batch(theta, np.asarray(v, float)[None, :])[0]
@@ -175,18 +239,84 @@ class QKAttention(Parameterization):
         return self._jvp_batch(theta, np.eye(self.n)).T
 
     def vjp(self, theta, w):
+        """J^T G: (G_h R_h, G_h^T P_h) per head (tied: (G_h + G_h^T) P_h) on the factors of
+        :meth:`_sides`, pulled back to (Q, K): attention first maps G_h to
+        Z_h = A_h * G_h - A_h * rowsum(A_h * G_h) and then (Xs^T dP, Xs^T dR); sum splits the
+        concatenated heads."""
+        P, R, A = self._primal(theta)
+        G = np.reshape(np.asarray(w, float), P.shape[:-2] + (P.shape[-2],) * 2)
+        if A is not None:
+            G = A * G
+            G -= A * np.sum(G, axis=-1, keepdims=True)
+        GT = np.swapaxes(G, -1, -2)
+        grads = [(G + GT) @ P] if self.tied else [G @ R, GT @ P]
+        if A is not None:
+            grads = [self._Xs.T @ g for g in grads]
+        elif self.output == "sum":
+            grads = [self._split_heads(g) for g in grads]
+        return np.concatenate([g.ravel() for g in grads])
+
+    # ------------------------------------------------------------------ rank at a point
+    def rank_at(self, theta, policy=None):
+        """rank J(theta) in closed form from the factors (see "Rank at a point" in the docs).
+
+        scores, sum: J is block diagonal over heads (scores) or the Jacobian of the
+        concatenated heads Qc Kc^T (sum), so its singular values are those of U V^T and U U^T
+        in closed form (:mod:`paramgeo.factor_spectra`): ``singular_values`` are those of J.
+
+        attention: with C = range X (dimension c = rank X) and, per head, kq = rank X Q_h,
+        kk = rank X K_h (tied: k = rank X W_h),
+            rank_h = c^2 - (c - kq)(c - kk) - [1 in C] (c if 1 in range X K_h else kq)
+            (tied: c k - k(k-1)/2 - [1 in range X W_h]),
+        and rank J = sum_h rank_h. The logit map (dQ, dK) -> X (dQ K^T + Q dK^T) X^T has the
+        tangent space of the rank-(kq, kk) products inside C x C as image (dimension: the uvt /
+        uut formula in c dimensions), and the softmax derivative (A_h > 0) kills exactly its
+        row shifts g 1^T, which lie in that image iff 1 in C and (g in range X Q_h or
+        1 in range X K_h) (tied: g = t 1 and 1 in range X W_h). The decision is taken on the
+        factors: ``singular_values``, ``tol``, ``gap`` and ``closest`` are those of the factor
+        decision nearest its tolerance (the one a perturbation would flip first; a membership
+        1 in range M is decided as the rank of (1, |(I - P_M) 1| / |1|)), ``doubtful`` if any
+        factor decision is."""
         Q, K = self._factors(np.asarray(theta, float))
-        G = np.reshape(np.asarray(w, float), self.predictor_shape)
+        what = f"J of {self.name}"
         if self.output == "sum":
-            G = np.broadcast_to(G, (self.heads, self.d, self.d))
-        elif self.output == "attention":
-            A = self._attention(Q, K)
-            Z = A * (G - np.sum(A * G, axis=-1, keepdims=True))
-            G = np.einsum("ti,hts,sj->hij", self.X, Z, self.X) / np.sqrt(self.d)
-        GT = np.swapaxes(G, 1, 2)
-        if self.tied:
-            return ((G + GT) @ Q).ravel()
-        return np.concatenate([(G @ K).ravel(), (GT @ Q).ravel()])
+            Q = self._concat_heads(Q)
+            K = Q if self.tied else self._concat_heads(K)
+        if self.output != "attention":
+            spectra = [gram_jacobian_singular_values(Qh) if self.tied
+                       else product_jacobian_singular_values(Qh, Kh) for Qh, Kh in zip(Q, K)]
+            return decide_rank(np.concatenate(spectra), policy, what=what)
+        decisions = []
+        ones = np.ones(self.tokens) / math.sqrt(self.tokens)
+
+        def rank_and_ones(M):
+            """(rank M, whether 1 lies in range M), recording both decisions."""
+            B, decision = range_basis(M, policy, warn=False)
+            residual = float(np.linalg.norm(ones - B @ (B.T @ ones)))
+            inside = decide_rank(np.array([1.0, residual]), policy, warn=False)
+            decisions.extend([decision, inside])
+            return decision.rank, inside.rank == 1
+
+        c, ones_in_C = rank_and_ones(self.X)
+        total = 0
+        for Qh, Kh in zip(self.X @ Q, self.X @ K):
+            kq, ones_in_Q = rank_and_ones(Qh)
+            if self.tied:
+                total += c * kq - kq * (kq - 1) // 2 - int(ones_in_Q)
+                continue
+            kk, ones_in_K = rank_and_ones(Kh)
+            drop = 0 if not ones_in_C else (c if ones_in_K else kq)
+            total += c * c - (c - kq) * (c - kk) - drop
+        margins = [abs(math.log(d.closest / d.tol)) if d.tol > 0 and d.closest > 0 else math.inf
+                   for d in decisions]
+        nearest = decisions[int(np.argmin(margins))]
+        doubtful = any(d.doubtful for d in decisions)
+        if doubtful:
+            warnings.warn(
+                f"rank of {what} decided near the tolerance: a factor singular value "
+                f"{nearest.closest:.3g} vs tol {nearest.tol:.3g} (rank {total}); pass a "
+                "RankPolicy to decide otherwise", NumericalDoubtWarning, stacklevel=2)
+        return dataclasses.replace(nearest, rank=total, doubtful=doubtful)
 
     # ------------------------------------------------------------------ symmetry
     def _head_blocks(self, block):

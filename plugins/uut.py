@@ -8,7 +8,8 @@ S = W W^T, and the Burer-Monteiro factorization of a PSD matrix all use this map
 * Symmetry: O(r) acting U -> U R; vertical space {U Omega : Omega skew}, dimension
   r(r-1)/2 when rank U = r.
 * Generic rank (r <= d): d r - r(r-1)/2, the dimension of the rank-r PSD matrices; for r > d
-  it is d(d+1)/2. At rank U = k the rank of J drops to d k - k(k-1)/2.
+  it is d(d+1)/2. At rank U = k the rank of J drops to d k - k(k-1)/2: the singular values of
+  J are sqrt(2 (a_i + a_j)), i <= j, over the squared singular values a of U (``rank_at``).
 * Horizontal projection: H = V - U Omega with Omega skew solving the Sylvester equation
   (U^T U) Omega + Omega (U^T U) = U^T V - V^T U, solved in the eigenbasis of U^T U with the
   pseudo-inverse where lambda_i + lambda_j = 0 (there U Omega does not depend on Omega_ij).
@@ -44,7 +45,8 @@ import autograd.numpy as anp
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, Size
-from paramgeo.geometry import solve_sylvester_psd
+from paramgeo.factor_spectra import gram_jacobian_singular_values
+from paramgeo.geometry import decide_rank, solve_sylvester_psd
 from paramgeo.symmetry import OrthogonalGroup, blocks_of
 
 
@@ -58,8 +60,7 @@ class UUT(Parameterization):
     }
     capabilities = frozenset(
         {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "horizontal_projection",
-         "quadratic_forms",
-         "mirror_potential"}
+         "quadratic_forms", "mirror_potential", "rank_at"}
     )
     references = (
         "Burer, Monteiro (2003) A nonlinear programming algorithm for solving semidefinite "
@@ -110,6 +111,14 @@ class UUT(Parameterization):
     def hessian_vp(self, theta, w, v):
         return self.vjp(v, w)
 
+    def rank_at(self, theta, policy=None):
+        """rank J(U) from the singular values of J in closed form, sqrt(2 (a_i + a_j)) for
+        i <= j with a the squared singular values of U padded with zeros
+        (:func:`paramgeo.factor_spectra.gram_jacobian_singular_values`): rank J = d k - k(k-1)/2
+        at rank U = k (Journee et al. 2010). ``singular_values`` are those of J; O(d r^2)."""
+        return decide_rank(gram_jacobian_singular_values(self._U(theta)), policy,
+                           what="J of uut")
+
     def quadratic_forms(self, theta, X):
         # x^T U U^T x = |U^T x|^2; J^T vec(W) = (W + W^T) U = 2 X^T diag(c) X U for
         # W = sum_i c_i x_i x_i^T: O(N d r), never forming U U^T.
@@ -119,8 +128,8 @@ class UUT(Parameterization):
 
     def horizontal_projection(self, theta, v):
         U, V = self._U(theta), self._U(v)
-        M = U.T @ U
-        omega = solve_sylvester_psd(M, M, U.T @ V - V.T @ U)
+        M, A = U.T @ U, U.T @ V
+        omega = solve_sylvester_psd(M, M, A - A.T)
         return (V - U @ omega).ravel()
 
     def symmetry(self):

@@ -9,6 +9,8 @@ S = W_Q W_K^T, and the linear two-layer network x -> U V^T x all use this map.
   d(U V^T)_{ab} / dV_{ck} = U_ak delta_bc.
 * Symmetry: GL(r) acting (U, V) -> (U A, V A^{-T}); vertical space {(U L, -V L^T) : L in gl(r)},
   of dimension r^2 where U and V have full column rank (then the action is free).
+* Rank at (U, V): mn - (m - rank U)(n - rank V), from the singular values sqrt(a_i + b_j) of J
+  (a, b the squared singular values of U and V, padded with zeros; ``rank_at``).
 * Generic rank r(m + n - r): the dimension of the manifold of m x n matrices of rank r
   (Mishra et al. 2014, Section 2; Absil, Mahony, Sepulchre 2008); quotient dimension
   r(m + n) - r^2 = r(m + n - r), so phi is generically an immersion of the quotient.
@@ -41,7 +43,8 @@ import autograd.numpy as anp
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, ShapeError, Size, SizeError
-from paramgeo.geometry import solve_sylvester_psd
+from paramgeo.factor_spectra import product_jacobian_singular_values
+from paramgeo.geometry import decide_rank, solve_sylvester_psd
 from paramgeo.symmetry import GeneralLinearGroup, blocks_of
 
 
@@ -61,7 +64,7 @@ class UVT(Parameterization):
     }
     capabilities = frozenset(
         {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "horizontal_projection",
-         "quadratic_forms"}
+         "quadratic_forms", "rank_at"}
     )
     references = (
         "Mishra, Meyer, Bonnabel, Sepulchre (2014) Fixed-rank matrix factorizations and "
@@ -120,6 +123,14 @@ class UVT(Parameterization):
         JU = np.einsum("ac,bk->abck", np.eye(self.rows), V).reshape(self.rows * self.cols, -1)
         JV = np.einsum("ak,bc->abck", U, np.eye(self.cols)).reshape(self.rows * self.cols, -1)
         return np.hstack([JU, JV])
+
+    def rank_at(self, theta, policy=None):
+        """rank J(U, V) from the singular values of J in closed form, sqrt(a_i + b_j) over the
+        squared singular values a of U and b of V padded with zeros (J J^T is the Kronecker sum
+        of U U^T and V V^T; :func:`paramgeo.factor_spectra.product_jacobian_singular_values`):
+        rank J = mn - (m - rank U)(n - rank V). ``singular_values`` are those of J."""
+        return decide_rank(product_jacobian_singular_values(*self._UV(theta)), policy,
+                           what="J of uvt")
 
     # ------------------------------------------------------------------ symmetry
     def symmetry(self):

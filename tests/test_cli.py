@@ -161,7 +161,7 @@ HOSTILE = [
      "the dense Jacobian would have m x n"),
     (["describe", "hadamard", "-p", "p=100000", "--route", "dense"],
      "PARAMGEO_MAX_JACOBIAN_ENTRIES"),
-    (["critical", "uut", "-p", "d=3000", "-p", "r=2"], "take the matrix-free route"),
+    (["mirror", "uut", "-p", "d=3000", "-p", "r=2"], "take the matrix-free route"),
     (["describe", "uut", "-p", "d=30000", "-p", "r=300"], "PARAMGEO_MAX_MATRIX_FREE_BYTES"),
     (["flow", "hadamard", "--data", "{d}/emptyA.npz"], "array 'y' is empty"),
     (["flow", "hadamard", "--data", "{d}/mismatch.npz"], "y has 4, A has 3"),

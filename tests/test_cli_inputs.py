@@ -160,13 +160,22 @@ def test_slow_dense_route_is_announced_before_it_starts(monkeypatch):
     assert "Note: uut {'d': 4, 'r': 2}: every dense SVD of the 16 x 8 Jacobian" in res.output
 
 
-def test_hadamard_1000_takes_the_sparse_route():
-    """A 1000 x 2000 dense SVD took a minute on a busy core; the declared sparse J is used."""
+def test_hadamard_1000_is_fast():
+    """describe hadamard p=1000 took a minute (five 1000 x 2000 dense SVDs on a busy core): the
+    closed-form rank answers it, and a plugin with a sparse J but no closed form (hadamard
+    without rank_at) takes the sparse route above 2e8 flops of SVD work instead of the SVD."""
     from paramgeo import matfree
+    from paramgeo_plugins.hadamard import Hadamard
 
-    assert matfree.choose_route(paramgeo.get("hadamard", p=1000)) == "sparse"
-    assert matfree.choose_route(paramgeo.get("hadamard", p=100)) == "dense"
-    assert matfree.choose_route(paramgeo.get("uut", d=30, r=30)) == "dense"  # no sparse J
+    class NoClosedRank(Hadamard):
+        capabilities = Hadamard.capabilities - {"rank_at"}
+
+    assert matfree.choose_route(paramgeo.get("hadamard", p=1000)) == "closed-form"
+    assert matfree.choose_route(NoClosedRank(p=1000)) == "sparse"
+    assert matfree.choose_route(NoClosedRank(p=100)) == "dense"
+    assert matfree.choose_route(paramgeo.get("monomial", widths=(20, 20, 1))) == "dense"
+    res = CliRunner().invoke(main, ["describe", "hadamard", "-p", "p=1000", "--json"])
+    assert res.exit_code == 0 and '"generic_rank": 1000' in res.output
 
 
 # ------------------------------------------ long runs: progress, Ctrl-C, refusal of the endless

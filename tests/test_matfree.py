@@ -128,22 +128,30 @@ def test_rank_drop_beyond_the_limit_is_refused():
     p = paramgeo.get("uut", d=d, r=r)
     U = np.zeros((d, r))
     U[:, 0] = np.arange(1.0, d + 1)  # rank 1: J loses far more than 2 ranks beyond O(4)
-    with pytest.raises(matfree.RankCertificateError, match="max_deficiency"):
+    with pytest.raises(matfree.RankCertificateError, match="rank drop found.*max_deficiency"):
         matfree.certify_rank(p, U.ravel(), max_deficiency=2)
 
 
 def test_auto_route_by_size():
-    assert matfree.choose_route(paramgeo.get("uut", d=10, r=2)) == "dense"
-    assert matfree.choose_route(paramgeo.get("uut", d=200, r=10)) == "matrix-free"
-    assert matfree.choose_route(paramgeo.get("hadamard", p=3000)) == "sparse"
+    from paramgeo_plugins.hadamard import Hadamard
+
+    class NoClosedRank(Hadamard):  # hadamard with its sparse J but without rank_at
+        capabilities = Hadamard.capabilities - {"rank_at"}
+
+    assert matfree.choose_route(paramgeo.get("uut", d=10, r=2)) == "closed-form"
+    assert matfree.choose_route(paramgeo.get("monomial", widths=(3, 4, 1))) == "dense"
+    assert matfree.choose_route(paramgeo.get("monomial", widths=(200, 200, 1))) == "matrix-free"
+    assert matfree.choose_route(NoClosedRank(p=3000)) == "sparse"
     with pytest.raises(paramgeo.ParamgeoError, match="unknown rank route"):
         matfree.choose_route(paramgeo.get("uut"), "fast")
 
 
 def test_describe_matrix_free_matches_closed_form_generic_rank():
-    d, r = 80, 5  # n = 400, m = 6400: matrix-free by default
-    res = describe(paramgeo.get("uut", d=d, r=r))
+    d, r = 80, 5  # n = 400, m = 6400: matrix-free when asked (auto takes the closed form)
+    res = describe(paramgeo.get("uut", d=d, r=r), route="matrix-free")
     assert res.rank_route == "matrix-free"
+    auto = describe(paramgeo.get("uut", d=d, r=r))
+    assert auto.rank_route == "closed-form" and auto.generic_rank == res.generic_rank
     assert res.generic_rank == d * r - r * (r - 1) // 2 == res.quotient_dim
     assert res.rank_certificate.deficiency == 0 and res.rank_certificate.sigma_min > 0
 

@@ -151,7 +151,9 @@ def resolve(name, sizes, dense=True):
     :func:`paramgeo.matfree.choose_route`) checks the dense Jacobian only where that route is
     dense and the matrix-free route's O(n k) vectors against ``MAX_MATRIX_FREE_BYTES``
     otherwise; ``dense=False`` (commands that only use J^T v) checks n alone. Each limit is
-    overridable by the environment variable of that name (PARAMGEO_...).
+    overridable by the environment variable of that name (PARAMGEO_...; ``inf`` lifts it). A
+    dense route whose SVDs cost more than ``SLOW_SVD_WORK`` flops each is announced on stderr
+    before it starts.
     """
     from ..matfree import choose_route, matrix_free_bytes
 
@@ -168,8 +170,8 @@ def resolve(name, sizes, dense=True):
             raise SizeError(
                 f"{where}: the dense Jacobian would have m x n = {param.m} x {param.n} = "
                 f"{param.n * param.m:.3g} entries ({8e-9 * param.n * param.m:.3g} GB), more "
-                f"than the limit {max_entries:.3g}; use smaller sizes, or `paramgeo describe` / "
-                "`paramgeo rank`, which take the matrix-free route at this size (or raise "
+                f"than the limit {max_entries:.3g}; use smaller sizes, or `paramgeo describe`, "
+                "`rank` or `critical`, which take the matrix-free route at this size (or raise "
                 "PARAMGEO_MAX_JACOBIAN_ENTRIES if you have the memory and time)")
         work = param.n * param.m * min(param.n, param.m)
         if work > SLOW_SVD_WORK:
@@ -179,12 +181,14 @@ def resolve(name, sizes, dense=True):
             click.echo(f"Note: {where}: every dense SVD of the {param.m} x {param.n} Jacobian "
                        f"costs about {work:.2g} flops (seconds to minutes each); {faster}",
                        err=True)
-    elif route in ("sparse", "matrix-free"):
+    elif route in ("sparse", "matrix-free", "closed-form"):
+        # the closed-form rank is cheap, but the command's other steps (vertical space, orbit
+        # dimension) keep vectors of length n and m too: the same budget bounds them
         max_bytes = _limit("PARAMGEO_MAX_MATRIX_FREE_BYTES", MAX_MATRIX_FREE_BYTES)
         need = matrix_free_bytes(param)
         if need > max_bytes:
             raise SizeError(
-                f"{where}: the {route} route would keep {need / 1e9:.3g} GB of Lanczos vectors "
+                f"{where}: the {route} route would keep {need / 1e9:.3g} GB of work vectors "
                 f"(n = {param.n:.3g}, m = {param.m:.3g}), more than the limit "
                 f"{max_bytes / 1e9:.3g} GB; use smaller sizes (or raise "
                 "PARAMGEO_MAX_MATRIX_FREE_BYTES if you have the memory)")

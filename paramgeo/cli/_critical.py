@@ -26,7 +26,7 @@ def critical_cmd(name, sizes, at, seed, as_json):
     """
     from ..critical import classify
 
-    param = resolve(name, sizes)
+    param = resolve(name, sizes, dense="auto")
     emit(classify(param, load_point(param, at, seed)), as_json)
 
 

@@ -36,7 +36,9 @@ def pacbayes_cmd(name, sizes, posterior_file, scales, n, delta, method, samples,
 
     Example: paramgeo pacbayes hadamard --posterior q.npz --prior-scale 1 --n 1000 --delta 0.05
     """
-    from ..pacbayes import _check_cert_inputs, _positive, load_posterior, pacbayes_report
+    from ..pacbayes import load_posterior, pacbayes_report
+    from ..pacbayes.bounds import _check_cert_inputs
+    from ..pacbayes.gaussians import _positive
 
     param = resolve(name, sizes)
     scales = [_positive(s, "prior scale") for s in scales]
@@ -51,6 +53,7 @@ def pacbayes_cmd(name, sizes, posterior_file, scales, n, delta, method, samples,
     click.echo(f"{report.name}: method {report.method}, n = {report.n}, delta = {report.delta}, "
                f"empirical risk {report.empirical_risk:.6g}, union bound over "
                f"{len(report.scales)} prior scale(s)")
+    click.echo(f"quotient KL: {report.detail}")
     click.echo(table(
         [(pk.prior, f"{pk.scale:g}", f"{pk.kl_param:.6g}", f"{pk.kl_quotient:.6g}",
           f"{pk.stderr:.2g}" if pk.stderr else "-")

@@ -35,10 +35,12 @@ s_rank / s_{rank+1}. A weight vector counts as zero when its norm is at most
 import dataclasses
 import itertools
 import math
+import warnings
 
 import numpy as np
 
-from ..geometry import DEFAULT_POLICY, RankPolicy, as_rng, decide_rank, null_basis
+from ..errors import NumericalDoubtWarning
+from ..geometry import DEFAULT_POLICY, RankPolicy, as_rng, decide_rank, null_basis, rank_at
 from ..kinks import kink_report
 from ..results import Result
 from .patterns import (
@@ -478,11 +480,17 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     policy = policy or DEFAULT_POLICY
     zero_tol = policy.rtol if zero_tol is None else float(zero_tol)
     theta = param.as_theta(theta)
-    decision = decide_rank(param.jacobian(theta), policy, warn=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumericalDoubtWarning)  # kinks are reported below
+        decision = rank_at(param, theta, policy, warn=False)
     rank, s = decision.rank, decision.singular_values
     R, o_gen = generic_values(param, policy)
     o = _orbit_dim(param, theta, policy)
-    ratio = float(s[R - 1] / s[0]) if R > 0 and s[0] > 0 else 0.0
+    cert = decision.certificate
+    if cert is not None:  # matrix-free: the margin sigma_min / sigma_max it certified
+        ratio = float(cert.sigma_min / cert.sigma_max) if cert.sigma_max > 0 else 0.0
+    else:
+        ratio = float(s[R - 1] / s[0]) if R > 0 and len(s) >= R and s[0] > 0 else 0.0
     struct = structure(param)
     rng = as_rng(seed)
     st = (None if struct is None else

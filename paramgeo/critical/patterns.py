@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from ..errors import NumericalDoubtWarning, ParamgeoError
-from ..geometry import DEFAULT_POLICY, as_rng, decide_rank, generic_rank, orbit_dim
+from ..geometry import DEFAULT_POLICY, as_rng, generic_rank, orbit_dim, rank_at
 
 
 # ---------------------------------------------------------------------------- generic values
@@ -19,7 +19,11 @@ _GENERIC_CACHE = {}
 
 
 def _rank(param, theta, policy):
-    return decide_rank(param.jacobian(theta), policy, warn=False).rank
+    """rank J(theta) on the route :func:`paramgeo.geometry.rank_at` picks (closed form, dense
+    SVD or the matrix-free certificate), without the doubt warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumericalDoubtWarning)  # a kink report, if any
+        return rank_at(param, theta, policy, warn=False).rank
 
 
 def _orbit_dim(param, theta, policy):

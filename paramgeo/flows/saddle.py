@@ -172,10 +172,3 @@ def jump_times(times, losses, plateau_losses):
         out.append(float(t0 + (level - l0) * (t1 - t0) / (l1 - l0)) if l1 != l0 else float(t1))
     return np.array(out)
 
-
-__all__ = [
-    "ConservedQuantities", "FlowComparison", "PredictorPath", "SaddleSequence", "Trajectory",
-    "compare_flows", "conserved_quantities", "gradient_descent", "gradient_flow", "jump_times",
-    "mirror_flow", "predictor_flow", "predictor_velocity", "quotient_flow", "saddle_to_saddle",
-    "schedule",
-]

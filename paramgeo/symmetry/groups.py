@@ -556,7 +556,8 @@ class SignedPermutationGroup(SymmetryGroup):
     """A finite group of signed permutations of the entries of theta, given by generators.
 
     Each generator is a pair (perm, signs): (g . theta)_j = signs_j * theta_{perm_j}. A random
-    element is a random word of length ``word_length`` in the generators. Dimension 0, so it
+    element is a random word of length ``word_length`` or ``word_length + 1`` in the
+    generators. Dimension 0, so it
     adds nothing to the vertical space; it still must leave phi invariant (checked).
     """
 
@@ -580,7 +581,9 @@ class SignedPermutationGroup(SymmetryGroup):
         perm, signs = np.arange(self.n), np.ones(self.n)
         if not self._gens:
             return perm, signs
-        for _ in range(self.word_length):
+        # a word of random length word_length or word_length + 1: a fixed length would stay in
+        # the even-length subgroup (e.g. an even number of sign flips)
+        for _ in range(self.word_length + int(rng.integers(2))):
             p, s = self._gens[rng.integers(len(self._gens))]
             # compose: apply current then generator: (s * (signs*x[perm])[p])
             perm, signs = perm[p], s * signs[p]
