@@ -6,8 +6,8 @@
    ``quadratic_forms``: |U^T x_i|^2 and 2 X^T diag(c) X U, never forming U U^T) against two plain
    numpy loops written for this one problem in the same run:
    (a) the factored loop a person would write for f_U alone: P = X U, residuals
-       rowsum(P^2) - y, grad = 2 X^T (r * P) / N: O(N d r) per step (target: engine overhead at
-       most 1.2x);
+       rowsum(P^2) - y, grad = 2 X^T (r * P) / N: O(N d r) per step (target: the engine at
+       least 0.9x its speed, ratio >= 0.9);
    (b) the same mathematics on the flat predictor: Q = U U^T, residuals rowsum((X Q) * X) - y,
        G = X^T diag(r) X / N, U <- U - 2 eta G U: O(N d^2) per step, what the generic chain rule
        through the flat predictor costs (a plugin without ``quadratic_forms``).
@@ -69,11 +69,11 @@ def bench(row, repeats):
     reps = 5  # each call is 1000 steps (~0.3 s): a few repeats, medians
     label = f"gd f_U d={d} r={r} N={N} {steps} steps"
     row(f"{label}: engine vs numpy factored", engine,
-        lambda: numpy_factored_loop(X, y, U0, steps, lr), reps, target=1 / 1.2)
+        lambda: numpy_factored_loop(X, y, U0, steps, lr), reps, target=0.9)
     row(f"{label}: engine vs numpy flat", engine,
         lambda: numpy_flat_loop(X, y, U0, steps, lr), reps)
-    print("    target: engine overhead <= 1.2x over the hand-written factored loop (ratio >= "
-          "0.833); the flat loop is what the engine would cost without uut's quadratic_forms",
+    print("    target: engine at least 0.9x the speed of the hand-written factored loop (ratio >= "
+          "0.9); the flat loop is what the engine would cost without uut's quadratic_forms",
           flush=True)
     dense = LinearMeasurements(np.einsum("ni,nj->nij", X, X), y)
     few = 20

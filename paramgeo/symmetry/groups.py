@@ -200,7 +200,9 @@ class MatrixGroupAction(SymmetryGroup):
         stacked = [np.reshape(theta[start:stop], (-1, r)) for start, stop, _ in blocks]
         if not stacked:
             return np.zeros(r), np.eye(r)
-        _, s, vt = np.linalg.svd(np.vstack(stacked), full_matrices=True)
+        B = np.vstack(stacked)
+        # thin SVD when B has at least r rows (never the rows x rows factor); else the full one
+        _, s, vt = np.linalg.svd(B, full_matrices=B.shape[0] < r)
         return np.concatenate([s, np.zeros(r - len(s))]), vt.T
 
     def _adjoint(self, theta, w):
@@ -374,6 +376,10 @@ class OrthogonalGroup(MatrixGroupAction):
         super().__init__(r, right=right)
         self.name = f"O({self.r})"
 
+    @property
+    def dim(self):
+        return self.r * (self.r - 1) // 2  # without building the r(r-1)/2 x r x r basis
+
     def vertical_projector(self, theta, policy=None):
         """Closed form: the projection of w onto {B Omega : Omega skew} solves
         (A Omega + Omega A) = M - M^T with A = sum B^T B, M = sum B^T W (the Sylvester equation
@@ -426,6 +432,10 @@ class GeneralLinearGroup(MatrixGroupAction):
     def __init__(self, r, right=(), contragredient=()):
         super().__init__(r, right=right, contragredient=contragredient)
         self.name = f"GL({self.r})"
+
+    @property
+    def dim(self):
+        return self.r * self.r  # without building the r^2 x r x r basis
 
     def vertical_projector(self, theta, policy=None):
         """Closed form: the projection of w onto {(B X, -K X^T)} (B right, K contragredient
