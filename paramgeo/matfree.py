@@ -23,10 +23,11 @@ uses the same :class:`~paramgeo.geometry.RankPolicy` as the dense route on sigma
 sqrt(lambda_i): rank = expected - #{sigma_i <= tol}, tol = max(atol, rtol sigma_max). Each
 Ritz pair (theta, x) carries the residual rho = |A x - theta x|, and an eigenvalue of A lies in
 [theta - rho, theta + rho] (Parlett, "The symmetric eigenvalue problem", Theorem 4.5.1): the
-certificate quotes sigma_min and that bound. Working with J^T J squares the condition number:
-singular values below about sqrt(eps) sigma_max ~ 1e-8 sigma_max cannot be told from zero, so
-this route decides with tol = max(policy tol, RTOL_FLOOR sigma_max), RTOL_FLOOR = 1e-10, and a
-sigma within a factor BAND = 30 of tol makes the decision *doubtful* (with a warning).
+certificate quotes sigma_min and that bound. The eigenvalues of J^T J resolve singular values
+only down to about sqrt(eps) sigma_max ~ 1e-8 sigma_max, so each Ritz vector x is judged by
+|J x| instead (accurate to about eps sigma_max for a converged vector); the route decides with
+tol = max(policy tol, RTOL_FLOOR sigma_max), RTOL_FLOOR = 1e-10, and a sigma within a factor
+BAND = 30 of tol makes the decision *doubtful* (with a warning).
 Lanczos from a random start finds the smallest eigenvalue with probability one, but does not
 prove that no smaller one exists; the certificate says so ("estimate").
 """
@@ -48,9 +49,9 @@ DENSE_MAX_ENTRIES = 2_000_000
 DENSE_MAX_WORK_IF_SPARSE = 200_000_000
 #: rank drops the matrix-free route counts before it refuses (Ritz vectors kept: n x that many).
 MAX_DEFICIENCY = 64
-#: the matrix-free route decides with tol = max(policy tol, RTOL_FLOOR * sigma_max): zero
-#: eigenvalues of J^T J come out of floating point at about 1e-15 lambda_max (sigma ~ 3e-8
-#: sigma_max), so smaller singular values cannot be resolved through J^T J.
+#: the matrix-free route decides with tol = max(policy tol, RTOL_FLOOR * sigma_max): the |J x|
+#: of Ritz vectors of a zero eigenvalue come out near 1e-12 sigma_max (Lanczos accuracy), so a
+#: tolerance far below that could not be met.
 RTOL_FLOOR = 1e-10
 #: a matrix-free decision is doubtful when a singular value lies within this factor of tol.
 BAND = 30.0
@@ -144,11 +145,6 @@ def choose_route(param, route="auto"):
             sparse and entries * min(param.m, param.n) > DENSE_MAX_WORK_IF_SPARSE):
         return "dense"
     return "sparse" if sparse else "matrix-free"
-
-
-def dense_bytes(param):
-    """Bytes the dense route allocates for J (m x n float64)."""
-    return 8 * param.m * param.n
 
 
 def matrix_free_bytes(param):
