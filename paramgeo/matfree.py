@@ -225,8 +225,8 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
                                     max_deficiency, use_sparse)
     small = sigma <= tol
     deficiency = int(np.sum(small))
-    if deficiency > max_deficiency or (deficiency == len(lam) and deficiency and
-                                       deficiency < expected and len(lam) < expected):
+    # _smallest stops once a singular value above tol appears or the count passes the limit
+    if deficiency > max_deficiency or (deficiency < expected and not np.any(~small)):
         raise RankCertificateError(
             f"{param.name}: rank drop found: J loses at least {deficiency} ranks beyond the "
             f"symmetry at this point (rank <= {expected - deficiency}, expected {expected} "

@@ -41,7 +41,6 @@ import numpy as np
 
 from ..errors import NumericalDoubtWarning
 from ..geometry import DEFAULT_POLICY, RankPolicy, as_rng, decide_rank, null_basis, rank_at
-from ..kinks import kink_report
 from ..results import Result
 from .patterns import (
     _class_label,
@@ -495,7 +494,7 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     rng = as_rng(seed)
     st = (None if struct is None else
           _point_stratum(param, struct, theta, R, zero_tol, policy, n_points, rng))
-    kinks = kink_report(param, theta)
+    kinks = decision.kinks  # rank_at's kink report (None for a smooth phi)
     on_kink = kinks is not None and kinks.on_kink
     critical = rank < R and not on_kink
     causes, near = [], None

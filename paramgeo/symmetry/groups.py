@@ -12,32 +12,16 @@ random reflection for O(r)), so results are reproducible without global seeds.
 """
 
 import abc
-import dataclasses
 import functools
-from typing import Callable
 
 import numpy as np
 
-from ..errors import SizeError
-
-
-@dataclasses.dataclass(frozen=True)
-class VerticalProjector:
-    """P_V at theta: the Euclidean orthogonal projection onto the vertical space (the tangent of
-    the orbit G.theta, spanned by the generator columns), applied without forming an n x n
-    matrix or a dense basis.
-
-    ``dim`` is the orbit dimension (the numerical rank of the generators under the tolerance
-    policy) and ``decision`` the :class:`paramgeo.geometry.RankDecision` behind it, whose
-    singular values are those of the n x dim(G) generator matrix. ``P(w)`` returns P_V w.
-    """
-
-    dim: int
-    decision: object
-    apply: Callable
-
-    def __call__(self, w):
-        return self.apply(np.asarray(w, dtype=float))
+from .projectors import (  # noqa: F401  (re-exported: part of the groups' public API)
+    MAX_PROJECTOR_BLOCK_ENTRIES,
+    VerticalProjector,
+    _projector,
+    sparse_projector,
+)
 
 
 class SymmetryGroup(abc.ABC):
@@ -134,15 +118,13 @@ class ProductGroup(SymmetryGroup):
         if np.max(np.sum(masks, axis=0)) > 1:
             return sparse_projector(self.sparse_generators(theta), policy)
         parts = [f.vertical_projector(theta, policy) for f in moving]
-        s = np.concatenate([p.decision.singular_values for p in parts])
-        decision = _decide(s, policy)
-        if any(p.decision.tol != decision.tol for p in parts):  # one global tolerance
-            parts = [f.vertical_projector(theta, _fixed_tol(decision.tol)) for f in moving]
 
-        def apply(w):
-            return sum(p.apply(w) for p in parts)
+        def build_apply(tol):
+            chosen = [p.retol(tol) for p in parts]  # one tolerance over all factors
+            return lambda w: sum(p.apply(w) for p in chosen)
 
-        return VerticalProjector(decision.rank, decision, apply)
+        return _projector(np.concatenate([p.decision.singular_values for p in parts]), policy,
+                          build_apply)
 
 
 class MatrixGroupAction(SymmetryGroup):
@@ -218,90 +200,29 @@ class MatrixGroupAction(SymmetryGroup):
                 M += B.T @ Wb if right else -(Wb.T @ B)
         return M
 
+    def _sylvester_projector(self, theta, policy, sing, generator_singular_values, P, Q, skew):
+        """P_V w = (B X, -K X^T) with X = P [(P^T R Q)_ij / sing_ij^2] Q^T (zero where
+        sing_ij <= tol), R = M - M^T for skew algebras (so(r)) and M otherwise (gl(r)), M the
+        adjoint of the action applied to w: the Sylvester solve in the factors' eigenbases."""
+        theta = np.asarray(theta, float)
+        denom = sing ** 2
+
+        def build_apply(tol):
+            keep = sing > tol
+
+            def apply(w):
+                M = self._adjoint(theta, w)
+                R = M - M.T if skew else M
+                X = P @ np.where(keep, (P.T @ R @ Q) / np.where(keep, denom, 1.0), 0.0) @ Q.T
+                return self._transform(theta, X, -X.T, np.zeros_like(w))
+
+            return apply
+
+        return _projector(generator_singular_values, policy, build_apply)
+
 
 #: above this n, :func:`linear_action_matrices` returns scipy.sparse matrices by default
 SPARSE_ACTION_MIN_N = 200
-#: the most entries the dense blocks of :func:`sparse_projector` may hold (400 MB of float64)
-MAX_PROJECTOR_BLOCK_ENTRIES = 50_000_000
-
-
-def _decide(singular_values, policy):
-    from ..numerics import decide_rank
-
-    return decide_rank(np.asarray(singular_values, dtype=float), policy, warn=False)
-
-
-def _fixed_tol(tol):
-    from ..numerics import RankPolicy
-
-    return RankPolicy(rtol=0.0, atol=float(tol))
-
-
-def sparse_projector(G, policy=None):
-    """:class:`VerticalProjector` onto the column space of a (sparse) n x k matrix G.
-
-    Columns that share a nonzero row are joined into connected components (scipy.sparse.csgraph);
-    components touch disjoint rows, so their column spaces are orthogonal and P = sum_c U_c
-    U_c^T with U_c the left singular vectors of the small dense block of component c above one
-    global tolerance tol = max(atol, rtol * s_max) (the policy of :mod:`paramgeo.geometry`).
-    Blocks of equal shape are decomposed together (one batched LAPACK call), so a torus with
-    10^5 one-generator components costs a few vectorised operations."""
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import connected_components
-
-    G = sp.csc_matrix(G, dtype=float)
-    G.eliminate_zeros()
-    n, k = G.shape
-    if k == 0 or G.nnz == 0:
-        decision = _decide(np.zeros(min(k, n)), policy)
-        return VerticalProjector(0, decision, lambda w: np.zeros_like(w))
-    pattern = G.copy()
-    pattern.data[:] = 1.0
-    _, label = connected_components(pattern.T @ pattern, directed=False)
-    coo = G.tocoo()
-    comp = label[coo.col]
-    row_keys = np.unique(comp.astype(np.int64) * n + coo.row)  # sorted: component, then row
-    row_comp, rows = np.divmod(row_keys, n)
-    n_comp = int(label.max()) + 1
-    row_count = np.bincount(row_comp, minlength=n_comp)
-    row_start = np.concatenate([[0], np.cumsum(row_count)[:-1]])
-    col_order = np.argsort(label, kind="stable")
-    col_count = np.bincount(label, minlength=n_comp)
-    col_start = np.concatenate([[0], np.cumsum(col_count)[:-1]])
-    col_local = np.empty(k, dtype=np.int64)
-    col_local[col_order] = np.arange(k) - col_start[label[col_order]]
-    entry_row = np.searchsorted(row_keys, comp.astype(np.int64) * n + coo.row) - row_start[comp]
-    groups = []
-    shapes = np.unique(np.stack([row_count, col_count], axis=1)[row_count > 0], axis=0)
-    entries = int(np.sum(row_count * col_count))
-    if entries > MAX_PROJECTOR_BLOCK_ENTRIES:
-        a, b = (int(x) for x in shapes[np.argmax(shapes[:, 0] * shapes[:, 1])])
-        raise SizeError(
-            f"the {k} symmetry generators join into connected blocks (generators sharing "
-            f"coordinates) whose dense SVDs would hold {entries:.3g} entries "
-            f"({8e-9 * entries:.3g} GB; the largest block is {a} x {b}), more than "
-            f"{MAX_PROJECTOR_BLOCK_ENTRIES:.3g}; use smaller sizes")
-    for a, b in shapes.tolist():
-        members = np.flatnonzero((row_count == a) & (col_count == b))
-        slot = np.full(n_comp, -1)
-        slot[members] = np.arange(len(members))
-        block = np.zeros((len(members), a, b))
-        sel = slot[comp] >= 0
-        block[slot[comp[sel]], entry_row[sel], col_local[coo.col[sel]]] = coo.data[sel]
-        index = rows[row_start[members][:, None] + np.arange(a)[None, :]]
-        U, s, _ = np.linalg.svd(block, full_matrices=False)
-        groups.append((index, U, s))
-    decision = _decide(np.concatenate([s.ravel() for _, _, s in groups]), policy)
-    bases = [(index, U * (s > decision.tol)[:, None, :]) for index, U, s in groups]
-
-    def apply(w):
-        out = np.zeros_like(w)
-        for index, U in bases:
-            local = w[index]
-            out[index] = np.einsum("gab,gb->ga", U, np.einsum("gab,ga->gb", U, local))
-        return out
-
-    return VerticalProjector(decision.rank, decision, apply)
 
 
 def linear_action_matrices(group, n, rng=None, sparse=None, tol=1e-9):
@@ -387,20 +308,9 @@ class OrthogonalGroup(MatrixGroupAction):
         A = P diag(a) P^T (a = s^2 from the SVD of the stacked blocks); the generator singular
         values are sqrt(a_i + a_j), i < j."""
         sa, P = self._spectrum(theta, self.right)
-        iu = np.triu_indices(self.r, 1)
         sing = np.hypot(sa[:, None], sa[None, :])
-        denom = sing ** 2
-        decision = _decide(sing[iu], policy)
-        keep = sing > decision.tol
-
-        def apply(w):
-            M = self._adjoint(theta, w)
-            Mt = P.T @ (M - M.T) @ P
-            omega = P @ np.where(keep, Mt / np.where(keep, denom, 1.0), 0.0) @ P.T
-            out = np.zeros_like(w)
-            return self._transform(np.asarray(theta, float), omega, -omega.T, out)
-
-        return VerticalProjector(decision.rank, decision, apply)
+        return self._sylvester_projector(theta, policy, sing, sing[np.triu_indices(self.r, 1)],
+                                         P, P, skew=True)
 
     @functools.cached_property
     def algebra_basis(self):
@@ -445,17 +355,7 @@ class GeneralLinearGroup(MatrixGroupAction):
         sa, P = self._spectrum(theta, self.right)
         sc, Q = self._spectrum(theta, self.contragredient)
         sing = np.hypot(sa[:, None], sc[None, :])
-        denom = sing ** 2
-        decision = _decide(sing.ravel(), policy)
-        keep = sing > decision.tol
-
-        def apply(w):
-            M = self._adjoint(theta, w)
-            Mt = P.T @ M @ Q
-            X = P @ np.where(keep, Mt / np.where(keep, denom, 1.0), 0.0) @ Q.T
-            return self._transform(np.asarray(theta, float), X, -X.T, np.zeros_like(w))
-
-        return VerticalProjector(decision.rank, decision, apply)
+        return self._sylvester_projector(theta, policy, sing, sing.ravel(), P, Q, skew=False)
 
     @functools.cached_property
     def algebra_basis(self):
