@@ -112,14 +112,12 @@ def jacobian_operator(param, theta):
     """J(theta) as a ``scipy.sparse.linalg.LinearOperator`` (m x n): matvec = jvp, rmatvec =
     vjp (the plugin's closed forms, or autograd's forward/reverse mode), or the plugin's sparse
     Jacobian where it declares ``sparse_jacobian``. Nothing of size m x n is allocated."""
-    from scipy.sparse.linalg import LinearOperator, aslinearoperator
+    from scipy.sparse.linalg import LinearOperator
 
-    theta = param.as_theta(theta)
-    if param.provides("sparse_jacobian"):
-        return aslinearoperator(param.sparse_jacobian(theta))
+    products = _Counted(param, param.as_theta(theta))
     return LinearOperator((param.m, param.n), dtype=float,
-                          matvec=lambda v: param.jvp(theta, np.ravel(v)),
-                          rmatvec=lambda w: param.vjp(theta, np.ravel(w)))
+                          matvec=lambda v: products.jvp(np.ravel(v)),
+                          rmatvec=lambda w: products.vjp(np.ravel(w)))
 
 
 def choose_route(param, route="auto"):
