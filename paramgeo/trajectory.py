@@ -24,6 +24,7 @@ Woodworth et al. (2020), "Kernel and rich regimes in overparametrized models".
 """
 
 import dataclasses
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -73,21 +74,62 @@ class Trajectory(Result):
     """A recorded run: times, parameters (T x n), predictors (T x m), loss, |grad L|, and the
     quadratic conserved quantities of the symmetry group (T x q) with their relative drift
     max_t |Q(t) - Q(0)| / max_t theta^T |S| theta (zero to integrator tolerance for gradient
-    flow, O(eta) over a run of descent: O(eta^2) per step)."""
+    flow, O(eta) over a run of descent: O(eta^2) per step).
+
+    The run stores only what the integrator produced (times and parameters). Predictors,
+    losses, gradient norms and conserved quantities are evaluated from the recorded parameters
+    the first time they are read, then kept: a run whose records are never read costs only its
+    integration (one forward and one VJP per record when they are)."""
 
     method: str
     times: np.ndarray
     thetas: np.ndarray
-    predictors: np.ndarray
-    losses: np.ndarray
-    grad_norms: np.ndarray
     success: bool
     message: str
     n_evals: int
-    conserved: np.ndarray = None
-    conserved_labels: tuple = ()
-    conserved_drift: np.ndarray = None
-    conserved_scale: np.ndarray = None
+    evaluate: object = dataclasses.field(default=None, repr=False, compare=False)
+
+    #: the records evaluated on first access, in the order ``to_dict`` lists them
+    RECORDS = ("predictors", "losses", "grad_norms", "conserved", "conserved_labels",
+               "conserved_drift", "conserved_scale")
+
+    @functools.cached_property
+    def predictors(self):
+        return self.evaluate.predictors(self.thetas)
+
+    @functools.cached_property
+    def losses(self):
+        return self.evaluate.losses(self.thetas)
+
+    @functools.cached_property
+    def grad_norms(self):
+        return self.evaluate.grad_norms(self.thetas)
+
+    @functools.cached_property
+    def _conserved(self):
+        return self.evaluate.conserved(self.thetas)
+
+    @property
+    def conserved(self):
+        return self._conserved[0]
+
+    @property
+    def conserved_labels(self):
+        return self._conserved[1]
+
+    @property
+    def conserved_drift(self):
+        return self._conserved[2]
+
+    @property
+    def conserved_scale(self):
+        return self._conserved[3]
+
+    def to_dict(self):
+        out = {f.name: to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)
+               if f.name != "evaluate"}
+        out.update({name: to_jsonable(getattr(self, name)) for name in self.RECORDS})
+        return out
 
     @property
     def final_theta(self):
@@ -109,8 +151,8 @@ class Trajectory(Result):
         drift = self.conserved_drift if self.conserved_drift is not None else []
         return to_jsonable({
             "method": self.method, "records": len(self.times), "t_final": self.times[-1],
-            "loss_initial": self.losses[0], "loss_final": self.losses[-1],
-            "grad_norm_final": self.grad_norms[-1], "n_evals": self.n_evals,
+            "loss_initial": self._loss(0), "loss_final": self._loss(-1),
+            "grad_norm_final": self._grad_norm(-1), "n_evals": self.n_evals,
             "success": self.success, "message": self.message,
             "conserved": dict(zip(self.conserved_labels, drift)),
         })
@@ -122,10 +164,21 @@ class Trajectory(Result):
                      f"{self.max_conserved_drift:.2e}")
         return (
             f"Trajectory ({self.method}): {len(self.times)} records to t = {self.times[-1]:.4g}; "
-            f"loss {self.losses[0]:.4g} -> {self.losses[-1]:.4g}; |grad L| final "
-            f"{self.grad_norms[-1]:.3g}; {self.n_evals} gradient evaluations{drift}; "
+            f"loss {self._loss(0):.4g} -> {self._loss(-1):.4g}; |grad L| final "
+            f"{self._grad_norm(-1):.3g}; {self.n_evals} gradient evaluations{drift}; "
             f"{self.message}"
         )
+
+    def _loss(self, i):
+        """The loss at record i, without evaluating every record."""
+        if "losses" in self.__dict__:
+            return float(self.losses[i])
+        return float(self.evaluate.losses(self.thetas[[i]])[0])
+
+    def _grad_norm(self, i):
+        if "grad_norms" in self.__dict__:
+            return float(self.grad_norms[i])
+        return float(self.evaluate.grad_norms(self.thetas[[i]])[0])
 
     def plot(self, path, *, max_coords=12, title=None):
         """Write a figure (PNG, SVG or PDF by the suffix of ``path``): loss against time on
@@ -176,20 +229,37 @@ class Trajectory(Result):
 
 
 
+class _Records:
+    """Evaluates a trajectory's records from its parameters: forward, loss, gradient norm and
+    conserved quantities (the evaluate field of :class:`Trajectory`)."""
+
+    def __init__(self, param, value, grad, conserved):
+        self.param, self.value, self.grad, self.with_conserved = param, value, grad, conserved
+
+    def predictors(self, thetas):
+        return np.array([np.asarray(self.param.forward_flat(t)) for t in thetas])
+
+    def losses(self, thetas):
+        return np.array([self.value(t) for t in thetas])
+
+    def grad_norms(self, thetas):
+        return np.array([np.linalg.norm(self.grad(t)) for t in thetas])
+
+    def conserved(self, thetas):
+        """(values T x q, labels, relative drift, scale) of the quadratic conserved quantities."""
+        cq = conserved_quantities(self.param) if self.with_conserved else ConservedQuantities()
+        values = cq.values(thetas)
+        if len(cq):
+            scale = np.max(cq.scales(thetas), axis=0)
+            drift = np.max(np.abs(values - values[0]), axis=0) / np.maximum(scale, 1e-300)
+        else:
+            scale = drift = np.zeros(0)
+        return values, cq.labels, drift, scale
+
+
 def _finish(param, value, grad, method, times, thetas, success, message, n_evals, conserved):
-    thetas = np.asarray(thetas, float)
-    predictors = np.array([np.asarray(param.forward_flat(t)) for t in thetas])
-    losses = np.array([value(t) for t in thetas])
-    grad_norms = np.array([np.linalg.norm(grad(t)) for t in thetas])
-    cq = conserved_quantities(param) if conserved else ConservedQuantities()
-    values = cq.values(thetas)
-    if len(cq):
-        scale = np.max(cq.scales(thetas), axis=0)
-        drift = np.max(np.abs(values - values[0]), axis=0) / np.maximum(scale, 1e-300)
-    else:
-        scale = drift = np.zeros(0)
-    return Trajectory(method, np.asarray(times, float), thetas, predictors, losses, grad_norms,
-                      bool(success), str(message), int(n_evals), values, cq.labels, drift, scale)
+    return Trajectory(method, np.asarray(times, float), np.asarray(thetas, float), bool(success),
+                      str(message), int(n_evals), _Records(param, value, grad, conserved))
 
 
 def _check_stops(stop_loss, stop_grad):

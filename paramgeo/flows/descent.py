@@ -34,7 +34,20 @@ def schedule(kind, lr, steps=None):
     raise ParamgeoError(f"unknown schedule {kind!r}; choose constant, inverse, cosine or step")
 
 
-def gradient_descent(param, loss, theta0, steps, lr, *, record_every=1, stop_loss=None,
+#: default number of recorded steps of a long descent run
+MAX_RECORDS = 1000
+#: default cap on the floats the recorded parameters of a run may hold (0.8 GB)
+RECORD_FLOATS = 10 ** 8
+
+
+def default_record_every(steps, n):
+    """The default recording interval: every step while steps <= MAX_RECORDS, else about
+    MAX_RECORDS evenly spaced records, and never more than RECORD_FLOATS / n records (at least 2)."""
+    records = max(2, min(MAX_RECORDS, RECORD_FLOATS // max(int(n), 1)))
+    return max(1, math.ceil(steps / records))
+
+
+def gradient_descent(param, loss, theta0, steps, lr, *, record_every=None, stop_loss=None,
                      stop_grad=None, batch_size=None, seed=None, progress=False, conserved=True,
                      optimizer=None):
     """theta_{t+1} = theta_t - lr_t J^T grad ell(phi(theta_t)) for ``steps`` steps.
@@ -42,7 +55,12 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=1, stop_los
     ``lr`` is a float or a callable ``lr(t)`` (a schedule, see :func:`schedule`). With
     ``batch_size`` the gradient of step t is that of the loss on ``batch_size`` samples drawn
     without replacement by ``numpy.random.default_rng(seed)`` (stochastic gradient descent;
-    needs a loss built from samples). Records every ``record_every`` steps (and the last).
+    needs a loss built from samples). Records every ``record_every`` steps (and the last); the
+    default records every step of a short run and about :data:`MAX_RECORDS` evenly spaced steps
+    of a long one, fewer when n is so large that the parameters would pass
+    :data:`RECORD_FLOATS` floats (a record costs a copy of theta; the losses, predictors and
+    gradient norms of the records are evaluated only when read, see
+    :class:`paramgeo.trajectory.Trajectory`).
     ``stop_loss``/``stop_grad`` stop early when the loss/the full gradient norm falls below
     them (checked at recorded steps and, when given, every step). ``progress``: a callable
     ``progress(done, total)`` called after every step, or True for paramgeo's progress bar.
@@ -53,8 +71,10 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=1, stop_los
     if int(steps) != steps or steps < 0:
         raise ParamgeoError(f"the number of steps must be a non-negative integer, got {steps}")
     steps = int(steps)
-    if record_every < 1:
-        raise ParamgeoError(f"record_every must be at least 1, got {record_every}")
+    if record_every is None:
+        record_every = default_record_every(steps, param.n)
+    if int(record_every) != record_every or record_every < 1:
+        raise ParamgeoError(f"record_every must be a positive integer, got {record_every}")
     _check_stops(stop_loss, stop_grad)
     value, grad = pullback(param, loss)
     step_grad = grad
