@@ -53,7 +53,40 @@ def bench_rank_at(row, repeats):
                 target=1000 if d == 200 else None)
 
 
+def bench_products_at_scale(row, repeats):
+    """uut and uvt products at d = 4000 against the matrix products they are made of (target:
+    within 1.2x, ratio >= 0.83). Each product needs two d x d x r products' flops (the JVP
+    U dU^T + dU U^T; the VJP W U and W^T U), so the floor is two products; the rows also show
+    one product (half the flops, the unreachable bound) and the expressions the closed forms
+    replaced: P + P^T and (W + W^T) U, each a strided pass over a d x d array. The agreement
+    column compares different quantities for the one-product rows."""
+    rng = np.random.default_rng(3)
+    d, r = 4000, 16
+    reps = max(3, repeats // 3)
+    p, q = paramgeo.get("uut", d=d, r=r), paramgeo.get("uvt", m=d, n=d, r=r)
+    U, dU, V, dV = (rng.standard_normal((d, r)) for _ in range(4))
+    W = rng.standard_normal((d, d))
+    theta, v, w = U.ravel(), dU.ravel(), W.ravel()
+    row.many(f"uut d={d} r={r}: JVP", lambda: p.jvp(theta, v),
+             {"U dU^T + dU U^T": lambda: (U @ dU.T + dU @ U.T).ravel(),
+              "P + P^T": lambda: (lambda P: P + P.T)(U @ dU.T).ravel(),
+              "one product U dU^T": lambda: (U @ dU.T).ravel()}, reps,
+             targets={"U dU^T + dU U^T": 0.83})
+    row.many(f"uut d={d} r={r}: VJP", lambda: p.vjp(theta, w),
+             {"W U + W^T U": lambda: (W @ U + W.T @ U).ravel(),
+              "(W + W^T) U": lambda: ((W + W.T) @ U).ravel()}, reps,
+             targets={"W U + W^T U": 0.83})
+    th2, v2 = np.concatenate([U.ravel(), V.ravel()]), np.concatenate([dU.ravel(), dV.ravel()])
+    row.many(f"uvt d={d} r={r}: JVP", lambda: q.jvp(th2, v2),
+             {"dU V^T + U dV^T": lambda: (dU @ V.T + U @ dV.T).ravel(),
+              "one product dU V^T": lambda: (dU @ V.T).ravel()}, reps,
+             targets={"dU V^T + U dV^T": 0.83})
+    row(f"uvt d={d} r={r}: VJP vs W V, W^T U", lambda: q.vjp(th2, w),
+        lambda: np.concatenate([(W @ V).ravel(), (W.T @ U).ravel()]), reps, target=0.83)
+
+
 def bench(row, repeats):
+    bench_products_at_scale(row, repeats)
     bench_public_projection(row, repeats)
     bench_rank_at(row, repeats)
 

@@ -211,7 +211,7 @@ class QKAttention(Parameterization):
         """J dirs^T for a batch of directions dirs (b x n); returns b x m.
 
         d(P R^T) = dP R^T + P dR^T = [dP, P] [R, dR]^T (one product with inner size 2r; tied:
-        B + B^T with B = dP P^T); attention: dL = that and dA = A * dL - A * rowsum(A * dL)."""
+        [dP, P] [P, dP]^T); attention: dL = that and dA = A * dL - A * rowsum(A * dL)."""
         P, R, A = self._primal(theta)
         dP, dR = self._sides(dirs)
         b, (h, rows, k) = dirs.shape[0], P.shape
@@ -221,9 +221,9 @@ class QKAttention(Parameterization):
         if b > 1:
             P = np.broadcast_to(P, (b, h, rows, k)).reshape(b * h, rows, k)
             R = np.broadcast_to(R, (b, h, rows, k)).reshape(b * h, rows, k)
-        if self.tied:
-            B = dP @ np.swapaxes(P, -1, -2)
-            out = B + np.swapaxes(B, -1, -2)
+        if self.tied:  # dP P^T + P dP^T = [dP, P] [P, dP]^T: one pass over the output
+            out = (np.concatenate([dP, P], axis=-1)
+                   @ np.swapaxes(np.concatenate([P, dP], axis=-1), -1, -2))
         else:
             out = (np.concatenate([dP, P], axis=-1)
                    @ np.swapaxes(np.concatenate([R, dR], axis=-1), -1, -2))
@@ -249,7 +249,8 @@ class QKAttention(Parameterization):
             G = A * G
             G -= A * np.sum(G, axis=-1, keepdims=True)
         GT = np.swapaxes(G, -1, -2)
-        grads = [(G + GT) @ P] if self.tied else [G @ R, GT @ P]
+        # tied: (G + G^T) P as G P + G^T P, two products reading G in place (no strided sum)
+        grads = [G @ P + GT @ P] if self.tied else [G @ R, GT @ P]
         if A is not None:
             grads = [self._Xs.T @ g for g in grads]
         elif self.output == "sum":

@@ -87,14 +87,17 @@ class UUT(Parameterization):
     def _U(self, theta):
         return np.reshape(theta, (self.d, self.r))
 
+    # One pass over the d x d output each: U dU^T + dU U^T = [U, dU] [dU, U]^T is one product
+    # with inner size 2r (P + P^T would add a transposed pass over the output), and
+    # (W + W^T) U = W U + W^T U is two products that read W in place (forming W + W^T is a
+    # strided pass and a d x d temporary, 2-4x slower than a product at d = 4000).
     def jvp(self, theta, v):
         U, dU = self._U(theta), self._U(v)
-        P = U @ dU.T
-        return (P + P.T).ravel()
+        return (np.hstack([U, dU]) @ np.hstack([dU, U]).T).ravel()
 
     def vjp(self, theta, w):
-        W = np.reshape(w, (self.d, self.d))
-        return ((W + W.T) @ self._U(theta)).ravel()
+        W, U = np.reshape(w, (self.d, self.d)), self._U(theta)
+        return (W @ U + W.T @ U).ravel()
 
     def jacobian(self, theta):
         # d(U U^T)_{ab} / dU_{ck} = delta_ac U_bk + delta_bc U_ak

@@ -111,7 +111,8 @@ class UVT(Parameterization):
     def jvp(self, theta, v):
         U, V = self._UV(theta)
         dU, dV = self._UV(v)
-        return (dU @ V.T + U @ dV.T).ravel()
+        # dU V^T + U dV^T = [dU, U] [V, dV]^T: one product, one pass over the output
+        return (np.hstack([dU, U]) @ np.hstack([V, dV]).T).ravel()
 
     def vjp(self, theta, w):
         U, V = self._UV(theta)
