@@ -10,7 +10,6 @@ and the engines built on them.
 7
 """
 
-from .contract import check
 from .errors import (
     ContractError,
     NotProvidedError,
@@ -20,20 +19,49 @@ from .errors import (
     ShapeError,
     SizeError,
 )
-from .geometry import (
-    RankPolicy,
-    generic_rank,
-    horizontal_projection,
-    kernel,
-    predictor_metric,
-    quotient_metric,
-    rank_at,
-    vertical_space,
-)
-from .parameterization import CAPABILITIES, Parameterization, ParamSpec, Size
-from .registry import available, get, get_class, load_plugin_file, register
-from .sweeps import sweep  # grids of queries on Dask (dask imported only when one runs)
-from .userdefs import define, undefine  # also serves saved specs to the registry
+
+#: public name -> the module that defines it, imported on first access (PEP 562), so that
+#: ``import paramgeo`` costs little more than numpy and autograd and ``paramgeo --help`` imports
+#: neither; tests/test_imports.py checks that each resolves.
+_LAZY = {
+    "check": "contract",
+    "RankPolicy": "geometry",
+    "generic_rank": "geometry",
+    "horizontal_projection": "geometry",
+    "kernel": "geometry",
+    "predictor_metric": "geometry",
+    "quotient_metric": "geometry",
+    "rank_at": "geometry",
+    "vertical_space": "geometry",
+    "CAPABILITIES": "parameterization",
+    "Parameterization": "parameterization",
+    "ParamSpec": "parameterization",
+    "Size": "parameterization",
+    "available": "registry",
+    "get": "registry",
+    "get_class": "registry",
+    "load_plugin_file": "registry",
+    "register": "registry",
+    "sweep": "sweeps",  # grids of queries on Dask (dask imported only when one runs)
+    "define": "userdefs",  # also serves saved specs to the registry
+    "undefine": "userdefs",
+}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'paramgeo' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

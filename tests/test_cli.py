@@ -226,3 +226,18 @@ def test_closed_pipe_is_not_an_internal_error(tmp_path):
         capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert proc.stdout.startswith("hadamard {'p': 10}: 1024 strata")
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_short_help_covers_every_command_and_matches_its_help():
+    """`paramgeo --help` lists commands from SHORT_HELP without importing them: every command
+    has an entry, and each entry's leading words appear in the command's own help text."""
+    import click
+
+    from paramgeo.cli import COMMANDS, SHORT_HELP, main
+
+    assert set(SHORT_HELP) == set(COMMANDS)
+    ctx = click.Context(main)
+    for name, text in SHORT_HELP.items():
+        help_text = " ".join((main.get_command(ctx, name).help or "").split()).lower()
+        lead = " ".join(text.lower().rstrip(".").split()[:2])
+        assert lead in help_text, (name, text)

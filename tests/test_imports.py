@@ -146,3 +146,36 @@ def test_no_module_over_600_lines():
     assert not unexpected, f"modules over {MAX_LINES} lines: {unexpected}"
     stale = {name for name in KNOWN_LONG_MODULES if name not in long}
     assert not stale, f"no longer long (or gone), remove from KNOWN_LONG_MODULES: {stale}"
+
+
+def test_every_public_name_resolves_lazily():
+    """Each name in paramgeo.__all__ is importable; the lazy ones come from the module
+    paramgeo._LAZY says."""
+    import importlib
+
+    import paramgeo
+
+    for name in paramgeo.__all__:
+        value = getattr(paramgeo, name)
+        if name in paramgeo._LAZY:
+            module = importlib.import_module(f"paramgeo.{paramgeo._LAZY[name]}")
+            assert getattr(module, name) is value, name
+    assert set(paramgeo._LAZY) <= set(paramgeo.__all__)
+
+
+def test_import_paramgeo_and_help_import_nothing_heavy():
+    """`import paramgeo` does not import scipy, sympy, geomstats or networkx, and
+    `paramgeo --help` does not even import numpy (measured in a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, paramgeo; print(sorted(m for m in ('numpy', 'scipy', 'sympy', "
+            "'geomstats', 'networkx') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+    code = ("import sys\nfrom paramgeo.cli import main\ntry:\n    main(['--help'])\n"
+            "except SystemExit:\n    pass\nprint('numpy' in sys.modules, 'scipy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip().splitlines()[-1] == "False False"

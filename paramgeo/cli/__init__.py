@@ -36,11 +36,46 @@ COMMANDS = {
 }
 
 
+#: command name -> the one line ``paramgeo --help`` shows, so that listing the commands imports
+#: none of them (nor numpy); tests/test_cli.py checks each against the command's own help.
+SHORT_HELP = {
+    "check": "Run the contract check on a plugin; exit 1 if a property fails.",
+    "critical": "Classify a point: regular, or critical with its causes and stratum.",
+    "define": "Define a parameterization from an expression spec (TOML) and save it.",
+    "describe": "Dimensions, generic rank, symmetry group and quotient dimension.",
+    "discover": "Discover symmetries: linear, scaling and discrete.",
+    "exact": "Exact (sympy) ranks over Q at rational points and over Q(theta).",
+    "flow": "Train a parameterization on a loss of its predictors: descent or flow.",
+    "implicit-bias": "The implicit bias argmin R_alpha(beta) subject to the data.",
+    "list": "List the registered parameterizations with their sizes.",
+    "mirror": "Lie algebra of the fields grad phi_i, conservation laws, mirror potential.",
+    "pacbayes": "KL(Q||P) in parameters and quotient, neutral and implicit-bias priors.",
+    "rank": "Rank of the Jacobian at a point, the generic rank, singular values.",
+    "search": "Search for critical points from random starts and classify each.",
+    "strata": "The strata of a network or factorization as a poset.",
+    "sweep": "Run a grid of queries from a TOML sweep file into a tidy table.",
+    "undefine": "Remove a parameterization saved by `paramgeo define`.",
+}
+
+
 class LazyGroup(click.Group):
     """A click group that imports a subcommand's module on first use and maps errors."""
 
     def list_commands(self, ctx):
         return sorted(COMMANDS)
+
+    def format_commands(self, ctx, formatter):
+        """The command list of ``--help`` from SHORT_HELP, importing no command module (one
+        without an entry there is imported for its help)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            text = SHORT_HELP.get(name)
+            if text is None:
+                text = self.get_command(ctx, name).get_short_help_str(limit=formatter.width)
+            rows.append((name, text))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def get_command(self, ctx, cmd_name):
         target = COMMANDS.get(cmd_name)
