@@ -49,7 +49,7 @@ SHORT_HELP = {
     "implicit-bias": "The implicit bias argmin R_alpha(beta) subject to the data.",
     "list": "List the registered parameterizations with their sizes.",
     "mirror": "Lie algebra of the fields grad phi_i, conservation laws, mirror potential.",
-    "pacbayes": "KL(Q||P) in parameters and quotient, neutral and implicit-bias priors.",
+    "pacbayes": "KL(Q||P) and the quotient KL for neutral and implicit-bias priors.",
     "rank": "Rank of the Jacobian at a point, the generic rank, singular values.",
     "search": "Search for critical points from random starts and classify each.",
     "strata": "The strata of a network or factorization as a poset.",
