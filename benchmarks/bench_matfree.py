@@ -28,6 +28,7 @@ def _pair_time(p, theta, rng, repeats):
 
 
 def bench(row, repeats):
+    bench_rank_drops(row, repeats)
     rng = np.random.default_rng(0)
     for d in (100, 150):
         r = 10
@@ -55,3 +56,32 @@ def bench(row, repeats):
           f"{runs[0].rank} (= d r - r(r-1)/2 = {d * r - r * (r - 1) // 2}), {cert.matvecs // 2} "
           f"JVP+VJP pairs x {pair * 1e3:.1f} ms = floor {floor:.2f} s; ratio {ratio:.2f}x  "
           f"target 3x: {'met' if ratio <= 3 else 'MISSED'}", flush=True)
+
+
+def bench_rank_drops(row, repeats, sizes=((72, 8), (128, 16), (256, 16))):
+    """Counting a large rank drop matrix-free: uut at a U of rank r - 1 (n = d r, a drop of
+    d - r + 1 beyond the orbit), the route as chosen (locked Lanczos, switching to the assembled
+    operator by its measured cost model) against the two ways forced: assembled-and-eigh and
+    locked Lanczos to the end (target: the chosen route within 1.2x of the better, ratio >= 0.83
+    against each). One call each (seconds to minutes)."""
+    from paramgeo import matfree
+
+    priced = matfree._eigh_seconds
+    rng = np.random.default_rng(4)
+    for d, r in sizes:
+        p = paramgeo.get("uut", d=d, r=r)
+        k = r - 1
+        theta = (rng.standard_normal((d, k)) @ rng.standard_normal((k, r))).ravel()
+
+        def count(price=None):
+            matfree._eigh_seconds = priced if price is None else (lambda dim: price)
+            try:
+                return np.array([matfree.certify_rank(p, theta, max_deficiency=d, warn=False)
+                                 .rank])
+            finally:
+                matfree._eigh_seconds = priced
+
+        row.many(f"uut d={d} r={r} n={p.n}, drop {d - k}: chosen route",
+                 count, {"assembled + eigh": lambda: count(0.0),
+                         "locked Lanczos": lambda: count(float("inf"))}, 1,
+                 targets={"assembled + eigh": 0.83, "locked Lanczos": 0.83})

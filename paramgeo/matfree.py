@@ -55,6 +55,13 @@ MAX_DEFICIENCY = 64
 RTOL_FLOOR = 1e-10
 #: a matrix-free decision is doubtful when a singular value lies within this factor of tol.
 BAND = 30.0
+#: largest Gram side the matrix-free route may assemble (dim products, then one symmetric
+#: eigensolve) when that is cheaper than counting a rank drop by locked Lanczos: 8192^2 floats
+#: are 0.5 GB, and the eigensolve is held to that plus LAPACK's workspace.
+ASSEMBLE_MAX_DIM = 8192
+#: the share of the assembled price that locked Lanczos may spend counting a drop before the
+#: route assembles instead (see _smallest)
+SWITCH_AT = 0.2
 
 ROUTES = ("auto", "closed-form", "dense", "sparse", "matrix-free")
 
@@ -207,20 +214,19 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
             out.append(np.linalg.norm(J.jvp(h)) / size if size > 0.5 else np.sqrt(lam_max))
         return np.array(out)
 
-    use_sparse = False
+    use_sparse = assembled = False
     if expected == 0:
         lam, sigma, res = np.zeros(0), np.zeros(0), np.zeros(0)
     elif dim <= 60:  # tiny: the operator as a dense matrix (dim products), exact eigenvalues
-        A = np.column_stack([apply(e) for e in np.eye(dim)])
-        lam, vec = np.linalg.eigh((A + A.T) / 2)
-        lam, vec = lam[: max_deficiency + 1], vec[:, : max_deficiency + 1]
-        sigma = sigmas(vec)
-        res = np.full(len(lam), np.finfo(float).eps * dim * lam_max)
+        lam, sigma, res = _assembled(apply, sigmas, dim, lam_max, max_deficiency)
     else:
         # shift-invert needs A assembled: J J^T, or J^T J without a vertical deflation
         use_sparse = route == "sparse" and J.sparse is not None and (predictor_side or k == 0)
         lam, sigma, res = _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng,
                                     max_deficiency, use_sparse)
+        if lam is None:  # counting the drop by Lanczos would cost more than assembling
+            lam, sigma, res = _assembled(apply, sigmas, dim, lam_max, max_deficiency)
+            assembled = True
     small = sigma <= tol
     deficiency = int(np.sum(small))
     # _smallest stops once a singular value above tol appears or the count passes the limit
@@ -254,11 +260,14 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
     below = float(sigma[small].max()) if deficiency else 0.0
     gap = float(sigma_min / below) if below > 0 else float("inf")
     route_used = "sparse" if use_sparse else "matrix-free"
+    note = (f"{name} assembled from {dim} products and its smallest eigenvalues computed "
+            "directly (cheaper than counting the drop by Lanczos): every eigenvalue is found"
+            if assembled else
+            "Lanczos estimate with residual bound: an eigenvalue lies within the bound of each "
+            "Ritz value; a smaller one missed by Lanczos is possible in principle, not certified")
     certificate = RankCertificate(
         route_used, name, int(expected), deficiency, sigma_max, sigma_min, bound,
-        tuple(float(s) for s in sigma[small]), J.count, time.perf_counter() - start,
-        "Lanczos estimate with residual bound: an eigenvalue lies within the bound of each "
-        "Ritz value; a smaller one missed by Lanczos is possible in principle, not certified")
+        tuple(float(s) for s in sigma[small]), J.count, time.perf_counter() - start, note)
     values = np.concatenate([[sigma_max], np.sort(sigma)[::-1]])
     return RankDecision(int(rank), float(tol), values, gap, doubtful, closest,
                         route=route_used, certificate=certificate)
@@ -289,6 +298,7 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
     found locked, until some sigma lies above tol (or max_deficiency + 1 are found)."""
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
+    started, counted = time.perf_counter(), J.count
     op = LinearOperator((dim, dim), dtype=float, matvec=lambda x: apply(np.ravel(x)))
     # the smallest eigenvalues of A are the largest of c I - A, c > lambda_max(A): ARPACK's
     # convergence test is relative to the Ritz value, which c keeps away from 0 (on A itself a
@@ -314,6 +324,19 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
             "Lanczos did not converge on the smallest eigenvalue of the Gram operator of J; use "
             "route='dense' if m x n fits") from None
     lam, vec, sigma, res = _ritz(apply, sigmas, lam, vec)
+    # Counting a rank drop by locked Lanczos costs about 100-200 products per zero vector; the
+    # assembled operator costs dim products and one eigensolve. Both are priced from what this
+    # call measured (seconds per product so far, and LAPACK's rate on a small eigensolve), and
+    # the count switches to assembling once the locked rounds have spent SWITCH_AT of the
+    # assembled price while zero vectors keep coming (the drop is not known in advance: this
+    # bounds the total at (1 + SWITCH_AT) times the assembled price, plus the first run that
+    # found the drop, when the drop is large, and a drop that the first rounds end costs
+    # nothing extra).
+    assemble_price = None
+    if dim <= ASSEMBLE_MAX_DIM and not use_sparse and np.any(sigma <= tol):
+        per_product = (time.perf_counter() - started) / max(J.count - counted, 1)
+        assemble_price = 2 * dim * per_product + _eigh_seconds(dim)
+        started = time.perf_counter()
     # A rank drop. Single-vector Lanczos sees one vector of each eigenspace (in exact
     # arithmetic), so one run cannot count a multiple zero eigenvalue: lock the vectors found
     # (Z, orthonormal) by moving them to the top of the spectrum, A + c Z Z^T, and run again
@@ -323,6 +346,9 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
     locked_lam, locked_sigma = [], []
     block = 4
     while np.any(sigma <= tol) and Z.shape[1] <= max_deficiency:
+        if (assemble_price is not None
+                and time.perf_counter() - started >= SWITCH_AT * assemble_price):
+            return None, None, None
         small = np.flatnonzero(sigma <= tol)
         block = min(32, max(4, 2 * len(small)), dim - 1)  # ask for more while many come back
         for i in small:  # Gram-Schmidt twice; a vector already in span Z adds nothing
@@ -349,6 +375,43 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
         lam, vec, sigma, res = _ritz(apply, sigmas, c - lam[fresh], vec[:, fresh])
     return (np.concatenate([locked_lam, lam]), np.concatenate([locked_sigma, sigma]),
             np.concatenate([np.zeros(len(locked_lam)), res]))
+
+
+def _assembled(apply, sigmas, dim, lam_max, max_deficiency):
+    """(lambda, sigma, residuals) of the PSD operator ``apply`` assembled column by column
+    (dim products) and solved by LAPACK's symmetric eigensolver for its max_deficiency + 1
+    smallest eigenvalues (scipy.linalg.eigh, subset_by_index); residuals eps dim lambda_max
+    (backward stability of the Householder tridiagonalisation)."""
+    from scipy.linalg import eigh
+
+    A = np.empty((dim, dim))
+    e = np.zeros(dim)
+    for i in range(dim):
+        e[i] = 1.0
+        A[:, i] = apply(e)
+        e[i] = 0.0
+    A += A.T
+    A *= 0.5
+    top = min(max_deficiency + 1, dim) - 1
+    lam, vec = eigh(A, subset_by_index=[0, top], overwrite_a=True, check_finite=False)
+    return lam, sigmas(vec), np.full(len(lam), np.finfo(float).eps * dim * lam_max)
+
+
+_EIGH_RATE = []
+
+
+def _eigh_seconds(dim):
+    """Predicted seconds of a dim x dim symmetric eigensolve (the 4/3 dim^3 flops of the
+    tridiagonalisation at the rate this process measured once on a 256 x 256 matrix)."""
+    from scipy.linalg import eigh
+
+    if not _EIGH_RATE:
+        A = np.random.default_rng(0).standard_normal((256, 256))
+        A = A + A.T
+        start = time.perf_counter()
+        eigh(A, subset_by_index=[0, 0], check_finite=False)
+        _EIGH_RATE.append((time.perf_counter() - start) / 256 ** 3)
+    return _EIGH_RATE[0] * dim ** 3
 
 
 def _ritz(apply, sigmas, lam, vec):

@@ -176,3 +176,25 @@ def test_horizontal_lift_matrix_free_matches_pseudo_inverse(rng):
     free = geometry.horizontal_lift(p, theta, w, route="matrix-free")
     np.testing.assert_allclose(free, dense, atol=1e-8 * np.linalg.norm(dense))
     np.testing.assert_allclose(np.linalg.pinv(p.jacobian(theta)) @ w, dense, atol=1e-10)
+
+
+@pytest.mark.parametrize("eigh_seconds", [0.0, float("inf")], ids=["assembled", "lanczos"])
+def test_large_rank_drop_counted_exactly_by_both_ways(monkeypatch, eigh_seconds):
+    """uut d=40 r=6 at a U of rank 5: J loses (r - k)(d - k) = 35 ranks beyond the O(6) orbit;
+    the rank is the rank-5 PSD stratum's dimension d k - k(k-1)/2 = 190. The count switches
+    from locked Lanczos to the assembled operator when the priced eigensolve is cheap (forced
+    here both ways by pricing it at 0 and at infinity); both count the drop exactly, as the
+    dense SVD does."""
+    from paramgeo.geometry import decide_rank
+    from paramgeo.matfree import certify_rank
+
+    monkeypatch.setattr(matfree, "_eigh_seconds", lambda dim: eigh_seconds)
+    d, r, k = 40, 6, 5
+    p = paramgeo.get("uut", d=d, r=r)
+    rng = np.random.default_rng(0)
+    theta = (rng.standard_normal((d, k)) @ rng.standard_normal((k, r))).ravel()
+    dec = certify_rank(p, theta, warn=False)
+    assert dec.rank == d * k - k * (k - 1) // 2 == 190
+    assert dec.certificate.deficiency == (r - k) * (d - k)
+    assert ("assembled" in dec.certificate.note) == (eigh_seconds == 0.0)
+    assert decide_rank(p.jacobian(theta), warn=False).rank == 190
