@@ -120,7 +120,16 @@ def add_provider(provider):
         _providers.append(provider)
 
 
+#: modules whose import adds paramgeo's own providers (the saved ``paramgeo define`` specs),
+#: imported when the providers are first asked, so ``import paramgeo`` does not load them
+BUILTIN_PROVIDERS = ("paramgeo.userdefs",)
+
+
 def _provided():
+    import importlib
+
+    for module in BUILTIN_PROVIDERS:
+        importlib.import_module(module)
     return {name: provider for provider in _providers for name in provider.names()}
 
 
