@@ -85,7 +85,8 @@ def run(delta=0.5, lr=0.05, steps=5000, seed=0):
     Z = y[:, None] * X
     N, d = Z.shape
     lin = paramgeo.get("deep-diagonal", p=d, depth=1)
-    traj = gradient_descent(lin, Exponential(X, y), np.zeros(d), steps, lr, conserved=False,
+    traj = gradient_descent(lin, Exponential(X, y), np.zeros(d), steps, lr, record_every=1,
+                            conserved=False,
                             optimizer=SmoothedSignDescent(eps=delta, anneal="loss"))
     W = traj.thetas
     s_bar, gamma, s_slice = burg_limit(Z, delta)
