@@ -38,8 +38,17 @@ def _outside(page_src, target):
 
 
 def on_page_markdown(markdown, page, config, files):
+    if page.file.src_uri == "index.md":
+        # the home page is README.md (included here rather than by pymdownx.snippets, so that
+        # its links, relative to the repository root, are rewritten below)
+        markdown = markdown.replace('--8<-- "README.md"', (ROOT / "README.md").read_text())
+
     def rewrite(match):
-        path = _outside(page.file.src_uri, match.group(2))
+        target = match.group(2)
+        if page.file.src_uri == "index.md" and target.startswith("docs/"):
+            # the home page includes README.md, whose links are relative to the repository root
+            return f"{match.group(1)}{target[len('docs/'):]}{match.group(3)}"
+        path = _outside(page.file.src_uri, target)
         if path is None:
             return match.group(0)
         uri = PREFIX + path
