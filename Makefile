@@ -1,27 +1,39 @@
-# Quick start: `make demo` (set up and run the showcase), `make test` (set up and run tests),
-# `make docs` (build the documentation site into site/).
+# Quick start: `make demo` (install the runtime and matplotlib, run examples/demo.py: one model
+# through the toolkit, a figure in examples/output/demo.png), `make test` (install the test
+# extras, run every test), `make docs` (build the documentation site into site/).
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed-test
+DEMO_STAMP = $(VENV)/.installed-demo
 
 .PHONY: demo test docs venv bench clean
 
 $(PY):
+	@echo "==> creating the virtual environment $(VENV) ($(PYTHON) -m venv)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "==> upgrading pip"
 	$(PY) -m pip install -q --upgrade pip
 
-# One install with the test extras serves both targets; reinstalled when metadata changes.
+# The test extras (pytest, Dask, the docs stack) serve test, docs and bench; reinstalled when
+# the metadata changes.
 $(STAMP): setup.cfg pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[test]'
+	@echo "==> installing paramgeo with its test extras (pytest, Dask, mkdocs; a few minutes)"
+	$(PY) -m pip install -e '.[test]'
 	touch $(STAMP)
+
+# The demo needs only the runtime (numpy, scipy, sympy, autograd, geomstats, networkx, click)
+# and matplotlib: the plot extra.
+$(DEMO_STAMP): setup.cfg pyproject.toml | $(PY)
+	@echo "==> installing paramgeo with its runtime dependencies and matplotlib (the plot extra)"
+	$(PY) -m pip install -e '.[plot]'
+	touch $(DEMO_STAMP)
 
 venv: $(STAMP)
 
-demo: $(STAMP)
-	$(VENV)/bin/paramgeo list
-	@echo
-	$(VENV)/bin/paramgeo describe --all
+demo: $(DEMO_STAMP)
+	@echo "==> running examples/demo.py: one model through rank, symmetry, flow and implicit bias"
+	MPLBACKEND=Agg $(PY) examples/demo.py
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2

@@ -1,7 +1,15 @@
-"""mkdocs hook: the docs link to files of the repository outside docs/ (the figures under
-examples/output/ that the example scripts write); those that exist are copied into the site
-and the links pointed at the copies, so the pages render on GitHub and in the site alike. A link
-to a missing file is left as written, and `mkdocs build --strict` reports it."""
+"""mkdocs hooks.
+
+1. The docs link to files of the repository outside docs/ (the example scripts, sweep files);
+   those that exist are copied into the site and the links pointed at the copies, so the pages
+   render on GitHub and in the site alike. A link to a missing file is left as written, and
+   `mkdocs build --strict` reports it.
+2. Rendered math without a CDN: the MathJax 3 files the pages need (the tex-chtml component, its
+   TeX extensions, fonts and menu) are copied into the site under assets/mathjax/ from the
+   django-static-mathjax package (a plain copy of MathJax 3.2.2 on PyPI, Apache-2.0, no Django
+   needed), which the docs extra installs; docs/javascripts/mathjax.js configures it for
+   pymdownx.arithmatex.
+"""
 
 import posixpath
 import re
@@ -12,6 +20,10 @@ from mkdocs.structure.files import File
 ROOT = Path(__file__).resolve().parents[1]
 LINK = re.compile(r"(\]\()([^)\s]+)(\))")
 PREFIX = "_repo/"
+#: where the MathJax files go in the site, and which files of MathJax's es5/ directory are copied
+MATHJAX = "assets/mathjax/"
+MATHJAX_PARTS = ("tex-chtml.js", "input/tex/extensions", "output/chtml/fonts/woff-v2", "ui",
+                 "a11y", "adaptors")
 
 
 def _outside(page_src, target):
@@ -26,8 +38,17 @@ def _outside(page_src, target):
 
 
 def on_page_markdown(markdown, page, config, files):
+    if page.file.src_uri == "index.md":
+        # the home page is README.md (included here rather than by pymdownx.snippets, so that
+        # its links, relative to the repository root, are rewritten below)
+        markdown = markdown.replace('--8<-- "README.md"', (ROOT / "README.md").read_text())
+
     def rewrite(match):
-        path = _outside(page.file.src_uri, match.group(2))
+        target = match.group(2)
+        if page.file.src_uri == "index.md" and target.startswith("docs/"):
+            # the home page includes README.md, whose links are relative to the repository root
+            return f"{match.group(1)}{target[len('docs/'):]}{match.group(3)}"
+        path = _outside(page.file.src_uri, target)
         if path is None:
             return match.group(0)
         uri = PREFIX + path
@@ -37,3 +58,28 @@ def on_page_markdown(markdown, page, config, files):
         return f"{match.group(1)}{rel}{match.group(3)}"
 
     return LINK.sub(rewrite, markdown)
+
+
+def _mathjax_root():
+    """MathJax's es5/ directory inside the installed django-static-mathjax package."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("mathjax")
+    root = (Path(next(iter(spec.submodule_search_locations))) / "static" / "mathjax" / "es5"
+            if spec and spec.submodule_search_locations else None)
+    if root is None or not (root / "tex-chtml.js").is_file():
+        raise RuntimeError("the docs need MathJax from the django-static-mathjax package: "
+                           "pip install -e '.[docs]'")
+    return root
+
+
+def on_files(files, config):
+    root = _mathjax_root()
+    for part in MATHJAX_PARTS:
+        src = root / part
+        for path in ([src] if src.is_file() else sorted(p for p in src.rglob("*") if p.is_file())):
+            uri = MATHJAX + path.relative_to(root).as_posix()
+            files.append(File.generated(config, uri, abs_src_path=str(path)))
+    license_ = root.parent / "LICENSE"
+    files.append(File.generated(config, MATHJAX + "LICENSE", abs_src_path=str(license_)))
+    return files

@@ -266,7 +266,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--out", default="examples/output")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "output"))
     ap.add_argument("--plot", action="store_true")
     a = ap.parse_args()
     rows = run(a.seeds, a.out, a.plot, a.workers, verbose=True)

@@ -134,7 +134,7 @@ def main():
     ap.add_argument("--lr", type=float, default=1.0)
     ap.add_argument("--snr", type=float, default=2.0)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="examples/output")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "output"))
     ap.add_argument("--plot", action="store_true")
     args = ap.parse_args()
     rows, ref = run(args.steps, args.lr, args.snr, seed=args.seed)

@@ -24,7 +24,7 @@ next to both predictions, for two init scales, and the largest off-diagonal entr
 along the flow (the reduction's identity: round-off). ``--write-data FILE.npz`` saves A, y,
 theta0 for
 
-    paramgeo flow uut -p d=5 -p r=5 --loss squared --data FILE.npz --method flow --time T
+    paramgeo flow uut -p d=5 -p r=5 --loss squared --data FILE.npz --method flow --t-final T
 
 Usage: python examples/lotka_volterra.py [--out lotka_volterra.png] [--write-data lv.npz]
 """
@@ -119,7 +119,7 @@ def main(argv=None):
         np.savez(args.write_data, A=A, y=y, theta0=(alpha * E).ravel())
         print(f"\ndata written to {args.write_data} (alpha = {alpha:g}); from the command line:\n"
               f"  paramgeo flow uut -p d={args.d} -p r={args.d} --loss squared --data "
-              f"{args.write_data} --method flow --time {t_final:.4g} --rtol 1e-10 "
+              f"{args.write_data} --method flow --t-final {t_final:.4g} --rtol 1e-10 "
               f"--atol {1e-6 * alpha ** 2:.0e} --plot lv.png")
     if args.out:
         from matplotlib.figure import Figure

@@ -160,7 +160,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--samples", type=int, default=40)
-    ap.add_argument("--out", default="examples/output")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "output"))
     ap.add_argument("--plot", action="store_true")
     ap.add_argument("--d", type=int, default=4)
     ap.add_argument("--r", type=int, default=2)

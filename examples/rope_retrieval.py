@@ -166,7 +166,7 @@ def main():
     ap.add_argument("--train-len", type=int, default=16)
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--lr", type=float, default=0.5)
-    ap.add_argument("--out", default="examples/output")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "output"))
     ap.add_argument("--plot", action="store_true")
     args = ap.parse_args()
     rows, patterns = run(args.d, args.r, args.offset, args.train_len, steps=args.steps,

@@ -18,7 +18,7 @@ both shrink like 1/log(1/alpha).
 The figure shows loss and coordinates against rescaled time with the algorithm's step function.
 ``--write-data FILE.npz`` saves A = X, y and theta0 (alpha = 1e-4) for
 
-    paramgeo flow hadamard -p p=10 --loss squared --data FILE.npz --method flow --time T \\
+    paramgeo flow hadamard -p p=10 --loss squared --data FILE.npz --method flow --t-final T \\
         --rtol 1e-10 --atol 1e-14 --plot s2s.png
 
 Usage: python examples/saddle_to_saddle.py [--out saddle_to_saddle.png] [--write-data s2s.npz]
@@ -118,7 +118,7 @@ def main(argv=None):
         np.savez(args.write_data, A=X, y=y, theta0=initial_point(args.p, alpha))
         print(f"\ndata written to {args.write_data} (alpha = {alpha:g}); from the command line:\n"
               f"  paramgeo flow hadamard -p p={args.p} --loss squared --data {args.write_data} "
-              f"--method flow --time {tau_final * np.log(1 / alpha):.4g} --rtol 1e-10 "
+              f"--method flow --t-final {tau_final * np.log(1 / alpha):.4g} --rtol 1e-10 "
               f"--atol 1e-14 --plot s2s.png")
     if args.out:
         from matplotlib.figure import Figure

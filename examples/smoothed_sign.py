@@ -141,7 +141,7 @@ def write_outputs(rows, ref, W, out, plot):
              f"{ref['step_err']:.1e}; entropic mirror step of the dual: {ref['mirror_err']:.1e};"
              f" Fenchel-Young h(u) + h*(s) = s u: {ref['fenchel_young_err']:.1e}.", "",
              "| k | max\\|s(p_k) - s_bar\\| | max\\|w_k/(eta k) - s_bar\\| | F(p_k) - F* | "
-             "min_i <z_i, w_k> / (eta k) | loss |", "|---|---|---|---|---|---|"]
+             "min_i z_i.w_k / (eta k) | loss |", "|---|---|---|---|---|---|"]
     for row in rows[::2] + ([rows[-1]] if (len(rows) - 1) % 2 else []):
         lines.append(f"| {row['k']} | {row['s_err']:.2e} | {row['avg_err']:.2e} | "
                      f"{row['dual_gap']:.2e} | {row['margin_rate']:.5f} | {row['loss']:.2e} |")
@@ -182,7 +182,7 @@ def main():
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--steps", type=int, default=5000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="examples/output")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "output"))
     ap.add_argument("--plot", action="store_true")
     args = ap.parse_args()
     rows, ref, W = run(args.delta, args.lr, args.steps, args.seed)

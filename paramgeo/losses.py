@@ -362,7 +362,8 @@ def loss_from_arrays(kind, arrays, param, source="the data"):
     """Build the loss ``kind`` (a key of ``LOSS_KINDS``) for ``param`` from named arrays.
 
     Layout (an ``.npz`` file written with ``numpy.savez``): ``squared``/``logistic``/
-    ``exponential`` need ``A`` of shape (N, *predictor_shape) or (N, m) and ``y`` of shape (N,);
+    ``exponential`` need ``A`` of shape (N, *predictor_shape) or (N, m) and ``y`` of shape (N,)
+    (the measurements may also be named ``X``, as ``paramgeo implicit-bias`` calls them);
     ``quadratic`` needs ``X`` of shape (N, d) and ``y`` (N,) for d x d predictors. Every problem
     (missing array, wrong shape, NaN) raises ShapeError naming the array, the shape found and
     the shape expected.
@@ -370,6 +371,8 @@ def loss_from_arrays(kind, arrays, param, source="the data"):
     if kind not in LOSS_KINDS:
         raise ParamgeoError(f"unknown loss {kind!r}; choose one of {', '.join(LOSS_KINDS)}")
     cls, names, _ = LOSS_KINDS[kind]
+    if "A" in names and "A" not in arrays and "X" in arrays:
+        arrays = dict(arrays, A=arrays["X"])
     missing = [n for n in names if n not in arrays]
     if missing:
         raise ShapeError(

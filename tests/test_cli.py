@@ -92,6 +92,12 @@ def test_list_and_describe_all():
     res = run("describe", "--all")
     assert res.exit_code == 0
     assert "generic rank" in res.output and "O(2) (1)" in res.output
+    # monomial widths 2,3,1 degree 2: predictors are binary quadratic forms (3 coefficients),
+    # quotient dim 9 - 3 = 6 > 3, so the rank (3) is capped by the predictor dimension
+    row = next(line for line in res.output.splitlines() if line.startswith("monomial"))
+    assert row.split()[3:6] == ["9", "3", "3"] and row.endswith(
+        "6             no: capped by predictor dim"), row
+    assert "capped by predictor" in res.output.split(row)[1]  # the legend explains it
 
 
 def test_every_command_has_help_and_docs():

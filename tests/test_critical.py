@@ -484,7 +484,7 @@ def test_cli_critical_strata_search(tmp_path, rng):
                          str(tmp_path / "U.npy"), "--json").output)
     assert out["verdict"] == "critical" and out["causes"] == ["orbit-degenerate"]
     assert (out["rank"], out["generic_rank"]) == (4, 7)
-    res = run("strata", "monomial", "-p", "widths=2,2,1", "-p", "degree=4", "--format", "json")
+    res = run("strata", "monomial", "-p", "widths=2,2,1", "-p", "degree=4", "--json")
     data = json.loads(res.output)
     g = nx.node_link_graph(data["poset"], edges="edges")
     assert [n for n in g if g.in_degree(n) == 0] == [data["top"]] == ["full"]

@@ -307,7 +307,7 @@ def test_cli_runs_the_examples_setups(tmp_path):
     s2s = tmp_path / "s2s.npz"
     X, y = _example("saddle_to_saddle").make_problem()
     np.savez(s2s, A=X, y=y, theta0=_example("saddle_to_saddle").initial_point(10, 1e-2))
-    res = _cli("flow", "hadamard", "-p", "p=10", "--data", s2s, "--method", "flow", "--time", 5,
+    res = _cli("flow", "hadamard", "-p", "p=10", "--data", s2s, "--method", "flow", "--t-final", 5,
                "--atol", 1e-12, "--plot", tmp_path / "s.svg")
     assert res.exit_code == 0, res.output
     assert "u[0]^2 - v[0]^2" in res.output and (tmp_path / "s.svg").is_file()
@@ -315,7 +315,7 @@ def test_cli_runs_the_examples_setups(tmp_path):
     E, a, y, A, _ = _example("lotka_volterra").make_problem(d=3, N=10)
     np.savez(lv, A=A, y=y, theta0=(1e-2 * E).ravel())
     res = _cli("flow", "uut", "-p", "d=3", "-p", "r=3", "--data", lv, "--method", "flow",
-               "--time", 3, "--json")
+               "--t-final", 3, "--json")
     assert res.exit_code == 0, res.output
     res = _cli("flow", "hadamard", "-p", "p=10", "--data", s2s, "--init-scale", 0.1,
                "--batch-size", 3, "--steps", 10, "--schedule", "cosine", "--json")

@@ -84,6 +84,14 @@ class LazyGroup(click.Group):
         module, attr = target.split(":")
         return getattr(importlib.import_module(f"{__name__}.{module}"), attr)
 
+    def format_commands(self, ctx, formatter):
+        """The command list of ``--help`` with each command's whole first sentence, wrapped
+        (click cuts it at about 45 characters)."""
+        rows = [(name, cmd.get_short_help_str(limit=300)) for name in self.list_commands(ctx)
+                if (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)

@@ -28,6 +28,29 @@ def sizes_option(f):
     )(f)
 
 
+def deprecated_option(old, new, dest, **kwargs):
+    """A hidden option ``old`` kept for one release as the former name of ``new``: it still
+    works, and using it prints a warning on stderr naming ``new``. The command merges the two
+    values with :func:`take_alias`."""
+    def warn(ctx, param, value):
+        if value is not None:
+            click.echo(f"Warning: {old} is deprecated and goes in the next release; use {new}",
+                       err=True)
+        return value
+
+    return click.option(old, dest, hidden=True, default=None, callback=warn, **kwargs)
+
+
+def take_alias(value, alias, old, new):
+    """The value of option ``new``, or that of its deprecated alias ``old`` when only that was
+    given; both given is a usage error."""
+    if alias is None:
+        return value
+    if value is not None:
+        raise click.UsageError(f"give {new} only ({old} is its deprecated former name)")
+    return alias
+
+
 def seed_option(help="Seed of the random points."):
     """``--seed N`` (an integer >= 0, default 0), with the command's own help text."""
     return click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,

@@ -92,16 +92,38 @@ def describe_cmd(name, sizes, all_, seed, route, as_json):
             [(r.name, _primary_sizes(r.name, r.sizes), r.param_dim,
               r.predictor_dim, r.generic_rank,
               f"{r.symmetry['name']} ({r.symmetry['dim']})" if r.symmetry else "-",
-              r.quotient_dim, "yes" if r.rank_is_quotient_dim else "no")
+              r.quotient_dim, _rank_vs_quotient(r))
              for r in results],
-            ["name", "sizes", "n", "m", "generic rank", "symmetry (dim)", "quotient dim",
-             "rank = quotient dim"],
+            ["name", "sizes", "params", "predictor dim", "generic rank", "symmetry (dim)",
+             "quotient dim", "rank = quotient dim"],
         ))
+        click.echo(DESCRIBE_LEGEND)
         return
     if not name:
         raise click.UsageError("give a parameterization NAME or --all")
     param = resolve(name, sizes, dense="auto" if route != "dense" else True)
     emit(describe(param, seed=seed, route=route), as_json)
+
+
+#: what the columns of ``describe --all`` mean (printed under the table)
+DESCRIBE_LEGEND = """
+params: number of parameters; predictor dim: dimension of the predictor space; quotient dim:
+params - dim(orbit of the symmetry group). rank = quotient dim: "yes" when the symmetry explains
+every flat direction of the map (generic rank of J = quotient dim); "no: capped by predictor
+dim" when the quotient has more dimensions than the predictors, so the rank stops at the
+predictor dim and the fibres are larger than the orbits (the map fills an open set of
+predictors); a plain "no": a rank below both."""
+
+
+def _rank_vs_quotient(description):
+    """The last cell of ``describe --all``: yes, "no: capped by predictor dim" or "no"
+    (DESCRIBE_LEGEND)."""
+    d = description
+    if d.rank_is_quotient_dim:
+        return "yes"
+    if d.generic_rank == d.predictor_dim < d.quotient_dim:
+        return "no: capped by predictor dim"
+    return "no"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,6 +8,9 @@ from ._common import (emit, exit_if_interrupted, json_option, load_point, point_
                       progress_bar, progress_enabled, progress_option, resolve, seed_option,
                       sizes_option, table)
 
+#: the output formats of ``strata`` besides text and --json
+STRATA_FORMATS = ("text", "graphml", "dot")
+
 #: The most starts `paramgeo search` runs in one call (each is an optimisation with SVDs;
 #: more belong in a sweep over seeds, `paramgeo sweep`).
 MAX_STARTS = 100_000
@@ -33,28 +36,39 @@ def critical_cmd(name, sizes, at, seed, as_json):
 @click.command("strata")
 @click.argument("name")
 @sizes_option
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "graphml", "dot"]),
-              default="text", show_default=True, help="Output format of the poset.")
+@click.option("--format", "fmt", type=click.Choice([*STRATA_FORMATS, "json"]),
+              default="text", show_default=True,
+              help="Output format of the poset (text, graphml or dot; --json for JSON, as in "
+                   "every command; --format json is its deprecated former spelling).")
 @click.option("--kinds", type=click.Choice(["deleted", "all"]), default="deleted",
               show_default=True,
               help="deleted: units active or removed; all: also in-zero / out-zero sides.")
 @seed_option()
 @progress_option
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
-def strata_cmd(name, sizes, fmt, kinds, seed, progress, as_json):
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Draw the poset into a figure (.png, .svg or .pdf).")
+@json_option
+def strata_cmd(name, sizes, fmt, kinds, seed, progress, plot_path, as_json):
     """The strata of a network (sub-architectures) or a factorization (factor rank) with their
     generic ranks, as a poset (edges from a stratum to the strata in its closure).
 
-    Example: paramgeo strata monomial -p widths=2,2,1 -p degree=4 --format json
+    Example: paramgeo strata monomial -p widths=2,2,1 -p degree=4 --json
     """
     from ..critical import strata
+
+    if fmt == "json":
+        click.echo("Warning: --format json is deprecated and goes in the next release; use "
+                   "--json", err=True)
+        fmt, as_json = "text", True
+    if as_json and fmt != "text":
+        raise click.UsageError(f"give --json or --format {fmt}, not both")
 
     param = resolve(name, sizes)
     with progress_bar("strata", progress_enabled(progress)) as update:
         result = strata(param, kinds=kinds, seed=seed, progress=update)
+    if plot_path:
+        result.plot(plot_path)
     if as_json:
-        fmt = "json"
-    if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     elif fmt == "graphml":
         click.echo(result.graphml(), nl=False)
@@ -66,6 +80,8 @@ def strata_cmd(name, sizes, fmt, kinds, seed, progress, as_json):
                    f"top: {result.top}")
         click.echo(table(result.rows(), ["stratum", "generic rank", "zeroed params",
                                          "covers"]))
+        if plot_path:
+            click.echo(f"figure written to {plot_path}")
 
 
 @click.command("search")

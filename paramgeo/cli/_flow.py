@@ -6,8 +6,8 @@ import click
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ._common import (json_option, progress_bar, progress_enabled, progress_option, resolve,
-                      seed_option, sizes_option, table)
+from ._common import (deprecated_option, json_option, progress_bar, progress_enabled,
+                      progress_option, resolve, seed_option, sizes_option, table, take_alias)
 
 
 def load_data(path):
@@ -24,13 +24,15 @@ def load_data(path):
               type=click.Choice(["squared", "quadratic", "logistic", "exponential"]),
               help="Loss on predictors (see docs/flows.md for the data layout of each).")
 @click.option("--data", "data_path", required=True, type=click.Path(dir_okay=False),
-              help="An .npz file with the arrays the loss needs (A and y, or X and y; "
-                   "optional theta0).")
+              help="An .npz file with the arrays the loss needs: y and the measurements A "
+                   "(or X) for squared/logistic/exponential, X and y for quadratic; optional "
+                   "theta0.")
 @click.option("--method", type=click.Choice(["gd", "flow"]), default="gd", show_default=True,
               help="Gradient descent (steps) or gradient flow (solve_ivp).")
 @click.option("--steps", type=int, default=None, help="Descent steps [default: 1000].")
-@click.option("--time", "t_final", type=float, default=None,
-              help="Final time of the flow [default: 10].")
+@click.option("--t-final", "t_final", type=float, default=None,
+              help="Final time (horizon) of the flow [default: 10].")
+@deprecated_option("--time", "--t-final", "time_alias", type=float)
 @click.option("--lr", type=float, default=1e-2, show_default=True, help="Descent step size.")
 @click.option("--schedule", "schedule_kind", default="constant", show_default=True,
               type=click.Choice(["constant", "inverse", "cosine", "step"]),
@@ -50,23 +52,25 @@ def load_data(path):
 @click.option("--stop-grad", type=float, default=None,
               help="Stop when |grad L| falls below.")
 @click.option("--init-scale", "alpha", type=float, default=None,
-              help="Start at ALPHA times a random point (overrides theta0 of the data file).")
+              help="Start at the plugin's init_at_scale(ALPHA), as mirror and implicit-bias do "
+                   "(overrides theta0 of the data file).")
 @seed_option("Seed of the random start and of the minibatches.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Write a figure (.png, .svg or .pdf).")
 @progress_option
 @json_option
-def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, lr, schedule_kind,
-             batch_size, integrator, rtol, atol, log_times, records, stop_loss, stop_grad,
-             alpha, seed, plot_path, progress, as_json):
+def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_alias, lr,
+             schedule_kind, batch_size, integrator, rtol, atol, log_times, records, stop_loss,
+             stop_grad, alpha, seed, plot_path, progress, as_json):
     """Train a parameterization on a loss of its predictors: gradient descent or flow.
 
     Prints the loss, gradient norm and the drift of the conserved quantities of the symmetry
     group along the trajectory; --plot writes loss and predictor coordinates against time.
 
     \b
-    Example: paramgeo flow hadamard -p p=10 --loss squared --data s2s.npz --method flow --time 30 --plot s2s.png
+    Example: paramgeo flow hadamard -p p=10 --loss squared --data s2s.npz --method flow --t-final 30 --plot s2s.png
     """
+    t_final = take_alias(t_final, time_alias, "--time", "--t-final")
     param = resolve(name, sizes, dense=False)  # descent and flow use J^T v only
     arrays = load_data(data_path)
     enabled = progress_enabled(progress, quiet=as_json)
@@ -82,11 +86,11 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, lr, sche
                                f"--method {method}")
     if method == "gd":
         if t_final is not None:
-            raise click.UsageError("--time is for --method flow; use --steps with gd")
+            raise click.UsageError("--t-final is for --method flow; use --steps with gd")
         label = f"gradient descent, {1000 if steps is None else steps} steps"
     else:
         if steps is not None:
-            raise click.UsageError("--steps is for --method gd; use --time with flow")
+            raise click.UsageError("--steps is for --method gd; use --t-final with flow")
         if batch_size is not None:
             raise click.UsageError("--batch-size is for --method gd (stochastic descent)")
         label = f"gradient flow to t = {10.0 if t_final is None else t_final:g}"
@@ -121,8 +125,9 @@ def train(param, loss_kind, arrays, data_path, *, method="gd", steps=None, t_fin
           log_times=False, records=200, stop_loss=None, stop_grad=None, alpha=None, seed=0,
           progress=None):
     """The trajectory ``paramgeo flow`` computes (and a sweep's ``flow`` query): the loss
-    ``loss_kind`` on ``arrays`` (read from ``data_path``), the start (ALPHA times a random point
-    of ``seed``, else theta0 of the data, else a random point), then gradient descent
+    ``loss_kind`` on ``arrays`` (read from ``data_path``), the start (the plugin's
+    ``init_at_scale(alpha)``, else theta0 of the data, else a random point of ``seed``), then
+    gradient descent
     (``steps``, default 1000) or gradient flow (to ``t_final``, default 10)."""
     from ..flows import gradient_descent, gradient_flow, schedule
     from ..losses import loss_from_arrays
@@ -131,7 +136,7 @@ def train(param, loss_kind, arrays, data_path, *, method="gd", steps=None, t_fin
     if alpha is not None:
         if not (np.isfinite(alpha) and alpha > 0):
             raise ParamgeoError(f"--init-scale must be a positive number, got {alpha}")
-        theta0 = alpha * param.random_point(np.random.default_rng(seed))
+        theta0 = param.as_theta(param.init_at_scale(alpha))
     elif "theta0" in arrays:
         theta0 = np.asarray(arrays["theta0"], float)
         if theta0.size != param.n:

@@ -37,10 +37,13 @@ def mirror_cmd(name, sizes, alpha, degree, method, seed, as_json):
 
 
 def load_regression(path):
-    """(X, y) from an .npz file holding arrays ``X`` (N x p) and ``y`` (N,); ShapeError else."""
+    """(X, y) from an .npz file holding arrays ``X`` (N x p) and ``y`` (N,); ShapeError else.
+    The measurements may also be named ``A``, as ``paramgeo flow`` calls them."""
     from ..npzfile import read_npz
 
     arrays = read_npz(path, "data file", "write it with np.savez(file, X=X, y=y)")
+    if "X" not in arrays and "A" in arrays:
+        arrays = dict(arrays, X=arrays["A"])
     missing = [k for k in ("X", "y") if k not in arrays]
     if missing:
         raise ShapeError(
@@ -57,14 +60,17 @@ def load_regression(path):
 @click.argument("name")
 @sizes_option
 @click.option("--data", "data", required=True, type=click.Path(dir_okay=False),
-              help="An .npz file with arrays X (N x p) and y (N,).")
+              help="An .npz file with arrays X (N x p; or named A) and y (N,).")
 @click.option("--init-scale", "alpha", type=float, required=True,
               help="Init scale alpha (theta0 = the plugin's init_at_scale(alpha)).")
 @click.option("--t-final", type=float, default=1e9, show_default=True,
-              help="Horizon of the gradient flow (it stops once the loss is ~1e-26).")
+              help="Final time (horizon) of the gradient flow (it stops once the loss is "
+                   "~1e-26).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Write a figure of the four predictors (.png, .svg or .pdf).")
 @json_option
-def implicit_bias_cmd(name, sizes, data, alpha, t_final, as_json):
-    """argmin R_alpha(beta) s.t. X beta = y against the gradient-flow limit.
+def implicit_bias_cmd(name, sizes, data, alpha, t_final, plot_path, as_json):
+    """Compare argmin R_alpha(beta) subject to X beta = y with the gradient-flow limit.
 
     Solves the implicit-bias problem of the induced mirror potential, runs gradient flow from
     init scale alpha to its limit, and compares both with the minimum-l1 (linprog) and
@@ -78,4 +84,10 @@ def implicit_bias_cmd(name, sizes, data, alpha, t_final, as_json):
         raise ParamgeoError(f"--init-scale must be a positive number, got {alpha}")
     X, y = load_regression(data)
     param = resolve(name, sizes)
-    emit(implicit_bias(param, X, y, alpha, t_final=t_final), as_json)
+    result = implicit_bias(param, X, y, alpha, t_final=t_final)
+    if plot_path:
+        result.plot(plot_path, title=f"{param.name} {param.sizes}: implicit bias, alpha = "
+                                     f"{alpha:g}")
+    emit(result, as_json)
+    if plot_path and not as_json:
+        click.echo(f"figure written to {plot_path}")

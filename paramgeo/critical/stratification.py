@@ -101,6 +101,53 @@ class Strata(Result):
         """The poset as Graphviz DOT text (written directly; no graphviz needed)."""
         return to_dot(self.graph, name=self.name)
 
+    def plot(self, path, *, title=None):
+        """Draw the poset (PNG, SVG or PDF by the suffix of ``path``; needs matplotlib): one box
+        per stratum at the height of its generic rank, an arrow from each stratum to the strata
+        it covers (the maximal strata in its closure). Returns the path."""
+        from ..trajectory import _check_plot_path, _pyplot_figure
+
+        path = _check_plot_path(path)
+        g = self.graph
+        levels = {}
+        for node in sorted(g.nodes, key=lambda n: (g.nodes[n]["zeroed_params"], n)):
+            levels.setdefault(g.nodes[node]["generic_rank"], []).append(node)
+        widest = max(len(v) for v in levels.values())
+        ranks = sorted(levels)
+        pos = {}
+        for y, rank in enumerate(ranks):
+            row = levels[rank]
+            for i, node in enumerate(row):
+                pos[node] = ((i + 0.5) / len(row) * widest, y)
+        fig = _pyplot_figure((max(6.0, 2.6 * widest), max(3.0, 1.3 * len(ranks) + 1)))
+        ax = fig.subplots()
+        for a, b in g.edges:
+            level = pos[a][1] == pos[b][1]  # same generic rank: bend the arrow off the row
+            ax.annotate("", xy=pos[b], xytext=pos[a],
+                        arrowprops={"arrowstyle": "-|>", "color": "0.45", "shrinkA": 16,
+                                    "shrinkB": 16, "mutation_scale": 12,
+                                    "connectionstyle": f"arc3,rad={0.35 if level else 0.0}"})
+        for node, (x, y) in pos.items():
+            label = node.replace("; ", "\n").replace(", ", ",\n")
+            ax.text(x, y, f"{label}\nrank {g.nodes[node]['generic_rank']}", ha="center",
+                    va="center", fontsize=8,
+                    bbox={"boxstyle": "round", "fc": "C1" if node == self.top else "w",
+                          "ec": "0.3", "alpha": 0.9})
+        ax.set_yticks(range(len(ranks)), [str(r) for r in ranks])
+        ax.set_ylabel("generic rank of the stratum")
+        ax.set_xticks([])
+        ax.set_xlim(-0.2, widest + 0.2)
+        ax.set_ylim(-0.6, len(ranks) - 0.4)
+        for side in ("top", "right", "bottom"):
+            ax.spines[side].set_visible(False)
+        sizes = " ".join(f"{k}={v}" for k, v in self.sizes.items())
+        ax.set_title(title or f"strata of {self.name} {sizes} ({self.kinds}): "
+                              f"{g.number_of_nodes()} strata\narrow: to a maximal stratum in "
+                              "the closure", fontsize=10)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        return path
+
 
 def to_dot(graph, name="strata"):
     """Plain DOT text of a stratum poset: one node per stratum labelled with its generic rank,

@@ -212,6 +212,32 @@ class ImplicitBias(Result):
     beta_l1: np.ndarray
     beta_l2: np.ndarray
 
+    def plot(self, path, *, title=None):
+        """Draw the four predictors coordinate by coordinate (PNG, SVG or PDF by the suffix of
+        ``path``; needs matplotlib): the gradient-flow limit, argmin R, the minimum-l1 and the
+        minimum-l2 interpolators. Returns the path."""
+        from ..trajectory import _check_plot_path, _pyplot_figure
+
+        path = _check_plot_path(path)
+        fig = _pyplot_figure((max(6.0, 0.12 * len(self.beta_flow) + 4), 4.0))
+        ax = fig.subplots()
+        i = np.arange(len(self.beta_flow))
+        ax.axhline(0.0, color="0.8", lw=0.8)
+        ax.plot(i, self.beta_l2, "_", color="C3", ms=10, mew=2, label="min-l2 (X^+ y)")
+        ax.plot(i, self.beta_l1, "x", color="C2", ms=7, label="min-l1 (linprog)")
+        ax.plot(i, self.beta_potential, "+", color="C1", ms=10, label="argmin R s.t. X beta = y")
+        ax.plot(i, self.beta_flow, "o", mfc="none", color="C0", ms=7, label="gradient-flow limit")
+        ax.set_xlabel("coordinate i")
+        ax.set_ylabel("beta_i")
+        a = f"alpha = {self.alpha:g}: " if self.alpha is not None else ""
+        ax.set_title(title or f"implicit bias, {a}|flow - argmin R| = {self.deviation:.2g}, "
+                              f"|b - b_l1| = {self.l1_distance:.2g}, |b - b_l2| = "
+                              f"{self.l2_distance:.2g}", fontsize=9)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        return path
+
     def __str__(self):
         a = f" alpha = {self.alpha:g}" if self.alpha is not None else ""
         return "\n".join([

@@ -30,25 +30,28 @@ class Option:
 @dataclasses.dataclass(frozen=True)
 class Query:
     """A sweepable query: ``run(param, **options)`` -> result; ``dense`` says whether it forms
-    the dense Jacobian (the size guard of :func:`paramgeo.cli._common.resolve`)."""
+    the dense Jacobian (the size guard of :func:`paramgeo.cli._common.resolve`); ``renamed``
+    maps a former option name, still accepted for one release with a warning, to its name."""
 
     name: str
     run: object
     options: dict
     dense: bool = True
     help: str = ""
+    renamed: dict = dataclasses.field(default_factory=dict)
 
 
 #: query name -> Query; extend with :func:`register_query`.
 QUERIES = {}
 
 
-def register_query(name, options, dense=True):
-    """Decorator: register ``run(param, **options)`` as the sweep query ``name``."""
+def register_query(name, options, dense=True, renamed=None):
+    """Decorator: register ``run(param, **options)`` as the sweep query ``name`` (``renamed``:
+    former option name -> current name, accepted with a warning)."""
 
     def deco(run):
         QUERIES[name] = Query(name, run, dict(options), dense,
-                              (run.__doc__ or "").strip().splitlines()[0])
+                              (run.__doc__ or "").strip().splitlines()[0], dict(renamed or {}))
         return run
 
     return deco
@@ -212,7 +215,7 @@ def implicit_bias_query(param, data, init_scale, t_final):
     "data": Option(REQUIRED, path(), "an .npz file with the arrays the loss needs", path=True),
     "method": Option("gd", choice("gd", "flow")),
     "steps": Option(None, integer(1, optional=True), "descent steps (gd) [1000]"),
-    "time": Option(None, number(positive=True, optional=True), "final time (flow) [10]"),
+    "t_final": Option(None, number(positive=True, optional=True), "final time (flow) [10]"),
     "lr": Option(1e-2, number(positive=True)),
     "schedule": Option("constant", choice("constant", "inverse", "cosine", "step")),
     "batch_size": Option(None, integer(1, optional=True)),
@@ -224,14 +227,15 @@ def implicit_bias_query(param, data, init_scale, t_final):
     "stop_loss": Option(None, number(optional=True)),
     "stop_grad": Option(None, number(optional=True)),
     "init_scale": Option(None, number(positive=True, optional=True)),
-    "seed": _seed("seed of the random start and of the minibatches")}, dense=False)
-def flow_query(param, loss, data, method, steps, time, lr, schedule, batch_size, integrator,
+    "seed": _seed("seed of the random start and of the minibatches")}, dense=False,
+    renamed={"time": "t_final"})
+def flow_query(param, loss, data, method, steps, t_final, lr, schedule, batch_size, integrator,
                rtol, atol, log_times, records, stop_loss, stop_grad, init_scale, seed):
     """Gradient descent or gradient flow of a loss through phi (paramgeo flow); the options
     of the other method are unused."""
     from ..cli._flow import load_data, train
 
-    traj = train(param, loss, load_data(data), data, method=method, steps=steps, t_final=time,
+    traj = train(param, loss, load_data(data), data, method=method, steps=steps, t_final=t_final,
                  lr=lr, schedule_kind=schedule, batch_size=batch_size, integrator=integrator,
                  rtol=rtol, atol=atol, log_times=log_times, records=records,
                  stop_loss=stop_loss, stop_grad=stop_grad, alpha=init_scale, seed=seed)

@@ -24,6 +24,7 @@ import hashlib
 import itertools
 import json
 import sys
+import warnings
 from pathlib import Path
 
 from ..errors import ParamgeoError
@@ -243,6 +244,14 @@ def _cell(index, raw, files, base, where, params):
     except ParamgeoError as exc:
         raise SweepSpecError(f"{where}: {exc}") from None
     given = {k[8:]: v for k, v in raw.items() if k.startswith("options.")}
+    for old, new in query.renamed.items():
+        if old in given:
+            if new in given:
+                raise SweepSpecError(f"{where}: give options.{new} only (options.{old} is its "
+                                     "deprecated former name)")
+            warnings.warn(f"{where}: options.{old} is deprecated and goes in the next release; "
+                          f"use options.{new}", FutureWarning, stacklevel=2)
+            given[new] = given.pop(old)
     unknown = sorted(set(given) - set(query.options))
     if unknown:
         raise SweepSpecError(f"{where}: query {query.name!r} has no option "
