@@ -39,22 +39,22 @@ COMMANDS = {
 #: command name -> the one line ``paramgeo --help`` shows, so that listing the commands imports
 #: none of them (nor numpy); tests/test_cli.py checks each against the command's own help.
 SHORT_HELP = {
-    "check": "Run the contract check on a plugin; exit 1 if a property fails.",
-    "critical": "Classify a point: regular, or critical with its causes and stratum.",
-    "define": "Define a parameterization from an expression spec (TOML) and save it.",
-    "describe": "Dimensions, generic rank, symmetry group and quotient dimension.",
-    "discover": "Discover symmetries: linear, scaling and discrete.",
-    "exact": "Exact (sympy) ranks over Q at rational points and over Q(theta).",
-    "flow": "Train a parameterization on a loss of its predictors: descent or flow.",
-    "implicit-bias": "The implicit bias argmin R_alpha(beta) subject to the data.",
-    "list": "List the registered parameterizations with their sizes.",
-    "mirror": "Lie algebra of the fields grad phi_i, conservation laws, mirror potential.",
-    "pacbayes": "KL(Q||P) and the quotient KL for neutral and implicit-bias priors.",
-    "rank": "Rank of the Jacobian at a point, the generic rank, singular values.",
-    "search": "Search for critical points from random starts and classify each.",
-    "strata": "The strata of a network or factorization as a poset.",
-    "sweep": "Run a grid of queries from a TOML sweep file into a tidy table.",
-    "undefine": "Remove a parameterization saved by `paramgeo define`.",
+    "check": 'Run the contract check on a plugin (by name or .py file); exit 1 if a property fails.',
+    "critical": 'Classify a point: regular, or critical with its causes (orbit-degenerate, subnetwork, other), the rank against the generic rank and the stratum the point lies on.',
+    "define": 'Define a parameterization from an expression spec (TOML) and save it for later use.',
+    "describe": 'Dimensions, generic rank, symmetry group and quotient dimension of a parameterization.',
+    "discover": 'Discover symmetries: linear (Lie algebra of A with J(theta) A theta = 0), scaling, discrete.',
+    "exact": 'Exact (sympy) ranks: rank of J over Q at random rational points and over Q(theta).',
+    "flow": 'Train a parameterization on a loss of its predictors: gradient descent or flow.',
+    "implicit-bias": 'Compare argmin R_alpha(beta) subject to X beta = y with the gradient-flow limit.',
+    "list": 'List the registered parameterizations with their sizes.',
+    "mirror": 'Lie algebra of the fields grad phi_i, conservation laws and mirror potential.',
+    "pacbayes": 'KL(Q||P) and KL(Q_bar||P_bar) for the neutral prior N(0, s^2 I) and the orbit-volume implicit-bias prior, with McAllester, Maurer-Seeger and Catoni certificates.',
+    "rank": 'Rank of the Jacobian at a point, the generic rank and the singular values.',
+    "search": 'Search for critical points (drive s_R/s_1 of J to 0 on |theta| = 1 from random starts) and classify each one: how many lie on subnetworks, how many the engine cannot explain.',
+    "strata": 'The strata of a network (sub-architectures) or a factorization (factor rank) with their generic ranks, as a poset (edges from a stratum to the strata in its closure).',
+    "sweep": 'Run a grid of queries (describe, rank, search, mirror, pacbayes, ...) from a TOML sweep file, one Dask task per cell, into a tidy table; a failing cell records its error and the sweep goes on.',
+    "undefine": 'Remove a parameterization saved by `paramgeo define`.',
 }
 
 
@@ -70,8 +70,8 @@ class LazyGroup(click.Group):
         rows = []
         for name in self.list_commands(ctx):
             text = SHORT_HELP.get(name)
-            if text is None:
-                text = self.get_command(ctx, name).get_short_help_str(limit=formatter.width)
+            if text is None:  # click cuts short help at about 45 characters: not here
+                text = self.get_command(ctx, name).get_short_help_str(limit=300)
             rows.append((name, text))
         if rows:
             with formatter.section("Commands"):
@@ -83,14 +83,6 @@ class LazyGroup(click.Group):
             return None
         module, attr = target.split(":")
         return getattr(importlib.import_module(f"{__name__}.{module}"), attr)
-
-    def format_commands(self, ctx, formatter):
-        """The command list of ``--help`` with each command's whole first sentence, wrapped
-        (click cuts it at about 45 characters)."""
-        rows = [(name, cmd.get_short_help_str(limit=300)) for name in self.list_commands(ctx)
-                if (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
 
     def invoke(self, ctx):
         try:
