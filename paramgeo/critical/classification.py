@@ -283,6 +283,8 @@ def _network_sampler(struct, param, point):
 
 def _point_pattern_factor(struct, theta, policy):
     """Per factor class: counts of channels vanishing on each side set, from ranks."""
+    from ..symmetry import block_matrix
+
     pattern, states_per_class = [], []
     for cls in struct.classes:
         f = cls.factor
@@ -290,8 +292,7 @@ def _point_pattern_factor(struct, theta, policy):
         kernels = {}
         for side in sides:
             blocks = f.right if side.startswith("right") else f.contragredient
-            M = np.vstack([np.reshape(theta[a:b], shape).reshape(-1, f.r)
-                           for a, b, shape in blocks])
+            M = np.vstack([block_matrix(theta, block) for block in blocks])
             kernels[side] = null_basis(M, policy, warn=False)[0]
         states = [frozenset(c) for k in range(1, len(sides) + 1)
                   for c in itertools.combinations(sides, k)]

@@ -144,15 +144,20 @@ def _matrix_factors(group):
 
 
 def _block_label(param, blocks):
+    from ..symmetry import block_index
+
     names = []
-    for start, _, _ in blocks:
+    for block in blocks:
+        idx = block_index(block)
         for name, sl in param.spec.slices.items():
-            if sl.start == start:
+            if sl.start <= idx.min() < sl.stop and name not in names:
                 names.append(name)
     return ",".join(names) or "?"
 
 
 def _factor_structure(param):
+    from ..symmetry import block_index
+
     if not param.provides("symmetry"):
         return None
     factors = _matrix_factors(param.symmetry())
@@ -170,11 +175,8 @@ def _factor_structure(param):
             unit_sides = {}
             for side, blocks in (("right", f.right), ("contra", f.contragredient)):
                 if blocks:
-                    idx = []
-                    for start, _, shape in blocks:
-                        cols = np.arange(int(np.prod(shape))).reshape(shape)[..., j].ravel()
-                        idx.extend(int(start + c) for c in cols)
-                    unit_sides[f"{side}{fi}"] = tuple(idx)
+                    unit_sides[f"{side}{fi}"] = tuple(
+                        int(i) for block in blocks for i in block_index(block)[:, j])
             units.append(_Unit(f"{f.name} channel {j}", unit_sides))
         classes.append(_Class(f"{f.name} on {_block_label(param, f.right + f.contragredient)}",
                               units, f))
