@@ -183,12 +183,53 @@ def _factor_structure(param):
     return _Structure("factor", sides, classes, side_names)
 
 
+def _all_linear(graph):
+    """Whether every hidden neuron of an architecture graph has a linear activation."""
+    from ..symmetry import ACTIVATIONS
+
+    layers = dict(graph.nodes(data="layer"))
+    top = max(layers.values(), default=0)
+    return all(ACTIVATIONS.get(str(graph.nodes[v].get("activation")).lower()) == "linear"
+               or (str(graph.nodes[v].get("activation")).lower() == "power"
+                   and graph.nodes[v].get("degree") == 1)
+               for v, layer in layers.items() if 0 < layer < top)
+
+
 def structure(param):
     """The units of ``param``'s strata: hidden neurons of the architecture graph if declared,
-    else the channels of the matrix-group factors of its symmetry group; None if neither."""
+    else the channels of the matrix-group factors of its symmetry group; None if neither. A
+    network whose hidden neurons are all linear (activation "identity") with a matrix-group
+    symmetry (GL(h) of its layers) is read as factors: its strata are rank drops of the weight
+    matrices, not neurons."""
     if param.provides("architecture"):
-        return _network_structure(param)
+        graph = param.architecture()
+        if not (_all_linear(graph) and param.provides("symmetry")
+                and _matrix_factors(param.symmetry())):
+            return _network_structure(param)
     return _factor_structure(param)
+
+
+def factor_rank_drops(param, struct, theta, policy, seed=0):
+    """For a factor structure: (block, rank, generic rank) of every block a matrix factor acts
+    on whose matrix (the block seen with the group's r columns) has lower rank at theta than at
+    a random point, e.g. ("W1", 2, 4) where the weight W_1 of a deep linear network lost rank."""
+    from ..numerics import decide_rank
+    from ..symmetry import block_matrix
+
+    generic_point = param.random_point(as_rng(seed))
+    out, seen = [], set()
+    for cls in struct.classes:
+        f = cls.factor
+        for block in f.right + f.contragredient:
+            label = _block_label(param, [block])
+            if label in seen:
+                label = f"{label} ({f.name})"
+            seen.add(label)
+            rank = decide_rank(block_matrix(theta, block), policy, warn=False).rank
+            generic = decide_rank(block_matrix(generic_point, block), policy, warn=False).rank
+            if rank < generic:
+                out.append((label, int(rank), int(generic)))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------- patterns
