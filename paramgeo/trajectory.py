@@ -88,6 +88,10 @@ class Trajectory(Result):
     conserved_labels: tuple = ()
     conserved_drift: np.ndarray = None
     conserved_scale: np.ndarray = None
+    #: one (formula, relative drift) per conservation law as a table shows it: per matrix law
+    #: (e.g. "U^T U - V^T V", the largest drift of its entries) when the symmetry is made of
+    #: GL(r) factors, else one per quantity
+    conserved_laws: tuple = ()
 
     @property
     def final_theta(self):
@@ -113,6 +117,7 @@ class Trajectory(Result):
             "grad_norm_final": self.grad_norms[-1], "n_evals": self.n_evals,
             "success": self.success, "message": self.message,
             "conserved": dict(zip(self.conserved_labels, drift)),
+            "conserved_laws": dict(self.conserved_laws),
         })
 
     def __str__(self):
@@ -188,8 +193,10 @@ def _finish(param, value, grad, method, times, thetas, success, message, n_evals
         drift = np.max(np.abs(values - values[0]), axis=0) / np.maximum(scale, 1e-300)
     else:
         scale = drift = np.zeros(0)
+    laws = tuple((str(law), float(np.max(drift[cols]))) for law, cols in cq.law_columns())
     return Trajectory(method, np.asarray(times, float), thetas, predictors, losses, grad_norms,
-                      bool(success), str(message), int(n_evals), values, cq.labels, drift, scale)
+                      bool(success), str(message), int(n_evals), values, cq.labels, drift, scale,
+                      laws)
 
 
 def _check_stops(stop_loss, stop_grad):
