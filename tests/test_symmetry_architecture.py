@@ -141,3 +141,25 @@ def test_hidden_layer_group_on_both_sides(rng):
         U = U[:, s > 1e-10 * s[0]]
         P = group.vertical_projector(theta)
         assert P.dim == U.shape[1] and np.allclose(P(w), U @ (U.T @ w), atol=1e-12)
+
+
+def test_linear_layers_with_biases_conserve_their_matrix_laws(rng):
+    # balancedness with biases: W_l W_l^T + b_l b_l^T - W_{l+1}^T W_{l+1} (Du, Hu, Lee 2018)
+    from paramgeo.conserved import matrix_laws
+    from paramgeo.flows import gradient_flow
+    from paramgeo.losses import LinearMeasurements
+
+    p = MLP(widths=(12, 3, 2, 2), act="identity", bias=True)
+    laws = matrix_laws(p.symmetry(), p.spec)
+    assert [str(law) for law in laws] == ["W1 W1^T + b1 b1^T - W2^T W2",
+                                          "W2 W2^T + b2 b2^T - W3^T W3"]
+    loss = LinearMeasurements(rng.standard_normal((6, p.m)), rng.standard_normal(6))
+    flow = gradient_flow(p, loss, p.random_point(rng), 2.0, rtol=1e-10, atol=1e-12,
+                         n_records=5)
+    assert flow.losses[-1] < 0.9 * flow.losses[0]
+    for law in laws:
+        before, after = law.value(flow.thetas[0]), law.value(flow.thetas[-1])
+        assert np.abs(after - before).max() < 1e-7 * max(1.0, np.abs(before).max())
+    W = p.spec.unpack(flow.thetas[-1])  # the first law recomputed from the blocks directly
+    direct = W["W1"] @ W["W1"].T + np.outer(W["b1"], W["b1"]) - W["W2"].T @ W["W2"]
+    assert np.allclose(laws[0].value(flow.thetas[-1]), direct)

@@ -121,18 +121,22 @@ def from_architecture(graph, n):
                frozenset(graph.successors(v)), data.get("bias") is not None)
         classes.setdefault(key, []).append(v)
 
-    def incoming(v):
-        idx = [index(u, v) for u in sorted(graph.predecessors(v), key=str)]
-        bias = graph.nodes[v].get("bias")
-        return idx + ([int(bias)] if bias is not None else [])
-
-    def outgoing(v):
-        return [index(v, s) for s in sorted(graph.successors(v), key=str)]
-
     factors, rows = [], {"homogeneous": [], "power": []}
     flips, swaps, names = [], [], []
     for (layer, kind, degree, _, _, _), nodes in sorted(classes.items(), key=lambda kv: (
             kv[0][0], str(kv[1][0]))):
+        # neighbours in the order of their weights in theta (the storage order of the layer),
+        # the same for every neuron of the class
+        preds = sorted(graph.predecessors(nodes[0]), key=lambda u: index(u, nodes[0]))
+        succs = sorted(graph.successors(nodes[0]), key=lambda s: index(nodes[0], s))
+
+        def incoming(v, preds=preds):
+            bias = graph.nodes[v].get("bias")
+            return [index(u, v) for u in preds] + ([int(bias)] if bias is not None else [])
+
+        def outgoing(v, succs=succs):
+            return [index(v, s) for s in succs]
+
         if kind == "linear":
             ins = np.array([incoming(v) for v in nodes], dtype=int).T  # (rows, h)
             outs = np.array([outgoing(v) for v in nodes], dtype=int).T
