@@ -132,14 +132,23 @@ def test_the_printed_laws_are_conserved_along_gradient_flow(rng):
 
 
 def test_mirror_refuses_in_one_line_beyond_its_budget():
-    # widths 2,3,3,2: the brackets at the point fall short of the laws' bound, so the nested
-    # route would run; its next level is estimated and refused
-    p = paramgeo.get("deep-linear", widths=(2, 3, 3, 2))
+    # monomial networks have no matrix laws: the Lie algebra is needed, and its next bracket
+    # level is estimated and refused
+    p = paramgeo.get("monomial", widths=(2, 2, 1), degree=2)
     with pytest.raises(BudgetError, match=r"estimated at about .* over the budget of 0.001 s"):
         mirror(p, budget=1e-3)
-    res = CliRunner().invoke(main, ["mirror", "deep-linear", "-p", "widths=2,3,3,2",
+    res = CliRunner().invoke(main, ["mirror", "monomial", "-p", "widths=2,2,1",
                                     "--budget", "0.001"])
     assert res.exit_code == 2 and res.output.count("\n") == 1 and "--budget" in res.output
+
+
+def test_mirror_past_the_budget_still_prints_the_matrix_laws():
+    # widths 2,3,3,2: the brackets at the point span 8 < 21 - 12, so the nested route would
+    # run; past the budget the laws are printed and the algebra is a lower bound
+    rep = mirror(paramgeo.get("deep-linear", widths=(2, 3, 3, 2)), budget=1e-3)
+    assert not rep.algebra_stabilised and rep.algebra_dim >= 8 and "stopped:" in str(rep)
+    assert "W2 W2^T - W3^T W3  (3 x 3 symmetric: 6 entries)" in str(rep)
+    assert "completeness not certified" in str(rep)
 
 
 def test_mirror_cli_prints_uvt_law_in_matrix_form():
