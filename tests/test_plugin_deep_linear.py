@@ -155,3 +155,11 @@ def test_mirror_cli_prints_uvt_law_in_matrix_form():
     res = CliRunner().invoke(main, ["mirror", "uvt", "-p", "m=3", "-p", "n=2", "-p", "r=2"],
                              catch_exceptions=False)
     assert res.exit_code == 0 and "  U^T U - V^T V  (2 x 2 symmetric: 3 entries)" in res.output
+
+
+def test_a_middle_weight_losing_rank_is_named_once(rng):
+    # W2 sits between GL(4) and GL(3): one rank drop, not one per factor
+    p = paramgeo.get("deep-linear", widths=(6, 4, 3, 5))
+    c = critical.classify(p, low_rank_point(p, rng, [None, 1, None]))
+    # a = (1, 3, 5), b = (6, 4, 1): 6 + 12 + 5 - 4 - 3 = 16
+    assert c.rank_drops == (("W2", 1, 3),) and c.rank == 16

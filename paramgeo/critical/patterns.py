@@ -209,26 +209,49 @@ def structure(param):
     return _factor_structure(param)
 
 
+def _block_name(param, block):
+    """The spec blocks a matrix-group block covers: ``W1`` for a whole block (or its
+    transpose), ``WQ[1]`` for the slice h = 1 of a (H, d, r) block, joined by "," (a weight
+    with its bias row: ``W1,b1``)."""
+    from ..symmetry import block_index
+
+    idx = np.unique(block_index(block))
+    names = []
+    for name, sl in param.spec.slices.items():
+        inside = idx[(idx >= sl.start) & (idx < sl.stop)]
+        if not inside.size:
+            continue
+        shape = param.spec.blocks[name]
+        if inside.size == sl.stop - sl.start:
+            names.append(name)
+        elif len(shape) > 1 and inside.size * shape[0] == sl.stop - sl.start:
+            names.append(f"{name}[{(int(inside[0]) - sl.start) // inside.size}]")
+        else:
+            names.append(f"{name}[part]")
+    return ",".join(names) or "?"
+
+
 def factor_rank_drops(param, struct, theta, policy, seed=0):
     """For a factor structure: (block, rank, generic rank) of every block a matrix factor acts
     on whose matrix (the block seen with the group's r columns) has lower rank at theta than at
-    a random point, e.g. ("W1", 2, 4) where the weight W_1 of a deep linear network lost rank."""
+    a random point, e.g. ("W1", 2, 4) where the weight W_1 of a deep linear network lost rank.
+    A block acted on by two factors (W2 between two hidden layers) is reported once."""
     from ..numerics import decide_rank
-    from ..symmetry import block_matrix
+    from ..symmetry import block_index, block_matrix
 
     generic_point = param.random_point(as_rng(seed))
     out, seen = [], set()
     for cls in struct.classes:
         f = cls.factor
         for block in f.right + f.contragredient:
-            label = _block_label(param, [block])
-            if label in seen:
-                label = f"{label} ({f.name})"
-            seen.add(label)
+            key = tuple(np.unique(block_index(block)))
+            if key in seen:
+                continue
+            seen.add(key)
             rank = decide_rank(block_matrix(theta, block), policy, warn=False).rank
             generic = decide_rank(block_matrix(generic_point, block), policy, warn=False).rank
             if rank < generic:
-                out.append((label, int(rank), int(generic)))
+                out.append((_block_name(param, block), int(rank), int(generic)))
     return tuple(out)
 
 
