@@ -31,6 +31,9 @@ class ConservedQuantities(Result):
     combinations: np.ndarray = None
     nonlinear: tuple = ()
     note: str = ""
+    #: the laws in matrix form (:class:`MatrixLaw`) when the symmetry is made of GL(r) factors;
+    #: then the quantities are the upper-triangle entries of each law's matrix, in order
+    laws: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "matrices", tuple(self.matrices))
@@ -38,6 +41,19 @@ class ConservedQuantities(Result):
         object.__setattr__(self, "combinations", np.zeros((0, 0)) if self.combinations is None
                            else np.asarray(self.combinations, float))
         object.__setattr__(self, "nonlinear", tuple(self.nonlinear))
+        object.__setattr__(self, "laws", tuple(self.laws))
+
+    def law_columns(self):
+        """[(law, column indices of its entries among the quantities)] for matrix laws, else
+        one (label, [c]) per quantity: what tables show one row each."""
+        if not self.laws:
+            return [(lab, [c]) for c, lab in enumerate(self.labels)]
+        out, start = [], 0
+        for law in self.laws:
+            size = law.r * (law.r + 1) // 2
+            out.append((law, list(range(start, start + size))))
+            start += size
+        return out
 
     def __len__(self):
         return len(self.matrices)
@@ -66,10 +82,13 @@ class ConservedQuantities(Result):
             mats.append({"row": coo.row[keep], "col": coo.col[keep], "value": coo.data[keep]})
         return to_jsonable({"labels": self.labels, "matrices": mats,
                             "combinations": self.combinations, "nonlinear": self.nonlinear,
-                            "note": self.note})
+                            "note": self.note, "laws": [str(law) for law in self.laws]})
 
     def __str__(self):
         head = f"ConservedQuantities: {len(self)}" + (f" ({self.note})" if self.note else "")
+        if self.laws:
+            return "\n".join([head] + [f"  {law} ({law.r} x {law.r} symmetric)"
+                                       for law in self.laws])
         return "\n".join([head] + [f"  {lab}" for lab in self.labels])
 
     def __repr__(self):
@@ -77,6 +96,126 @@ class ConservedQuantities(Result):
 
 
 _CONSERVED_CACHE = {}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MatrixLaw:
+    """A conservation law in matrix form: Q(theta) = sign (sum_right B^T B - sum_contra K^T K),
+    r x r symmetric, for a GL(r) factor acting by B -> B g on its right blocks and
+    K -> K g^{-T} on its contragredient ones (:class:`paramgeo.symmetry.MatrixGroupAction`).
+
+    Every entry is conserved by gradient flow: for X symmetric, A_X theta = (B X, -K X) is the
+    infinitesimal action and theta^T A_X theta = <X, sum B^T B - sum K^T K> (Frobenius), with
+    A_X a symmetric n x n matrix, so :func:`conserved_quantities`' argument applies (Arora,
+    Cohen, Hazan 2018, Theorem 1, for deep linear networks: W_i W_i^T - W_{i+1}^T W_{i+1};
+    Marcotte, Gribonval, Peyre 2023, Section 3, for U^T U - V^T V). ``label`` is the formula
+    in the plugin's block names, e.g. ``U^T U - V^T V``; ``terms`` the (sign, block) pairs.
+    """
+
+    label: str
+    r: int
+    terms: tuple
+
+    def value(self, theta):
+        """The r x r matrix Q(theta)."""
+        from .symmetry import block_matrix
+
+        theta = np.asarray(theta, float)
+        out = np.zeros((self.r, self.r))
+        for sign, block in self.terms:
+            B = block_matrix(theta, block)
+            out += sign * (B.T @ B)
+        return out
+
+    def __str__(self):
+        return self.label
+
+
+def _gram_label(spec, block):
+    """B^T B of a MatrixGroupAction block in the spec's block names: ``U^T U`` for a block
+    acted on along its last axis, ``W1 W1^T`` for a weight acted on along its first axis,
+    ``b b^T`` for a vector, sums for index blocks spanning several spec blocks."""
+    from .symmetry import block_index
+
+    idx = block_index(block)
+    parts = []
+    for name, sl in spec.slices.items():
+        rows = [k for k in range(idx.shape[0]) if sl.start <= idx[k, 0] < sl.stop]
+        if not rows:
+            continue
+        sub, shape = idx[rows], spec.blocks[name]
+        whole = np.arange(sl.start, sl.stop).reshape(shape) if shape else None
+        if len(shape) == 1 and sub.shape == (1, shape[0]) and np.array_equal(sub[0], whole):
+            parts.append(f"{name} {name}^T")
+        elif len(shape) == 2 and np.array_equal(sub, whole):
+            parts.append(f"{name}^T {name}")
+        elif len(shape) == 2 and np.array_equal(sub, whole.T):
+            parts.append(f"{name} {name}^T")
+        elif len(shape) == 3 and sub.shape[0] == shape[1] and (sub[0, 0] - sl.start) % (
+                shape[1] * shape[2]) == 0:
+            head = (sub[0, 0] - sl.start) // (shape[1] * shape[2])
+            parts.append(f"{name}[{head}]^T {name}[{head}]")
+        else:
+            parts.append(f"B^T B (B the entries {int(sub.min())}..{int(sub.max())} of {name})")
+    return " + ".join(parts)
+
+
+def matrix_laws(group, spec):
+    """The conservation laws of gradient flow in matrix form, one :class:`MatrixLaw` per
+    GL(r) factor of ``group`` (a :class:`paramgeo.symmetry.GeneralLinearGroup` or a product of
+    them with O(r) factors and discrete groups, which contribute no quadratic law: so(r) has
+    no symmetric element); None when another continuous factor is present (tori, complex
+    scalings, discovered algebras: their laws are listed entry by entry). The terms are
+    ordered by their position in theta and the sign chosen so that the first is positive:
+    ``U^T U - V^T V`` for U V^T, ``W1 W1^T - W2^T W2`` for W2 W1."""
+    from .symmetry import GeneralLinearGroup, OrthogonalGroup, ProductGroup, block_index
+
+    factors = group.factors if isinstance(group, ProductGroup) else (group,)
+    continuous = [f for f in factors if f.dim > 0]
+    if not continuous or not all(isinstance(f, (GeneralLinearGroup, OrthogonalGroup))
+                                 for f in continuous):
+        return None
+    laws = []
+    for f in continuous:
+        if not isinstance(f, GeneralLinearGroup):
+            continue
+        terms = sorted([(1.0, b) for b in f.right] + [(-1.0, b) for b in f.contragredient],
+                       key=lambda t: int(block_index(t[1]).min()))
+        if not terms:
+            continue
+        flip = terms[0][0]
+        terms = tuple((sign * flip, b) for sign, b in terms)
+        label = ""
+        for k, (sign, b) in enumerate(terms):
+            text = _gram_label(spec, b)
+            if " + " in text and sign < 0:
+                text = f"({text})"
+            label += (text if k == 0 else f" {'+' if sign > 0 else '-'} {text}")
+        laws.append(MatrixLaw(label, f.r, terms))
+    return tuple(laws) if laws else None
+
+
+def _entry_matrices(law, n):
+    """The symmetric n x n matrices S_ab with theta^T S_ab theta = Q(theta)[a, b], a <= b."""
+    import scipy.sparse as sp
+
+    from .symmetry import block_index
+
+    out = []
+    for a in range(law.r):
+        for b in range(a, law.r):
+            rows, cols, vals = [], [], []
+            for sign, block in law.terms:
+                idx = block_index(block)
+                rows += [idx[:, a], idx[:, b]]
+                cols += [idx[:, b], idx[:, a]]
+                vals += [np.full(idx.shape[0], 0.5 * sign)] * 2
+            S = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows),
+                                                      np.concatenate(cols))), shape=(n, n))
+            S.sum_duplicates()
+            S.eliminate_zeros()
+            out.append(S)
+    return out
 
 
 def _quadratic_label(S, names, max_terms=6):
@@ -134,6 +273,10 @@ def conserved_quantities(param, *, max_dim=2000, tol=1e-10):
     u_i^2 - v_i^2 for u * v; the entries of U^T U - V^T V for U V^T (GL(r)); none for U U^T
     (so(r) is skew). Parameterizations with n > ``max_dim`` are skipped (note says so).
 
+    When the continuous symmetry is made of GL(r) factors (and O(r) ones, which give none),
+    the laws come in matrix form without the search (:func:`matrix_laws`): the quantities are
+    the upper-triangle entries of each r x r law, e.g. U^T U - V^T V, and ``laws`` holds them.
+
     References: Kunin et al. (2021), "Neural mechanics", Section 4 (rescale symmetry);
     Marcotte, Gribonval, Peyre (2023), "Abide by the law and follow the flow", Section 3;
     Zhao, Ganev, Walters, Yu, Dehmamy (2023), "Symmetries, flat minima, and the conserved
@@ -147,11 +290,21 @@ def conserved_quantities(param, *, max_dim=2000, tol=1e-10):
     if key in _CONSERVED_CACHE:
         return _CONSERVED_CACHE[key]
     n = param.n
+    group = param.symmetry()
+    laws = matrix_laws(group, param.spec)
+    if laws is not None:  # matrix form: the entries of each law, no n x n search
+        matrices, labels = [], []
+        for law in laws:
+            matrices += _entry_matrices(law, n)
+            labels += [f"({law})[{a},{b}]" for a in range(law.r) for b in range(a, law.r)]
+        result = ConservedQuantities(matrices, labels, None, (), "", laws)
+        _CONSERVED_CACHE[key] = result
+        return result
     if n > max_dim:
         return ConservedQuantities(note=f"skipped: n = {n} > max_dim = {max_dim}")
     from .symmetry import linear_action_matrices
 
-    A, linear = linear_action_matrices(param.symmetry(), n, sparse=True)
+    A, linear = linear_action_matrices(group, n, sparse=True)
     K = len(A)
     if K == 0:
         result = ConservedQuantities(note="discrete symmetry only")

@@ -299,11 +299,14 @@ def _check_rank_at(param, theta, J, point, add):
 def _lower_rank(theta, blocks, k, rng):
     """theta with every block B (shape (..., r)) replaced by B C, C a random r x r matrix of
     rank k: a point where the factor has rank <= k on those blocks."""
+    from .symmetry import block_index
+
     out = theta.copy()
-    for start, stop, shape in blocks:
-        r = shape[-1]
+    for block in blocks:
+        idx = block_index(block)
+        r = idx.shape[1]
         C = rng.standard_normal((r, k)) @ rng.standard_normal((k, r))
-        out[start:stop] = (np.reshape(theta[start:stop], shape) @ C).ravel()
+        out[idx] = theta[idx] @ C
     return out
 
 

@@ -5,6 +5,8 @@
 :mod:`paramgeo.symmetry`.
 """
 
-from .symmetry.discovery import MAX_LINEAR_DIM, DiscoveredSymmetry, LinearSymmetryGroup, discover
+from .symmetry.discovery import (MAX_LINEAR_DIM, DiscoveredSymmetry, LinearSymmetryGroup, discover,
+                                 discovered_group)
 
-__all__ = ["MAX_LINEAR_DIM", "DiscoveredSymmetry", "LinearSymmetryGroup", "discover"]
+__all__ = ["MAX_LINEAR_DIM", "DiscoveredSymmetry", "LinearSymmetryGroup", "discover",
+           "discovered_group"]

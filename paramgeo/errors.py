@@ -27,6 +27,10 @@ class SizeError(ParamgeoError, ValueError):
     """A size parameter (d, r, widths, ...) is missing, unknown or invalid."""
 
 
+class BudgetError(ParamgeoError):
+    """An engine's cost estimate exceeds the budget the user gave (raise the budget to run)."""
+
+
 class ShapeError(ParamgeoError, ValueError):
     """An array has the wrong shape or contains non-finite values."""
 

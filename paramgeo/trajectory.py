@@ -91,7 +91,7 @@ class Trajectory(Result):
 
     #: the records evaluated on first access, in the order ``to_dict`` lists them
     RECORDS = ("predictors", "losses", "grad_norms", "conserved", "conserved_labels",
-               "conserved_drift", "conserved_scale")
+               "conserved_drift", "conserved_scale", "conserved_laws")
 
     @functools.cached_property
     def predictors(self):
@@ -125,6 +125,13 @@ class Trajectory(Result):
     def conserved_scale(self):
         return self._conserved[3]
 
+    @property
+    def conserved_laws(self):
+        """One (formula, relative drift) per conservation law as a table shows it: per matrix
+        law (e.g. "U^T U - V^T V", the largest drift of its entries) when the symmetry is made
+        of GL(r) factors, else one per quantity."""
+        return self._conserved[4]
+
     def to_dict(self):
         out = {f.name: to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)
                if f.name != "evaluate"}
@@ -155,6 +162,7 @@ class Trajectory(Result):
             "grad_norm_final": self._grad_norm(-1), "n_evals": self.n_evals,
             "success": self.success, "message": self.message,
             "conserved": dict(zip(self.conserved_labels, drift)),
+            "conserved_laws": dict(self.conserved_laws),
         })
 
     def __str__(self):
@@ -246,7 +254,8 @@ class _Records:
         return np.array([np.linalg.norm(self.grad(t)) for t in thetas])
 
     def conserved(self, thetas):
-        """(values T x q, labels, relative drift, scale) of the quadratic conserved quantities."""
+        """(values T x q, labels, relative drift, scale, laws) of the quadratic conserved
+        quantities (laws: see :attr:`Trajectory.conserved_laws`)."""
         cq = conserved_quantities(self.param) if self.with_conserved else ConservedQuantities()
         values = cq.values(thetas)
         if len(cq):
@@ -254,7 +263,8 @@ class _Records:
             drift = np.max(np.abs(values - values[0]), axis=0) / np.maximum(scale, 1e-300)
         else:
             scale = drift = np.zeros(0)
-        return values, cq.labels, drift, scale
+        laws = tuple((str(law), float(np.max(drift[cols]))) for law, cols in cq.law_columns())
+        return values, cq.labels, drift, scale, laws
 
 
 def _finish(param, value, grad, method, times, thetas, success, message, n_evals, conserved):

@@ -51,6 +51,7 @@ from . import registry
 from .errors import ContractError, ParamgeoError, PluginNotFoundError
 from .expr import FUNCTIONS, ExpressionError, block_symbols, parse_expression
 from .parameterization import Parameterization, ParamSpec, Size
+from .symmetry import discovered_group
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -286,23 +287,11 @@ def build_class(spec, path=""):
     }
     if spec.get("symmetry") == "discovered":
         attrs["capabilities"] = SpecParameterization.capabilities | {"symmetry"}
-        attrs["symmetry"] = _discovered_symmetry
+        attrs["symmetry"] = discovered_group
     cls_name = "Spec_" + re.sub(r"\W", "_", spec["name"])
     cls = type(cls_name, (SpecParameterization,), attrs)
     registry.validate_declaration(cls)
     return cls
-
-
-def _discovered_symmetry(self):
-    """The discovered linear symmetries as the declared group (cached per class and sizes)."""
-    from .symmetry import MAX_LINEAR_DIM, discover
-    from .symbolic import _cached
-
-    if self.n > MAX_LINEAR_DIM:
-        raise SpecError(f"{self.name}: symmetry = \"discovered\" needs n <= {MAX_LINEAR_DIM} "
-                        f"for the linear search (n = {self.n})")
-    return _cached(self, "discovered-group",
-                   lambda: discover(self, discrete=False, compare=False).group())
 
 
 def _short(tree):

@@ -50,16 +50,15 @@ def test_conserved_quantities_match_the_known_laws():
     assert len(conserved_quantities(paramgeo.get("uut", d=3, r=2))) == 0  # so(r) is skew
     p = paramgeo.get("uvt", m=3, n=4, r=2)
     uvt = conserved_quantities(p)
-    assert len(uvt) == 3  # the symmetric 2 x 2 matrix U^T U - V^T V
+    assert len(uvt) == 3  # the entries of the symmetric 2 x 2 matrix U^T U - V^T V
     theta = np.random.default_rng(0).standard_normal(p.n)
     blocks = p.spec.unpack(theta)
     D = blocks["U"].T @ blocks["U"] - blocks["V"].T @ blocks["V"]
-    got = np.sort(uvt.values(theta)[0])
-    want = np.sort([D[0, 0], 2 * D[0, 1], D[1, 1]])
-    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(uvt.values(theta)[0], [D[0, 0], D[0, 1], D[1, 1]], rtol=1e-12)
     assert set(json.loads(json.dumps(uvt.to_dict()))) == {"labels", "matrices", "combinations",
-                                                          "nonlinear", "note"}
-    assert isinstance(uvt, paramgeo.results.Result) and "U[0,0]^2" in str(uvt)
+                                                          "nonlinear", "note", "laws"}
+    assert isinstance(uvt, paramgeo.results.Result) and "U^T U - V^T V" in str(uvt)
+    assert [str(law) for law in uvt.laws] == ["U^T U - V^T V"]
     deep = conserved_quantities(paramgeo.get("deep-diagonal", p=2, depth=3))
     assert set(deep.labels) == {"w1[0]^2 - w2[0]^2", "w2[0]^2 - w3[0]^2",
                                 "w1[1]^2 - w2[1]^2", "w2[1]^2 - w3[1]^2"}

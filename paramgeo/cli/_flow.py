@@ -112,9 +112,8 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
     idx = np.unique(np.linspace(0, len(traj.times) - 1, min(8, len(traj.times))).astype(int))
     click.echo(table([(f"{traj.times[i]:.4g}", f"{traj.losses[i]:.6g}",
                        f"{traj.grad_norms[i]:.3g}") for i in idx], ["time", "loss", "|grad L|"]))
-    if traj.conserved_labels:
-        click.echo(table([(lab, f"{d:.2e}") for lab, d in
-                          zip(traj.conserved_labels, traj.conserved_drift)],
+    if traj.conserved_laws:
+        click.echo(table([(lab, f"{d:.2e}") for lab, d in traj.conserved_laws],
                          ["conserved quantity", "relative drift"]))
     if plot_path:
         click.echo(f"figure written to {plot_path}")

@@ -5,7 +5,8 @@ import click
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ._common import emit, json_option, resolve, seed_option, sizes_option
+from ._common import (emit, json_option, progress_bar, progress_enabled, progress_option, resolve,
+                      seed_option, sizes_option)
 
 
 @click.command("mirror")
@@ -17,9 +18,13 @@ from ._common import emit, json_option, resolve, seed_option, sizes_option
               help="Largest degree of the polynomial conservation laws searched.")
 @click.option("--method", type=click.Choice(["auto", "symbolic", "numeric"]), default="auto",
               show_default=True, help="Brackets exactly with sympy, or numerically.")
+@click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds of estimated work the Lie algebra may take; a bracket level "
+                   "estimated beyond it is refused [default: 60].")
 @seed_option("Seed of the test points.")
+@progress_option
 @json_option
-def mirror_cmd(name, sizes, alpha, degree, method, seed, as_json):
+def mirror_cmd(name, sizes, alpha, degree, method, budget, seed, progress, as_json):
     """Lie algebra of the fields grad phi_i, conservation laws and mirror potential.
 
     Commuting or not, the dimension of the generated Lie algebra, the number n - dim of
@@ -28,12 +33,15 @@ def mirror_cmd(name, sizes, alpha, degree, method, seed, as_json):
 
     Example: paramgeo mirror hadamard -p p=5 --init-scale 0.1
     """
-    from ..mirror import mirror
+    from ..mirror import MIRROR_BUDGET, mirror
 
     if alpha is not None and not (np.isfinite(alpha) and alpha > 0):
         raise ParamgeoError(f"--init-scale must be a positive number, got {alpha}")
     param = resolve(name, sizes)
-    emit(mirror(param, alpha=alpha, degree=degree, seed=seed, method=method), as_json)
+    with progress_bar("mirror (Lie algebra)", progress_enabled(progress)) as update:
+        report = mirror(param, alpha=alpha, degree=degree, seed=seed, method=method,
+                        budget=MIRROR_BUDGET if budget is None else budget, progress=update)
+    emit(report, as_json)
 
 
 def load_regression(path):

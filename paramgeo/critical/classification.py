@@ -50,6 +50,7 @@ from .patterns import (
     _rank,
     _stratum_rank,
     _zero_pattern,
+    factor_rank_drops,
     generic_values,
     structure,
 )
@@ -112,6 +113,8 @@ class Classification(Result):
     near: object  # NearStratum certificate for a critical point close to a stratum, or None
     explanation: str
     kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi
+    #: for a factor structure: (block, rank, generic rank) of each weight matrix that lost rank
+    rank_drops: tuple = ()
 
     def __str__(self):
         head = f"{self.name} {self.sizes}: {self.verdict}"
@@ -132,6 +135,9 @@ class Classification(Result):
             lines.append(f"  stratum: {self.stratum} (generic rank {self.stratum_generic_rank}, "
                          + ("equal to" if self.rank_equals_stratum_generic else "above")
                          + " the rank here)")
+        if self.rank_drops:
+            lines.append("  rank drops: " + ", ".join(
+                f"{b} lost rank (rank {k} of generic {g})" for b, k, g in self.rank_drops))
         if self.inactive:
             lines.append("  inactive: " + ", ".join(f"{n} ({s})" for n, s in self.inactive))
         if self.redundant:
@@ -283,6 +289,8 @@ def _network_sampler(struct, param, point):
 
 def _point_pattern_factor(struct, theta, policy):
     """Per factor class: counts of channels vanishing on each side set, from ranks."""
+    from ..symmetry import block_matrix
+
     pattern, states_per_class = [], []
     for cls in struct.classes:
         f = cls.factor
@@ -290,8 +298,7 @@ def _point_pattern_factor(struct, theta, policy):
         kernels = {}
         for side in sides:
             blocks = f.right if side.startswith("right") else f.contragredient
-            M = np.vstack([np.reshape(theta[a:b], shape).reshape(-1, f.r)
-                           for a, b, shape in blocks])
+            M = np.vstack([block_matrix(theta, block) for block in blocks])
             kernels[side] = null_basis(M, policy, warn=False)[0]
         states = [frozenset(c) for k in range(1, len(sides) + 1)
                   for c in itertools.combinations(sides, k)]
@@ -511,7 +518,12 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
             if near is not None:
                 causes = [c for c in causes if c != "other"]
                 causes += [c for c in near.causes if c not in causes]
+    drops = (factor_rank_drops(param, struct, theta, policy, seed)
+             if struct is not None and struct.kind == "factor" else ())
     explanation = _explain(critical, causes, rank, R, st, near, o, o_gen)
+    if critical and drops:
+        explanation += "; " + ", ".join(f"the weight matrix {b} lost rank ({k} of {g})"
+                                        for b, k, g in drops)
     if on_kink:
         explanation = (f"no rank decision: theta is {kinks}; J here is one one-sided Jacobian "
                        f"(of rank {rank}; generic rank {R})")
@@ -534,7 +546,7 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
               for d in net.dependent) if net else (),
         st.label if st else None, bool(st and st.proper),
         int(st.generic_rank) if st else None, (rank == st.generic_rank) if st else None,
-        dist, near, explanation, kinks)
+        dist, near, explanation, kinks, drops)
 
 
 def _explain(critical, causes, rank, R, st, near, o, o_gen):

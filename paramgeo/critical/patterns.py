@@ -144,15 +144,20 @@ def _matrix_factors(group):
 
 
 def _block_label(param, blocks):
+    from ..symmetry import block_index
+
     names = []
-    for start, _, _ in blocks:
+    for block in blocks:
+        idx = block_index(block)
         for name, sl in param.spec.slices.items():
-            if sl.start == start:
+            if sl.start <= idx.min() < sl.stop and name not in names:
                 names.append(name)
     return ",".join(names) or "?"
 
 
 def _factor_structure(param):
+    from ..symmetry import block_index
+
     if not param.provides("symmetry"):
         return None
     factors = _matrix_factors(param.symmetry())
@@ -170,23 +175,84 @@ def _factor_structure(param):
             unit_sides = {}
             for side, blocks in (("right", f.right), ("contra", f.contragredient)):
                 if blocks:
-                    idx = []
-                    for start, _, shape in blocks:
-                        cols = np.arange(int(np.prod(shape))).reshape(shape)[..., j].ravel()
-                        idx.extend(int(start + c) for c in cols)
-                    unit_sides[f"{side}{fi}"] = tuple(idx)
+                    unit_sides[f"{side}{fi}"] = tuple(
+                        int(i) for block in blocks for i in block_index(block)[:, j])
             units.append(_Unit(f"{f.name} channel {j}", unit_sides))
         classes.append(_Class(f"{f.name} on {_block_label(param, f.right + f.contragredient)}",
                               units, f))
     return _Structure("factor", sides, classes, side_names)
 
 
+def _all_linear(graph):
+    """Whether every hidden neuron of an architecture graph has a linear activation."""
+    from ..symmetry import ACTIVATIONS
+
+    layers = dict(graph.nodes(data="layer"))
+    top = max(layers.values(), default=0)
+    return all(ACTIVATIONS.get(str(graph.nodes[v].get("activation")).lower()) == "linear"
+               or (str(graph.nodes[v].get("activation")).lower() == "power"
+                   and graph.nodes[v].get("degree") == 1)
+               for v, layer in layers.items() if 0 < layer < top)
+
+
 def structure(param):
     """The units of ``param``'s strata: hidden neurons of the architecture graph if declared,
-    else the channels of the matrix-group factors of its symmetry group; None if neither."""
+    else the channels of the matrix-group factors of its symmetry group; None if neither. A
+    network whose hidden neurons are all linear (activation "identity") with a matrix-group
+    symmetry (GL(h) of its layers) is read as factors: its strata are rank drops of the weight
+    matrices, not neurons."""
     if param.provides("architecture"):
-        return _network_structure(param)
+        graph = param.architecture()
+        if not (_all_linear(graph) and param.provides("symmetry")
+                and _matrix_factors(param.symmetry())):
+            return _network_structure(param)
     return _factor_structure(param)
+
+
+def _block_name(param, block):
+    """The spec blocks a matrix-group block covers: ``W1`` for a whole block (or its
+    transpose), ``WQ[1]`` for the slice h = 1 of a (H, d, r) block, joined by "," (a weight
+    with its bias row: ``W1,b1``)."""
+    from ..symmetry import block_index
+
+    idx = np.unique(block_index(block))
+    names = []
+    for name, sl in param.spec.slices.items():
+        inside = idx[(idx >= sl.start) & (idx < sl.stop)]
+        if not inside.size:
+            continue
+        shape = param.spec.blocks[name]
+        if inside.size == sl.stop - sl.start:
+            names.append(name)
+        elif len(shape) > 1 and inside.size * shape[0] == sl.stop - sl.start:
+            names.append(f"{name}[{(int(inside[0]) - sl.start) // inside.size}]")
+        else:
+            names.append(f"{name}[part]")
+    return ",".join(names) or "?"
+
+
+def factor_rank_drops(param, struct, theta, policy, seed=0):
+    """For a factor structure: (block, rank, generic rank) of every block a matrix factor acts
+    on whose matrix (the block seen with the group's r columns) has lower rank at theta than at
+    a random point, e.g. ("W1", 2, 4) where the weight W_1 of a deep linear network lost rank.
+    A block acted on by two factors (W2 between two hidden layers) is reported once."""
+    from ..numerics import decide_rank
+    from ..symmetry import block_index, block_matrix
+
+    generic_point = param.random_point(as_rng(seed))
+    out, seen = [], set()
+    for cls in struct.classes:
+        f = cls.factor
+        for block in f.right + f.contragredient:
+            key = tuple(np.unique(block_index(block)))
+            if key in seen:
+                continue
+            seen.add(key)
+            rank = decide_rank(block_matrix(theta, block), policy, warn=False).rank
+            generic = decide_rank(block_matrix(generic_point, block), policy, warn=False).rank
+            if rank < generic:
+                out.append((_block_name(param, block), int(rank), int(generic)))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------- patterns

@@ -19,6 +19,7 @@ from .bias import ImplicitBias, implicit_bias, min_l1, min_l2, solve_implicit_bi
 from .laws import LAWS_MAX_UNKNOWNS, ConservationLaws, conservation_laws
 from .lie import (
     FULL_BRACKETS_MAX_M,
+    MIRROR_BUDGET,
     SYMBOLIC_MAX_WORK,
     CommutingTest,
     LieAlgebra,

@@ -128,12 +128,20 @@ class ProductGroup(SymmetryGroup):
 
 
 class MatrixGroupAction(SymmetryGroup):
-    """A matrix group G in GL(r) acting on parameter blocks whose last axis has length r.
+    """A matrix group G in GL(r) acting on parameter blocks, each seen as a matrix with r columns.
 
     ``right`` blocks B transform as B -> B g, ``contragredient`` blocks as B -> B g^{-T}
-    (so that B_right B_contra^T is invariant). A block is named by a (start, stop, shape)
-    triple of the flat theta: use :func:`blocks_of` to build them from a ``ParamSpec``.
-    The infinitesimal action of X in the Lie algebra is B X (right) and -B X^T (contragredient).
+    (so that B_right B_contra^T is invariant). A block is a (start, stop, shape) triple of the
+    flat theta whose last axis (length r) is acted on, or an integer array of shape (rows, r)
+    holding the flat positions of the matrix B (any layout: a transposed block, a block with a
+    bias row, weights scattered over theta); :func:`blocks_of` builds both from a ``ParamSpec``
+    and :func:`block_index` / :func:`block_matrix` read them. The infinitesimal action of X in
+    the Lie algebra is B X (right) and -B X^T (contragredient).
+
+    Both sides of a hidden layer: with W_in (h x n_in) and W_out (n_out x h), the GL(h) action
+    W_in -> g^{-1} W_in, W_out -> W_out g (W_out W_in invariant) is W_out a right block and
+    W_in^T a contragredient one: ``GeneralLinearGroup(h, right=blocks_of(spec, "W2"),
+    contragredient=blocks_of(spec, "W1", axis=0))`` (:func:`hidden_layer_group`).
     """
 
     def __init__(self, r, right=(), contragredient=()):
@@ -153,8 +161,8 @@ class MatrixGroupAction(SymmetryGroup):
     def _transform(self, theta, right_mat, contra_mat, out):
         """Write B @ right_mat / B @ contra_mat into ``out`` for the acted-on blocks B."""
         for mats, blocks in ((right_mat, self.right), (contra_mat, self.contragredient)):
-            for (start, stop, shape) in blocks:
-                out[start:stop] = (np.reshape(theta[start:stop], shape) @ mats).ravel()
+            for block in blocks:
+                _set_block(out, block, block_matrix(theta, block) @ mats)
         return out
 
     def act(self, g, theta):
@@ -169,8 +177,8 @@ class MatrixGroupAction(SymmetryGroup):
 
     def support(self, theta):
         mask = np.zeros(np.size(theta), dtype=bool)
-        for start, stop, _ in self.right + self.contragredient:
-            mask[start:stop] = True
+        for block in self.right + self.contragredient:
+            mask[block_index(block)] = True
         return mask
 
     def _spectrum(self, theta, blocks):
@@ -179,7 +187,7 @@ class MatrixGroupAction(SymmetryGroup):
         SVD, not an eigendecomposition of the Gram: s keeps full relative accuracy near 0)."""
         theta = np.asarray(theta, float)
         r = self.r
-        stacked = [np.reshape(theta[start:stop], (-1, r)) for start, stop, _ in blocks]
+        stacked = [block_matrix(theta, block) for block in blocks]
         if not stacked:
             return np.zeros(r), np.eye(r)
         B = np.vstack(stacked)
@@ -194,9 +202,8 @@ class MatrixGroupAction(SymmetryGroup):
         r = self.r
         M = np.zeros((r, r))
         for blocks, right in ((self.right, True), (self.contragredient, False)):
-            for start, stop, _ in blocks:
-                B = np.reshape(theta[start:stop], (-1, r))
-                Wb = np.reshape(w[start:stop], (-1, r))
+            for block in blocks:
+                B, Wb = block_matrix(theta, block), block_matrix(w, block)
                 M += B.T @ Wb if right else -(Wb.T @ B)
         return M
 
@@ -280,9 +287,59 @@ def linear_action_matrices(group, n, rng=None, sparse=None, tol=1e-9):
     return A, linear
 
 
-def blocks_of(spec, *names):
-    """(start, stop, shape) triples of the named blocks of a ParamSpec, for MatrixGroupAction."""
-    return tuple((spec.slices[n].start, spec.slices[n].stop, spec.blocks[n]) for n in names)
+def blocks_of(spec, *names, axis=-1):
+    """The named blocks of a ParamSpec as blocks of a :class:`MatrixGroupAction`, acted on
+    along ``axis``: (start, stop, shape) triples for the last axis (the default), integer
+    index arrays (rows, r) for another axis (``axis=0`` for W_in of a hidden layer stored as
+    (h, n_in): its matrix is W_in^T)."""
+    if axis in (-1, None):
+        return tuple((spec.slices[n].start, spec.slices[n].stop, spec.blocks[n]) for n in names)
+    out = []
+    for n in names:
+        shape = spec.blocks[n]
+        idx = np.arange(spec.slices[n].start, spec.slices[n].stop).reshape(shape)
+        out.append(np.moveaxis(idx, axis, -1).reshape(-1, shape[axis]))
+    return tuple(out)
+
+
+def block_index(block):
+    """The flat positions of a :class:`MatrixGroupAction` block as a (rows, r) integer array:
+    entry [i, j] is where B[i, j] lives in theta."""
+    if isinstance(block, np.ndarray):
+        return block
+    start, stop, shape = block
+    return np.arange(start, stop).reshape(-1, shape[-1] if len(shape) else 1)
+
+
+def block_matrix(theta, block):
+    """The (rows, r) matrix B of a block read from the flat ``theta`` (a view for a triple)."""
+    if isinstance(block, np.ndarray):
+        return np.asarray(theta)[block]
+    start, stop, shape = block
+    return np.reshape(theta[start:stop], (-1, shape[-1] if len(shape) else 1))
+
+
+def _set_block(out, block, B):
+    if isinstance(block, np.ndarray):
+        out[block] = B
+    else:
+        out[block[0]:block[1]] = np.ravel(B)
+
+
+def hidden_layer_group(h, incoming, outgoing, orthogonal=False):
+    """GL(h) (or O(h) with ``orthogonal=True``) of a linear hidden layer of width h, acting on
+    both sides: W_in -> g^{-1} W_in (and the layer's bias b -> g^{-1} b), W_out -> W_out g, so
+    that W_out W_in and W_out b are invariant. ``incoming`` / ``outgoing`` are blocks (see
+    :class:`MatrixGroupAction`) whose matrices have the h hidden neurons as columns: W_in^T
+    (with a bias row) and W_out, e.g. ``blocks_of(spec, "W1", axis=0)`` and
+    ``blocks_of(spec, "W2")`` for weights stored (out, in). Infinitesimally X in gl(h) moves
+    (W_in, W_out) by (-X W_in, W_out X). For O(h), g^{-1} = g^T, so both sides are right blocks
+    of :class:`OrthogonalGroup`. Reference: the symmetry of deep linear networks (Arora, Cohen,
+    Hazan 2018, "On the optimization of deep networks: implicit acceleration by
+    overparameterization"; Trager, Kohn, Bruna 2020)."""
+    if orthogonal:
+        return OrthogonalGroup(h, right=tuple(outgoing) + tuple(incoming))
+    return GeneralLinearGroup(h, right=tuple(outgoing), contragredient=tuple(incoming))
 
 
 class OrthogonalGroup(MatrixGroupAction):
