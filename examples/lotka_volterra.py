@@ -140,6 +140,7 @@ def main(argv=None):
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
         fig.tight_layout()
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(args.out, dpi=110)
         print(f"figure written to {args.out}")
     return {"sequence": seq, "results": results}
