@@ -74,7 +74,10 @@ def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=N
         decision = precision.rank(param, theta, policy, digits or precision.DEFAULT_DIGITS,
                                   warn=warn, route=route)
     elif route == "closed-form":
-        decision = dataclasses.replace(param.rank_at(theta, policy), route="closed-form")
+        with warnings.catch_warnings():
+            if asked and precision.escalates(param):  # a doubt is redone below, warning there
+                warnings.simplefilter("ignore", NumericalDoubtWarning)
+            decision = dataclasses.replace(param.rank_at(theta, policy), route="closed-form")
     elif route == "dense":
         escalate = asked and precision.escalates(param)
         decision = decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}",
