@@ -237,3 +237,34 @@ def test_hadamard_and_monomial_subnetworks(rng):
     removed[2:4] = 0.0  # and its incoming weights: the neuron is removed, its generator is 0
     c = classify(mono, removed)
     assert c.causes == ("orbit-degenerate", "subnetwork") and c.orbit_dim == 1
+
+
+# ---------------------------------------------------------------- the CLI
+
+def test_cli_precision_option(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from paramgeo.cli import main
+
+    np.save(tmp_path / "U.npy", np.outer([1.0, 2, 3, 4], [1.0, 2.0]))
+    np.save(tmp_path / "x.npy", np.array([1.0, 0.5, 1.0, 0.5]))
+
+    def run(*args):
+        return CliRunner().invoke(main, [str(a) for a in args])
+
+    res = run("rank", "hadamard", "-p", "p=2", "--at", tmp_path / "x.npy", "--precision", 30,
+              "--json")
+    out = json.loads(res.output)
+    assert res.exit_code == 0 and out["route"] == "exact" and out["certificate"]["digits"] == 30
+    text = run("rank", "hadamard", "-p", "p=2", "--at", tmp_path / "x.npy", "--precision", 30)
+    assert "certificate: exact, 30 digits" in text.output and "rank over Q 2" in text.output
+    res = run("critical", "uut", "-p", "d=4", "-p", "r=2", "--at", tmp_path / "U.npy",
+              "--precision", 30)
+    assert res.exit_code == 0 and "critical (factor-rank)" in res.output
+    assert "(30 digits, route exact)" in res.output and "U lost rank 1" in res.output
+    bad = run("critical", "uut", "-p", "d=4", "-p", "r=2", "--at", tmp_path / "U.npy",
+              "--precision", 5)
+    assert bad.exit_code == 2 and "Error: precision must be at least 16 digits" in bad.output
+    assert "Traceback" not in bad.output
