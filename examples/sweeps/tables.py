@@ -87,10 +87,11 @@ def monomial_critical(df, out, starts_label):
                      int(r.critical), int(r.subnetwork), int(r.near_subnetwork),
                      int(r.dependent_weights), int(r.other), digits,
                      ", ".join(map(str, orders)), " / ".join(seen)))
-    text = markdown(rows, ["widths", "degree", "m", "generic_rank", "fills_space", "critical",
-                           "subnetwork", "near_subnetwork", "dependent", "other",
-                           "in 50 digits", "orders", "strata"])
+    headers = ["widths", "degree", "m", "generic_rank", "fills_space", "critical", "subnetwork",
+               "near_subnetwork", "dependent", "other", "in 50 digits", "orders", "strata"]
+    text = markdown(rows, headers)
     (out / "monomial_critical_search.md").write_text(text)
+    pd.DataFrame(rows, columns=headers).to_csv(out / "monomial_critical_search.csv", index=False)
     plt = _pyplot()
     archs = list(dict.fromkeys(df["widths"]))
     fig, axes = plt.subplots(1, len(archs), figsize=(3.2 * len(archs), 3), sharey=True,
