@@ -269,8 +269,8 @@ def singular_values(param, theta, digits=DEFAULT_DIGITS, route="high-precision",
     """(s, info): the singular values of J(theta) in decreasing order as mpmath numbers with
     ``digits`` significant digits, and a dict with the route used (``exact`` where
     :func:`exact_available`, else ``high-precision``; ``route="exact"`` insists), the exact
-    rank over Q (exact route and ``with_exact_rank``, else None) and the error bound on each
-    s_i. theta: floats
+    rank over Q (exact route and ``with_exact_rank``, else None; the singular values beyond it
+    are then exactly 0) and the error bound on each s_i. theta: floats
     (taken as the binary rationals they are) or ``fractions.Fraction`` entries."""
     import mpmath
 
@@ -300,6 +300,8 @@ def singular_values(param, theta, digits=DEFAULT_DIGITS, route="high-precision",
                 s = []
             else:
                 s = sorted((abs(x) for x in mpmath.svd_r(J, compute_uv=False)), reverse=True)
+            if exact_rank is not None:  # rank over Q = number of nonzero singular values
+                s = s[:exact_rank] + [mpmath.mpf(0)] * (len(s) - exact_rank)
             fro = mpmath.sqrt(sum(x ** 2 for x in s)) if s else mpmath.mpf(0)
             bound = extra + (1 + param.m * param.n) * mpmath.mpf(10) ** (-digits) * fro
     return s, {"route": "exact" if exact else "high-precision", "exact_rank": exact_rank,
