@@ -146,6 +146,7 @@ def test_order_12_approach_is_certified_in_high_precision_not_in_float64(rng):
         ratios.append(float(s[5] / s[0]))
     assert abs(np.log2(ratios[1] / ratios[0]) - 12) < 0.3
     assert near_stratum(p, theta, precision=0) is None
+    assert near_stratum(p, theta).order == 12  # float64 fails, so it measures in 50 digits
 
 
 # ---------------------------------------------------------------- causes at each stratum

@@ -231,7 +231,9 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
     of D digits (:mod:`paramgeo.precision`: an exact rational J on the exact ray points where
     the plugin declares ``symbolic``), with ``floor`` 10^(10 - D): the probe starts at T = 2
     and approaches of any order are fitted. The certificate records the digits and the integer
-    order.
+    order. ``precision=None``: float64, and where that certifies nothing and s_R/s_1 at theta
+    is below ``precision.FLOAT64_FLOOR``, again in ``precision.DEFAULT_DIGITS`` digits (when
+    m n <= ``precision.AUTO_MAX_ENTRIES``); ``precision=0``: float64 only.
 
     Returns a :class:`NearStratum`, or None (no candidate, or none certified). Networks only
     (architecture graph); None otherwise.
@@ -295,6 +297,15 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
             return NearStratum(st.label, tuple(st.causes), _describe(struct, chosen), dist,
                                int(st.generic_rank), float(q1), float(predicted), probe,
                                int(round(q1)), precision or None)
+    from .. import precision as hp
+
+    ratio = float(decision.singular_values[R - 1]) / s1
+    if precision is None and ratio < hp.FLOAT64_FLOOR and hp.escalates(param):
+        try:  # float64 cannot see the approach: measure it in high precision
+            return near_stratum(param, theta, policy, zero_tol, snap_max, n_points, rng,
+                                max_tries, None, hp.DEFAULT_DIGITS)
+        except hp.PrecisionError:
+            return None
     return None
 
 
@@ -363,7 +374,7 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
             causes.append("other")
         if "other" in causes and snap_max > 0 and st is not None:
             near = near_stratum(param, theta, policy, zero_tol, snap_max, n_points, rng,
-                                precision=digits)
+                                precision=digits or 0)  # classify escalates below, whole
             if near is not None:
                 causes = [c for c in causes if c != "other"]
                 causes += [c for c in near.causes if c not in causes]
