@@ -334,7 +334,7 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
 
     ``precision`` (digits, :mod:`paramgeo.precision`): None decides in float64, redone in
     ``precision.DEFAULT_DIGITS`` digits where float64 cannot resolve the decision (a rank in
-    the policy's doubt band, or an ``other`` point whose s_R/s_1 is below
+    the policy's doubt band, or an ``other`` point of a network whose s_R/s_1 is below
     ``precision.FLOAT64_FLOOR``, so that its approach to a stratum is invisible in float64),
     when m n <= ``precision.AUTO_MAX_ENTRIES``; D > 0 decides with D digits throughout; 0 keeps
     float64 only. The digits used are in ``precision``.
@@ -378,7 +378,8 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
             if near is not None:
                 causes = [c for c in causes if c != "other"]
                 causes += [c for c in near.causes if c not in causes]
-    if ("other" in causes and precision is None and digits is None
+    if ("other" in causes and precision is None and digits is None and snap_max > 0
+            and st is not None and st.network is not None  # near_stratum reads networks
             and ratio < hp.FLOAT64_FLOOR and hp.escalates(param)):
         try:  # float64 cannot see how s_R/s_1 approaches 0 here: measure it in high precision
             return classify(param, theta, policy, zero_tol, n_points, rng, snap_max,
