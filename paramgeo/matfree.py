@@ -63,7 +63,8 @@ ASSEMBLE_MAX_DIM = 8192
 #: route assembles instead (see _smallest)
 SWITCH_AT = 0.2
 
-ROUTES = ("auto", "closed-form", "dense", "sparse", "matrix-free")
+#: exact and high-precision: :mod:`paramgeo.precision` (mpmath singular values, same policy)
+ROUTES = ("auto", "closed-form", "dense", "sparse", "matrix-free", "exact", "high-precision")
 
 
 class RankCertificateError(ParamgeoError):
@@ -132,7 +133,9 @@ def choose_route(param, route="auto"):
     ``dense`` (m n <= DENSE_MAX_ENTRIES, and the SVD's work m n min(m, n) <=
     DENSE_MAX_WORK_IF_SPARSE where the plugin declares ``sparse_jacobian``), ``sparse``
     (declared ``sparse_jacobian``), else ``matrix-free``. An explicit ``route`` is validated
-    and returned."""
+    and returned; ``exact`` and ``high-precision`` (:mod:`paramgeo.precision`) are chosen only
+    when asked for, or by :func:`paramgeo.geometry.rank_at` when a float64 decision is in
+    doubt."""
     if route not in ROUTES:
         raise ParamgeoError(f"unknown rank route {route!r}; choose one of {', '.join(ROUTES)}")
     if route == "closed-form" and not param.provides("rank_at"):
@@ -140,6 +143,9 @@ def choose_route(param, route="auto"):
                             "use route='auto', 'dense' or 'matrix-free'")
     if route == "sparse" and not param.provides("sparse_jacobian"):
         raise ParamgeoError(f"{param.name} declares no sparse Jacobian; use route='matrix-free'")
+    if route == "exact" and not param.provides("symbolic"):
+        raise ParamgeoError(f"{param.name} declares no symbolic form (capability 'symbolic'), "
+                            "so J cannot be formed exactly; use route='high-precision'")
     if route != "auto":
         return route
     if param.provides("rank_at"):

@@ -63,7 +63,7 @@ class DeepLinear(Parameterization):
         "widths": Size("ints", default=(3, 2, 2, 3), minimum=1,
                        help="widths n_0,...,n_L (input, hidden..., output); predictor n_L x n_0"),
     }
-    capabilities = frozenset({"jvp", "vjp", "jacobian", "symmetry", "rank_at"})
+    capabilities = frozenset({"jvp", "vjp", "jacobian", "symmetry", "rank_at", "symbolic"})
     references = (
         "Trager, Kohn, Bruna (2020) Pure and spurious critical points: a geometric study of "
         "linear networks (ICLR 2020)",
@@ -93,6 +93,19 @@ class DeepLinear(Parameterization):
         for l in range(2, self.L + 1):
             out = anp.dot(W[f"W{l}"], out)
         return out
+
+    def symbolic(self):
+        """Symbols W{l}_{j}_{i} in theta order and the entries of W_L ... W_1 (row-major), the
+        polynomials the exact route of :mod:`paramgeo.precision` differentiates."""
+        import sympy
+
+        w, symbols, product = self.widths, [], None
+        for l in range(1, self.L + 1):
+            block = [[sympy.Symbol(f"W{l}_{j}_{i}", real=True) for i in range(w[l - 1])]
+                     for j in range(w[l])]
+            symbols += [x for row in block for x in row]
+            product = sympy.Matrix(block) if product is None else sympy.Matrix(block) * product
+        return symbols, [sympy.expand(e) for e in product]
 
     def random_point(self, rng):
         # entries N(0, 1 / n_{l-1}): the product stays O(1) at any depth

@@ -169,7 +169,8 @@ def test_page_blocks_run(page, tmp_path, monkeypatch):
         if page.name == "README.md" and lang == "python":
             lines = out.splitlines()
             assert lines[:4] == ["7", "4", "O(2)", "True"]
-            assert "critical (orbit-degenerate)" in out and "u_0**2 - v_0**2" in out
+            assert "critical (factor-rank)" in out and "U lost rank 1" in out
+            assert "orbit-degenerate" not in out and "u_0**2 - v_0**2" in out
     assert ran
 
 
