@@ -27,11 +27,12 @@ beta = sum_j (h(s_j) / s_j) (v_j . b) v_j has filter h:
 (shifted GD runs GD on (1/2N) |X beta - y|^2 - (mu/2) |beta|^2, a negative ridge -mu;
 :func:`shifted_gd` iterates it). In the spike-plus-flat model (:class:`SpikedModel`,
 Sigma = sigma^2 I + theta u u^T, d > N) the flat bulk acts on the spike like a ridge penalty
-kappa = sigma^2 (d - 1) / N (the implicit penalty: X X^T / N = a a^T / N + B B^T / N with
-B B^T / N ~ kappa I), cancelled by the shift mu = kappa; a negative ridge must keep its pole
-below the smallest nonzero eigenvalue of Sigma_hat, near the Marchenko-Pastur edge
-sigma^2 (sqrt(gamma) - 1)^2 (gamma = d / N), so it cannot reach kappa, which lies
-sigma^2 (2 sqrt(gamma) - 1) above that edge, inside the bulk (:func:`spiked_filter_risks`).
+kappa = sigma^2 (d - N - 2) / N ~ sigma^2 (gamma - 1), gamma = d / N (the implicit penalty,
+:meth:`SpikedModel.implicit_penalty`), cancelled by the shift mu = kappa; a negative ridge must
+keep its pole below the smallest nonzero eigenvalue s_min of Sigma_hat, near the
+Marchenko-Pastur edge sigma^2 (sqrt(gamma) - 1)^2, so it cannot reach kappa, which lies
+about 2 sigma^2 (sqrt(gamma) - 1) above that edge (close to the bulk's half-width
+2 sigma^2 sqrt(gamma)), inside the bulk (:func:`spiked_filter_risks`).
 
 References: Soudry, Hoffer, Nacson, Gunasekar, Srebro (2018), "The implicit bias of gradient
 descent on separable data"; Wu, Bartlett, Telgarsky, Yu (2025), "Benefits of early stopping in
@@ -387,8 +388,16 @@ class SpikedModel:
         return float(self.sigma2 * e @ e + self.spike * e[0] ** 2)
 
     def implicit_penalty(self, N):
-        """kappa = sigma^2 (d - 1) / N: the ridge the flat bulk puts on the spike."""
-        return self.sigma2 * (self.d - 1) / N
+        """kappa = sigma^2 (d - N - 2) / N: the ridge the flat bulk puts on the spike.
+
+        The spike coefficient of the min-norm interpolator is a^T (a a^T + G)^-1 y with
+        a = X e_1 and G = B B^T the bulk's Gram matrix (Wishart, d - 1 degrees of freedom,
+        independent of a), and a^T G^-1 a ~ |a|^2 tr(G^-1) / N with E G^-1 =
+        I / (sigma^2 (d - N - 2)): a ridge of N / tr((G/N)^-1) = sigma^2 (d - N - 2) / N,
+        the harmonic mean of the bulk eigenvalues, sigma^2 (gamma - 1) to leading order."""
+        if self.d <= N + 2:
+            raise ShapeError(f"implicit penalty: needs d > N + 2, got d = {self.d}, N = {N}")
+        return self.sigma2 * (self.d - N - 2) / N
 
 
 @dataclasses.dataclass(frozen=True)
