@@ -143,7 +143,7 @@ def test_mp_edge_and_the_implicit_penalty():
     # the smallest nonzero eigenvalue of X^T X / N sits near the MP lower edge
     assert abs(res.s_min - lo) / lo < 0.25
     # the ridge matching the interpolator's spike coefficient is the implicit penalty kappa
-    assert res.implicit_penalty == pytest.approx(799 / 100)
+    assert res.implicit_penalty == pytest.approx((800 - 100 - 2) / 100)
     assert abs(res.penalty_fit - res.implicit_penalty) / res.implicit_penalty < 0.1
     # kappa lies above the negative-ridge barrier s_min by about sigma^2 (2 sqrt(gamma) - 1)
     assert res.implicit_penalty > res.s_min
@@ -160,6 +160,6 @@ def test_cli_risk_commands():
     assert "oracle step" in out.output and "max-margin interpolator" in out.output
     out = runner.invoke(main, ["spectral-filters", "--d", "200", "--N", "50", "--json"])
     assert out.exit_code == 0, out.output
-    assert '"implicit_penalty": 3.98' in out.output
+    assert '"implicit_penalty": 2.96' in out.output
     out = runner.invoke(main, ["spectral-filters", "--d", "20", "--N", "50"])
     assert out.exit_code == 2 and out.output.startswith("Error: spiked filters: need d > N")
