@@ -27,6 +27,3 @@ class Linear(paramgeo.Parameterization):
     def init_at_scale(self, alpha):
         """w_0 = 0 (logistic GD starts at the origin), whatever alpha."""
         return np.zeros(self.n)
-
-
-paramgeo.register(Linear)

@@ -138,7 +138,3 @@ class CircularConv(paramgeo.Parameterization):
         if self.readout == "sum":
             return anp.sum(h, axis=(1, 2))
         return anp.einsum("ict,ct->i", h, p["a"])
-
-
-for _cls in (Perceptron, MixtureOfExperts, CircularConv):
-    paramgeo.register(_cls)

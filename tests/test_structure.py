@@ -154,8 +154,8 @@ def test_kinks_are_refused():
 
 def test_cli_structure_and_its_errors():
     runner = CliRunner()
-    # the module's fixture loaded the file (loading it twice in one process is refused)
-    out = runner.invoke(main, ["structure", "moe", "--units", "w:0,g:0,a:0", "--json"])
+    out = runner.invoke(main, ["--plugin", str(LAYERS), "structure", "moe", "--units",
+                               "w:0,g:0,a:0", "--json"])
     assert out.exit_code == 0, out.output
     assert '"trace_form": true' in out.output
     out = runner.invoke(main, ["structure", "moe", "--units", "w0"])

@@ -67,8 +67,10 @@ def structure_cmd(name, sizes, units, check, progress, as_json):
               default="polynomial", show_default=True, help="Covariance spectrum.")
 @click.option("--decay", type=click.FloatRange(min=0.0), default=1.5, show_default=True,
               help="Decay a of lambda_j = j^-a or exp(-a (j - 1)).")
-@click.option("--snr", type=click.FloatRange(min=0.0, min_open=True), default=2.0,
+@click.option("--snr", type=click.FloatRange(min=0.0, min_open=True), default=3.0,
               show_default=True, help="sqrt(mu^T Sigma^-1 mu).")
+@click.option("--support", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Coordinates of the Bayes direction Sigma^-1 mu (equal entries).")
 @click.option("--flip", type=click.FloatRange(0.0, 0.5, max_open=True), default=0.1,
               show_default=True, help="Label-flip probability.")
 @click.option("--steps", type=click.IntRange(1, 10_000_000), default=2000, show_default=True,
@@ -77,14 +79,15 @@ def structure_cmd(name, sizes, units, check, progress, as_json):
               help="Seed of the sample.")
 @progress_option
 @json_option
-def early_stopping_cmd(d, N, spectrum, decay, snr, flip, steps, seed, progress, as_json):
+def early_stopping_cmd(d, N, spectrum, decay, snr, support, flip, steps, seed, progress,
+                       as_json):
     """Exact excess 0-1 risk of logistic GD under label flips: at the oracle stop, at the end, and of the max-margin interpolator.
 
     Example: paramgeo early-stopping --d 400 --N 100 --flip 0.1 --decay 1.5
     """
     from ..risk import GaussianMixture, early_stopping
 
-    model = GaussianMixture.from_spectrum(d, spectrum, decay, snr, flip)
+    model = GaussianMixture.from_spectrum(d, spectrum, decay, snr, flip, support)
     with progress_bar("GD records", progress_enabled(progress)) as bar:
         result = early_stopping(model, N, steps, seed=seed, progress=bar)
     emit(result, as_json)
