@@ -63,8 +63,8 @@ def main(argv=None):
           f"relative error {np.max(np.abs(it - closed)) / np.max(np.abs(closed)):.1e}")
     risks = spiked_filter_risks(spiked, N, seed=0, steps=2000)
     print(risks)
-    print(f"kappa - s_min = {risks.implicit_penalty - risks.s_min:.3f}; sigma^2 (2 sqrt(gamma) "
-          f"- 1) = {2 * np.sqrt(spiked.d / N) - 1:.3f}; MP half-width 2 sigma^2 sqrt(gamma) = "
+    print(f"kappa - s_min = {risks.implicit_penalty - risks.s_min:.3f}; 2 sigma^2 (sqrt(gamma) "
+          f"- 1) = {2 * np.sqrt(spiked.d / N) - 2:.3f}; MP half-width 2 sigma^2 sqrt(gamma) = "
           f"{2 * np.sqrt(spiked.d / N):.3f}")
     if args.out:
         from matplotlib.figure import Figure
