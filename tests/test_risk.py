@@ -2,6 +2,7 @@
 spectral filters vs the iterations they summarise, the MP edge and the implicit penalty."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -163,3 +164,19 @@ def test_cli_risk_commands():
     assert '"implicit_penalty": 2.96' in out.output
     out = runner.invoke(main, ["spectral-filters", "--d", "20", "--N", "50"])
     assert out.exit_code == 2 and out.output.startswith("Error: spiked filters: need d > N")
+
+
+def test_early_stopping_sweep_query_trains_through_the_plugin():
+    from paramgeo.registry import get_class, load_plugin_file, unregister
+    from paramgeo.sweeps.queries import get_query
+
+    # examples/linear_model.py: phi(w) = w from w_0 = 0 (its init_at_scale)
+    load_plugin_file(Path(__file__).resolve().parents[1] / "examples" / "linear_model.py")
+    linear = get_class("linear")(d=40)
+    unregister("linear")
+    row = get_query("early-stopping").run(linear, N=15, spectrum="polynomial", decay=1.5,
+                                          snr=3.0, support=5, flip=0.1, steps=200, seed=0)
+    model = GaussianMixture.from_spectrum(40, "polynomial", 1.5, 3.0, 0.1, 5)
+    direct = early_stopping(model, 15, 200, seed=0)
+    assert row["oracle_excess"] == pytest.approx(direct.oracle_excess, abs=1e-12)
+    assert row["max_margin_excess"] == pytest.approx(direct.max_margin_excess, rel=1e-6)

@@ -193,3 +193,13 @@ def test_power_law_fit_recovers_a_known_slope():
     assert fit.exponent == pytest.approx(0.7, abs=0.01) and fit.error < 0.01
     with pytest.raises(ShapeError, match="widen the window"):
         power_law_fit(t, t, 200, 300)
+
+
+def test_structure_sweep_cells(tmp_path):
+    from paramgeo.sweeps.queries import get_query
+
+    query = get_query("structure")
+    res = query.run(paramgeo.get("conv", length=4, filter=2), units="u:0,a:0", check=True)
+    assert res.trace_form and res.fd_error < 1e-8
+    with pytest.raises(ValueError, match="W:0,a:0"):
+        query.options["units"].convert(3)
