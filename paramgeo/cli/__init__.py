@@ -33,6 +33,9 @@ COMMANDS = {
     "strata": "_critical:strata_cmd",
     "search": "_critical:search_cmd",
     "sweep": "_sweep:sweep_cmd",
+    "structure": "_risk:structure_cmd",
+    "early-stopping": "_risk:early_stopping_cmd",
+    "spectral-filters": "_risk:spectral_filters_cmd",
 }
 
 
@@ -55,6 +58,9 @@ SHORT_HELP = {
     "strata": 'The strata of a network (sub-architectures) or a factorization (factor rank) with their generic ranks, as a poset (edges from a stratum to the strata in its closure).',
     "sweep": 'Run a grid of queries (describe, rank, search, mirror, pacbayes, ...) from a TOML sweep file, one Dask task per cell, into a tidy table; a failing cell records its error and the sweep goes on.',
     "undefine": 'Remove a parameterization saved by `paramgeo define`.',
+    "structure": 'Structure matrices A(x) of a layer at zero weights: f(W; x) = f(0; x) + Tr[W W^T A(x)] + O(W^3).',
+    "early-stopping": 'Exact excess 0-1 risk of logistic GD under label flips: at the oracle stop, at the end, and of the max-margin interpolator.',
+    "spectral-filters": 'Risk of ridge, GD and negatively shifted GD in a spike-plus-flat model, beside the Marchenko-Pastur edge and the shift that cancels the implicit penalty.',
 }
 
 

@@ -279,6 +279,46 @@ def exact_query(param, seed, points):
     return exact_analysis(param, n_points=points, seed=seed)
 
 
+def _units(value):
+    if not isinstance(value, str):
+        raise ValueError(f"must be a string like \"W:0,a:0\", got {value!r}")
+    from ..cli._risk import parse_units
+
+    parse_units(value)
+    return value
+
+
+@register_query("structure", {"units": Option(None, _units, "BLOCK:AXIS,... (the layer's units)"),
+                              "check": Option(True, flag)})
+def structure_query(param, units, check):
+    """Structure matrices A(x) of a layer at zero weights (paramgeo structure)."""
+    from ..cli._risk import structure_report
+
+    return structure_report(param, units, check)
+
+
+@register_query("early-stopping", {
+    "N": Option(REQUIRED, integer(2), "training samples"),
+    "spectrum": Option("polynomial", choice("polynomial", "exponential")),
+    "decay": Option(1.5, number(positive=True)),
+    "snr": Option(3.0, number(positive=True)),
+    "support": Option(10, integer(1), "coordinates of the Bayes direction"),
+    "flip": Option(0.1, number()),
+    "steps": Option(2000, integer(1)),
+    "seed": _seed("seed of the sample")}, dense=False)
+def early_stopping_query(param, N, spectrum, decay, snr, support, flip, steps, seed):
+    """Logistic GD through phi (predictor = weight vector of length d) on a label-flip
+    Gaussian mixture: exact excess 0-1 risk at the oracle stop and of the max-margin
+    interpolator."""
+    from ..risk import GaussianMixture, early_stopping
+
+    model = GaussianMixture.from_spectrum(param.m, spectrum, decay, snr, flip, support)
+    res = early_stopping(model, N, steps, seed=seed, param=param)
+    return {"oracle_step": res.oracle_step, "oracle_excess": res.oracle_excess,
+            "final_excess": res.final_excess, "max_margin_excess": res.max_margin_excess,
+            "bayes_risk": res.bayes_risk}
+
+
 def get_query(name):
     """The registered query ``name``; ParamgeoError listing the available ones otherwise."""
     if name not in QUERIES:
