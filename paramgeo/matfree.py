@@ -335,11 +335,10 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
     # flops of tridiagonalisation) or one pivoted Cholesky factorisation (dim^3 / 3 flops) and
     # a Lanczos run like the first for the margin. All are priced from what this call measured
     # (seconds per product and of the first run, and LAPACK's rates on small problems), and
-    # the count switches to assembling once the locked rounds have spent
+    # the count switches to assembling once the first run and the locked rounds have spent
     # SWITCH_AT of the assembled price while zero vectors keep coming (the drop is not known in
-    # advance: this bounds the total at (1 + SWITCH_AT) times the assembled price, plus the
-    # first run that found the drop, when the drop is large, and a drop that the first rounds
-    # end costs nothing extra).
+    # advance: this bounds the total at (1 + SWITCH_AT) times the assembled price when the drop
+    # is large, and a drop that the first rounds end costs nothing extra).
     assemble_price = None
     if dim <= ASSEMBLE_MAX_DIM and not use_sparse and np.any(sigma <= tol):
         first_run = time.perf_counter() - started
@@ -347,7 +346,6 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
         dense = {"eigh": _eigh_seconds(dim), "pivoted Cholesky": _factor_seconds(dim) + first_run}
         how = min(dense, key=dense.get)
         assemble_price = 2 * dim * per_product + dense[how]
-        started = time.perf_counter()
     # A rank drop. Single-vector Lanczos sees one vector of each eigenspace (in exact
     # arithmetic), so one run cannot count a multiple zero eigenvalue: lock the vectors found
     # (Z, orthonormal) by moving them to the top of the spectrum, A + c Z Z^T, and run again
