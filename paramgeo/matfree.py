@@ -61,7 +61,7 @@ BAND = 30.0
 ASSEMBLE_MAX_DIM = 8192
 #: the share of the assembled price that locked Lanczos may spend counting a drop before the
 #: route assembles instead (see _smallest)
-SWITCH_AT = 0.2
+SWITCH_AT = 0.1
 
 ROUTES = ("auto", "closed-form", "dense", "sparse", "matrix-free")
 
