@@ -10,6 +10,7 @@
 
 import statistics
 import time
+import warnings
 
 import numpy as np
 
@@ -104,7 +105,9 @@ def _lobpcg_count(p, theta, drop):
     op = LinearOperator((p.n, p.n), dtype=float, matvec=lambda x: apply(np.ravel(x)),
                         matmat=lambda X: np.column_stack([apply(x) for x in X.T]))
     X = np.random.default_rng(1).standard_normal((p.n, drop + 8))
-    lam, vec = lobpcg(op, X, largest=False, tol=1e-9, maxiter=400)
+    with warnings.catch_warnings():  # its convergence report: the agreement column tells
+        warnings.simplefilter("ignore")
+        lam, vec = lobpcg(op, X, largest=False, tol=1e-9, maxiter=400)
     k = p.symmetry().vertical_projector(theta).dim
     return np.array([p.n - k - int(np.sum(sigma(vec) <= tol))])
 
@@ -115,8 +118,10 @@ def bench_rank_drops(row, repeats, sizes=((72, 8), (128, 16), (256, 16)), lanczo
     d - r + 1 beyond the orbit), the route as chosen (locked Lanczos, switching to the
     assembled operator's pivoted Cholesky factor by its measured cost model) against locked
     Lanczos forced to the end, the assembled operator with LAPACK's eigensolver, and a block
-    method (LOBPCG with a block sized from the true drop); target: the chosen route within 1.2x
-    of each (ratio >= 0.83). One call each (seconds to minutes); agreement is the rank."""
+    method (LOBPCG with a block sized from the true drop, at n = 576 only: without a
+    preconditioner it has not converged in 400 iterations there); target: the chosen route
+    within 1.2x of each (ratio >= 0.83). One call each (seconds to minutes); agreement is the
+    rank."""
     from paramgeo import matfree
 
     priced = matfree._factor_seconds, matfree._eigh_seconds
@@ -137,7 +142,7 @@ def bench_rank_drops(row, repeats, sizes=((72, 8), (128, 16), (256, 16)), lanczo
                 matfree._factor_seconds, matfree._eigh_seconds = priced
 
         baselines = {"assembled + eigh": lambda: _eigh_count(p, theta, drop)}
-        if lobpcg:
+        if lobpcg and p.n <= 1000:  # 400 block iterations: a quarter minute at n = 576
             baselines["block LOBPCG (told the drop)"] = lambda: _lobpcg_count(p, theta, drop)
         if lanczos:
             baselines["locked Lanczos"] = lambda: count(float("inf"))

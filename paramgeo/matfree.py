@@ -232,8 +232,9 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
             f"{param.name}: rank drop found: J loses at least {deficiency} ranks beyond the "
             f"symmetry at this point (rank <= {expected - deficiency}, expected {expected} "
             f"without a drop); the matrix-free route counts at most max_deficiency = "
-            f"{max_deficiency} (pass a larger one, use route='dense' if m x n fits, or a "
-            "plugin's closed-form rank, capability 'rank_at')")
+            f"{max_deficiency} (pass a larger one: max_deficiency=N, or --max-deficiency N on "
+            "the command line; use route='dense' if m x n fits, or a plugin's closed-form "
+            "rank, capability 'rank_at')")
     above = np.flatnonzero(~small)
     if len(above):
         i = int(above[0])
