@@ -1,0 +1,134 @@
+"""Order-parameter equations of online SGD where they close on finitely many quantities, and
+their comparison with a simulated run (:func:`linear_teacher_odes`, :func:`compare_with_odes`).
+
+Exact case: direct S (the ``matrix`` plugin), the linear link y_ab = h_ab(S*) + sigma xi_ab
+with T tokens, step size eta = c / d, t = n / d^2. With D = S - S*, a = T (T + 1) and Gaussian
+tokens, every sample's gradient has mean E[grad_S ell] = a D / d exactly (Isserlis:
+E[(x^T D x - Tr D)(x x^T - I)] = 2 D on the T diagonal indices, E[(x_a^T D x_b) x_a x_b^T] = D
+on the T (T - 1) others) and, to leading order in d, E|grad_S ell|_F^2 = d (a q + T^2 sigma^2)
+with q = Tr(D D^T) / d. So, for symmetric S and S*, with mean tau = Tr S / d, norm
+Q = Tr(S^2) / d, overlap M = Tr(S S*) / d and the teacher's tau*, P:
+
+    d tau / dt = -a c (tau - tau*)
+    d M / dt   = -a c (M - P)
+    d Q / dt   = -2 a c (Q - M) + c^2 (a (Q - 2 M + P) + T^2 sigma^2)
+
+The first two hold in expectation at every d; the third up to O(1/d) (E|x|^4 = d^2 + 2d and
+the correlation of |grad|^2 with the residual), and the fluctuations of all three are O(1/d):
+in the high-d limit the run concentrates on the solution. It is linear, with the closed form
+(q = Q - 2M + P, kappa = a c (2 - c))
+
+    M(t) - P = (M0 - P) e^{-a c t},   q(t) = q_inf + (q0 - q_inf) e^{-kappa t},
+    q_inf = c T^2 sigma^2 / (a (2 - c)),
+
+stable for c < 2 (the test oracle of the integrated equations). References: Saad, Solla
+(1995), "On-line learning in soft committee machines"; Goldt, Advani, Saxe, Krzakala,
+Zdeborova (2019), "Dynamics of stochastic gradient descent for two-layer neural networks in
+the teacher-student setup"; Maillard, Troiani, Martin, Krzakala, Zdeborova (2024),
+"Bayes-optimal learning of an extensive-width neural network from quadratically many samples".
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..errors import ParamgeoError
+from ..results import Result
+
+
+@dataclasses.dataclass(frozen=True)
+class OrderODE(Result):
+    """A solution of order-parameter equations: times t and each order parameter's values
+    (name -> array), with the equations' name."""
+
+    equations: str
+    t: np.ndarray
+    order: dict
+
+    def __str__(self):
+        last = ", ".join(f"{k} {v[-1]:.4g}" for k, v in self.order.items())
+        return f"{self.equations}: t in [0, {self.t[-1]:.4g}], final {last}"
+
+
+def _centered(tau, Q, M, tau_s, P):
+    """cosine = (M - tau tau*) / sqrt((Q - tau^2)(P - tau*^2)) of the traceless parts."""
+    den = np.sqrt(np.maximum((Q - tau ** 2) * (P - tau_s ** 2), 0.0))
+    return np.where(den > 0, (M - tau * tau_s) / np.where(den > 0, den, 1.0), 0.0)
+
+
+def linear_teacher_odes(model, teacher_order, initial, c, t, *, method="closed-form"):
+    """The exact high-d order-parameter equations of direct-S online SGD with the linear link
+    (module docstring), solved at the times ``t`` from the ``initial`` order parameters (a
+    dict with mean, norm, overlap, e.g. ``run.order`` at t = 0) for the teacher's
+    ``teacher_order`` (mean, norm) and c = eta d. ``method``: ``closed-form`` or ``integrate``
+    (``scipy.integrate.solve_ivp``, RK45 at rtol 1e-10: the second route)."""
+    if model.link != "linear":
+        raise ParamgeoError(f"the order-parameter equations are exact for the linear link only; "
+                            f"got link {model.link!r} (run online_sgd and read run.order)")
+    if not (math.isfinite(c) and c > 0):
+        raise ParamgeoError(f"c = eta d must be a positive number, got {c}")
+    T = model.tokens
+    a, s2 = T * (T + 1), T * T * model.noise ** 2
+    tau_s, P = teacher_order["mean"], teacher_order["norm"]
+    y0 = np.array([initial["mean"], initial["norm"], initial["overlap"]], float)
+    t = np.asarray(t, float)
+    if method == "closed-form":
+        e1 = np.exp(-a * c * t)
+        tau = tau_s + (y0[0] - tau_s) * e1
+        M = P + (y0[2] - P) * e1
+        kappa = a * c * (2.0 - c)
+        q0 = y0[1] - 2.0 * y0[2] + P
+        if kappa == 0:
+            q = q0 + c * c * s2 * t
+        else:
+            q_inf = c * c * s2 / kappa
+            q = q_inf + (q0 - q_inf) * np.exp(-kappa * t)
+        Q = q + 2.0 * M - P
+    elif method == "integrate":
+        from scipy.integrate import solve_ivp
+
+        def rhs(_, y):
+            tau, Q, M = y
+            return [-a * c * (tau - tau_s), -2 * a * c * (Q - M)
+                    + c * c * (a * (Q - 2 * M + P) + s2), -a * c * (M - P)]
+
+        sol = solve_ivp(rhs, (0.0, float(t[-1])), y0, t_eval=t, rtol=1e-10, atol=1e-12)
+        if not sol.success:
+            raise ParamgeoError(f"solve_ivp failed on the order-parameter equations: "
+                                f"{sol.message}")
+        tau, Q, M = sol.y
+    else:
+        raise ParamgeoError(f"unknown method {method!r}; choose closed-form or integrate")
+    return OrderODE("direct S, linear link (exact high-d equations)", t,
+                    {"mean": tau, "norm": Q, "overlap": M,
+                     "cosine": _centered(tau, Q, M, tau_s, P)})
+
+
+@dataclasses.dataclass(frozen=True)
+class ODEComparison(Result):
+    """Simulation against equations: per order parameter the largest relative deviation
+    max_t |sim - ode| / max_t |ode| over the run."""
+
+    equations: str
+    deviation: dict
+
+    @property
+    def max_deviation(self):
+        return max(self.deviation.values())
+
+    def __str__(self):
+        rows = ", ".join(f"{k} {v:.2e}" for k, v in self.deviation.items())
+        return f"online SGD vs {self.equations}: max relative deviation {rows}"
+
+
+def compare_with_odes(run, model=None, method="closed-form"):
+    """Solve :func:`linear_teacher_odes` from the run's first record with c = eta d and compare
+    each order parameter (mean, norm, overlap) with the run over all records."""
+    model = run.model if model is None else model
+    initial = {k: v[0] for k, v in run.order.items()}
+    ode = linear_teacher_odes(model, run.teacher_order, initial, run.eta * model.d, run.t,
+                              method=method)
+    dev = {k: float(np.max(np.abs(run.order[k] - ode.order[k])) / np.max(np.abs(ode.order[k])))
+           for k in ("mean", "norm", "overlap")}
+    return ode, ODEComparison(ode.equations, dev)
