@@ -52,12 +52,13 @@ def _softmax(h, beta):
 
 #: output functions g of the indices: name -> (g(h, beta), vjp(h, g(h), G, beta) = G dg/dh).
 #: linear: g = h (quadratic networks); quadratic: g = h^2 (even, information exponent 2);
-#: tanh; relu: max(h, 0); softmax: row-wise softmax(beta h) (attention).
+#: tanh; relu: max(h, 0); abs: |h| (even, as in phase retrieval; sign(0) = 0); softmax: row-wise softmax(beta h) (attention).
 LINKS = {
     "linear": (lambda h, b: h, lambda h, f, G, b: G),
     "quadratic": (lambda h, b: h * h, lambda h, f, G, b: 2.0 * h * G),
     "tanh": (lambda h, b: np.tanh(h), lambda h, f, G, b: (1.0 - f * f) * G),
     "relu": (lambda h, b: np.maximum(h, 0.0), lambda h, f, G, b: (h > 0) * G),
+    "abs": (lambda h, b: np.abs(h), lambda h, f, G, b: np.sign(h) * G),
     "softmax": (lambda h, b: _softmax(h, b),
                 lambda h, f, G, b: b * f * (G - np.sum(f * G, axis=-1, keepdims=True))),
 }
@@ -374,3 +375,51 @@ def online_sgd(param, model, teacher, theta0, samples, lr, *, lr_exponent=0.0, s
                      {n: np.asarray(v) for n, v in order.items()},
                      order_parameters(S_star, S_star, moments), eta, batch, times[-1],
                      float(threshold), recovery, model)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalingFit(Result):
+    """A least-squares fit of weak-recovery sample counts n against d: the exponent gamma of
+    n / log d = C d^gamma (d^2 log d scaling: gamma = 2) with its standard error, and of
+    t = n / d^2 = a + b log d, with the data."""
+
+    d: np.ndarray
+    samples: np.ndarray
+    exponent: float
+    exponent_stderr: float
+    log_slope: float
+    log_slope_stderr: float
+    log_intercept: float
+
+    def __str__(self):
+        return (f"weak recovery over d = {sorted(set(self.d.astype(int).tolist()))}: "
+                f"n / log d ~ d^gamma with gamma = {self.exponent:.3f} +- "
+                f"{self.exponent_stderr:.3f}; t = n/d^2 = {self.log_intercept:.3g} + "
+                f"({self.log_slope:.3g} +- {self.log_slope_stderr:.2g}) log d")
+
+
+def _line_fit(x, y):
+    """(slope, stderr of the slope, intercept) of ordinary least squares y = a + b x."""
+    A = np.column_stack([np.ones_like(x), x])
+    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+    resid = y - A @ coef
+    dof = max(len(x) - 2, 1)
+    cov = (resid @ resid / dof) * np.linalg.inv(A.T @ A)
+    return float(coef[1]), float(math.sqrt(cov[1, 1])), float(coef[0])
+
+
+def fit_weak_recovery(d, samples):
+    """Fit weak-recovery sample counts ``samples`` measured at dimensions ``d`` (one entry per
+    run; repeat d for several seeds): log(n / log d) = log C + gamma log d by least squares,
+    and t = n / d^2 = a + b log d (a weak-recovery time growing like log d is the
+    d^2 log d sample scale: Ben Arous, Gheissari, Jagannath 2021 for information exponent 2).
+    Needs at least 3 distinct d."""
+    d, n = np.asarray(d, float), np.asarray(samples, float)
+    if d.shape != n.shape or d.ndim != 1:
+        raise ShapeError("d and samples must be 1-d arrays of the same length")
+    if len(np.unique(d)) < 3 or np.any(d < 2) or np.any(~np.isfinite(n)) or np.any(n <= 0):
+        raise ParamgeoError("fit_weak_recovery needs positive sample counts at >= 3 distinct "
+                            "d >= 2 (drop runs that did not reach weak recovery)")
+    g, g_err, _ = _line_fit(np.log(d), np.log(n / np.log(d)))
+    b, b_err, a = _line_fit(np.log(d), n / d ** 2)
+    return ScalingFit(d, n, g, g_err, b, b_err, a)
