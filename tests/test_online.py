@@ -85,19 +85,21 @@ def test_step_through_a_plugin_is_the_chain_rule():
 
 
 def test_mean_gradient_of_the_linear_link_is_a_D_over_d():
-    """E[grad_S ell] = T (T + 1) D / d for the linear link (the drift of the equations),
-    by Monte Carlo within 5 standard errors in every entry."""
+    """E[grad_S ell] = T (T + 1) D / d for the linear link (the drift of the equations), by
+    Monte Carlo within 5 standard errors in every entry (from means over chunks of samples)."""
     rng = np.random.default_rng(3)
-    d, T, N = 4, 2, 40000
+    d, T, chunks, size = 4, 2, 400, 50
     model = AttentionIndexed(d, tokens=T, link="linear")
     S, S_star = _sym(rng, d), _sym(rng, d)
-    X = model.sample(rng, N)
-    y = model.labels(S_star, X, rng)
-    grads = np.array([model.loss_and_grad(S, X[i:i + 1], y[i:i + 1])[1]
-                      for i in range(0, N, 1)])
-    mean, se = grads.mean(axis=0), grads.std(axis=0) / math.sqrt(N)
+    grads = []
+    for _ in range(chunks):
+        X = model.sample(rng, size)
+        grads.append(model.loss_and_grad(S, X, model.labels(S_star, X, rng))[1] / size)
+    grads = np.array(grads)
+    mean, se = grads.mean(axis=0), grads.std(axis=0) / math.sqrt(chunks)
     want = T * (T + 1) * (S - S_star) / d
-    assert np.all(np.abs(mean - want) < 5 * se + 1e-12)
+    assert np.all(np.abs(mean - want) < 5 * se)
+    assert np.max(np.abs(want)) > 20 * np.max(se)  # the test can tell D / d from 0
 
 
 def test_closed_form_equals_the_integrated_equations():
@@ -112,20 +114,24 @@ def test_closed_form_equals_the_integrated_equations():
 
 
 def test_online_sgd_follows_the_exact_equations_at_small_d():
-    """Direct S, linear link, d = 40: the run stays within 6% of the equations (the d >= 200
-    comparison, within 2%, is in examples/online_attention.py)."""
+    """Direct S, linear link, d = 48: the run stays within 10% of the equations (O(1/d)
+    fluctuations and corrections; the d >= 200 comparison, within 2%, is in
+    examples/online_attention.py), and the equations with c doubled are far off."""
     rng = np.random.default_rng(4)
-    d = 40
+    d = 48
     p = get("matrix", d=d)
     model = AttentionIndexed(d, link="linear", noise=0.2)
     run = online_sgd(p, model, Teacher.planted(d, d // 2, rng), p.random_point(rng),
-                     samples=2 * d * d, lr=0.5, lr_exponent=1, batch=8, seed=5,
+                     samples=2 * d * d, lr=0.5, lr_exponent=1, batch=12, seed=5,
                      record_at=np.linspace(0, 2, 9), test_samples=16)
     assert run.eta == pytest.approx(0.5 / d)
     assert np.allclose(run.t, np.linspace(0, 2, 9))
     ode, cmp = compare_with_odes(run)
-    assert cmp.max_deviation < 0.06, str(cmp)
-    assert run.order["overlap"][-1] > 10 * abs(run.order["overlap"][0])  # it did move
+    assert cmp.max_deviation < 0.1, str(cmp)
+    wrong = linear_teacher_odes(model, run.teacher_order, {k: v[0] for k, v in run.order.items()},
+                                2 * run.eta * d, run.t)
+    assert np.max(np.abs(wrong.order["overlap"] - run.order["overlap"])) \
+        > 0.2 * np.max(run.order["overlap"])
     assert np.isfinite(run.trajectory.losses).all()
     assert run.to_dict()["weak_recovery"] == run.weak_recovery
 
@@ -178,14 +184,14 @@ def test_order_parameters_against_their_definitions():
 
 def test_planted_teachers_have_their_stated_spectra():
     rng = np.random.default_rng(9)
-    d, r = 300, 150
+    d, r = 160, 80
     tied = Teacher.planted(d, r, rng).S
-    assert np.trace(tied) / d == pytest.approx(math.sqrt(r / d), rel=0.02)
+    assert np.trace(tied) / d == pytest.approx(math.sqrt(r / d), rel=0.03)
     assert np.linalg.eigvalsh(tied).min() > -1e-10
     centered = Teacher.planted(d, r, rng, centered=True).S
     assert abs(np.trace(centered)) < 1e-9
     direct = Teacher.planted(d, r, rng, kind="direct").S
-    assert np.abs(np.linalg.eigvalsh(direct)).max() == pytest.approx(2.0, abs=0.15)
+    assert np.abs(np.linalg.eigvalsh(direct)).max() == pytest.approx(2.0, abs=0.2)
 
 
 def test_fit_recovers_a_planted_exponent():
@@ -204,7 +210,7 @@ def test_bad_input_names_the_problem():
     rng = np.random.default_rng(10)
     t = Teacher.planted(4, 2, rng)
     with pytest.raises(ShapeError, match="d x d matrix"):
-        online_sgd(get("hadamard", n=3), AttentionIndexed(4), t, np.ones(6), 10, 0.1)
+        online_sgd(get("hadamard", p=3), AttentionIndexed(4), t, np.ones(6), 10, 0.1)
     with pytest.raises(ShapeError, match="teacher is 4 x 4"):
         online_sgd(get("matrix", d=3), AttentionIndexed(3), t, np.zeros(9), 10, 0.1)
     with pytest.raises(ParamgeoError, match="unknown link 'cubic'"):
@@ -231,4 +237,5 @@ def test_sweep_query_runs_to_weak_recovery():
 
 
 def test_matrix_plugin_passes_the_contract_check():
-    assert check(get("matrix", d=3), seed=0).ok
+    report = check(get("matrix", d=3), seed=0)
+    assert report.passed, str(report)

@@ -96,7 +96,7 @@ class AttentionIndexed(Result):
         """h_ab = (x_a^T S x_b - delta_ab Tr S) / sqrt(d) for each sample: (size, T, T)."""
         n, T, d = X.shape
         XS = (X.reshape(n * T, d) @ S).reshape(n, T, d)
-        h = np.einsum("nai,nbi->nab", X, XS)
+        h = np.einsum("nai,nbi->nab", XS, X)
         h -= np.trace(S) * np.eye(T)
         return h / math.sqrt(self.d)
 
@@ -322,7 +322,9 @@ def online_sgd(param, model, teacher, theta0, samples, lr, *, lr_exponent=0.0, s
     def record(k, S):
         thetas.append(theta.copy())
         times.append(min(k * batch, samples))
-        for name, v in order_parameters(S, S_star, moments).items():
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = order_parameters(S, S_star, moments)
+        for name, v in values.items():
             order.setdefault(name, []).append(v)
 
     report, close = _progress_callback(progress, f"online SGD, {samples} samples")
@@ -343,8 +345,9 @@ def online_sgd(param, model, teacher, theta0, samples, lr, *, lr_exponent=0.0, s
             at_record = k in record_steps
             if at_record or (recovery is None and k % check_steps == 0):
                 S = student(theta)
-                if recovery is None and abs(order_parameters(S, S_star, 0)["cosine"]) \
-                        >= threshold:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    cosine = order_parameters(S, S_star, 0)["cosine"]
+                if recovery is None and abs(cosine) >= threshold:
                     recovery = min(k * batch, samples)
                 if at_record:
                     record(k, S)
