@@ -239,3 +239,27 @@ def test_sweep_query_runs_to_weak_recovery():
 def test_matrix_plugin_passes_the_contract_check():
     report = check(get("matrix", d=3), seed=0)
     assert report.passed, str(report)
+
+
+def test_finite_d_second_moment_by_monte_carlo():
+    """E[(x^T D x - Tr D)^2 |x x^T - I|_F^2] = (2 d^2 + 18 d + 32) Tr(D^2) + 8 (Tr D)^2 for
+    x ~ N(0, I_d), the moment the finite-d equations use, within 5 standard errors."""
+    rng = np.random.default_rng(11)
+    d, N = 3, 400000
+    D = _sym(rng, d) + 0.4 * np.eye(d)
+    x = rng.standard_normal((N, d))
+    v = (np.einsum("ni,ij,nj->n", x, D, x) - np.trace(D)) ** 2
+    a2 = np.sum(x * x, axis=1)
+    f = v * (a2 ** 2 - 2 * a2 + d)
+    want = (2 * d * d + 18 * d + 32) * np.trace(D @ D) + 8 * np.trace(D) ** 2
+    assert abs(f.mean() - want) < 5 * f.std() / math.sqrt(N)
+    high_d = 2 * d * d * np.trace(D @ D)  # the leading term alone is far off at d = 3
+    assert abs(f.mean() - high_d) > 20 * f.std() / math.sqrt(N)
+    assert np.mean(a2 ** 2 - 2 * a2 + d) == pytest.approx(d * (d + 1), rel=0.01)
+
+
+def test_finite_d_equations_need_one_token():
+    model = AttentionIndexed(10, tokens=2)
+    with pytest.raises(ParamgeoError, match="T = 1 token"):
+        linear_teacher_odes(model, {"mean": 0, "norm": 1}, {"mean": 0, "norm": 1, "overlap": 0},
+                            0.5, [0, 1], finite_d=True)

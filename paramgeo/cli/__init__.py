@@ -33,6 +33,7 @@ COMMANDS = {
     "strata": "_critical:strata_cmd",
     "search": "_critical:search_cmd",
     "sweep": "_sweep:sweep_cmd",
+    "online-sgd": "_online:online_sgd_cmd",
 }
 
 
@@ -55,6 +56,7 @@ SHORT_HELP = {
     "strata": 'The strata of a network (sub-architectures) or a factorization (factor rank) with their generic ranks, as a poset (edges from a stratum to the strata in its closure).',
     "sweep": 'Run a grid of queries (describe, rank, search, mirror, pacbayes, ...) from a TOML sweep file, one Dask task per cell, into a tidy table; a failing cell records its error and the sweep goes on.',
     "undefine": 'Remove a parameterization saved by `paramgeo define`.',
+    "online-sgd": 'Online SGD on attention-indexed data to weak recovery, with order parameters.',
 }
 
 

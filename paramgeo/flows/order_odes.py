@@ -21,7 +21,18 @@ in the high-d limit the run concentrates on the solution. It is linear, with the
     M(t) - P = (M0 - P) e^{-a c t},   q(t) = q_inf + (q0 - q_inf) e^{-kappa t},
     q_inf = c T^2 sigma^2 / (a (2 - c)),
 
-stable for c < 2 (the test oracle of the integrated equations). References: Saad, Solla
+stable for c < 2 (the test oracle of the integrated equations).
+
+Finite d (T = 1, ``finite_d=True``): the one-sample second moment is exact for Gaussian x,
+E[(x^T D x - Tr D)^2 |x x^T - I|_F^2] = (2 d^2 + 18 d + 32) Tr(D^2) + 8 (Tr D)^2 (moments of
+z^2 - 1: 0, 2, 8, 60) and E|x x^T - I|_F^2 = d (d + 1), and a batch of B adds
+(B - 1) |E grad|^2 = (B - 1) 4 q / d per sample, so E[dQ/dt] is
+
+    -4 c (Q - M) + c^2 [q (2 + 18/d + 32/d^2 + 4 (B - 1)/d^2) + 8 (tau - tau*)^2 / d
+                       + sigma^2 (1 + 1/d)],
+
+exact in expectation up to Var(tau) = O(1/d^2) (the tau and M equations are unchanged).
+References: Saad, Solla
 (1995), "On-line learning in soft committee machines"; Goldt, Advani, Saxe, Krzakala,
 Zdeborova (2019), "Dynamics of stochastic gradient descent for two-layer neural networks in
 the teacher-student setup"; Maillard, Troiani, Martin, Krzakala, Zdeborova (2024),
@@ -57,12 +68,15 @@ def _centered(tau, Q, M, tau_s, P):
     return np.where(den > 0, (M - tau * tau_s) / np.where(den > 0, den, 1.0), 0.0)
 
 
-def linear_teacher_odes(model, teacher_order, initial, c, t, *, method="closed-form"):
+def linear_teacher_odes(model, teacher_order, initial, c, t, *, method="closed-form",
+                        finite_d=False, batch=1):
     """The exact high-d order-parameter equations of direct-S online SGD with the linear link
     (module docstring), solved at the times ``t`` from the ``initial`` order parameters (a
     dict with mean, norm, overlap, e.g. ``run.order`` at t = 0) for the teacher's
     ``teacher_order`` (mean, norm) and c = eta d. ``method``: ``closed-form`` or ``integrate``
-    (``scipy.integrate.solve_ivp``, RK45 at rtol 1e-10: the second route)."""
+    (``scipy.integrate.solve_ivp``, RK45 at rtol 1e-10: the second route). ``finite_d``
+    (T = 1 only, integrated): the exact finite-d second moment with ``batch`` samples per step
+    (module docstring)."""
     if model.link != "linear":
         raise ParamgeoError(f"the order-parameter equations are exact for the linear link only; "
                             f"got link {model.link!r} (run online_sgd and read run.order)")
@@ -73,6 +87,14 @@ def linear_teacher_odes(model, teacher_order, initial, c, t, *, method="closed-f
     tau_s, P = teacher_order["mean"], teacher_order["norm"]
     y0 = np.array([initial["mean"], initial["norm"], initial["overlap"]], float)
     t = np.asarray(t, float)
+    d = model.d
+    k2, k_tau = 1.0, 0.0  # the finite-d factors of the noise term (module docstring)
+    if finite_d:
+        if T != 1:
+            raise ParamgeoError(f"the finite-d equations are for T = 1 token, got T = {T}")
+        method = "integrate"
+        k2 = 1.0 + 9.0 / d + 16.0 / d ** 2 + 2.0 * (batch - 1) / d ** 2
+        k_tau, s2 = 8.0 / d, s2 * (1.0 + 1.0 / d)
     if method == "closed-form":
         e1 = np.exp(-a * c * t)
         tau = tau_s + (y0[0] - tau_s) * e1
@@ -91,7 +113,8 @@ def linear_teacher_odes(model, teacher_order, initial, c, t, *, method="closed-f
         def rhs(_, y):
             tau, Q, M = y
             return [-a * c * (tau - tau_s), -2 * a * c * (Q - M)
-                    + c * c * (a * (Q - 2 * M + P) + s2), -a * c * (M - P)]
+                    + c * c * (a * k2 * (Q - 2 * M + P) + k_tau * (tau - tau_s) ** 2 + s2),
+                    -a * c * (M - P)]
 
         sol = solve_ivp(rhs, (0.0, float(t[-1])), y0, t_eval=t, rtol=1e-10, atol=1e-12)
         if not sol.success:
@@ -100,7 +123,8 @@ def linear_teacher_odes(model, teacher_order, initial, c, t, *, method="closed-f
         tau, Q, M = sol.y
     else:
         raise ParamgeoError(f"unknown method {method!r}; choose closed-form or integrate")
-    return OrderODE("direct S, linear link (exact high-d equations)", t,
+    name = "finite-d equations" if finite_d else "exact high-d equations"
+    return OrderODE(f"direct S, linear link ({name})", t,
                     {"mean": tau, "norm": Q, "overlap": M,
                      "cosine": _centered(tau, Q, M, tau_s, P)})
 
@@ -122,13 +146,14 @@ class ODEComparison(Result):
         return f"online SGD vs {self.equations}: max relative deviation {rows}"
 
 
-def compare_with_odes(run, model=None, method="closed-form"):
-    """Solve :func:`linear_teacher_odes` from the run's first record with c = eta d and compare
-    each order parameter (mean, norm, overlap) with the run over all records."""
+def compare_with_odes(run, model=None, method="closed-form", finite_d=False):
+    """Solve :func:`linear_teacher_odes` from the run's first record with c = eta d (and the
+    run's batch when ``finite_d``) and compare each order parameter (mean, norm, overlap)
+    with the run over all records."""
     model = run.model if model is None else model
     initial = {k: v[0] for k, v in run.order.items()}
     ode = linear_teacher_odes(model, run.teacher_order, initial, run.eta * model.d, run.t,
-                              method=method)
+                              method=method, finite_d=finite_d, batch=run.batch)
     dev = {k: float(np.max(np.abs(run.order[k] - ode.order[k])) / np.max(np.abs(ode.order[k])))
            for k in ("mean", "norm", "overlap")}
     return ode, ODEComparison(ode.equations, dev)

@@ -303,36 +303,12 @@ def scale_value(value):
     "horizon": Option(1.0, number(positive=True), "samples, in units of d^2 log d"),
     "threshold": Option(0.5, number(open_unit=True), "weak recovery: |cosine| >= threshold"),
     "seed": _seed("seed of the teacher, the start and the samples")}, dense=False)
-def online_sgd_query(param, link, tokens, noise, beta, teacher, teacher_rank, centered, init,
-                     scale, lr, lr_exponent, batch, horizon, threshold, seed):
+def online_sgd_query(param, **options):
     """Online SGD on attention-indexed data to weak recovery, n up to horizon * d^2 log d
-    (paramgeo.flows.online_sgd); the plugin's predictor must be a d x d matrix."""
-    import numpy as np
+    (paramgeo online-sgd)."""
+    from ..cli._online import online_summary, run_online
 
-    from ..flows.online import AttentionIndexed, Teacher, _as_square, online_sgd
-
-    d = _as_square(param, np.zeros(param.m)).shape[0]
-    if scale == "1/sqrt(rd)":
-        if "r" not in param.sizes:
-            raise ParamgeoError(f"scale '1/sqrt(rd)' needs a size r; {param.name} has "
-                                f"{', '.join(param.sizes)}: give scale as a number")
-        scale = 1.0 / math.sqrt(param.sizes["r"] * d)
-    rng = np.random.default_rng(seed)
-    planted = Teacher.planted(d, teacher_rank or max(d // 2, 1), rng, kind=teacher,
-                              centered=centered)
-    theta0 = {"gaussian": lambda: rng.standard_normal(param.n),
-              "random": lambda: param.random_point(rng),
-              "zero": lambda: np.zeros(param.n)}[init]()
-    samples = max(1, int(round(horizon * d * d * math.log(d))))
-    run = online_sgd(param, AttentionIndexed(d, tokens, link, beta, noise), planted, theta0,
-                     samples, lr, lr_exponent=lr_exponent, scale=scale, batch=batch,
-                     threshold=threshold, test_samples=0, stop_at_recovery=True, seed=rng)
-    final = {k: float(v[-1]) for k, v in run.order.items()}
-    return {"d": d, "samples": run.samples, "eta": run.eta,
-            "weak_recovery": run.weak_recovery, "weak_recovery_time": run.weak_recovery_time,
-            "recovered_over_d2logd": (run.weak_recovery / (d * d * math.log(d))
-                                      if run.weak_recovery else None),
-            "final": final}
+    return online_summary(param, run_online(param, **options))
 
 
 def get_query(name):
