@@ -9,7 +9,7 @@ Writes examples/output/online_attention.png and online_attention.json (or to --o
 2. Link |h| (even), centered tied teacher S* = W W^T / sqrt(r d) - mean, r = d / 2, d = 48:
    tied S = W W^T / sqrt(r d) (uut) and untied S = U V^T / sqrt(r d) (uvt) from Gaussian
    factors, eta = 0.1; direct S from S = 0 and from a random symmetric S with eta = 1.5 / d.
-3. Tied S to weak recovery (|cosine| >= 0.25) over d in {16, 24, 32, 48, 64}, four seeds
+3. Tied S to weak recovery (|cosine| >= 0.25) over d in {16, 24, 32, 48, 64, 96}, eight seeds
    each: the fit of n / log d ~ d^gamma and of t = n / d^2 against log d; direct S over the
    same horizon.
 
@@ -154,7 +154,7 @@ def figure(path, exact, runs, fit):
     ax.legend(fontsize=7)
     ax = axes[2]
     d = np.asarray(fit.d)
-    ax.plot(np.log(d), fit.samples / d ** 2, "o", label="tied S, one seed each")
+    ax.plot(np.log(d), fit.samples / d ** 2, "o", label="tied S (one point per seed)")
     x = np.linspace(np.log(d.min()), np.log(d.max()), 20)
     ax.plot(x, fit.log_intercept + fit.log_slope * x, "-",
             label=f"t = a + b log d, b = {fit.log_slope:.2f} +- {fit.log_slope_stderr:.2f}")
@@ -181,7 +181,7 @@ def main(argv=None):
     else:
         exact = exact_case(200, out)
         runs = variants(48, 10.0, out)
-        fit = scaling([16, 24, 32, 48, 64], 4, out)
+        fit = scaling([16, 24, 32, 48, 64, 96], 8, out)
     figure(out_dir / "online_attention.png", exact, runs, fit)
     (out_dir / "online_attention.json").write_text(json.dumps(out, indent=1))
     print(f"wrote {out_dir / 'online_attention.png'} and {out_dir / 'online_attention.json'}")

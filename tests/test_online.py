@@ -263,3 +263,26 @@ def test_finite_d_equations_need_one_token():
     with pytest.raises(ParamgeoError, match="T = 1 token"):
         linear_teacher_odes(model, {"mean": 0, "norm": 1}, {"mean": 0, "norm": 1, "overlap": 0},
                             0.5, [0, 1], finite_d=True)
+
+
+def test_cli_runs_to_weak_recovery_and_reports_errors_in_one_line():
+    from click.testing import CliRunner
+
+    from paramgeo.cli import main
+
+    res = CliRunner().invoke(main, ["online-sgd", "uut", "-p", "d=10", "-p", "r=5", "--link",
+                                    "linear", "--lr", "0.3", "--horizon", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    import json
+
+    out = json.loads(res.output)
+    assert out["weak_recovery"] is not None and out["final"]["cosine"] >= 0.5
+    assert out["recovered_over_d2logd"] == pytest.approx(
+        out["weak_recovery"] / (100 * math.log(10)))
+    res = CliRunner().invoke(main, ["online-sgd", "hadamard", "-p", "p=3"])
+    assert res.exit_code == 2 and "Error:" in res.output and "d x d matrix" in res.output
+    assert "Traceback" not in res.output
+    res = CliRunner().invoke(main, ["online-sgd", "matrix", "-p", "d=4"])
+    assert res.exit_code == 2 and "needs a size r" in res.output
+    res = CliRunner().invoke(main, ["online-sgd", "matrix", "-p", "d=4", "--scale", "big"])
+    assert res.exit_code == 2 and "1/sqrt(rd)" in res.output
