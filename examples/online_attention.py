@@ -123,6 +123,7 @@ def scaling(ds, seeds, out, threshold=0.25, horizon=30.0):
     print(f"[3] {fit}")
     out["scaling"] = {"d": D, "samples": N, "threshold": threshold,
                       "exponent": fit.exponent, "exponent_stderr": fit.exponent_stderr,
+                      "power": fit.power, "power_stderr": fit.power_stderr,
                       "log_slope": fit.log_slope, "log_slope_stderr": fit.log_slope_stderr,
                       "log_intercept": fit.log_intercept,
                       "direct_max_abs_cosine": {str(k): v for k, v in direct_max.items()}}

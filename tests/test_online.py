@@ -202,6 +202,8 @@ def test_fit_recovers_a_planted_exponent():
     assert 0 < fit.exponent_stderr < 0.1
     exact = fit_weak_recovery(d[:4], 3.0 * d[:4] ** 2 * np.log(d[:4]))
     assert exact.exponent == pytest.approx(2.0, abs=1e-12) and exact.exponent_stderr < 1e-10
+    pure = fit_weak_recovery(d[:4], 5.0 * d[:4] ** 2)  # d^2 alone: p = 2, gamma below 2
+    assert pure.power == pytest.approx(2.0, abs=1e-12) and pure.exponent < 1.9
     with pytest.raises(ParamgeoError, match="3 distinct"):
         fit_weak_recovery([16, 32], [1.0, 2.0])
 

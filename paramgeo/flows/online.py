@@ -383,13 +383,16 @@ def online_sgd(param, model, teacher, theta0, samples, lr, *, lr_exponent=0.0, s
 @dataclasses.dataclass(frozen=True)
 class ScalingFit(Result):
     """A least-squares fit of weak-recovery sample counts n against d: the exponent gamma of
-    n / log d = C d^gamma (d^2 log d scaling: gamma = 2) with its standard error, and of
-    t = n / d^2 = a + b log d, with the data."""
+    n / log d = C d^gamma (d^2 log d scaling: gamma = 2) with its standard error, the plain
+    power n ~ d^p (p > 2 over a finite range of d under d^2 log d), and t = n / d^2 =
+    a + b log d, with the data."""
 
     d: np.ndarray
     samples: np.ndarray
     exponent: float
     exponent_stderr: float
+    power: float
+    power_stderr: float
     log_slope: float
     log_slope_stderr: float
     log_intercept: float
@@ -397,7 +400,8 @@ class ScalingFit(Result):
     def __str__(self):
         return (f"weak recovery over d = {sorted(set(self.d.astype(int).tolist()))}: "
                 f"n / log d ~ d^gamma with gamma = {self.exponent:.3f} +- "
-                f"{self.exponent_stderr:.3f}; t = n/d^2 = {self.log_intercept:.3g} + "
+                f"{self.exponent_stderr:.3f} (n ~ d^{self.power:.3f} +- "
+                f"{self.power_stderr:.3f}); t = n/d^2 = {self.log_intercept:.3g} + "
                 f"({self.log_slope:.3g} +- {self.log_slope_stderr:.2g}) log d")
 
 
@@ -424,5 +428,6 @@ def fit_weak_recovery(d, samples):
         raise ParamgeoError("fit_weak_recovery needs positive sample counts at >= 3 distinct "
                             "d >= 2 (drop runs that did not reach weak recovery)")
     g, g_err, _ = _line_fit(np.log(d), np.log(n / np.log(d)))
+    p, p_err, _ = _line_fit(np.log(d), np.log(n))
     b, b_err, a = _line_fit(np.log(d), n / d ** 2)
-    return ScalingFit(d, n, g, g_err, b, b_err, a)
+    return ScalingFit(d, n, g, g_err, p, p_err, b, b_err, a)
