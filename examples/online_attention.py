@@ -5,7 +5,8 @@ Writes examples/output/online_attention.png and online_attention.json (or to --o
 
 1. Direct S (plugin ``matrix``), linear link, label noise 0.5, eta = 0.5 / d, d = 200: the
    order parameters of one run to t = 2 against the exact high-d equations and their finite-d
-   form (docs/online-sgd.md).
+   form, and its moments Tr(S^3)/d, Tr(S^4)/d against the free-convolution prediction
+   (docs/online-sgd.md).
 2. Link |h| (even), centered tied teacher S* = W W^T / sqrt(r d) - mean, r = d / 2, d = 48:
    tied S = W W^T / sqrt(r d) (uut) and untied S = U V^T / sqrt(r d) (uvt) from Gaussian
    factors, eta = 0.1; direct S from S = 0 and from a random symmetric S with eta = 1.5 / d.
@@ -39,13 +40,15 @@ def exact_case(d, out):
     rng = np.random.default_rng(0)
     p = get("matrix", d=d)
     model = AttentionIndexed(d, link="linear", noise=0.5)
+    teacher, start = Teacher.planted(d, d // 2, rng), p.random_point(rng)
     t0 = time.time()
-    run = online_sgd(p, model, Teacher.planted(d, d // 2, rng), p.random_point(rng),
+    run = online_sgd(p, model, teacher, start,
                      samples=2 * d * d, lr=0.5, lr_exponent=1, batch=20, seed=1,
                      record_at=np.linspace(0, 2, 21), test_samples=0)
     ode, cmp = compare_with_odes(run)
     print(f"[1] {cmp}  (d = {d}, {run.samples} samples, {time.time() - t0:.0f} s)", flush=True)
-    _, cmp_d = compare_with_odes(run, finite_d=True)
+    _, cmp_d = compare_with_odes(run, finite_d=True, teacher=teacher.S,
+                                 start=start.reshape(d, d))
     print(f"[1] {cmp_d}", flush=True)
     out["exact"] = {"d": d, "deviation": cmp.deviation, "deviation_finite_d": cmp_d.deviation,
                     "t": run.t.tolist(),

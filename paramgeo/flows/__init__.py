@@ -59,4 +59,12 @@ from .online import (
     online_sgd,
     order_parameters,
 )
-from .order_odes import ODEComparison, OrderODE, compare_with_odes, linear_teacher_odes
+from .order_odes import (
+    ODEComparison,
+    OrderODE,
+    compare_with_odes,
+    free_cumulants,
+    free_moments,
+    linear_teacher_moments,
+    linear_teacher_odes,
+)

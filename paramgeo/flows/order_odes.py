@@ -32,6 +32,19 @@ z^2 - 1: 0, 2, 8, 60) and E|x x^T - I|_F^2 = d (d + 1), and a batch of B adds
                        + sigma^2 (1 + 1/d)],
 
 exact in expectation up to Var(tau) = O(1/d^2) (the tau and M equations are unchanged).
+Moments. In the same limit the spectrum of S(t) is that of
+
+    S(t) = alpha S* + beta S0 + sqrt(v) G,    alpha = 1 - e^{-a c t}, beta = e^{-a c t},
+
+with G a semicircular matrix free from S* and S0 (the accumulated zero-mean kicks
+eta (grad - E grad), of isotropic covariance to leading order: free central limit theorem) and
+v(t) fixed by the norm equation. Free cumulants add over free summands and a semicircle has only
+kappa_2, so kappa_n(S(t)) = alpha^n kappa_n(S*) + beta^n kappa_n(S0) for n != 2, kappa_2 =
+Q - tau^2, and the moments Tr(S^k) / d follow by the moment-cumulant relation
+m_n = sum_s kappa_s [z^{n-s}] (sum_i m_i z^i)^s (:func:`linear_teacher_moments`; it assumes a
+start free from S*, e.g. a random symmetric S0 or S0 = 0). Nica, Speicher (2006), "Lectures on
+the combinatorics of free probability", Lectures 11-12.
+
 References: Saad, Solla
 (1995), "On-line learning in soft committee machines"; Goldt, Advani, Saxe, Krzakala,
 Zdeborova (2019), "Dynamics of stochastic gradient descent for two-layer neural networks in
@@ -126,7 +139,7 @@ def linear_teacher_odes(model, teacher_order, initial, c, t, *, method="closed-f
     name = "finite-d equations" if finite_d else "exact high-d equations"
     return OrderODE(f"direct S, linear link ({name})", t,
                     {"mean": tau, "norm": Q, "overlap": M,
-                     "cosine": _centered(tau, Q, M, tau_s, P)})
+                     "cosine": _centered(tau, Q, M, tau_s, P), "start_weight": np.exp(-a * c * t)})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,14 +159,86 @@ class ODEComparison(Result):
         return f"online SGD vs {self.equations}: max relative deviation {rows}"
 
 
-def compare_with_odes(run, model=None, method="closed-form", finite_d=False):
+def compare_with_odes(run, model=None, method="closed-form", finite_d=False, teacher=None,
+                      start=None):
     """Solve :func:`linear_teacher_odes` from the run's first record with c = eta d (and the
     run's batch when ``finite_d``) and compare each order parameter (mean, norm, overlap)
-    with the run over all records."""
+    with the run over all records; with the ``teacher`` S* and the ``start`` S0 (d x d
+    matrices) also the recorded moments, by :func:`linear_teacher_moments`."""
     model = run.model if model is None else model
     initial = {k: v[0] for k, v in run.order.items()}
     ode = linear_teacher_odes(model, run.teacher_order, initial, run.eta * model.d, run.t,
                               method=method, finite_d=finite_d, batch=run.batch)
+    names = ["mean", "norm", "overlap"]
+    if teacher is not None and start is not None:
+        K = max([int(k.split("_")[1]) for k in run.order if k.startswith("moment_")] + [0])
+        if K < 3:
+            raise ParamgeoError("the run recorded no moments beyond Tr(S^2)/d: run online_sgd "
+                                "with moments >= 3")
+        moments = linear_teacher_moments(ode, teacher, start, K)
+        ode = OrderODE(moments.equations, ode.t, dict(ode.order, **moments.order))
+        names += [f"moment_{k}" for k in range(3, K + 1)]
     dev = {k: float(np.max(np.abs(run.order[k] - ode.order[k])) / np.max(np.abs(ode.order[k])))
-           for k in ("mean", "norm", "overlap")}
+           for k in names}
     return ode, ODEComparison(ode.equations, dev)
+
+
+def _power_coeffs(m, s, n):
+    """Coefficients [z^0..z^n] of (sum_i m_i z^i)^s, m_0 = 1."""
+    out = np.zeros(n + 1)
+    out[0] = 1.0
+    for _ in range(s):
+        out = np.convolve(out, m[:n + 1])[:n + 1]
+    return out
+
+
+def free_cumulants(moments):
+    """Free cumulants kappa_1..kappa_K from moments m_1..m_K (spectral moments Tr(S^k) / d), by
+    m_n = sum_{s=1}^{n} kappa_s [z^{n-s}] M(z)^s, M(z) = sum_{i>=0} m_i z^i (Nica, Speicher
+    2006, Lecture 11)."""
+    m = np.concatenate([[1.0], np.asarray(moments, float)])
+    K = len(m) - 1
+    kappa = np.zeros(K + 1)
+    for n in range(1, K + 1):
+        kappa[n] = m[n] - sum(kappa[s] * _power_coeffs(m, s, n - s)[n - s] for s in range(1, n))
+    return kappa[1:]
+
+
+def free_moments(cumulants):
+    """The inverse of :func:`free_cumulants`: moments m_1..m_K from free cumulants."""
+    kappa = np.concatenate([[0.0], np.asarray(cumulants, float)])
+    K = len(kappa) - 1
+    m = np.zeros(K + 1)
+    m[0] = 1.0
+    for n in range(1, K + 1):
+        m[n] = sum(kappa[s] * _power_coeffs(m, s, n - s)[n - s] for s in range(1, n + 1))
+    return m[1:]
+
+
+def _spectral_moments(S, K):
+    ev = np.linalg.eigvalsh((S + S.T) / 2.0)
+    return np.array([np.mean(ev ** k) for k in range(1, K + 1)])
+
+
+def linear_teacher_moments(ode, S_star, S0, moments=4):
+    """The moments Tr(S(t)^k) / d, k = 1..``moments``, of direct-S online SGD with the linear
+    link predicted from the solved equations ``ode`` (:func:`linear_teacher_odes`; its
+    ``start_weight`` is beta = e^{-a c t}) and the matrices S* and S0: the free convolution of
+    alpha S*, beta S0 and a semicircle of the variance that closes the norm equation (module
+    docstring). Returns an :class:`OrderODE` with ``moment_k`` for k >= 2."""
+    K = int(moments)
+    if K < 2:
+        raise ParamgeoError(f"moments must be at least 2, got {moments}")
+    k_star = free_cumulants(_spectral_moments(np.asarray(S_star, float), K))
+    k_zero = free_cumulants(_spectral_moments(np.asarray(S0, float), K))
+    beta = ode.order["start_weight"]
+    out = {f"moment_{k}": np.zeros(len(ode.t)) for k in range(2, K + 1)}
+    for i, b in enumerate(beta):
+        n = np.arange(1, K + 1)
+        kappa = (1.0 - b) ** n * k_star + b ** n * k_zero
+        kappa[0] = ode.order["mean"][i]
+        kappa[1] = ode.order["norm"][i] - ode.order["mean"][i] ** 2
+        m = free_moments(kappa)
+        for k in range(2, K + 1):
+            out[f"moment_{k}"][i] = m[k - 1]
+    return OrderODE(ode.equations + ", moments by free convolution", ode.t, out)
