@@ -8,7 +8,7 @@ S = W W^T) and uvt (untied S = U V^T) plugins.
 * Symmetry: none (the trivial group); generic rank d^2 at every point, so there are no
   critical points of phi and no strata.
 
-References: Xu, Sagitova, Zdeborova, learning dynamics of attention-indexed models (direct,
+References: Xu, Sagitova, Zdeborova (online SGD on attention-indexed models with direct,
 tied and untied S); Boncoraglio, Troiani, Erba, Zdeborova (2025), "Bayes optimal learning of
 attention-indexed models", NeurIPS (arXiv:2506.01582).
 """
