@@ -325,3 +325,15 @@ def test_moments_follow_the_free_convolution_prediction():
     no_noise = np.trace(np.linalg.matrix_power(mean_path, 4)) / d
     err = abs(ode.order["moment_4"][-1] - run.order["moment_4"][-1])
     assert abs(no_noise - run.order["moment_4"][-1]) > 3 * err
+
+
+def test_teacher_from_a_plugin_point():
+    rng = np.random.default_rng(15)
+    p = get("uut", d=4, r=2)
+    theta = rng.standard_normal(p.n)
+    U = theta.reshape(4, 2)
+    t = Teacher.from_param(p, theta, scale=0.5)
+    assert np.allclose(t.S, 0.5 * U @ U.T)
+    assert t.to_dict()["order"]["cosine"] == pytest.approx(1.0)
+    with pytest.raises(ShapeError, match="d x d matrix"):
+        Teacher.from_param(get("hadamard", p=3), np.ones(6))
