@@ -36,6 +36,7 @@ COMMANDS = {
     "structure": "_risk:structure_cmd",
     "early-stopping": "_risk:early_stopping_cmd",
     "spectral-filters": "_risk:spectral_filters_cmd",
+    "online-sgd": "_online:online_sgd_cmd",
 }
 
 
@@ -61,6 +62,7 @@ SHORT_HELP = {
     "structure": 'Structure matrices A(x) of a layer at zero weights: f(W; x) = f(0; x) + Tr[W W^T A(x)] + O(W^3).',
     "early-stopping": 'Exact excess 0-1 risk of logistic GD under label flips: at the oracle stop, at the end, and of the max-margin interpolator.',
     "spectral-filters": 'Risk of ridge, GD and negatively shifted GD in a spike-plus-flat model, beside the Marchenko-Pastur edge and the shift that cancels the implicit penalty.',
+    "online-sgd": 'Online SGD on attention-indexed data to weak recovery, with order parameters.',
 }
 
 

@@ -319,6 +319,38 @@ def early_stopping_query(param, N, spectrum, decay, snr, support, flip, steps, s
             "bayes_risk": res.bayes_risk}
 
 
+def scale_value(value):
+    """A float, or the string "1/sqrt(rd)" (1 / sqrt(r d) from the plugin's sizes r and d)."""
+    if value == "1/sqrt(rd)":
+        return value
+    return number()(value)
+
+
+@register_query("online-sgd", {
+    "link": Option("abs", choice("linear", "quadratic", "tanh", "relu", "abs", "softmax")),
+    "tokens": Option(1, integer(1)),
+    "noise": Option(0.0, number()),
+    "beta": Option(1.0, number(positive=True), "inverse temperature of the softmax link"),
+    "teacher": Option("tied", choice("tied", "direct"), "the planted S*"),
+    "teacher_rank": Option(None, integer(1, optional=True), "r* of a tied teacher [d / 2]"),
+    "centered": Option(True, flag, "remove the teacher's mean Tr(S*)/d"),
+    "init": Option("gaussian", choice("gaussian", "random", "zero"),
+                   "theta0: i.i.d. N(0, 1), the plugin's random_point, or 0"),
+    "scale": Option("1/sqrt(rd)", scale_value, "S = scale * phi(theta)"),
+    "lr": Option(0.1, number(positive=True)),
+    "lr_exponent": Option(0.0, number(), "eta = lr * d^(-lr_exponent)"),
+    "batch": Option(4, integer(1), "fresh samples per step"),
+    "horizon": Option(1.0, number(positive=True), "samples, in units of d^2 log d"),
+    "threshold": Option(0.5, number(open_unit=True), "weak recovery: |cosine| >= threshold"),
+    "seed": _seed("seed of the teacher, the start and the samples")}, dense=False)
+def online_sgd_query(param, **options):
+    """Online SGD on attention-indexed data to weak recovery, n up to horizon * d^2 log d
+    (paramgeo online-sgd)."""
+    from ..cli._online import online_summary, run_online
+
+    return online_summary(param, run_online(param, **options))
+
+
 def get_query(name):
     """The registered query ``name``; ParamgeoError listing the available ones otherwise."""
     if name not in QUERIES:
