@@ -18,6 +18,7 @@ Engines speak only the flat numpy vector theta; ``spec.unpack(theta)`` gives nam
 """
 
 import abc
+import functools
 import math
 from collections import OrderedDict
 from typing import ClassVar, Mapping
@@ -27,6 +28,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from .errors import NotProvidedError, ShapeError, SizeError
+from .guard import guard_class, guarded
 
 #: Optional capabilities a plugin may declare, with the method each one promises.
 CAPABILITIES = {
@@ -230,6 +232,12 @@ class Parameterization(abc.ABC):
     capabilities: ClassVar[frozenset] = frozenset()
     references: ClassVar[tuple] = ()
 
+    def __init_subclass__(cls, **kwargs):
+        """Route every contract method the subclass defines through the guarded call layer
+        (:mod:`paramgeo.guard`): a plugin's fault is reported as that plugin's error."""
+        super().__init_subclass__(**kwargs)
+        guard_class(cls)
+
     def __init__(self, **sizes):
         cls = type(self)
         unknown = sorted(set(sizes) - set(cls.size_params))
@@ -277,10 +285,12 @@ class Parameterization(abc.ABC):
     def validate_sizes(self):
         """Check relations between sizes (e.g. r <= d); raise SizeError. Default: none."""
 
+    @functools.partial(guarded, method="random_point", plugin_code=False)
     def random_point(self, rng):
         """A random theta at a sensible scale; default i.i.d. N(0, 1) entries."""
         return rng.standard_normal(self.n)
 
+    @functools.partial(guarded, method="init_at_scale", plugin_code=False)
     def init_at_scale(self, alpha):
         """The initialisation of scale ``alpha`` used in the plugin's literature (implicit-bias
         and mirror-flow studies); default alpha * (1, ..., 1). Plugins override it where the
@@ -316,21 +326,25 @@ class Parameterization(abc.ABC):
         """phi(theta) flattened to a vector of length m."""
         return anp.reshape(self.forward(theta), (-1,))
 
+    @functools.partial(guarded, method="jacobian", plugin_code=False)
     def jacobian(self, theta):
         """The m x n Jacobian J(theta) = d phi / d theta (autograd unless overridden)."""
         return np.asarray(self._jac(np.asarray(theta, dtype=float))).reshape(self.m, self.n)
 
+    @functools.partial(guarded, method="jvp", plugin_code=False)
     def jvp(self, theta, v):
         """J(theta) v, a vector of length m (autograd forward mode unless overridden)."""
         from autograd.differential_operators import make_jvp
 
         return np.asarray(make_jvp(self.forward_flat)(np.asarray(theta, float))(v)[1])
 
+    @functools.partial(guarded, method="vjp", plugin_code=False)
     def vjp(self, theta, w):
         """J(theta)^T w, a vector of length n (autograd reverse mode unless overridden)."""
         vjp_fun, _ = autograd.make_vjp(self.forward_flat)(np.asarray(theta, float))
         return np.asarray(vjp_fun(np.asarray(w, float)))
 
+    @functools.partial(guarded, method="jacobian_derivative", plugin_code=False)
     def jacobian_derivative(self, theta, v):
         """The m x n matrix d/dt J(theta + t v) at t = 0 (second derivative of phi along v).
 
@@ -348,6 +362,7 @@ class Parameterization(abc.ABC):
             out = along(np.asarray(theta, float))
         return np.asarray(out, dtype=float).reshape(self.m, self.n)
 
+    @functools.partial(guarded, method="hessian_vp", plugin_code=False)
     def hessian_vp(self, theta, w, v):
         """(sum_i w_i Hess phi_i(theta)) v = (d/dt J(theta + t v))^T w, a vector of length n.
 
