@@ -99,6 +99,9 @@ def load_spec(spec):
         data = tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SweepSpecError(f"sweep file {str(spec)!r} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise SweepSpecError(f"sweep file {str(spec)!r}: arrays or tables nested too deeply "
+                             "(a sweep file needs a few levels)") from None
     return expand(data, str(spec), path.resolve().parent)
 
 
