@@ -142,6 +142,13 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
     ``tol`` is the relative tolerance of the exact identities (closed forms, invariance,
     generators in the kernel); finite differences get ``max(tol, 1e-5)``.
     """
+    from .arguments import integer, number, parameterization
+
+    parameterization(param)
+    seed = integer(seed, "seed", minimum=0)
+    n_points = integer(n_points, "n_points", minimum=1)
+    n_group = integer(n_group, "n_group", minimum=0)
+    tol = number(tol, "tol", positive=True)
     rng = np.random.default_rng(seed)
     items = []
     where = {}  # point index -> preview of its coordinates

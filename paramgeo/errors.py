@@ -62,3 +62,8 @@ class PluginError(ContractError):
     def __init__(self, plugin, method, problem, fix):
         self.plugin, self.method, self.problem, self.fix = plugin, method, problem, fix
         super().__init__(f"plugin {plugin!r}: {method}() {problem}; fix: {fix}")
+
+
+class ArgumentError(ParamgeoError, ValueError):
+    """An argument of a public function is invalid; the message names the argument and what
+    it accepts."""

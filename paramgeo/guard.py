@@ -109,7 +109,8 @@ def _check_args(param, method, names, args):
             raise ShapeError(f"{plugin_label(param)}.{method}: argument {name} must be an array "
                              f"of {need} numbers, got {type(value).__name__}") from None
         if arr.shape != (need,):
-            if arr.size != need:
+            blocks = list(param.spec.blocks.values()) if name in ("theta", "theta0") else []
+            if arr.size != need or (arr.ndim > 1 and (len(blocks) != 1 or arr.shape != blocks[0])):
                 raise ShapeError(f"{plugin_label(param)}.{method}: argument {name} must have "
                                  f"{need} entries, got shape {np.shape(value)}")
             arr = arr.ravel()

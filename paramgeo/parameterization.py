@@ -97,8 +97,10 @@ class Size:
     def _convert(self, value):
         if isinstance(value, str) and not value.isascii():
             raise ValueError  # int() and float() also read other scripts' digits, e.g. "\u0663"
+        if isinstance(value, bool) and self.kind in ("int", "ints", "float"):
+            raise ValueError  # True is no size (int(True) would silently give 1)
         if self.kind == "int":
-            if isinstance(value, (bool, float)) and not float(value).is_integer():
+            if isinstance(value, float) and not float(value).is_integer():
                 raise ValueError
             return int(str(value).strip()) if isinstance(value, str) else int(value)
         if self.kind == "ints":
@@ -107,6 +109,9 @@ class Size:
                 if not all(parts):  # an empty entry, as in 2,,1 or a trailing comma
                     raise ValueError
                 return tuple(int(p) for p in parts)
+            if any(isinstance(v, bool) or (isinstance(v, float) and not v.is_integer())
+                   for v in value):
+                raise ValueError
             return tuple(int(v) for v in value)
         if self.kind == "bool":
             if isinstance(value, str):
@@ -304,12 +309,20 @@ class Parameterization(abc.ABC):
 
     def as_theta(self, theta):
         """Validate and return theta as a flat float vector of length n (ShapeError otherwise)."""
-        arr = np.asarray(theta, dtype=float)
+        try:
+            arr = np.asarray(theta, dtype=float)
+        except (TypeError, ValueError):
+            raise ShapeError(f"{self.name}: a point must be an array of {self.n} numbers, got "
+                             f"{type(theta).__name__}") from None
         if arr.shape != (self.n,):
-            if arr.size != self.n:
+            blocks = list(self.spec.blocks.values())
+            # flat, or the shape of the single block (a (2, 4) array is no (4, 2) block)
+            if arr.size != self.n or (arr.ndim > 1 and (len(blocks) != 1
+                                                        or arr.shape != blocks[0])):
                 raise ShapeError(
-                    f"{self.name}: a point must have {self.n} entries "
-                    f"(blocks {dict(self.spec.blocks)}), got shape {np.shape(theta)}"
+                    f"{self.name}: a point must have {self.n} entries, flat or in the shape of "
+                    f"its single block (blocks {dict(self.spec.blocks)}), got shape "
+                    f"{np.shape(theta)}"
                 )
             arr = arr.ravel()
         # |theta|^2 is finite unless an entry is NaN or inf, or |theta| > 1e154 (numpy then warns

@@ -285,6 +285,12 @@ IMPLICIT_METHODS = ("LSODA", "BDF", "Radau")
 MAX_IMPLICIT_DIM = 10_000
 
 
+#: Most recorded times of one flow (each keeps theta, phi and the conserved quantities).
+MAX_RECORDS = 100_000
+#: Longest horizon of a gradient flow.
+MAX_T_FINAL = 1e12
+
+
 def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, atol=1e-10,
                   n_records=200, log_times=False, stop_loss=None, stop_grad=None, t_eval=None,
                   progress=False, conserved=True):
@@ -300,8 +306,8 @@ def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, at
     [0, t_final]), or True for paramgeo's progress bar on stderr. ``conserved`` records the
     quadratic conserved quantities (:func:`conserved_quantities`).
     """
-    theta0 = param.as_theta(theta0)
     value, grad = pullback(param, loss)
+    theta0 = param.as_theta(theta0)
     return _flow(param, value, grad, grad, theta0, t_final, f"flow ({method})", method=method,
                  rtol=rtol, atol=atol, n_records=n_records, log_times=log_times,
                  stop_loss=stop_loss, stop_grad=stop_grad, t_eval=t_eval, progress=progress,
@@ -313,6 +319,14 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
     """Integrate d theta/dt = -field(theta); record value and grad (see gradient_flow)."""
     if not (np.isfinite(t_final) and t_final > 0):
         raise ParamgeoError(f"the final time must be a positive number, got {t_final}")
+    if t_final > MAX_T_FINAL:
+        raise ParamgeoError(f"the final time {t_final:.3g} is beyond {MAX_T_FINAL:.0e}: no flow "
+                            "of paramgeo needs that horizon (log-spaced records reach small "
+                            "initialisations); give a smaller one")
+    if t_eval is None:
+        from .arguments import integer
+
+        integer(n_records, "n_records", minimum=2, maximum=MAX_RECORDS)
     for what, tol in (("rtol", rtol), ("atol", atol)):
         if not (np.isfinite(tol) and tol > 0):
             raise ParamgeoError(f"the tolerance {what} must be a positive number, got {tol}")

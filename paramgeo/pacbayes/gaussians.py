@@ -94,6 +94,10 @@ def kl_gaussian(q, p):
     (the Gaussian relative entropy summed over the independent coordinates; Kullback 1959,
     "Information Theory and Statistics"; checked against :func:`kl_mvn` and Monte Carlo).
     """
+    for what, g in (("q (the posterior)", q), ("p (the prior)", p)):
+        if not isinstance(g, DiagonalGaussian):
+            raise PacBayesInputError(f"kl_gaussian: {what} must be a DiagonalGaussian, got "
+                                     f"{type(g).__name__}")
     if q.n != p.n:
         raise ShapeError(f"posterior has {q.n} entries but prior has {p.n}")
     r = (q.std / p.std) ** 2

@@ -23,6 +23,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -92,6 +93,9 @@ def load_spec(spec):
         return spec
     if isinstance(spec, dict):
         return expand(spec, "<dict>", Path.cwd())
+    if not isinstance(spec, (str, os.PathLike)):
+        raise SweepSpecError(f"spec must be the path of a TOML sweep file, a dict or a "
+                             f"SweepSpec, got {type(spec).__name__}")
     path = Path(spec)
     if not path.is_file():
         raise SweepSpecError(f"sweep file {str(spec)!r} does not exist")
