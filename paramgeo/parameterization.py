@@ -130,6 +130,23 @@ class Size:
         return str(value)
 
 
+#: The most entries of any array (a block, the predictor, fixed inputs) a plugin builds while it
+#: is instantiated; beyond it the sizes are refused before anything is allocated.
+MAX_BUILD_ENTRIES = 50_000_000
+
+
+def require_entries(owner, **counts):
+    """Refuse (SizeError) sizes that would make a plugin allocate arrays of more than
+    ``MAX_BUILD_ENTRIES`` entries: call it in ``validate_sizes`` with, e.g.,
+    ``require_entries("qk-attention", parameters=2 * H * d * r, tokens=T * d)``, before
+    building anything. The counts are exact Python integers (no overflow)."""
+    for what, count in counts.items():
+        if count > MAX_BUILD_ENTRIES:
+            raise SizeError(f"{owner}: the {what.replace('_', ' ')} would have {count:.3g} "
+                            f"entries at these sizes, more than paramgeo builds "
+                            f"({MAX_BUILD_ENTRIES:.3g}); use smaller sizes")
+
+
 def fixed_array(owner, label, value, sizes, names):
     """A user's fixed 2-d array of a plugin (lora's W0, relu-net's X) as a finite float array,
     with the sizes ``names`` (one per axis) defaulted in ``sizes`` to its shape; None stays
