@@ -462,7 +462,14 @@ def _check_discovered(param, group, seed):
     if group is None:
         note = f"no symmetry declared; discovered {label}" if found.dim else ""
         return CheckItem("discovered-symmetry", True, 0.0, 0.0, -1, "", note)
-    if not _is_linear(group, param.n, np.random.default_rng(seed)):
+    try:
+        linear = _is_linear(group, param.n, np.random.default_rng(seed))
+    except Exception as exc:  # noqa: BLE001 - the declared group's own fault
+        if isinstance(exc, ParamgeoError) and not isinstance(exc, PluginError):
+            raise
+        return CheckItem("symmetry-group", False, float("inf"), 0.0, -1,
+                         _group_fault(group, exc))
+    if not linear:
         return CheckItem("declared-vs-discovered", True, 0.0, 0.0, -1, "",
                          f"{group.name} acts non-linearly; discovered linear symmetries: {label}")
     gap = float(max(group.dim - found.dim, 0))

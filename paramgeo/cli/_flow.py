@@ -6,6 +6,7 @@ import click
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
+from ..trajectory import MAX_RECORDS
 from ._common import (deprecated_option, json_option, progress_bar, progress_enabled,
                       progress_option, resolve, seed_option, sizes_option, table, take_alias)
 
@@ -46,7 +47,7 @@ def load_data(path):
 @click.option("--atol", type=float, default=1e-10, show_default=True,
               help="Flow atol (keep it well below alpha^2 for an init of scale alpha).")
 @click.option("--log-times", is_flag=True, help="Record the flow at log-spaced times.")
-@click.option("--records", type=click.IntRange(min=2), default=200, show_default=True,
+@click.option("--records", type=click.IntRange(2, MAX_RECORDS), default=200, show_default=True,
               help="Number of recorded times of the flow.")
 @click.option("--stop-loss", type=float, default=None, help="Stop when the loss falls below.")
 @click.option("--stop-grad", type=float, default=None,

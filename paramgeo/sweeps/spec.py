@@ -23,6 +23,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import os
 import sys
 import warnings
@@ -36,6 +37,9 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
+
+#: The most cells of one sweep (each one a row of the table and a Dask task).
+MAX_CELLS = 100_000
 
 TOP_KEYS = ("query", "plugin", "plugin_files", "sizes", "options", "grid", "cells")
 VARYING = ("query", "plugin", "sizes", "options")
@@ -140,6 +144,10 @@ def expand(data, source, base):
         raise SweepSpecError(f"{where}: plugin_files must be a list of paths")
     files = tuple(str(_existing(base, f, where)) for f in files)
     _load_plugin_files(files, where)
+    total = len(cases) * math.prod(len(values) for values in axes.values())
+    if total > MAX_CELLS:  # counted before a single cell is validated
+        raise SweepSpecError(f"{where}: the grid has {total:.3g} cells, more than one sweep runs "
+                             f"({MAX_CELLS:,}); split it into several sweep files")
     cells, seen, params = [], {}, {}
     for case in cases:
         for point in itertools.product(*axes.values()):
