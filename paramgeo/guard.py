@@ -201,7 +201,7 @@ def _structure_problem(param, method, out):
                     "return the shape of phi(theta), e.g. (d, d)")
     elif method == "symmetry":
         missing = [a for a in ("name", "dim", "act", "random_element", "generators")
-                   if not hasattr(out, a)]
+                   if not hasattr(out if a == "name" else type(out), a)]  # dim may be costly
         if missing:
             return (f"returned an object of type {type(out).__name__}, not a paramgeo.symmetry.SymmetryGroup "
                     f"(it lacks {', '.join(missing)})",
