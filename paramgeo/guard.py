@@ -203,8 +203,8 @@ def _structure_problem(param, method, out):
         missing = [a for a in ("name", "dim", "act", "random_element", "generators")
                    if not hasattr(out if a == "name" else type(out), a)]  # dim may be costly
         if missing:
-            return (f"returned an object of type {type(out).__name__}, not a paramgeo.symmetry.SymmetryGroup "
-                    f"(it lacks {', '.join(missing)})",
+            return (f"returned an object of type {type(out).__name__}, not a "
+                    f"paramgeo.symmetry.SymmetryGroup (it lacks {', '.join(missing)})",
                     "return a SymmetryGroup (OrthogonalGroup, GeneralLinearGroup, ScalingTorus, "
                     "... or a subclass), or drop 'symmetry' from `capabilities`")
     return None
