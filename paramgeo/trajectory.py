@@ -66,6 +66,15 @@ def _check_plot_path(path):
     if not path.parent.exists():
         raise ParamgeoError(f"cannot write a plot to {str(path)!r}: folder {str(path.parent)!r} "
                             "does not exist")
+    import tempfile
+
+    try:  # a file can be created there (commands check this before their work starts)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as exc:
+        raise ParamgeoError(f"cannot write a plot to {str(path)!r}: {exc.strerror} in folder "
+                            f"{str(path.parent)!r}; give a path in a folder you can write to"
+                            ) from None
     return path
 
 

@@ -576,3 +576,32 @@ def test_a_correct_plugin_of_the_user_is_untouched_by_the_guard():
     assert np.allclose(p.forward(theta), [3.0, 8.0])
     assert np.allclose(p.jacobian(theta), [[3, 0, 1, 0], [0, 4, 0, 2]])
     assert paramgeo.check(p).passed
+
+
+# --------------------------------------------------------------------- CLI requests
+
+def test_implicit_bias_refuses_zero_data_rows(tmp_path):
+    data = tmp_path / "z.npz"
+    np.savez(data, X=np.zeros((0, 3)), y=np.zeros(0))
+    result = _cli("implicit-bias", "hadamard", "-p", "p=3", "--data", data, "--init-scale", "0.1")
+    assert result.exit_code == 2 and "no data rows" in result.stderr
+
+
+def test_an_unwritable_plot_is_refused_before_the_run(tmp_path, monkeypatch):
+    import paramgeo.trajectory as trajectory
+
+    monkeypatch.setattr(trajectory, "_flow", lambda *a, **k: pytest.fail("the flow ran"))
+    data = tmp_path / "d.npz"
+    np.savez(data, X=np.eye(3), y=np.ones(3))
+    result = _cli("flow", "hadamard", "-p", "p=3", "--loss", "squared", "--data", data,
+                  "--method", "flow", "--plot", "/proc/x.png")
+    assert result.exit_code == 2 and "cannot write a plot to '/proc/x.png'" in result.stderr
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_matrix_free_rank_at_huge_entries_is_one_line(tmp_path):
+    at = tmp_path / "big.npy"
+    np.save(at, np.full(8, 1e300))
+    result = _cli("rank", "uut", "-p", "d=4", "-p", "r=2", "--route", "matrix-free", "--at", at)
+    assert result.exit_code == 2 and "internal error" not in result.stderr
+    assert result.stderr.startswith("Error: ")
