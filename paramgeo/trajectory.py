@@ -97,6 +97,8 @@ class Trajectory(Result):
     message: str
     n_evals: int
     evaluate: object = dataclasses.field(default=None, repr=False, compare=False)
+    #: stopped by Ctrl-C: the records are those finished (``message`` says how far it got)
+    interrupted: bool = False
 
     #: the records evaluated on first access, in the order ``to_dict`` lists them
     RECORDS = ("predictors", "losses", "grad_norms", "conserved", "conserved_labels",
@@ -276,9 +278,11 @@ class _Records:
         return values, cq.labels, drift, scale, laws
 
 
-def _finish(param, value, grad, method, times, thetas, success, message, n_evals, conserved):
+def _finish(param, value, grad, method, times, thetas, success, message, n_evals, conserved,
+            interrupted=False):
     return Trajectory(method, np.asarray(times, float), np.asarray(thetas, float), bool(success),
-                      str(message), int(n_evals), _Records(param, value, grad, conserved))
+                      str(message), int(n_evals), _Records(param, value, grad, conserved),
+                      bool(interrupted))
 
 
 def _check_stops(stop_loss, stop_grad):
@@ -347,10 +351,11 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
             "integrator (RK45 or DOP853) or gradient descent")
     from scipy.integrate import solve_ivp
 
-    counter = {"n": 0, "shown": 0}
+    counter = {"n": 0, "shown": 0, "last": (0.0, theta0)}
 
     def rhs(t, theta):
         counter["n"] += 1
+        counter["last"] = (t, theta)
         done = int(1000 * min(t, t_final) / t_final)
         if report is not None and done > counter["shown"]:
             report(done, 1000)
@@ -382,6 +387,14 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
                         atol=atol, events=events or None)
     except ValueError as exc:
         raise ParamgeoError(f"solve_ivp refused the problem: {exc}") from None
+    except KeyboardInterrupt:  # Ctrl-C: the start and the last state the integrator reached
+        t_last, y_last = counter["last"]
+        times, thetas = [0.0], [theta0]
+        if t_last > 0:
+            times, thetas = times + [t_last], thetas + [np.asarray(y_last, float)]
+        return _finish(param, value, grad, label, times, thetas, False,
+                       f"interrupted at t = {t_last:.4g} of {t_final:g}", counter["n"],
+                       conserved, interrupted=True)
     finally:
         close()
     times, thetas, message = sol.t, sol.y.T, str(sol.message)

@@ -605,3 +605,53 @@ def test_matrix_free_rank_at_huge_entries_is_one_line(tmp_path):
     result = _cli("rank", "uut", "-p", "d=4", "-p", "r=2", "--route", "matrix-free", "--at", at)
     assert result.exit_code == 2 and "internal error" not in result.stderr
     assert result.stderr.startswith("Error: ")
+
+
+# --------------------------------------------------------------------- interrupts
+
+class _CtrlC(Parameterization):
+    """u * v that raises KeyboardInterrupt (a Ctrl-C) at its ``after``-th forward."""
+
+    name = "ctrl-c"
+    size_params = {"after": Size("int", default=40)}
+
+    def make_spec(self):
+        return ParamSpec(u=(2,), v=(2,))
+
+    def make_predictor_shape(self):
+        return (2,)
+
+    def forward(self, theta):
+        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls == self.after:
+            raise KeyboardInterrupt
+        return theta[:2] * theta[2:]
+
+
+@pytest.mark.parametrize("method", ["gd", "flow"])
+def test_an_interrupted_run_returns_what_finished(method):
+    from paramgeo.flows import gradient_descent, gradient_flow
+    from paramgeo.losses import LinearMeasurements
+
+    p, loss = _CtrlC(), LinearMeasurements(np.eye(2), np.ones(2))
+    theta0 = np.full(4, 0.5)
+    traj = (gradient_descent(p, loss, theta0, 1000, 0.1) if method == "gd"
+            else gradient_flow(p, loss, theta0, 100.0))
+    assert traj.interrupted and not traj.success and traj.message.startswith("interrupted")
+    assert len(traj.times) >= 2 and traj.times[-1] > 0
+    assert np.allclose(traj.thetas[0], theta0)
+
+
+def test_flow_prints_the_finished_steps_then_exits_130(tmp_path):
+    from paramgeo.registry import register, unregister
+
+    register(_CtrlC, replace=True)
+    data = tmp_path / "d.npz"
+    np.savez(data, A=np.eye(2), y=np.ones(2))
+    try:
+        result = _cli("flow", "ctrl-c", "--loss", "squared", "--data", data, "--steps", "500")
+    finally:
+        unregister("ctrl-c")
+    assert result.exit_code == 130
+    assert "Trajectory (gd)" in result.stdout and "|grad L|" in result.stdout
+    assert "Error: interrupted after" in result.stderr

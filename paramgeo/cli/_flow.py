@@ -7,8 +7,9 @@ import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
 from ..trajectory import MAX_RECORDS
-from ._common import (deprecated_option, json_option, progress_bar, progress_enabled,
-                      progress_option, resolve, seed_option, sizes_option, table, take_alias)
+from ._common import (deprecated_option, exit_if_interrupted, json_option, progress_bar,
+                      progress_enabled, progress_option, resolve, seed_option, sizes_option, table,
+                      take_alias)
 
 
 def load_data(path):
@@ -112,6 +113,7 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
                    final_predictor=traj.final_predictor.tolist(), plot=plot_path)
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))
+        exit_if_interrupted(traj, traj.message.removeprefix("interrupted "))
         return
     click.echo(str(traj))
     idx = np.unique(np.linspace(0, len(traj.times) - 1, min(8, len(traj.times))).astype(int))
@@ -122,6 +124,7 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
                          ["conserved quantity", "relative drift"]))
     if plot_path:
         click.echo(f"figure written to {plot_path}")
+    exit_if_interrupted(traj, traj.message.removeprefix("interrupted "))
 
 
 def train(param, loss_kind, arrays, data_path, *, method="gd", steps=None, t_final=None, lr=1e-2,
