@@ -109,8 +109,10 @@ def _check_args(param, method, names, args):
             raise ShapeError(f"{plugin_label(param)}.{method}: argument {name} must be an array "
                              f"of {need} numbers, got {type(value).__name__}") from None
         if arr.shape != (need,):
-            blocks = list(param.spec.blocks.values()) if name in ("theta", "theta0") else []
-            if arr.size != need or (arr.ndim > 1 and (len(blocks) != 1 or arr.shape != blocks[0])):
+            # flat, or the one shape it has: a single block's (theta, v) or phi's (w)
+            shapes = ([tuple(param.predictor_shape)] if name == "w" else
+                      list(param.spec.blocks.values())[:1] if len(param.spec.blocks) == 1 else [])
+            if arr.size != need or (arr.ndim > 1 and arr.shape not in shapes):
                 raise ShapeError(f"{plugin_label(param)}.{method}: argument {name} must have "
                                  f"{need} entries, got shape {np.shape(value)}")
             arr = arr.ravel()
