@@ -46,7 +46,7 @@ import dataclasses
 
 import numpy as np
 
-from .errors import ParamgeoError
+from .errors import ParamgeoError, PluginError
 from .geometry import decide_rank
 from .results import Result
 
@@ -142,6 +142,13 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
     ``tol`` is the relative tolerance of the exact identities (closed forms, invariance,
     generators in the kernel); finite differences get ``max(tol, 1e-5)``.
     """
+    from .arguments import integer, number, parameterization
+
+    parameterization(param)
+    seed = integer(seed, "seed", minimum=0)
+    n_points = integer(n_points, "n_points", minimum=1)
+    n_group = integer(n_group, "n_group", minimum=0)
+    tol = number(tol, "tol", positive=True)
     rng = np.random.default_rng(seed)
     items = []
     where = {}  # point index -> preview of its coordinates
@@ -154,12 +161,16 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
         group = param.symmetry() if param.provides("symmetry") else None
     except ParamgeoError as exc:
         group = None
-        add("symmetry", float("inf"), 0.0, -1, f"symmetry() raised: {exc}")
+        add("symmetry", float("inf"), 0.0, -1, str(exc) if isinstance(exc, PluginError)
+            else f"symmetry() raised: {exc}")
     symbolic = None
     if param.provides("symbolic"):
         from .symbolic import lambdify_parameterization
 
-        symbolic = lambdify_parameterization(param)
+        try:
+            symbolic = lambdify_parameterization(param)
+        except PluginError as exc:
+            add("symbolic", float("inf"), 0.0, -1, str(exc))
     action = None
     if param.provides("input_action"):
         from .equivariance import declared_action
@@ -169,118 +180,148 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
         except ParamgeoError as exc:
             add("input-action", float("inf"), 0.0, -1, f"input_action() failed: {exc}")
 
+    last = None  # the last random point drawn
     for k in range(n_points):
-        theta = np.asarray(param.random_point(rng), dtype=float)
-        where[k] = _preview(theta)
-        if theta.shape != (param.n,):
-            add("random-point", float("inf"), 0.0, k,
-                f"random_point returned shape {theta.shape}, expected ({param.n},)")
-            break
-        if param.provides("kinks"):
-            _check_kinks(param, theta, k, add)
-        out = np.asarray(param.forward(theta))
-        ok_shape = out.shape == param.predictor_shape and bool(np.all(np.isfinite(out)))
-        add("forward", 0.0 if ok_shape else float("inf"), 0.0, k,
-            f"forward returned shape {out.shape}, expected {param.predictor_shape}, all finite")
-        if not ok_shape:
-            continue
-        J = param.jacobian(theta)
-        if J.shape != (param.m, param.n):
-            add("jacobian", float("inf"), 0.0, k,
-                f"jacobian returned shape {J.shape}, expected ({param.m}, {param.n})")
-            continue
-        if param.provides("jacobian"):
-            add("jacobian-autograd", _rel(J, _autograd_jacobian(param, theta)), tol, k,
-                "the closed-form jacobian() disagrees with autograd's derivative of forward()")
-        add("jacobian-fd", _rel(J, finite_difference_jacobian(param, theta)), max(tol, 1e-5), k,
-            "jacobian() disagrees with central finite differences of forward()")
-        v = rng.standard_normal(param.n)
-        w = rng.standard_normal(param.m)
-        if param.provides("sparse_jacobian"):
-            add("sparse-jacobian", _rel(param.sparse_jacobian(theta).toarray(), J), tol, k,
-                "sparse_jacobian(theta) disagrees with jacobian(theta)")
-        add("jvp", _rel(param.jvp(theta, v), J @ v), tol, k, "jvp(theta, v) != J(theta) v")
-        add("vjp", _rel(param.vjp(theta, w), J.T @ w), tol, k, "vjp(theta, w) != J(theta)^T w")
-        if param.provides("quadratic_forms") and len(param.predictor_shape) == 2 \
-                and param.predictor_shape[0] == param.predictor_shape[1]:
-            d = param.predictor_shape[0]
-            X, c = rng.standard_normal((5, d)), rng.standard_normal(5)
-            forms, vjp = param.quadratic_forms(theta, X)
-            Q = np.reshape(param.forward_flat(theta), (d, d))
-            W = (X.T * c) @ X
-            err = max(_rel(forms, np.sum((X @ Q) * X, axis=1)),
-                      _rel(vjp(c), param.vjp(theta, W.ravel())))
-            add("quadratic-forms", err, tol, k,
-                "quadratic_forms(theta, X) disagrees with x_i^T phi(theta) x_i or with "
-                "vjp(theta, sum_i c_i x_i x_i^T)")
-        if _overrides(param, "hessian_vp") or _overrides(param, "jacobian_derivative"):
-            h = 1e-5 * (1.0 + np.max(np.abs(theta)))
-            fd = (param.vjp(theta + h * v, w) - param.vjp(theta - h * v, w)) / (2 * h)
-            add("hessian-vp", _rel(param.hessian_vp(theta, w, v), fd), max(tol, 1e-5), k,
-                "hessian_vp(theta, w, v) disagrees with central differences of vjp along v")
-            add("jacobian-derivative", _rel(param.jacobian_derivative(theta, v).T @ w, fd),
-                max(tol, 1e-5), k,
-                "jacobian_derivative(theta, v) disagrees with central differences of J along v")
-        if group is not None:
-            base = np.asarray(param.forward_flat(theta))
-            worst = 0.0
-            for _ in range(n_group):
-                moved = group.act(group.random_element(rng), theta)
-                worst = max(worst, _rel(param.forward_flat(moved), base))
-            add("invariance", worst, tol, k,
-                f"phi(g . theta) != phi(theta) for a random g in {group.name}: the declared "
-                "symmetry does not leave the map invariant")
-            G = group.generators(theta)
-            if G.ndim != 2 or G.shape[0] != param.n:
-                add("generators-shape", float("inf"), 0.0, k,
-                    f"generators returned shape {G.shape}, expected ({param.n}, k)")
-            else:
-                scale = max(np.linalg.norm(J) * np.linalg.norm(G), 1.0)
-                add("generators-in-kernel", float(np.linalg.norm(J @ G) / scale), tol, k,
-                    "J(theta) X != 0 for a symmetry generator X: the vertical space is not "
-                    "inside ker J")
-                rank = decide_rank(G, warn=False).rank if G.size else 0
-                stabilizer = group.dim - rank
-                add("generators-rank", float(max(-stabilizer, 0)), 0.0, k,
-                    f"generators have rank {rank} at a random point, more than the dimension "
-                    f"{group.dim} that {group.name} declares",
-                    note=(f"{group.name} acts with a stabilizer of dimension {stabilizer} at "
-                          f"random points (orbits of dimension {rank}, not free)"
-                          if stabilizer > 0 else ""))
-                from .geometry import range_basis
+        try:
+            theta = np.asarray(param.random_point(rng), dtype=float)  # shape checked (guard)
+            where[k] = _preview(theta)
+            last = theta
+            if param.provides("kinks"):
+                _check_kinks(param, theta, k, add)
+            out = np.asarray(param.forward(theta))
+            ok_shape = out.shape == param.predictor_shape and bool(np.all(np.isfinite(out)))
+            add("forward", 0.0 if ok_shape else float("inf"), 0.0, k,
+                f"forward returned shape {out.shape}, expected {param.predictor_shape}, all finite")
+            if not ok_shape:
+                continue
+            J = param.jacobian(theta)  # its shape is checked by the guarded call layer
+            if param.provides("jacobian"):
+                add("jacobian-autograd", _rel(J, _autograd_jacobian(param, theta)), tol, k,
+                    "the closed-form jacobian() disagrees with autograd's derivative of forward()")
+            add("jacobian-fd", _rel(J, finite_difference_jacobian(param, theta)), max(tol, 1e-5), k,
+                "jacobian() disagrees with central finite differences of forward()")
+            v = rng.standard_normal(param.n)
+            w = rng.standard_normal(param.m)
+            if param.provides("sparse_jacobian"):
+                add("sparse-jacobian", _rel(param.sparse_jacobian(theta).toarray(), J), tol, k,
+                    "sparse_jacobian(theta) disagrees with jacobian(theta)")
+            add("jvp", _rel(param.jvp(theta, v), J @ v), tol, k, "jvp(theta, v) != J(theta) v")
+            add("vjp", _rel(param.vjp(theta, w), J.T @ w), tol, k, "vjp(theta, w) != J(theta)^T w")
+            if param.provides("quadratic_forms") and len(param.predictor_shape) == 2 \
+                    and param.predictor_shape[0] == param.predictor_shape[1]:
+                d = param.predictor_shape[0]
+                X, c = rng.standard_normal((5, d)), rng.standard_normal(5)
+                forms, vjp = param.quadratic_forms(theta, X)
+                Q = np.reshape(param.forward_flat(theta), (d, d))
+                W = (X.T * c) @ X
+                err = max(_rel(forms, np.sum((X @ Q) * X, axis=1)),
+                          _rel(vjp(c), param.vjp(theta, W.ravel())))
+                add("quadratic-forms", err, tol, k,
+                    "quadratic_forms(theta, X) disagrees with x_i^T phi(theta) x_i or with "
+                    "vjp(theta, sum_i c_i x_i x_i^T)")
+            if _overrides(param, "hessian_vp") or _overrides(param, "jacobian_derivative"):
+                h = 1e-5 * (1.0 + np.max(np.abs(theta)))
+                fd = (param.vjp(theta + h * v, w) - param.vjp(theta - h * v, w)) / (2 * h)
+                add("hessian-vp", _rel(param.hessian_vp(theta, w, v), fd), max(tol, 1e-5), k,
+                    "hessian_vp(theta, w, v) disagrees with central differences of vjp along v")
+                add("jacobian-derivative", _rel(param.jacobian_derivative(theta, v).T @ w, fd),
+                    max(tol, 1e-5), k,
+                    "jacobian_derivative(theta, v) disagrees with central differences of J along v")
+            try:  # the group is the plugin's object: its faults are failures too
+                if group is not None:
+                    base = np.asarray(param.forward_flat(theta))
+                    worst = 0.0
+                    for _ in range(n_group):
+                        moved = group.act(group.random_element(rng), theta)
+                        worst = max(worst, _rel(param.forward_flat(moved), base))
+                    add("invariance", worst, tol, k,
+                        f"phi(g . theta) != phi(theta) for a random g in {group.name}: the declared "
+                        "symmetry does not leave the map invariant")
+                    G = group.generators(theta)
+                    if G.ndim != 2 or G.shape[0] != param.n:
+                        add("generators-shape", float("inf"), 0.0, k,
+                            f"generators returned shape {G.shape}, expected ({param.n}, k)")
+                    else:
+                        scale = max(np.linalg.norm(J) * np.linalg.norm(G), 1.0)
+                        add("generators-in-kernel", float(np.linalg.norm(J @ G) / scale), tol, k,
+                            "J(theta) X != 0 for a symmetry generator X: the vertical space is not "
+                            "inside ker J")
+                        rank = decide_rank(G, warn=False).rank if G.size else 0
+                        stabilizer = group.dim - rank
+                        add("generators-rank", float(max(-stabilizer, 0)), 0.0, k,
+                            f"generators have rank {rank} at a random point, more than the dimension "
+                            f"{group.dim} that {group.name} declares",
+                            note=(f"{group.name} acts with a stabilizer of dimension {stabilizer} at "
+                                  f"random points (orbits of dimension {rank}, not free)"
+                                  if stabilizer > 0 else ""))
+                        from .geometry import range_basis
 
-                basis = range_basis(G, warn=False)[0]
-                projector = group.vertical_projector(theta)
-                add("vertical-projector", _rel(projector(v), basis @ (basis.T @ v)), tol, k,
-                    f"{group.name}.vertical_projector(theta) disagrees with the projection onto "
-                    "the span of generators(theta)",
-                    note="" if projector.dim == basis.shape[1] else
-                    f"orbit dimension {projector.dim} vs generator rank {basis.shape[1]}")
-            if param.provides("horizontal_projection"):
-                from .geometry import horizontal_projection
+                        basis = range_basis(G, warn=False)[0]
+                        projector = group.vertical_projector(theta)
+                        add("vertical-projector", _rel(projector(v), basis @ (basis.T @ v)), tol, k,
+                            f"{group.name}.vertical_projector(theta) disagrees with the projection onto "
+                            "the span of generators(theta)",
+                            note="" if projector.dim == basis.shape[1] else
+                            f"orbit dimension {projector.dim} vs generator rank {basis.shape[1]}")
+                if param.provides("horizontal_projection"):
+                    from .geometry import horizontal_projection
 
-                closed = horizontal_projection(param, theta, v)
-                generic = horizontal_projection(param, theta, v, generic=True)
-                add("horizontal-projection", _rel(closed, generic), tol, k,
-                    "the closed-form horizontal_projection disagrees with v - V V^T v")
-        if param.provides("rank_at"):
-            _check_rank_at(param, theta, J, k, add)
-        if action is not None:
-            add("input-action", _rel(action.forward(theta, action.identity),
-                                     param.forward(theta)), tol, k,
-                "input_action().forward(theta, identity) != phi(theta): the declared action on "
-                "the inputs is not wired to the same map")
-        if symbolic is not None:
-            add("symbolic", _rel(symbolic(theta), param.forward_flat(theta)), tol, k,
-                "symbolic() expressions disagree with forward(); check the symbol order")
-    if param.provides("rank_at") and n_points > 0 and theta.shape == (param.n,):
-        for i, (label, point) in enumerate(_rank_deficient_points(param, group, theta, rng)):
-            where[n_points + i] = f"{label}; {_preview(point)}"
-            _check_rank_at(param, point, param.jacobian(point), n_points + i, add)
-    if param.provides("architecture"):
-        items.append(_check_architecture(param))
-    items.append(_check_discovered(param, group, seed))
+                    closed = horizontal_projection(param, theta, v)
+                    generic = horizontal_projection(param, theta, v, generic=True)
+                    add("horizontal-projection", _rel(closed, generic), tol, k,
+                        "the closed-form horizontal_projection disagrees with v - V V^T v")
+            except Exception as exc:  # noqa: BLE001 - any fault of the group
+                if isinstance(exc, ParamgeoError) and not isinstance(exc, PluginError):
+                    raise
+                add("symmetry-group", float("inf"), 0.0, k, _group_fault(group, exc))
+            if param.provides("rank_at"):
+                _check_rank_at(param, theta, J, k, add)
+            if action is not None:
+                add("input-action", _rel(action.forward(theta, action.identity),
+                                         param.forward(theta)), tol, k,
+                    "input_action().forward(theta, identity) != phi(theta): the declared action on "
+                    "the inputs is not wired to the same map")
+            if symbolic is not None:
+                add("symbolic", _rel(symbolic(theta), param.forward_flat(theta)), tol, k,
+                    "symbolic() expressions disagree with forward(); check the symbol order")
+        except PluginError as exc:  # the plugin's own fault: a failed property
+            add(_property_of(exc.method), float("inf"), 0.0, k, str(exc))
+            if exc.method == "random_point":
+                break
+    try:
+        if param.provides("rank_at") and last is not None:
+            for i, (label, point) in enumerate(_rank_deficient_points(param, group, last, rng)):
+                where[n_points + i] = f"{label}; {_preview(point)}"
+                _check_rank_at(param, point, param.jacobian(point), n_points + i, add)
+        if param.provides("architecture"):
+            items.append(_check_architecture(param))
+        items.append(_check_discovered(param, group, seed))
+    except PluginError as exc:  # reported once: a method failing at the points already is
+        if not any(not i.passed and i.property == _property_of(exc.method) for i in items):
+            add(_property_of(exc.method), float("inf"), 0.0, -1, str(exc))
     return CheckReport(param.name, dict(param.sizes), all(i.passed for i in items), tuple(items))
+
+
+def construction_failure(name, sizes, error):
+    """The CheckReport of a plugin that could not even be built: its ``make_spec``,
+    ``make_predictor_shape`` or ``validate_sizes`` failed with the PluginError ``error``."""
+    item = CheckItem(_property_of(error.method), False, float("inf"), 0.0, -1, str(error))
+    return CheckReport(name, dict(sizes), False, (item,))
+
+
+def _property_of(method):
+    """The check property a failing plugin method is reported under (``random_point`` ->
+    ``random-point``)."""
+    return method.replace("_", "-")
+
+
+def _group_fault(group, exc):
+    """The hint of a symmetry group whose own methods failed during the check."""
+    if isinstance(exc, PluginError):
+        return str(exc)
+    return (f"the declared group {getattr(group, 'name', '?') or type(group).__name__} failed: "
+            f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}; fix its act, "
+            "random_element, generators or vertical_projector")
 
 
 def _check_rank_at(param, theta, J, point, add):
@@ -421,7 +462,14 @@ def _check_discovered(param, group, seed):
     if group is None:
         note = f"no symmetry declared; discovered {label}" if found.dim else ""
         return CheckItem("discovered-symmetry", True, 0.0, 0.0, -1, "", note)
-    if not _is_linear(group, param.n, np.random.default_rng(seed)):
+    try:
+        linear = _is_linear(group, param.n, np.random.default_rng(seed))
+    except Exception as exc:  # noqa: BLE001 - the declared group's own fault
+        if isinstance(exc, ParamgeoError) and not isinstance(exc, PluginError):
+            raise
+        return CheckItem("symmetry-group", False, float("inf"), 0.0, -1,
+                         _group_fault(group, exc))
+    if not linear:
         return CheckItem("declared-vs-discovered", True, 0.0, 0.0, -1, "",
                          f"{group.name} acts non-linearly; discovered linear symmetries: {label}")
     gap = float(max(group.dim - found.dim, 0))

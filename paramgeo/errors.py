@@ -52,3 +52,18 @@ class NotProvidedError(ParamgeoError, NotImplementedError):
 
 class NumericalDoubtWarning(UserWarning):
     """A rank decision was made with a singular value close to the tolerance."""
+
+
+class PluginError(ContractError):
+    """A plugin's own method failed: it raised, returned something that is not what the
+    contract promises (NaN, complex values, a string, the wrong shape), or cannot be traced by
+    autograd. The message names the plugin, the method, the problem and the fix."""
+
+    def __init__(self, plugin, method, problem, fix):
+        self.plugin, self.method, self.problem, self.fix = plugin, method, problem, fix
+        super().__init__(f"plugin {plugin!r}: {method}() {problem}; fix: {fix}")
+
+
+class ArgumentError(ParamgeoError, ValueError):
+    """An argument of a public function is invalid; the message names the argument and what
+    it accepts."""

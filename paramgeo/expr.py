@@ -34,6 +34,11 @@ from .errors import ParamgeoError
 MAX_EXPONENT = 64
 #: Longest accepted expression text, in characters.
 MAX_LENGTH = 20000
+#: Most decimal digits of a constant an expression may compute (``(9**64)**64`` has 3,900).
+MAX_CONSTANT_DIGITS = 1000
+#: Most nodes of the expression trees of a matrix product (``U@U@U@U`` for a 10 x 10 U has
+#: about 1e6; lambdifying and differentiating costs time in proportion).
+MAX_NODES = 200_000
 
 
 class ExpressionError(ParamgeoError, ValueError):
@@ -196,6 +201,7 @@ class _Walker:
                 return left / right
             if op == "**":
                 self._check_exponent(node, right)
+                self._check_constant_power(node, left, right)
                 return left ** right
             return self._matmul(node, left, right)
         except ExpressionError:
@@ -213,10 +219,34 @@ class _Walker:
                     self.fail(node.right, f"is too large an exponent (at most {MAX_EXPONENT} "
                                           "in absolute value)")
 
+    def _check_constant_power(self, node, base, exponent):
+        """Refuse number ** number whose value has more than MAX_CONSTANT_DIGITS digits:
+        digits ~ |exponent| log10 |base| (exact arithmetic would compute every digit)."""
+        import sympy
+
+        bases = np.ravel(np.asarray(base, dtype=object))
+        exps = np.ravel(np.asarray(exponent, dtype=object))
+        for b in bases:
+            for e in exps:
+                if (isinstance(b, sympy.Basic) and isinstance(e, sympy.Basic) and b.is_number
+                        and e.is_number and b.is_real and e.is_real and b != 0):
+                    digits = abs(float(e)) * abs(math.log10(abs(float(sympy.N(b, 15)))))
+                    if digits > MAX_CONSTANT_DIGITS:
+                        self.fail(node, f"computes a constant of about {digits:.3g} digits (at "
+                                        f"most {MAX_CONSTANT_DIGITS}); write a smaller number")
+
     def _matmul(self, node, left, right):
         left, right = np.asarray(left, dtype=object), np.asarray(right, dtype=object)
         if left.ndim == 0 or right.ndim == 0:
             self.fail(node, "needs arrays on both sides of @ (use * for scalars)")
+        # every entry of the product is a sum of k products of one entry of each side
+        k = left.shape[-1]
+        entries = left.size // max(k, 1) * (right.size // max(right.shape[0], 1))
+        per = k * (_max_nodes(left) + _max_nodes(right) + 1)
+        if entries * per > MAX_NODES:
+            self.fail(node, f"builds expressions of about {entries * per:.2g} nodes (at most "
+                            f"{MAX_NODES:.2g}): the exact expression tree grows with each "
+                            "product; use fewer or smaller factors (or write a Python plugin)")
         return np.matmul(left, right)
 
     def visit_Attribute(self, node):
@@ -281,6 +311,25 @@ class _Walker:
         if isinstance(arg, np.ndarray):
             return np.vectorize(fn, otypes=[object])(arg) if arg.size else arg
         return fn(arg)
+
+
+def expression_nodes(expr, limit):
+    """The number of nodes of the sympy tree ``expr``, counted up to ``limit``."""
+    import sympy
+
+    if not isinstance(expr, sympy.Basic):
+        return 1
+    count = 0
+    for _ in sympy.preorder_traversal(expr):
+        count += 1
+        if count >= limit:
+            break
+    return count
+
+
+def _max_nodes(arr):
+    """The largest tree among the entries of the object array ``arr`` (counted to MAX_NODES)."""
+    return max((expression_nodes(e, MAX_NODES) for e in np.ravel(arr)), default=0)
 
 
 def _short(exc):

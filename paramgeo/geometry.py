@@ -62,10 +62,11 @@ def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=N
     (``NumericalDoubtWarning``) naming the kinks.
     """
     from . import precision
+    from .arguments import parameterization
     from .kinks import kink_report
     from .matfree import MAX_DEFICIENCY, certify_rank, choose_route
 
-    theta = param.as_theta(theta)
+    theta = parameterization(param).as_theta(theta)
     asked = route == "auto" and digits is None
     route = choose_route(param, route)
     if digits and route not in ("exact", "high-precision"):
@@ -83,9 +84,15 @@ def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=N
         decision = decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}",
                                warn=warn and not escalate)
     else:
-        decision = certify_rank(param, theta, policy, route=route, warn=warn,
-                                max_deficiency=MAX_DEFICIENCY if max_deficiency is None
-                                else max_deficiency)
+        try:
+            decision = certify_rank(param, theta, policy, route=route, warn=warn,
+                                    max_deficiency=MAX_DEFICIENCY if max_deficiency is None
+                                    else max_deficiency)
+        except np.linalg.LinAlgError as exc:  # e.g. entries near 1e300: J^T J overflows
+            raise ShapeError(
+                f"{param.name}: the {route} rank at this point could not be decided ({exc}; "
+                f"largest |theta| entry {np.max(np.abs(theta)):.3g}): products J^T J overflow "
+                "beyond about 1e150; rescale theta or use --route dense") from None
     if (asked and decision.doubtful and decision.route in ("dense", "closed-form")
             and precision.escalates(param)):
         decision = _escalated(param, theta, policy, decision, warn)
@@ -128,6 +135,10 @@ def generic_rank_decision(param, n_points=3, seed=0, policy=None, route="auto"):
     unlucky draw. A certified rank that meets its upper bound (m, or n - orbit dimension: no
     rank drop beyond the symmetry) is the generic rank, so the search stops there.
     """
+    from .arguments import integer, parameterization
+
+    parameterization(param)
+    integer(n_points, "n_points", minimum=1)
     rng = as_rng(seed)
     best = None
     for _ in range(n_points):
@@ -184,10 +195,10 @@ def horizontal_projection(param, theta, v, policy=None, generic=False):
     vertical projector (no dense basis). ``generic=True`` is the test oracle: h = v - V V^T v
     with V an orthonormal basis of the span of the dense generators.
     """
+    from .arguments import finite_vector
+
     theta = param.as_theta(theta)
-    v = np.asarray(v, dtype=float)
-    if v.shape != (param.n,):
-        raise ShapeError(f"a tangent vector must have {param.n} entries, got shape {v.shape}")
+    v = finite_vector(v, "the tangent vector v", param.n)
     if generic:
         V = vertical_space(param, theta, policy)
         return v - V @ (V.T @ v)

@@ -330,6 +330,13 @@ class CallableLoss(Loss):
 def pullback(param, loss):
     """(L, grad L) for L(theta) = ell(phi(theta)), grad L = J^T grad ell(phi(theta)) by VJP
     (or the loss's ``structured_pullback`` when the plugin declares the structure it uses)."""
+    from .arguments import parameterization
+    from .errors import ArgumentError
+
+    parameterization(param)
+    if not isinstance(loss, Loss):
+        raise ArgumentError(f"loss must be a paramgeo.losses.Loss (e.g. LinearMeasurements(A, "
+                            f"y)), got {type(loss).__name__}")
     loss.check_dim(param)
     structured = loss.structured_pullback(param)
     if structured is not None:

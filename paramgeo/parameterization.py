@@ -18,6 +18,7 @@ Engines speak only the flat numpy vector theta; ``spec.unpack(theta)`` gives nam
 """
 
 import abc
+import functools
 import math
 from collections import OrderedDict
 from typing import ClassVar, Mapping
@@ -27,6 +28,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from .errors import NotProvidedError, ShapeError, SizeError
+from .guard import guard_class, guarded
 
 #: Optional capabilities a plugin may declare, with the method each one promises.
 CAPABILITIES = {
@@ -95,8 +97,10 @@ class Size:
     def _convert(self, value):
         if isinstance(value, str) and not value.isascii():
             raise ValueError  # int() and float() also read other scripts' digits, e.g. "\u0663"
+        if isinstance(value, bool) and self.kind in ("int", "ints", "float"):
+            raise ValueError  # True is no size (int(True) would silently give 1)
         if self.kind == "int":
-            if isinstance(value, (bool, float)) and not float(value).is_integer():
+            if isinstance(value, float) and not float(value).is_integer():
                 raise ValueError
             return int(str(value).strip()) if isinstance(value, str) else int(value)
         if self.kind == "ints":
@@ -105,6 +109,9 @@ class Size:
                 if not all(parts):  # an empty entry, as in 2,,1 or a trailing comma
                     raise ValueError
                 return tuple(int(p) for p in parts)
+            if any(isinstance(v, bool) or (isinstance(v, float) and not v.is_integer())
+                   for v in value):
+                raise ValueError
             return tuple(int(v) for v in value)
         if self.kind == "bool":
             if isinstance(value, str):
@@ -121,6 +128,23 @@ class Size:
                 raise ValueError
             return out
         return str(value)
+
+
+#: The most entries of any array (a block, the predictor, fixed inputs) a plugin builds while it
+#: is instantiated; beyond it the sizes are refused before anything is allocated.
+MAX_BUILD_ENTRIES = 50_000_000
+
+
+def require_entries(owner, **counts):
+    """Refuse (SizeError) sizes that would make a plugin allocate arrays of more than
+    ``MAX_BUILD_ENTRIES`` entries: call it in ``validate_sizes`` with, e.g.,
+    ``require_entries("qk-attention", parameters=2 * H * d * r, tokens=T * d)``, before
+    building anything. The counts are exact Python integers (no overflow)."""
+    for what, count in counts.items():
+        if count > MAX_BUILD_ENTRIES:
+            raise SizeError(f"{owner}: the {what.replace('_', ' ')} would have {count:.3g} "
+                            f"entries at these sizes, more than paramgeo builds "
+                            f"({MAX_BUILD_ENTRIES:.3g}); use smaller sizes")
 
 
 def fixed_array(owner, label, value, sizes, names):
@@ -230,6 +254,12 @@ class Parameterization(abc.ABC):
     capabilities: ClassVar[frozenset] = frozenset()
     references: ClassVar[tuple] = ()
 
+    def __init_subclass__(cls, **kwargs):
+        """Route every contract method the subclass defines through the guarded call layer
+        (:mod:`paramgeo.guard`): a plugin's fault is reported as that plugin's error."""
+        super().__init_subclass__(**kwargs)
+        guard_class(cls)
+
     def __init__(self, **sizes):
         cls = type(self)
         unknown = sorted(set(sizes) - set(cls.size_params))
@@ -277,10 +307,12 @@ class Parameterization(abc.ABC):
     def validate_sizes(self):
         """Check relations between sizes (e.g. r <= d); raise SizeError. Default: none."""
 
+    @functools.partial(guarded, method="random_point", plugin_code=False)
     def random_point(self, rng):
         """A random theta at a sensible scale; default i.i.d. N(0, 1) entries."""
         return rng.standard_normal(self.n)
 
+    @functools.partial(guarded, method="init_at_scale", plugin_code=False)
     def init_at_scale(self, alpha):
         """The initialisation of scale ``alpha`` used in the plugin's literature (implicit-bias
         and mirror-flow studies); default alpha * (1, ..., 1). Plugins override it where the
@@ -294,12 +326,20 @@ class Parameterization(abc.ABC):
 
     def as_theta(self, theta):
         """Validate and return theta as a flat float vector of length n (ShapeError otherwise)."""
-        arr = np.asarray(theta, dtype=float)
+        try:
+            arr = np.asarray(theta, dtype=float)
+        except (TypeError, ValueError):
+            raise ShapeError(f"{self.name}: a point must be an array of {self.n} numbers, got "
+                             f"{type(theta).__name__}") from None
         if arr.shape != (self.n,):
-            if arr.size != self.n:
+            blocks = list(self.spec.blocks.values())
+            # flat, or the shape of the single block (a (2, 4) array is no (4, 2) block)
+            if arr.size != self.n or (arr.ndim > 1 and (len(blocks) != 1
+                                                        or arr.shape != blocks[0])):
                 raise ShapeError(
-                    f"{self.name}: a point must have {self.n} entries "
-                    f"(blocks {dict(self.spec.blocks)}), got shape {np.shape(theta)}"
+                    f"{self.name}: a point must have {self.n} entries, flat or in the shape of "
+                    f"its single block (blocks {dict(self.spec.blocks)}), got shape "
+                    f"{np.shape(theta)}"
                 )
             arr = arr.ravel()
         # |theta|^2 is finite unless an entry is NaN or inf, or |theta| > 1e154 (numpy then warns
@@ -316,21 +356,25 @@ class Parameterization(abc.ABC):
         """phi(theta) flattened to a vector of length m."""
         return anp.reshape(self.forward(theta), (-1,))
 
+    @functools.partial(guarded, method="jacobian", plugin_code=False)
     def jacobian(self, theta):
         """The m x n Jacobian J(theta) = d phi / d theta (autograd unless overridden)."""
         return np.asarray(self._jac(np.asarray(theta, dtype=float))).reshape(self.m, self.n)
 
+    @functools.partial(guarded, method="jvp", plugin_code=False)
     def jvp(self, theta, v):
         """J(theta) v, a vector of length m (autograd forward mode unless overridden)."""
         from autograd.differential_operators import make_jvp
 
         return np.asarray(make_jvp(self.forward_flat)(np.asarray(theta, float))(v)[1])
 
+    @functools.partial(guarded, method="vjp", plugin_code=False)
     def vjp(self, theta, w):
         """J(theta)^T w, a vector of length n (autograd reverse mode unless overridden)."""
         vjp_fun, _ = autograd.make_vjp(self.forward_flat)(np.asarray(theta, float))
         return np.asarray(vjp_fun(np.asarray(w, float)))
 
+    @functools.partial(guarded, method="jacobian_derivative", plugin_code=False)
     def jacobian_derivative(self, theta, v):
         """The m x n matrix d/dt J(theta + t v) at t = 0 (second derivative of phi along v).
 
@@ -348,6 +392,7 @@ class Parameterization(abc.ABC):
             out = along(np.asarray(theta, float))
         return np.asarray(out, dtype=float).reshape(self.m, self.n)
 
+    @functools.partial(guarded, method="hessian_vp", plugin_code=False)
     def hessian_vp(self, theta, w, v):
         """(sum_i w_i Hess phi_i(theta)) v = (d/dt J(theta + t v))^T w, a vector of length n.
 

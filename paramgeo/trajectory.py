@@ -66,6 +66,15 @@ def _check_plot_path(path):
     if not path.parent.exists():
         raise ParamgeoError(f"cannot write a plot to {str(path)!r}: folder {str(path.parent)!r} "
                             "does not exist")
+    import tempfile
+
+    try:  # a file can be created there (commands check this before their work starts)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as exc:
+        raise ParamgeoError(f"cannot write a plot to {str(path)!r}: {exc.strerror} in folder "
+                            f"{str(path.parent)!r}; give a path in a folder you can write to"
+                            ) from None
     return path
 
 
@@ -88,6 +97,8 @@ class Trajectory(Result):
     message: str
     n_evals: int
     evaluate: object = dataclasses.field(default=None, repr=False, compare=False)
+    #: stopped by Ctrl-C: the records are those finished (``message`` says how far it got)
+    interrupted: bool = False
 
     #: the records evaluated on first access, in the order ``to_dict`` lists them
     RECORDS = ("predictors", "losses", "grad_norms", "conserved", "conserved_labels",
@@ -267,9 +278,11 @@ class _Records:
         return values, cq.labels, drift, scale, laws
 
 
-def _finish(param, value, grad, method, times, thetas, success, message, n_evals, conserved):
+def _finish(param, value, grad, method, times, thetas, success, message, n_evals, conserved,
+            interrupted=False):
     return Trajectory(method, np.asarray(times, float), np.asarray(thetas, float), bool(success),
-                      str(message), int(n_evals), _Records(param, value, grad, conserved))
+                      str(message), int(n_evals), _Records(param, value, grad, conserved),
+                      bool(interrupted))
 
 
 def _check_stops(stop_loss, stop_grad):
@@ -283,6 +296,12 @@ def _check_stops(stop_loss, stop_grad):
 IMPLICIT_METHODS = ("LSODA", "BDF", "Radau")
 #: Above this n they need gigabytes per matrix (LSODA's Fortran crashes on its work array).
 MAX_IMPLICIT_DIM = 10_000
+
+
+#: Most recorded times of one flow (each keeps theta, phi and the conserved quantities).
+MAX_RECORDS = 100_000
+#: Longest horizon of a gradient flow.
+MAX_T_FINAL = 1e12
 
 
 def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, atol=1e-10,
@@ -300,8 +319,8 @@ def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, at
     [0, t_final]), or True for paramgeo's progress bar on stderr. ``conserved`` records the
     quadratic conserved quantities (:func:`conserved_quantities`).
     """
-    theta0 = param.as_theta(theta0)
     value, grad = pullback(param, loss)
+    theta0 = param.as_theta(theta0)
     return _flow(param, value, grad, grad, theta0, t_final, f"flow ({method})", method=method,
                  rtol=rtol, atol=atol, n_records=n_records, log_times=log_times,
                  stop_loss=stop_loss, stop_grad=stop_grad, t_eval=t_eval, progress=progress,
@@ -313,6 +332,14 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
     """Integrate d theta/dt = -field(theta); record value and grad (see gradient_flow)."""
     if not (np.isfinite(t_final) and t_final > 0):
         raise ParamgeoError(f"the final time must be a positive number, got {t_final}")
+    if t_final > MAX_T_FINAL:
+        raise ParamgeoError(f"the final time {t_final:.3g} is beyond {MAX_T_FINAL:.0e}: no flow "
+                            "of paramgeo needs that horizon (log-spaced records reach small "
+                            "initialisations); give a smaller one")
+    if t_eval is None:
+        from .arguments import integer
+
+        integer(n_records, "n_records", minimum=2, maximum=MAX_RECORDS)
     for what, tol in (("rtol", rtol), ("atol", atol)):
         if not (np.isfinite(tol) and tol > 0):
             raise ParamgeoError(f"the tolerance {what} must be a positive number, got {tol}")
@@ -324,10 +351,11 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
             "integrator (RK45 or DOP853) or gradient descent")
     from scipy.integrate import solve_ivp
 
-    counter = {"n": 0, "shown": 0}
+    counter = {"n": 0, "shown": 0, "last": (0.0, theta0)}
 
     def rhs(t, theta):
         counter["n"] += 1
+        counter["last"] = (t, theta)
         done = int(1000 * min(t, t_final) / t_final)
         if report is not None and done > counter["shown"]:
             report(done, 1000)
@@ -359,6 +387,14 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
                         atol=atol, events=events or None)
     except ValueError as exc:
         raise ParamgeoError(f"solve_ivp refused the problem: {exc}") from None
+    except KeyboardInterrupt:  # Ctrl-C: the start and the last state the integrator reached
+        t_last, y_last = counter["last"]
+        times, thetas = [0.0], [theta0]
+        if t_last > 0:
+            times, thetas = times + [t_last], thetas + [np.asarray(y_last, float)]
+        return _finish(param, value, grad, label, times, thetas, False,
+                       f"interrupted at t = {t_last:.4g} of {t_final:g}", counter["n"],
+                       conserved, interrupted=True)
     finally:
         close()
     times, thetas, message = sol.t, sol.y.T, str(sol.message)

@@ -41,6 +41,7 @@ leaves nothing behind. The registry lists saved definitions through a provider
 import math
 import os
 import re
+import unicodedata
 import sys
 from pathlib import Path
 from typing import ClassVar
@@ -48,8 +49,8 @@ from typing import ClassVar
 import numpy as np
 
 from . import registry
-from .errors import ContractError, ParamgeoError, PluginNotFoundError
-from .expr import FUNCTIONS, ExpressionError, block_symbols, parse_expression
+from .errors import ContractError, ParamgeoError, PluginError, PluginNotFoundError
+from .expr import FUNCTIONS, ExpressionError, block_symbols, expression_nodes, parse_expression
 from .parameterization import Parameterization, ParamSpec, Size
 from .symmetry import discovered_group
 
@@ -98,6 +99,8 @@ def parse_spec(text, origin="spec"):
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{origin}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise SpecError(f"{origin}: arrays or tables nested too deeply for TOML") from None
     unknown = sorted(set(data) - set(ALLOWED_KEYS))
     if unknown:
         raise SpecError(f"{origin}: unknown key(s) {', '.join(unknown)}; a spec has "
@@ -129,7 +132,8 @@ def parse_spec(text, origin="spec"):
         shape = [shape] if isinstance(shape, (int, str)) and not isinstance(shape, bool) \
             else shape
         if not isinstance(shape, list) or not all(
-                (isinstance(s, int) and not isinstance(s, bool) and s >= 1) or s in sizes
+                (isinstance(s, int) and not isinstance(s, bool) and s >= 1)
+                or (isinstance(s, str) and s in sizes)
                 for s in shape):
             raise SpecError(f"{origin}: block {key} = {params[key]!r} must be a list of positive "
                             f"integers or size names ({', '.join(sizes) or 'no sizes declared'})")
@@ -143,8 +147,9 @@ def parse_spec(text, origin="spec"):
         declared_shape = predictor.get("shape")
         predictor = predictor["expr"]
     if not _is_expr_tree(predictor):
-        raise SpecError(f"{origin}: `predictor` must be an expression string or a (nested) list "
-                        "of expression strings, e.g. predictor = \"u * v\"")
+        raise SpecError(f"{origin}: `predictor` must be an expression string or a (nested, at "
+                        f"most {MAX_NESTING} deep) list of expression strings, e.g. predictor = "
+                        "\"u * v\"")
     refs = data.get("references", [])
     if isinstance(refs, str):
         refs = [refs]
@@ -163,15 +168,25 @@ def parse_spec(text, origin="spec"):
 
 
 def _check_identifier(origin, what, key):
+    python_name = unicodedata.normalize("NFKC", key) if isinstance(key, str) else key
+    if python_name != key:  # Python's parser reads the name in NFKC form: it would merge
+        raise SpecError(f"{origin}: {what} name {key!r} is read by Python as {python_name!r} "
+                        f"(Unicode NFKC), so it would merge with any name {python_name!r}; "
+                        f"write it as {python_name!r}")
     if not key.isidentifier() or key.startswith("_") or key in FUNCTIONS or key == "pi":
         raise SpecError(f"{origin}: {what} name {key!r} must be a Python-style identifier not "
                         f"starting with _ and not one of pi, {', '.join(FUNCTIONS)}")
 
 
-def _is_expr_tree(value):
+#: Deepest nesting of lists in a spec's predictor (a predictor is at most a few axes deep).
+MAX_NESTING = 32
+
+
+def _is_expr_tree(value, depth=0):
     if isinstance(value, str):
         return True
-    return isinstance(value, list) and bool(value) and all(_is_expr_tree(v) for v in value)
+    return (depth < MAX_NESTING and isinstance(value, list) and bool(value)
+            and all(_is_expr_tree(v, depth + 1) for v in value))
 
 
 #: Most parameter entries of a spec definition (each is a sympy symbol).
@@ -179,6 +194,11 @@ MAX_SYMBOLS = 5000
 #: Most entries m n of the sympy Jacobian of a spec definition (differentiating and
 #: lambdifying takes about 50 microseconds an entry: a minute at this limit).
 MAX_SYMBOLIC_JACOBIAN = 1_000_000
+
+
+#: Most node visits (expression-tree nodes x parameters) of a spec's exact Jacobian: sum(U@U@U)
+#: for a 10 x 10 U has 3e4 nodes and n = 100, 3e6 visits and about 30 s of sympy.
+MAX_SYMBOLIC_WORK = 1_000_000
 
 
 def compile_predictor(spec, sizes):
@@ -243,6 +263,18 @@ class SpecParameterization(Parameterization):
                             f"m x n = {m} x {n} = {m * n} entries; sympy differentiates at most "
                             f"{MAX_SYMBOLIC_JACOBIAN} in reasonable time: use smaller sizes (or "
                             "write a Python plugin, see docs/tutorial-register.md)")
+        budget = MAX_SYMBOLIC_WORK // max(n, 1) + 1  # tree nodes the n derivatives may visit
+        nodes = 0
+        for e in exprs:
+            nodes += expression_nodes(e, budget - nodes)
+            if nodes >= budget:
+                raise SpecError(
+                    f"{self.name}: the predictor's expression trees have more than "
+                    f"{budget - 1} nodes at sizes {dict(self.sizes)}, and its exact Jacobian "
+                    f"differentiates them for each of the n = {n} parameters (more than "
+                    f"{MAX_SYMBOLIC_WORK:.0e} node visits, minutes of sympy); use smaller sizes "
+                    "or fewer nested products (or write a Python plugin, see "
+                    "docs/tutorial-register.md)")
         self._shapes, self._symbols, self._exprs = shapes, flat, exprs
         self._shape = value.shape
         self._forward = None
@@ -310,6 +342,12 @@ def load_text(text, origin="spec", path=""):
         with np.errstate(all="ignore"):  # non-finite values are reported below
             out = np.asarray(param.forward_flat(theta), dtype=float)
             J = param.jacobian(theta)
+    except PluginError as exc:  # the guarded call layer: the spec's phi or J failed
+        if exc.problem.startswith(("returned nan", "returned inf")):
+            raise SpecError(f"{origin}: the predictor or its Jacobian is not finite at a random "
+                            "point (a log or sqrt of a negative number, a division by zero?)"
+                            ) from None
+        raise SpecError(f"{origin}: the predictor cannot be evaluated: {exc.problem}") from None
     except (ParamgeoError, ExpressionError):
         raise
     except Exception as exc:  # sympy/numpy failures on a syntactically valid spec

@@ -66,6 +66,7 @@ Olver (1999), "Classical invariant theory" (automorphisms of binary forms).
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, Size
+from paramgeo.parameterization import require_entries
 from paramgeo.errors import SizeError
 from paramgeo.geometry import decide_rank
 from paramgeo.symmetry import ScalingTorus, SignedPermutationGroup, SymmetryGroup
@@ -141,6 +142,8 @@ class DeepDiagonal(Parameterization):
     )
 
     def validate_sizes(self):
+        require_entries("deep-diagonal", parameters=self.p * (2 if self.variant == "signed"
+                                                              else self.depth))
         if self.variant == "signed" and self.depth < 2:
             raise SizeError(
                 "deep-diagonal: variant=signed needs depth >= 2 (u - v is a linear map whose "

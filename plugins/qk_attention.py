@@ -61,6 +61,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from paramgeo import NumericalDoubtWarning, Parameterization, ParamSpec, Size, SizeError, get
+from paramgeo.parameterization import require_entries
 from paramgeo.factor_spectra import (
     gram_jacobian_singular_values,
     product_jacobian_singular_values,
@@ -109,6 +110,10 @@ class QKAttention(Parameterization):
     )
 
     def validate_sizes(self):
+        H, T = self.heads, self.tokens
+        require_entries("qk-attention", parameters=2 * H * self.d * self.r,
+                        tokens=T * self.d if self.output == "attention" else 0,
+                        predictor=H * T * T if self.output == "attention" else H * self.d ** 2)
         if self.r > self.d:
             raise SizeError(
                 f"qk-attention: head dimension r={self.r} exceeds the model dimension d={self.d};"

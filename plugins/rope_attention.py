@@ -42,6 +42,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, Size, SizeError
+from paramgeo.parameterization import require_entries
 from paramgeo.equivariance import InputAction
 from paramgeo.symmetry import ComplexScalingGroup, GeneralLinearGroup, blocks_of
 
@@ -77,6 +78,9 @@ class RopeAttention(Parameterization):
     )
 
     def validate_sizes(self):
+        B, T = self.sequences, self.tokens
+        require_entries("rope-attention", parameters=2 * self.d * self.r, frequencies=self.r,
+                        tokens=B * T * self.d, predictor=B * T * T)
         if self.encoding == "rotary" and self.r % 2:
             raise SizeError(f"rope-attention: rotary encodings rotate coordinate pairs, so the "
                             f"head dimension r={self.r} must be even; choose r={self.r + 1}")

@@ -208,9 +208,16 @@ def check_cmd(name, sizes, seed, as_json):
 
     Example: paramgeo check hadamard -p p=3
     """
-    from ..contract import check
+    from ..contract import check, construction_failure
+    from ..errors import PluginError
+    from ._common import parse_sizes
 
-    report = check(resolve(name, sizes), seed=seed)
+    try:
+        param = resolve(name, sizes)
+    except PluginError as exc:  # the plugin cannot even be built: that is a failed property
+        report = construction_failure(exc.plugin, parse_sizes(sizes), exc)
+    else:
+        report = check(param, seed=seed)
     emit(report, as_json)
     if not report.passed:
         failed = sorted({item.property for item in report.failures()})

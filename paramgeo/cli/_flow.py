@@ -6,8 +6,10 @@ import click
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ._common import (deprecated_option, json_option, progress_bar, progress_enabled,
-                      progress_option, resolve, seed_option, sizes_option, table, take_alias)
+from ..trajectory import MAX_RECORDS
+from ._common import (deprecated_option, exit_if_interrupted, json_option, progress_bar,
+                      progress_enabled, progress_option, resolve, seed_option, sizes_option, table,
+                      take_alias)
 
 
 def load_data(path):
@@ -46,7 +48,7 @@ def load_data(path):
 @click.option("--atol", type=float, default=1e-10, show_default=True,
               help="Flow atol (keep it well below alpha^2 for an init of scale alpha).")
 @click.option("--log-times", is_flag=True, help="Record the flow at log-spaced times.")
-@click.option("--records", type=click.IntRange(min=2), default=200, show_default=True,
+@click.option("--records", type=click.IntRange(2, MAX_RECORDS), default=200, show_default=True,
               help="Number of recorded times of the flow.")
 @click.option("--stop-loss", type=float, default=None, help="Stop when the loss falls below.")
 @click.option("--stop-grad", type=float, default=None,
@@ -71,6 +73,10 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
     Example: paramgeo flow hadamard -p p=10 --loss squared --data s2s.npz --method flow --t-final 30 --plot s2s.png
     """
     t_final = take_alias(t_final, time_alias, "--time", "--t-final")
+    if plot_path:  # before the run, not after it
+        from ..trajectory import _check_plot_path
+
+        _check_plot_path(plot_path)
     param = resolve(name, sizes, dense=False)  # descent and flow use J^T v only
     arrays = load_data(data_path)
     enabled = progress_enabled(progress, quiet=as_json)
@@ -107,6 +113,7 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
                    final_predictor=traj.final_predictor.tolist(), plot=plot_path)
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))
+        exit_if_interrupted(traj, traj.message.removeprefix("interrupted "))
         return
     click.echo(str(traj))
     idx = np.unique(np.linspace(0, len(traj.times) - 1, min(8, len(traj.times))).astype(int))
@@ -117,6 +124,7 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
                          ["conserved quantity", "relative drift"]))
     if plot_path:
         click.echo(f"figure written to {plot_path}")
+    exit_if_interrupted(traj, traj.message.removeprefix("interrupted "))
 
 
 def train(param, loss_kind, arrays, data_path, *, method="gd", steps=None, t_final=None, lr=1e-2,

@@ -61,6 +61,9 @@ def load_regression(path):
     if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
         raise ShapeError(f"data file {str(path)!r}: X must be N x p and y of length N, got "
                          f"X {X.shape} and y {y.shape}")
+    if X.shape[0] == 0:
+        raise ShapeError(f"data file {str(path)!r} has no data rows (N = 0); the implicit-bias "
+                         "problem needs at least one measurement X beta = y")
     return X.astype(float), y.astype(float)
 
 
@@ -90,6 +93,10 @@ def implicit_bias_cmd(name, sizes, data, alpha, t_final, plot_path, as_json):
 
     if not (np.isfinite(alpha) and alpha > 0):
         raise ParamgeoError(f"--init-scale must be a positive number, got {alpha}")
+    if plot_path:  # before the run, not after it
+        from ..trajectory import _check_plot_path
+
+        _check_plot_path(plot_path)
     X, y = load_regression(data)
     param = resolve(name, sizes)
     result = implicit_bias(param, X, y, alpha, t_final=t_final)

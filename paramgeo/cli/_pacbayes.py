@@ -41,7 +41,7 @@ def pacbayes_cmd(name, sizes, posterior_file, scales, n, delta, method, samples,
     from ..pacbayes.gaussians import _positive
 
     param = resolve(name, sizes)
-    scales = [_positive(s, "prior scale") for s in scales]
+    scales = [_positive(s, "prior scale", bounded=True) for s in scales]
     _check_cert_inputs(0.0, 0.0, _int(n), _float(delta, "delta"))
     posterior, risk = load_posterior(param, posterior_file)
     with progress_bar("orbit integrals", progress_enabled(progress, as_json)) as bar:

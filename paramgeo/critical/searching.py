@@ -122,6 +122,11 @@ def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, pro
     bar of ``paramgeo.cli._common.progress_bar``). A KeyboardInterrupt (Ctrl-C) stops the
     search between or inside starts and returns the finished starts, ``interrupted=True``.
     """
+    from ..arguments import integer, parameterization
+
+    parameterization(param)
+    integer(starts, "starts", minimum=1)
+    integer(maxiter, "maxiter", minimum=1)  # 0 iterations would report the starts themselves
     policy = policy or DEFAULT_POLICY
     rng = as_rng(seed)
     R, _ = generic_values(param, policy)

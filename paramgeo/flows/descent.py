@@ -92,6 +92,7 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=None, stop_
     message = f"completed {steps} steps"
     n_evals = 0
     report, close = _progress_callback(progress, f"gradient descent, {steps} steps")
+    interrupted = False
     try:
         for t in range(steps):
             if rng is not None:
@@ -122,9 +123,15 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=None, stop_
                     times.append(t + 1)
                     thetas.append(theta.copy())
                 break
+    except KeyboardInterrupt:  # Ctrl-C: keep the steps finished, record where it stopped
+        interrupted, message = True, f"interrupted after {n_evals} of {steps} steps"
+        if times[-1] != n_evals:
+            times.append(n_evals)
+            thetas.append(theta.copy())
     finally:
         close()
     method = "gd" if rng is None else f"sgd (batch {batch_size}, seed {seed})"
     if optimizer is not None:
         method = f"{optimizer.name} ({method})"
-    return _finish(param, value, grad, method, times, thetas, True, message, n_evals, conserved)
+    return _finish(param, value, grad, method, times, thetas, not interrupted, message, n_evals,
+                   conserved, interrupted)

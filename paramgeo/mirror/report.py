@@ -88,6 +88,11 @@ def mirror(param, alpha=None, theta0=None, degree=2, seed=0, policy=None, method
     :func:`lie_algebra` (otherwise a :class:`paramgeo.errors.BudgetError` when its estimate
     exceeds the budget).
     """
+    from ..arguments import number, parameterization
+
+    parameterization(param)
+    if alpha is not None:
+        alpha = number(alpha, "alpha (the initialisation scale)", positive=True)
     test = commuting_test(param, seed=seed, policy=policy, method=method)
     max_b, rel = test.max_bracket, test.relative
     matrix = _matrix_laws(param, seed, policy)

@@ -171,7 +171,7 @@ def bilinear_component_kls(param, posterior, scales, pairs=None, rtol=1e-7):
     the two arrays of shape (number of coordinates, number of scales); their column sums are the
     quotient KLs (the coordinates are independent under both Q and P)."""
     posterior = _as_posterior(param, posterior)
-    scales = [_positive(s, "prior scale") for s in np.atleast_1d(scales)]
+    scales = [_positive(s, "prior scale", bounded=True) for s in np.atleast_1d(scales)]
     pairs = bilinear_components(param) if pairs is None else pairs
     if pairs is None:
         raise NotProvidedError(type(param).__name__, "a separable bilinear structure "

@@ -12,6 +12,7 @@ A union bound over J prior scales chosen before seeing the data replaces delta b
 
 import dataclasses
 import math
+import numbers
 
 import numpy as np
 from scipy import special
@@ -57,8 +58,10 @@ def kl_bernoulli(q, p):
 
 def kl_inverse_upper(q, c, tol=1e-12):
     """sup{p in [q, 1] : kl(q || p) <= c} by bisection (kl(q || .) increases on [q, 1])."""
-    if c < 0:
-        raise PacBayesInputError(f"the kl budget must be >= 0, got {c}")
+    if not (isinstance(q, numbers.Real) and 0.0 <= q <= 1.0):
+        raise PacBayesInputError(f"q must be a risk in [0, 1], got {q!r}")
+    if not (isinstance(c, numbers.Real) and c >= 0):  # also refuses NaN
+        raise PacBayesInputError(f"the kl budget c must be a number >= 0, got {c!r}")
     lo, hi = float(q), 1.0
     if kl_bernoulli(q, hi) <= c:
         return 1.0
@@ -124,6 +127,10 @@ def certificates(empirical_risk, kl, n, delta, union=1, catoni_grid=DEFAULT_CATO
         raise PacBayesInputError(f"union must be a positive number of priors, got {union}")
     d = delta / int(union)
     grid = tuple(catoni_grid)
+    if not grid or not all(isinstance(C, numbers.Real) and math.isfinite(C) and C > 0
+                           for C in grid):
+        raise PacBayesInputError(f"catoni_grid must be a non-empty list of finite numbers C > 0, "
+                                 f"got {list(grid)!r}")
     cat = [(catoni_bound(emp, kl, n, d / len(grid), C), C) for C in grid]
     best, bestC = min(cat)
     return Certificates(emp, kl, n, delta, int(union), d, mcallester_bound(emp, kl, n, d),

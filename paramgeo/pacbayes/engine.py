@@ -115,7 +115,7 @@ def quotient_kls(param, posterior, scales, method="auto", samples=200, seed=0,
     Returns a :class:`QuotientKLReport`.
     """
     posterior = _as_posterior(param, posterior)
-    scales = [_positive(s, "prior scale") for s in np.atleast_1d(scales)]
+    scales = [_positive(s, "prior scale", bounded=True) for s in np.atleast_1d(scales)]
     if method not in ("auto", "quadrature", "montecarlo"):
         raise PacBayesInputError(f"unknown method {method!r}; choose auto, quadrature or "
                                  "montecarlo")

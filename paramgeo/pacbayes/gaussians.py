@@ -48,6 +48,13 @@ class DiagonalGaussian(Result):
             )
         if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std))):
             raise PacBayesInputError("a Gaussian's mean and std must be finite (no NaN or inf)")
+        if std.size and (std.max() > MAX_SCALE or std.min() < 1 / MAX_SCALE) and np.all(std > 0):
+            raise PacBayesInputError(
+                f"a Gaussian's std must lie in [{1 / MAX_SCALE:.0e}, {MAX_SCALE:.0e}] (its squares "
+                f"and ratios must stay floats); got {std.min():.3g} to {std.max():.3g}")
+        if mean.size and np.max(np.abs(mean)) > MAX_SCALE:
+            raise PacBayesInputError(f"a Gaussian's mean must lie within +-{MAX_SCALE:.0e}; got "
+                                     f"{np.max(np.abs(mean)):.3g}")
         if np.any(std <= 0):
             raise PacBayesInputError(
                 f"a Gaussian's std must be positive; got min {std.min():.3g} (use a scale > 0)"
@@ -76,13 +83,24 @@ class DiagonalGaussian(Result):
             - 0.5 * self.n * math.log(2 * math.pi)
 
 
-def _positive(value, what):
+#: Largest std, mean entry and prior scale (and 1 / the smallest std or scale) of a Gaussian:
+#: KL terms square them and take their ratios, and phi of the samples raises them to the
+#: degree of phi; past 1e12 the push-forward loses every digit (KL 0 at std 1e100).
+MAX_SCALE = 1e12
+
+
+def _positive(value, what, bounded=False):
+    """``value`` as a positive finite float; with ``bounded`` also within [1 / MAX_SCALE,
+    MAX_SCALE] (prior scales)."""
     try:
         value = float(value)
     except (TypeError, ValueError):
         raise PacBayesInputError(f"{what} must be a number, got {value!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise PacBayesInputError(f"{what} must be a positive finite number, got {value!r}")
+    if bounded and not 1 / MAX_SCALE <= value <= MAX_SCALE:
+        raise PacBayesInputError(f"{what} must lie in [{1 / MAX_SCALE:.0e}, {MAX_SCALE:.0e}], "
+                                 f"got {value!r}")
     return value
 
 
@@ -94,6 +112,10 @@ def kl_gaussian(q, p):
     (the Gaussian relative entropy summed over the independent coordinates; Kullback 1959,
     "Information Theory and Statistics"; checked against :func:`kl_mvn` and Monte Carlo).
     """
+    for what, g in (("q (the posterior)", q), ("p (the prior)", p)):
+        if not isinstance(g, DiagonalGaussian):
+            raise PacBayesInputError(f"kl_gaussian: {what} must be a DiagonalGaussian, got "
+                                     f"{type(g).__name__}")
     if q.n != p.n:
         raise ShapeError(f"posterior has {q.n} entries but prior has {p.n}")
     r = (q.std / p.std) ** 2

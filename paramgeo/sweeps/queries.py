@@ -9,7 +9,10 @@ dict). ``register_query`` adds one; a third party can add its own the same way.
 import dataclasses
 import math
 
+from ..cli._critical import MAX_STARTS
+from ..cli._define import MAX_EXACT_POINTS
 from ..errors import ParamgeoError
+from ..trajectory import MAX_RECORDS
 
 #: A required option (no default).
 REQUIRED = object()
@@ -64,12 +67,12 @@ def integer(minimum=None, maximum=None, optional=False):
         if optional and value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not float(value).is_integer():
-            raise ValueError(f"must be an integer, got {value!r}")
+                or isinstance(value, float) and not value.is_integer():
+            raise ValueError(f"must be an integer, got {_short_repr(value)}")
         value = int(value)
         if minimum is not None and value < minimum or maximum is not None and value > maximum:
             bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
-            raise ValueError(f"must be an integer {bounds}, got {value}")
+            raise ValueError(f"must be an integer {bounds}, got {_short_repr(value)}")
         return value
     return convert
 
@@ -79,8 +82,9 @@ def number(positive=False, optional=False, open_unit=False):
         if optional and value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or isinstance(value, int) and abs(value) > 1e300 \
                 or not math.isfinite(value):
-            raise ValueError(f"must be a finite number, got {value!r}")
+            raise ValueError(f"must be a finite number, got {_short_repr(value)}")
         value = float(value)
         if positive and value <= 0:
             raise ValueError(f"must be a positive number, got {value}")
@@ -88,6 +92,11 @@ def number(positive=False, optional=False, open_unit=False):
             raise ValueError(f"must lie in (0, 1), got {value}")
         return value
     return convert
+
+
+def _short_repr(value):
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 def positive_list(value):
@@ -175,7 +184,8 @@ def strata_query(param, kinds, seed):
     return strata(param, kinds=kinds, seed=seed)
 
 
-@register_query("search", {"starts": Option(20, integer(1), "number of random starts"),
+@register_query("search", {"starts": Option(20, integer(1, MAX_STARTS),
+                                             "number of random starts"),
                            "seed": _seed("seed of the starts"),
                            "maxiter": Option(100, integer(1), "L-BFGS-B iterations per start")})
 def search_query(param, starts, seed, maxiter):
@@ -223,7 +233,7 @@ def implicit_bias_query(param, data, init_scale, t_final):
     "rtol": Option(1e-8, number(positive=True)),
     "atol": Option(1e-10, number(positive=True)),
     "log_times": Option(False, flag),
-    "records": Option(200, integer(2)),
+    "records": Option(200, integer(2, MAX_RECORDS)),
     "stop_loss": Option(None, number(optional=True)),
     "stop_grad": Option(None, number(optional=True)),
     "init_scale": Option(None, number(positive=True, optional=True)),
@@ -271,7 +281,7 @@ def discover_query(param, seed, discrete, max_dim):
 
 
 @register_query("exact", {"seed": _seed("seed of the random rational points"),
-                          "points": Option(2, integer(1))})
+                          "points": Option(2, integer(1, MAX_EXACT_POINTS))})
 def exact_query(param, seed, points):
     """Exact (sympy) ranks over Q and Q(theta) (paramgeo exact)."""
     from ..symbolic import exact_analysis

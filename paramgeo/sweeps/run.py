@@ -19,8 +19,8 @@ from pathlib import Path
 from ..errors import ParamgeoError
 from ..results import Result
 from .spec import SweepSpecError, load_spec
-from .table import Journal, check_output, flatten, frame, journal_path, make_row, read_rows, \
-    write_table
+from .table import Journal, OutputLock, check_output, flatten, frame, journal_path, make_row, \
+    read_rows, write_table
 
 #: seconds a local Dask cluster of worker processes takes to start and import paramgeo on its
 #: workers (5-15 s measured on 2 shared cores): a grid whose cells would all finish in this
@@ -81,6 +81,9 @@ def run_cell(task):
                  for k, v in task["sizes"].items()]
         param = resolve(task["plugin"], pairs, dense=query.dense)
         result = query.run(param, **task["options"])
+        if getattr(result, "interrupted", False):  # Ctrl-C absorbed by the engine: not complete
+            return {"key": task["key"], "status": "interrupted", "result": {},
+                    "error": "interrupted before it finished"}
         return {"key": task["key"], "status": "ok", "error": None, "result": flatten(result)}
     except Exception as exc:  # noqa: BLE001 - recorded in the row, the sweep goes on
         kind = "" if isinstance(exc, ParamgeoError) else f"{type(exc).__name__}: "
@@ -99,6 +102,11 @@ def default_workers():
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def max_local_workers():
+    """The most workers a local cluster may have: 4 per core this process may use."""
+    return 4 * default_workers()
 
 
 def sweep(spec, output=None, *, workers=None, scheduler=None, client=None, resume=False,
@@ -125,12 +133,24 @@ def sweep(spec, output=None, *, workers=None, scheduler=None, client=None, resum
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 0):
         raise SweepSpecError(f"workers must be an integer >= 0, got {workers!r}")
+    if workers is not None and workers > max_local_workers():
+        raise SweepSpecError(f"workers={workers} is more than {max_local_workers()} (4 per core "
+                             "of this machine): a larger local cluster only competes for the "
+                             "same cores; give fewer, or run on a cluster with --scheduler")
     if sum(x is not None for x in (workers, scheduler, client)) > 1:
         raise SweepSpecError("give at most one of workers, scheduler and client")
+    if output is None:
+        return _sweep(spec, None, workers, scheduler, client, resume, overwrite, progress, t0)
+    output = check_output(output)
+    with OutputLock(output, f"sweep {spec.source}"):
+        return _sweep(spec, output, workers, scheduler, client, resume, overwrite, progress, t0)
+
+
+def _sweep(spec, output, workers, scheduler, client, resume, overwrite, progress, t0):
+    """The body of :func:`sweep`, with the output (if any) locked."""
     previous = {}
     if output is not None:
-        output = check_output(output)
-        exists = output.exists() or journal_path(output).exists()
+        exists = os.path.lexists(output) or os.path.lexists(journal_path(output))
         if resume:
             previous = read_rows(output)
         elif exists and not overwrite:
@@ -152,6 +172,11 @@ def sweep(spec, output=None, *, workers=None, scheduler=None, client=None, resum
         cell = by_key[outcome["key"]]
         if cell.key in rows:  # finished twice (a worker died after computing it): keep one
             return
+        if outcome["status"] == "interrupted":
+            if workers == 0:  # Ctrl-C in this process: stop the sweep, store nothing of it
+                raise KeyboardInterrupt
+            # on a worker: a failed row, so --resume computes the cell again
+            outcome = dict(outcome, status="error")
         row = rows[cell.key] = make_row(cell, outcome)
         if journal is not None:
             journal.append(row)

@@ -23,6 +23,8 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -35,6 +37,9 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
+
+#: The most cells of one sweep (each one a row of the table and a Dask task).
+MAX_CELLS = 100_000
 
 TOP_KEYS = ("query", "plugin", "plugin_files", "sizes", "options", "grid", "cells")
 VARYING = ("query", "plugin", "sizes", "options")
@@ -92,6 +97,9 @@ def load_spec(spec):
         return spec
     if isinstance(spec, dict):
         return expand(spec, "<dict>", Path.cwd())
+    if not isinstance(spec, (str, os.PathLike)):
+        raise SweepSpecError(f"spec must be the path of a TOML sweep file, a dict or a "
+                             f"SweepSpec, got {type(spec).__name__}")
     path = Path(spec)
     if not path.is_file():
         raise SweepSpecError(f"sweep file {str(spec)!r} does not exist")
@@ -99,6 +107,9 @@ def load_spec(spec):
         data = tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SweepSpecError(f"sweep file {str(spec)!r} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise SweepSpecError(f"sweep file {str(spec)!r}: arrays or tables nested too deeply "
+                             "(a sweep file needs a few levels)") from None
     return expand(data, str(spec), path.resolve().parent)
 
 
@@ -133,6 +144,10 @@ def expand(data, source, base):
         raise SweepSpecError(f"{where}: plugin_files must be a list of paths")
     files = tuple(str(_existing(base, f, where)) for f in files)
     _load_plugin_files(files, where)
+    total = len(cases) * math.prod(len(values) for values in axes.values())
+    if total > MAX_CELLS:  # counted before a single cell is validated
+        raise SweepSpecError(f"{where}: the grid has {total:.3g} cells, more than one sweep runs "
+                             f"({MAX_CELLS:,}); split it into several sweep files")
     cells, seen, params = [], {}, {}
     for case in cases:
         for point in itertools.product(*axes.values()):

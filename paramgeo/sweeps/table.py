@@ -8,9 +8,14 @@ cell; at the end the table is written in cell order as Parquet (pyarrow), CSV or
 extension of OUT and the journal is removed.
 """
 
+import errno
+import fcntl
 import json
 import math
 import os
+import stat
+import tempfile
+import time
 from pathlib import Path
 
 from ..results import to_jsonable
@@ -21,18 +26,88 @@ BOOKKEEPING = ("cell", "status", "error")
 
 
 def check_output(path):
-    """The output path, refused (SweepSpecError) unless its extension is a known format."""
+    """The output path, refused (SweepSpecError) unless its extension is a known format and
+    its folder exists and is writable (checked before any cell runs)."""
     path = Path(path)
     if path.suffix not in FORMATS:
         raise SweepSpecError(f"output {str(path)!r}: unknown format {path.suffix or '(none)'}; "
                              f"give a file ending in {', '.join(FORMATS)}")
     if path.is_dir():
         raise SweepSpecError(f"output {str(path)!r} is a directory; give a file name")
+    folder = path.parent
+    if not folder.is_dir():
+        raise SweepSpecError(f"output {str(path)!r}: the folder {str(folder)!r} does not exist; "
+                             "create it first or give another output")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise SweepSpecError(f"output {str(path)!r}: the folder {str(folder)!r} is not "
+                             "writable; give an output in a folder you can write to")
     return path
 
 
 def journal_path(path):
     return Path(f"{path}.partial.jsonl")
+
+
+def lock_path(path):
+    return Path(f"{path}.lock")
+
+
+def _open_nofollow(path, flags, what):
+    """os.open of ``path`` that never follows a symbolic link and opens only a regular file
+    (SweepSpecError naming ``what`` otherwise)."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SweepSpecError(f"the {what} {str(path)!r} is a symbolic link; paramgeo does "
+                                 "not write or read sweep files through links: remove it or "
+                                 "give another output") from None
+        raise SweepSpecError(f"cannot open the {what} {str(path)!r}: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SweepSpecError(f"the {what} {str(path)!r} is not a regular file; remove it or "
+                             "give another output")
+    return fd
+
+
+class OutputLock:
+    """An exclusive lock on one sweep output, held for the whole sweep: ``OUT.lock`` (never
+    through a link) locked with ``flock``, holding who took it. A second sweep on the same
+    output refuses at once, naming the first; the kernel drops the lock of a killed sweep."""
+
+    def __init__(self, output, holder):
+        self.path, self.holder, self._fd = lock_path(output), holder, None
+        self.output = output
+
+    def __enter__(self):
+        while True:
+            fd = _open_nofollow(self.path, os.O_RDWR | os.O_CREAT, "lock file")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                first = os.read(fd, 4096).decode(errors="replace").strip() or "a sweep"
+                os.close(fd)
+                raise SweepSpecError(f"output {str(self.output)!r} is being written by another "
+                                     f"sweep ({first}); wait for it to finish or give another "
+                                     "output") from None
+            try:  # the previous holder may have removed the file between open and flock
+                same = os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{self.holder}, pid {os.getpid()}, started "
+                     f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc):
+        if self._fd is not None:
+            self.path.unlink(missing_ok=True)  # while still locked: no one else holds it
+            os.close(self._fd)
+            self._fd = None
 
 
 def flatten(value, prefix=""):
@@ -83,7 +158,8 @@ class Journal:
 
     def append(self, row):
         if self._fh is None:
-            self._fh = open(self.path, "a")
+            fd = _open_nofollow(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "journal")
+            self._fh = os.fdopen(fd, "a")
         self._fh.write(json.dumps(row) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
@@ -103,12 +179,19 @@ def read_rows(path):
         for row in _read_table(path):
             rows[row["cell"]] = row
     journal = journal_path(path)
-    if journal.is_file():
-        for line in journal.read_text().splitlines():
+    if os.path.lexists(journal):
+        with os.fdopen(_open_nofollow(journal, os.O_RDONLY, "journal")) as fh:
+            lines = fh.read().splitlines()
+        for number, line in enumerate(lines, 1):
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:
-                continue
+                continue  # a line torn by a killed sweep
+            if not (isinstance(row, dict) and isinstance(row.get("cell"), str)
+                    and "status" in row):
+                raise SweepSpecError(f"cannot resume from the journal {str(journal)!r}: line "
+                                     f"{number} is not a row written by paramgeo sweep; remove "
+                                     "that line (or the journal, to recompute its cells)")
             rows[row["cell"]] = row
     return rows
 
@@ -149,14 +232,30 @@ def frame(rows):
 def write_table(df, path):
     """Write ``df`` to ``path`` as Parquet, CSV or JSONL (by extension), atomically."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    if path.suffix == ".parquet":
-        _arrow_safe(df).to_parquet(tmp, index=False)
-    elif path.suffix == ".csv":
-        df.to_csv(tmp, index=False)
-    else:
-        df.to_json(tmp, orient="records", lines=True)
-    os.replace(tmp, path)
+    # a fresh temporary file of our own (O_EXCL, never a link, never a user's file) renamed
+    # over the output: the rename replaces a link named like the output, never its target
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # the mode a plain open() would give, not mkstemp's
+        with os.fdopen(fd, "wb") as fh:
+            if path.suffix == ".parquet":
+                _arrow_safe(df).to_parquet(fh, index=False)
+            elif path.suffix == ".csv":
+                fh.write(df.to_csv(index=False).encode())
+            else:
+                fh.write(df.to_json(orient="records", lines=True).encode())
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _arrow_safe(df):

@@ -1,0 +1,285 @@
+"""The guarded call layer between engines and a plugin's methods.
+
+Every engine reaches a plugin only through the methods of the contract (``forward``,
+``jacobian``, ``jvp``, ``vjp``, ``random_point``, ``symmetry``, ``make_spec``, ...). Each of
+those methods, as a plugin defines it, is wrapped once when its class is created
+(``Parameterization.__init_subclass__``), so that
+
+* its arguments are checked first (theta of length n, v of length n, w of length m): a wrong
+  argument is the caller's :class:`~paramgeo.errors.ShapeError`, naming the argument;
+* an exception raised inside the plugin's code (anything but a ``ParamgeoError``, which passes
+  unchanged) becomes a :class:`~paramgeo.errors.PluginError` naming the plugin, the method,
+  what went wrong and the fix; a forward that fails only when autograd traces it (it works on a
+  plain array) is reported as untraceable, with the fix for that;
+* its result is checked against what the contract promises: real floats (not complex, not a
+  string or object array), the promised shape (phi: predictor_shape; J: m x n; J v: m;
+  J^T w: n; random_point: n), finite wherever theta is finite and of moderate size
+  (|theta|_inf <= ``FINITE_INPUT_BOUND``: beyond it an overflow is the size of the input, not a
+  fault of the plugin).
+
+The base class's derived methods (autograd's Jacobian, JVP and VJP of ``forward``) get the same
+argument and result checks; an exception there can only come from ``forward`` (already guarded)
+or from paramgeo itself, so it is not converted. The CLI turns a ``PluginError`` into one
+``Error:`` line and exit code 2 like every ``ParamgeoError``; ``paramgeo check`` reports it as a
+failed property. Engines never catch it per command: this module is the one place.
+"""
+
+import functools
+
+import numpy as np
+from autograd.tracer import Box, getval
+
+from .errors import ParamgeoError, PluginError, ShapeError
+
+#: Entries of theta up to this size in absolute value must give a finite phi and J; beyond it a
+#: non-finite value may be an honest overflow (phi = u^p at |u| = 1e200), not the plugin's fault.
+FINITE_INPUT_BOUND = 1e6
+
+#: How to make forward traceable, the fix of every untraceable forward.
+UNTRACEABLE_FIX = ("write forward with autograd.numpy (import autograd.numpy as np; no "
+                   "numpy.asarray, float() or in-place writes on theta), or make it an "
+                   "autograd primitive (autograd.extend.primitive with defvjp/defjvp) and "
+                   "declare closed-form 'jvp' and 'vjp'")
+
+
+def _flat_shape(p):
+    return (p.n,)
+
+
+def _jac_shape(p):
+    return (p.m, p.n)
+
+
+#: method -> (names of its vector arguments after self, each with the length it must have,
+#:            the shape its result must have, or None for no array check)
+ARRAY_METHODS = {
+    "forward": (("theta",), lambda p: p.predictor_shape),
+    "jacobian": (("theta",), _jac_shape),
+    "jvp": (("theta", "v"), lambda p: (p.m,)),
+    "vjp": (("theta", "w"), _flat_shape),
+    "hessian_vp": (("theta", "w", "v"), _flat_shape),
+    "jacobian_derivative": (("theta", "v"), _jac_shape),
+    "horizontal_projection": (("theta", "v"), _flat_shape),
+    "random_point": ((), _flat_shape),
+    "init_at_scale": ((), _flat_shape),
+    "sparse_jacobian": (("theta",), None),
+    "rank_at": (("theta",), None),
+    "kinks": (("theta",), None),
+    "mirror_potential": (("theta0",), None),
+    "quadratic_forms": (("theta",), None),
+}
+#: methods that are guarded for their exceptions (and the few structural checks below) only
+OTHER_METHODS = ("make_spec", "make_predictor_shape", "validate_sizes", "symmetry", "symbolic",
+                 "architecture", "input_action")
+GUARDED = tuple(ARRAY_METHODS) + OTHER_METHODS
+
+#: the length each vector argument must have
+_ARG_LENGTH = {"theta": lambda p: p.n, "theta0": lambda p: p.n, "v": lambda p: p.n,
+               "w": lambda p: p.m}
+
+
+def plugin_label(param):
+    """The plugin's name as users know it (its registry name, else its class name)."""
+    cls = type(param)
+    return getattr(cls, "name", "") or cls.__name__
+
+
+def _preview(theta, k=3):
+    arr = np.ravel(np.asarray(getval(theta), dtype=float))
+    head = ", ".join(f"{x:.3g}" for x in arr[:k])
+    return f"theta=[{head}{', ...' if arr.size > k else ''}]"
+
+
+def _check_args(param, method, names, args):
+    """The vector arguments converted to float vectors of the right length (a Box, traced by
+    autograd, is checked for its shape and passed unchanged); ShapeError otherwise."""
+    out = list(args)
+    for i, name in enumerate(names[:len(args)]):
+        value = args[i]
+        need = _ARG_LENGTH[name](param)
+        if isinstance(value, Box):
+            size = np.size(getval(value))
+            if size != need:
+                raise ShapeError(f"{plugin_label(param)}.{method}: argument {name} must have "
+                                 f"{need} entries, got {size}")
+            continue
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise ShapeError(f"{plugin_label(param)}.{method}: argument {name} must be an array "
+                             f"of {need} numbers, got {type(value).__name__}") from None
+        if arr.shape != (need,):
+            # flat, or the one shape it has: a single block's (theta, v) or phi's (w)
+            shapes = ([tuple(param.predictor_shape)] if name == "w" else
+                      list(param.spec.blocks.values())[:1] if len(param.spec.blocks) == 1 else [])
+            if arr.size != need or (arr.ndim > 1 and arr.shape not in shapes):
+                raise ShapeError(f"{plugin_label(param)}.{method}: argument {name} must have "
+                                 f"{need} entries, got shape {np.shape(value)}")
+            arr = arr.ravel()
+        out[i] = arr
+    return out
+
+
+def _moderate(theta):
+    """Whether theta is finite with |theta|_inf <= FINITE_INPUT_BOUND (None: no theta)."""
+    if theta is None:
+        return True
+    arr = np.asarray(getval(theta), dtype=float)
+    return bool(arr.size == 0 or (np.all(np.isfinite(arr))
+                                  and np.max(np.abs(arr)) <= FINITE_INPUT_BOUND))
+
+
+def _result_problem(param, method, out, shape_of, theta, traced):
+    """What is wrong with the result ``out`` of ``method`` (None when nothing is), with its
+    fix: (problem, fix)."""
+    value = getval(out)
+    if method == "sparse_jacobian":
+        value = getattr(value, "shape", None)
+        if value is not None and tuple(value) != (param.m, param.n):
+            return (f"returned a matrix of shape {tuple(value)}, expected (m, n) = "
+                    f"({param.m}, {param.n})",
+                    "return the m x n Jacobian as a scipy.sparse matrix")
+        return None
+    if isinstance(value, str) or not isinstance(value, (np.ndarray, np.generic, list, tuple,
+                                                        float, int)):
+        return (f"returned an object of type {type(value).__name__}, not an array of floats",
+                f"return a float array of shape {shape_of(param)}")
+    try:
+        arr = np.asarray(value)
+    except ValueError as exc:  # ragged nested lists
+        return (f"returned something that is not an array ({exc})",
+                f"return a float array of shape {shape_of(param)}")
+    if arr.dtype.kind in "cC":
+        return (f"returned complex values (dtype {arr.dtype}) at {_preview(theta)}"
+                if theta is not None else f"returned complex values (dtype {arr.dtype})",
+                "return real floats (phi must map R^n to real predictors; take the real part "
+                "or split real and imaginary parts into separate outputs)")
+    if arr.dtype.kind not in "biuf":
+        if traced and arr.dtype.kind == "O":
+            return (f"cannot be traced by autograd (it returned an object array when traced "
+                    f"at {_preview(theta)})", UNTRACEABLE_FIX)
+        return (f"returned an array of dtype {arr.dtype}, not of floats",
+                f"return a float array of shape {shape_of(param)}")
+    expected = tuple(shape_of(param))
+    if arr.shape != expected:
+        where = {"forward": "make_predictor_shape() says", "random_point": "n is",
+                 "init_at_scale": "n is"}.get(method, "the contract needs")
+        fix = {"forward": "return an array of predictor_shape, or fix make_predictor_shape()",
+               "jacobian": "return the m x n matrix d phi / d theta, or drop 'jacobian' from "
+                           "`capabilities` to use autograd's",
+               "random_point": "return a flat vector of length n (self.n)",
+               }.get(method, f"return an array of shape {expected}")
+        return (f"returned shape {arr.shape}, but {where} {expected}", fix)
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)) and _moderate(theta):
+        bad = int(np.flatnonzero(~np.isfinite(arr.ravel()))[0])
+        what = "nan" if np.isnan(arr.ravel()[bad]) else "inf"
+        where = f" at the finite point {_preview(theta)}" if theta is not None else ""
+        if method in ("forward", "random_point", "init_at_scale"):
+            fix = ("return finite values for every finite theta (guard the log, sqrt, division "
+                   "or power that leaves its domain)" if method == "forward" else
+                   "return a finite vector")
+        else:
+            fix = ("forward is not differentiable there, or the closed form divides by zero; "
+                   "make phi smooth (e.g. sqrt(x^2 + eps) instead of |x|) or fix the closed form")
+        return (f"returned {what} (entry {bad} of shape {arr.shape}){where}", fix)
+    return None
+
+
+def _structure_problem(param, method, out):
+    """Structural checks of the non-array methods: (problem, fix) or None."""
+    if method == "make_spec":
+        if not all(hasattr(out, a) for a in ("blocks", "slices", "size", "unpack")):
+            return (f"returned an object of type {type(out).__name__}, not a ParamSpec",
+                    "return paramgeo.ParamSpec(name=shape, ...) of the parameter blocks")
+    elif method == "make_predictor_shape":
+        try:
+            shape = tuple(out)
+            ok = all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0
+                     for s in shape)
+        except TypeError:
+            ok = False
+        if not ok:
+            return (f"returned {out!r}, not a tuple of non-negative integers",
+                    "return the shape of phi(theta), e.g. (d, d)")
+    elif method == "symmetry":
+        missing = [a for a in ("name", "dim", "act", "random_element", "generators")
+                   if not hasattr(out if a == "name" else type(out), a)]  # dim may be costly
+        if missing:
+            return (f"returned an object of type {type(out).__name__}, not a "
+                    f"paramgeo.symmetry.SymmetryGroup (it lacks {', '.join(missing)})",
+                    "return a SymmetryGroup (OrthogonalGroup, GeneralLinearGroup, ScalingTorus, "
+                    "... or a subclass), or drop 'symmetry' from `capabilities`")
+    return None
+
+
+def _raise_fault(param, method, problem, fix, cause=None):
+    error = PluginError(plugin_label(param), method, problem, fix)
+    if cause is not None:
+        raise error from cause
+    raise error
+
+
+def guarded(fn, method, plugin_code=True):
+    """``fn`` (the method ``method`` of a Parameterization) with its arguments and result
+    checked and, for a plugin's own code (``plugin_code``), its exceptions reported as a
+    :class:`PluginError` (see the module docstring)."""
+    if getattr(fn, "__paramgeo_guarded__", False):
+        return fn
+    names, shape_of = ARRAY_METHODS.get(method, ((), None))
+
+    @functools.wraps(fn)
+    def call(self, *args, **kwargs):
+        ready = "predictor_shape" in self.__dict__  # sizes, spec and shape known (after __init__)
+        if names and ready:
+            args = _check_args(self, method, names, args)
+        theta = args[0] if names and args and names[0] in ("theta", "theta0") else None
+        try:
+            out = fn(self, *args, **kwargs)
+        except (ParamgeoError, MemoryError):
+            raise
+        except Exception as exc:
+            if not plugin_code:
+                raise
+            traced = any(isinstance(a, Box) for a in args)
+            if traced and _works_untraced(fn, self, args, kwargs):
+                _raise_fault(self, method, f"cannot be traced by autograd ({type(exc).__name__}: "
+                             f"{_short(exc)})", UNTRACEABLE_FIX, exc)
+            at = f" at {_preview(theta)}" if theta is not None else ""
+            _raise_fault(self, method, f"raised {type(exc).__name__}: {_short(exc)}{at}",
+                         f"fix {type(self).__name__}.{method} (`paramgeo check "
+                         f"{plugin_label(self)}` tests every method of the contract)", exc)
+        if not ready and method not in OTHER_METHODS:
+            return out
+        if shape_of is not None:
+            problem = _result_problem(self, method, out, shape_of, theta,
+                                      any(isinstance(a, Box) for a in args))
+        else:
+            problem = _structure_problem(self, method, out)
+        if problem is not None:
+            _raise_fault(self, method, *problem)
+        return out
+
+    call.__paramgeo_guarded__ = True
+    return call
+
+
+def _works_untraced(fn, self, args, kwargs):
+    """Whether ``fn`` succeeds on the plain values of its (traced) arguments."""
+    try:
+        fn(self, *[getval(a) for a in args], **kwargs)
+    except Exception:
+        return False
+    return True
+
+
+def _short(exc, limit=200):
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def guard_class(cls):
+    """Wrap each contract method ``cls`` defines itself (see GUARDED) with :func:`guarded`."""
+    for method in GUARDED:
+        fn = cls.__dict__.get(method)
+        if callable(fn) and not isinstance(fn, (staticmethod, classmethod, type)):
+            setattr(cls, method, guarded(fn, method))

@@ -1,0 +1,657 @@
+"""Reliability: a broken plugin blamed on the plugin, sweep outputs written safely, no silent
+wrong answers, every request bounded before work starts, invalid API arguments refused.
+
+One test (or one property) per reproduction of a hostile input or a plugin fault; every test
+here runs in about a second.
+"""
+
+import json
+import math
+import os
+import textwrap
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import paramgeo
+from paramgeo import Parameterization, ParamSpec, Size
+from paramgeo.cli import main
+from paramgeo.critical import search
+from paramgeo.errors import (ArgumentError, ContractError, ParamgeoError, PluginError, ShapeError,
+                             SizeError)
+from paramgeo.geometry import generic_rank, horizontal_projection, rank_at
+from paramgeo.mirror import mirror
+from paramgeo.registry import load_plugin_file
+
+# a NaN forward also makes numpy warn; the guard's error is what is tested
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+
+# --------------------------------------------------------------------- broken plugins
+
+BROKEN = textwrap.dedent('''
+    import autograd.numpy as anp
+    import numpy as np
+    from paramgeo import Parameterization, ParamSpec, Size
+
+    class Base(Parameterization):
+        size_params = {"d": Size("int", default=3)}
+        def make_spec(self): return ParamSpec(u=(self.d,))
+        def make_predictor_shape(self): return (self.d,)
+
+    class Raises(Base):
+        name = "b-raises"
+        def forward(self, theta): raise RuntimeError("boom")
+
+    class NaN(Base):
+        name = "b-nan"
+        def forward(self, theta): return anp.sqrt(theta) * 2
+
+    class Cplx(Base):
+        name = "b-complex"
+        def forward(self, theta): return theta * 1j
+
+    class Str(Base):
+        name = "b-str"
+        def forward(self, theta): return "hello"
+
+    class WrongShape(Base):
+        name = "b-shape"
+        def forward(self, theta): return anp.concatenate([theta, theta])
+
+    class Untraceable(Base):
+        name = "b-untrace"
+        def forward(self, theta): return np.array([float(t) ** 2 for t in theta])
+
+    class BadJac(Base):
+        name = "b-jac"
+        capabilities = frozenset({"jacobian"})
+        def forward(self, theta): return theta ** 2
+        def jacobian(self, theta): return np.eye(2)
+
+    class BadSym(Base):
+        name = "b-sym"
+        capabilities = frozenset({"symmetry"})
+        def forward(self, theta): return theta ** 2
+        def symmetry(self): return 42
+
+    class BadRP(Base):
+        name = "b-rp"
+        def forward(self, theta): return theta ** 2
+        def random_point(self, rng): return np.zeros(2)
+
+    class BadSpec(Base):
+        name = "b-spec"
+        def forward(self, theta): return theta ** 2
+        def make_spec(self): return {"u": 3}
+''')
+
+#: plugin -> (the method blamed, a word of the problem)
+FAULTS = {
+    "b-raises": ("forward", "raised RuntimeError: boom"),
+    "b-nan": ("forward", "returned nan"),
+    "b-complex": ("forward", "complex values"),
+    "b-str": ("forward", "type str"),
+    "b-shape": ("forward", "returned shape (6,)"),
+    "b-untrace": ("forward", "cannot be traced by autograd"),
+    "b-jac": ("jacobian", "returned shape (2, 2)"),
+    "b-sym": ("symmetry", "not a paramgeo.symmetry.SymmetryGroup"),
+    "b-rp": ("random_point", "returned shape (2,)"),
+    "b-spec": ("make_spec", "not a ParamSpec"),
+}
+
+
+@pytest.fixture(scope="module")
+def broken_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("plugins") / "broken.py"
+    path.write_text(BROKEN)
+    load_plugin_file(path)
+    return path
+
+
+def _cli(*args, **kwargs):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, **kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(FAULTS))
+def test_a_broken_plugin_is_blamed_by_name_in_the_api(broken_file, name):
+    method, problem = FAULTS[name]
+    with pytest.raises(PluginError) as info:
+        p = paramgeo.get(name)
+        rank_at(p, p.random_point(np.random.default_rng(0)))
+        p.symmetry()
+    err = info.value
+    assert (err.plugin, err.method) == (name, method)
+    assert problem in err.problem and err.fix
+    assert str(err).startswith(f"plugin {name!r}: {method}()") and "fix:" in str(err)
+
+
+#: the CLI commands and their extra arguments, each run on every broken plugin
+COMMANDS = {
+    "describe": [], "rank": [], "critical": [], "search": ["--starts", "1"],
+    "discover": [], "mirror": [],
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("name", ["b-raises", "b-nan", "b-untrace", "b-jac", "b-shape"])
+def test_every_command_reports_the_plugin_fault_in_one_line(broken_file, command, name):
+    result = _cli("--plugin", broken_file, command, name, *COMMANDS[command])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(lines) == 1 and f"plugin {name!r}: {FAULTS[name][0]}()" in lines[0]
+    assert "internal error" not in result.output and "report it" not in result.output
+
+
+@pytest.mark.parametrize("command", ["flow", "implicit-bias"])
+def test_flow_and_implicit_bias_blame_the_plugin(broken_file, tmp_path, command):
+    data = tmp_path / "d.npz"
+    np.savez(data, X=np.random.default_rng(0).standard_normal((2, 3)), y=np.ones(2))
+    extra = (["--loss", "squared", "--steps", "3"] if command == "flow"
+             else ["--init-scale", "0.5"])
+    result = _cli("--plugin", broken_file, command, "b-untrace", "--data", data, *extra)
+    assert result.exit_code == 2
+    assert "plugin 'b-untrace': forward() cannot be traced by autograd" in result.stderr
+    assert "autograd.numpy" in result.stderr  # the fix
+
+
+@pytest.mark.parametrize("name", sorted(FAULTS))
+def test_check_reports_each_fault_as_a_failed_property(broken_file, name):
+    result = _cli("--plugin", broken_file, "check", name, "--json")
+    assert result.exit_code == 1, result.output  # a failed contract, not a crash
+    report = json.loads(result.stdout)
+    failed = {item["property"] for item in report["items"] if not item["passed"]}
+    assert FAULTS[name][0].replace("_", "-") in failed
+    assert all(name in item["hint"] for item in report["items"] if not item["passed"])
+
+
+def test_a_broken_group_method_is_a_failed_property():
+    from paramgeo.symmetry import SymmetryGroup
+
+    class Group(SymmetryGroup):
+        name, dim = "broken", 0
+
+        def act(self, g, theta):
+            raise ZeroDivisionError("no")
+
+        def random_element(self, rng):
+            return None
+
+    class P(Parameterization):
+        name = "broken-group"
+        capabilities = frozenset({"symmetry"})
+
+        def make_spec(self):
+            return ParamSpec(u=(2,))
+
+        def make_predictor_shape(self):
+            return (2,)
+
+        def forward(self, theta):
+            return theta ** 2
+
+        def symmetry(self):
+            return Group()
+
+    report = paramgeo.check(P())
+    hints = [i.hint for i in report.failures() if i.property == "symmetry-group"]
+    assert not report.passed and hints and "ZeroDivisionError" in hints[0]
+
+
+def test_a_paramgeo_error_inside_a_plugin_passes_unchanged():
+    class P(Parameterization):
+        name = "sized"
+        size_params = {"d": Size("int", default=2)}
+
+        def validate_sizes(self):
+            if self.d > 3:
+                raise SizeError("d must be <= 3")
+
+        def make_spec(self):
+            return ParamSpec(u=(self.d,))
+
+        def make_predictor_shape(self):
+            return (self.d,)
+
+        def forward(self, theta):
+            return theta
+
+    with pytest.raises(SizeError, match="d must be <= 3"):
+        P(d=4)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_a_huge_theta_may_overflow_without_blame():
+    """Non-finite phi at |theta| > 1e6 is the input's size, not the plugin's fault."""
+    p = paramgeo.get("deep-diagonal", p=2, depth=3)
+    out = p.forward(np.full(p.n, 1e150))
+    assert np.all(np.isinf(out))
+
+
+def test_wrong_argument_lengths_are_the_callers_shape_error():
+    p = paramgeo.get("uut", d=3, r=2)
+    for call in (lambda: p.jacobian(np.ones(5)), lambda: p.jvp(np.ones(6), np.ones(2)),
+                 lambda: p.vjp(np.ones(6), np.ones(4)), lambda: p.forward("abc")):
+        with pytest.raises(ShapeError, match="argument"):
+            call()
+
+
+# --------------------------------------------------------------------- sweeps
+
+SPEC = 'query = "describe"\nplugin = "uvt"\n[grid]\nsizes.m = [{}]\n'
+
+
+@pytest.fixture
+def sweep_dir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.toml").write_text(SPEC.format("2, 3"))
+    return tmp_path
+
+
+def test_a_second_sweep_on_a_locked_output_refuses_naming_the_first(sweep_dir):
+    from paramgeo.sweeps import sweep
+    from paramgeo.sweeps.spec import SweepSpecError
+    from paramgeo.sweeps.table import OutputLock
+
+    with OutputLock(sweep_dir / "shared.csv", "sweep first.toml"):
+        with pytest.raises(SweepSpecError, match="another sweep .sweep first.toml, pid"):
+            sweep("s.toml", "shared.csv", workers=0)
+    assert not (sweep_dir / "shared.csv").exists()
+    summary = sweep("s.toml", "shared.csv", workers=0)  # the lock is free again
+    assert summary.done == 2 and not (sweep_dir / "shared.csv.lock").exists()
+
+
+def test_the_lock_is_exclusive_between_processes(sweep_dir):
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from paramgeo.sweeps.table import OutputLock;"
+         "l = OutputLock('out.csv', 'sweep other.toml').__enter__(); print('locked', flush=True);"
+         "time.sleep(30)"], stdout=subprocess.PIPE, text=True, cwd=sweep_dir)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        result = _cli("sweep", "s.toml", "-o", "out.csv", "--workers", "0")
+        assert result.exit_code == 2 and "sweep other.toml" in result.stderr
+        assert f"pid {holder.pid}" in result.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    assert _cli("sweep", "s.toml", "-o", "out.csv", "--workers", "0").exit_code == 0
+
+
+def test_no_link_is_followed_and_no_user_file_is_touched(sweep_dir):
+    victim = sweep_dir / "victim.txt"
+    victim.write_text("mine")
+    (sweep_dir / "out.csv.tmp").symlink_to(victim)
+    (sweep_dir / "other.csv.tmp").write_text("also mine")
+    assert _cli("sweep", "s.toml", "-o", "out.csv", "--workers", "0").exit_code == 0
+    assert victim.read_text() == "mine" and (sweep_dir / "other.csv.tmp").read_text() == "also mine"
+    assert (sweep_dir / "out.csv.tmp").is_symlink()
+    assert len((sweep_dir / "out.csv").read_text().splitlines()) == 3
+    assert oct(os.stat(sweep_dir / "out.csv").st_mode & 0o777) != oct(0o600)
+    assert not [p for p in os.listdir(sweep_dir) if p.startswith(".out.csv")]  # no temp left
+
+
+def test_a_journal_that_is_a_link_is_refused(sweep_dir):
+    victim = sweep_dir / "victim2.txt"
+    victim.write_text("mine\n")
+    (sweep_dir / "out.csv.partial.jsonl").symlink_to(victim)
+    result = _cli("sweep", "s.toml", "-o", "out.csv", "--workers", "0", "--resume")
+    assert result.exit_code == 2 and "symbolic link" in result.stderr
+    assert victim.read_text() == "mine\n"
+
+
+def test_a_journal_line_that_is_not_a_row_is_refused(sweep_dir):
+    (sweep_dir / "out.csv.partial.jsonl").write_text('{"a": 1}\n[1, 2]\n')
+    result = _cli("sweep", "s.toml", "-o", "out.csv", "--workers", "0", "--resume")
+    assert result.exit_code == 2 and "line 1 is not a row" in result.stderr
+
+
+@pytest.mark.parametrize("folder", ["missing", "readonly"])
+def test_the_output_folder_is_checked_before_any_cell(sweep_dir, monkeypatch, folder):
+    import paramgeo.sweeps.run as run
+
+    monkeypatch.setattr(run, "run_cell", lambda task: pytest.fail("a cell ran"))
+    if folder == "readonly":
+        (sweep_dir / folder).mkdir()
+        real = os.access  # root may write anywhere: the folder's answer is patched
+        monkeypatch.setattr(os, "access", lambda path, mode: os.path.basename(path) != folder
+                            and real(path, mode))
+    result = _cli("sweep", "s.toml", "-o", f"{folder}/out.csv", "--workers", "0")
+    assert result.exit_code == 2
+    assert ("does not exist" if folder == "missing" else "not writable") in result.stderr
+
+
+def test_an_interrupted_cell_is_never_stored_complete(sweep_dir, monkeypatch):
+    """Ctrl-C absorbed by a search cell (its result says interrupted) stops an in-process
+    sweep; the cell is in no table or journal, so --resume computes it."""
+    import dataclasses
+
+    import paramgeo.critical.searching as searching
+    from paramgeo.sweeps import sweep
+
+    real = searching.search
+
+    def interrupted(*args, **kwargs):
+        return dataclasses.replace(real(*args, **kwargs), interrupted=True)
+
+    monkeypatch.setattr(searching, "search", interrupted)
+    monkeypatch.setattr(paramgeo.critical, "search", interrupted)
+    (sweep_dir / "s.toml").write_text('query = "search"\nplugin = "uut"\n'
+                                      'options = { starts = 1 }\n')
+    with pytest.raises(KeyboardInterrupt):
+        sweep("s.toml", "out.csv", workers=0)
+    journal = sweep_dir / "out.csv.partial.jsonl"
+    assert not (sweep_dir / "out.csv").exists()
+    assert not journal.exists() or journal.read_text() == ""
+    monkeypatch.setattr(paramgeo.critical, "search", real)
+    monkeypatch.setattr(searching, "search", real)
+    summary = sweep("s.toml", "out.csv", workers=0, resume=True)
+    assert summary.done == 1 and summary.table["status"].tolist() == ["ok"]
+
+
+@pytest.mark.parametrize("options, message", [
+    ("{ starts = 1000000000 }", "options.starts must be an integer in [1, 100000]"),
+    ("{ maxiter = 1.5 }", "must be an integer"),
+])
+def test_sweep_options_get_the_cli_caps(sweep_dir, options, message):
+    (sweep_dir / "s.toml").write_text(f'query = "search"\nplugin = "uut"\noptions = {options}\n')
+    result = _cli("sweep", "s.toml", "-o", "out.csv", "--workers", "0")
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_a_huge_grid_is_counted_before_it_is_validated(sweep_dir):
+    values = ", ".join(map(str, range(1, 1001)))
+    (sweep_dir / "s.toml").write_text(f'query = "describe"\nplugin = "uut"\n[grid]\n'
+                                      f'sizes.d = [{values}]\noptions.seed = [{values}]\n')
+    result = _cli("sweep", "s.toml", "-o", "out.csv", "--workers", "0")
+    assert result.exit_code == 2 and "1e+06 cells" in result.stderr
+
+
+def test_sweep_workers_capped_and_bad_files_refused(sweep_dir):
+    from paramgeo.sweeps import sweep
+    from paramgeo.sweeps.spec import SweepSpecError
+
+    with pytest.raises(SweepSpecError, match="4 per core"):
+        sweep("s.toml", "out.csv", workers=1_000_000)
+    with pytest.raises(SweepSpecError, match="spec must be the path"):
+        sweep(None)
+    (sweep_dir / "deep.toml").write_text("a = " + "[" * 2000 + "]" * 2000 + "\n")
+    with pytest.raises(SweepSpecError, match="nested too deeply"):
+        sweep("deep.toml")
+    (sweep_dir / "big.toml").write_text('query = "mirror"\nplugin = "uut"\n'
+                                        f'options = {{ init_scale = {"9" * 400} }}\n')
+    with pytest.raises(SweepSpecError, match="finite number"):
+        sweep("big.toml")
+
+
+# --------------------------------------------------------------------- define
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARAMGEO_HOME", str(tmp_path))
+    return tmp_path
+
+
+# names that Python's parser merges (NFKC) with an ASCII or another name
+MERGING = [("\u210c", "H"), ("\ufb01", "fi"), ("\u00b5", "\u03bc"), ("\u212b", "\u00c5")]
+
+
+@pytest.mark.parametrize("odd, plain", MERGING)
+def test_define_refuses_names_python_would_merge(home, odd, plain):
+    from paramgeo.userdefs import SpecError, load_text
+
+    text = (f'name = "nfkc"\npredictor = "{odd} * 2 + {plain}"\n[parameters]\n'
+            f'"{odd}" = [3]\n"{plain}" = [3]\n')
+    with pytest.raises(SpecError, match="NFKC"):
+        load_text(text)
+
+
+@given(st.text(alphabet=st.characters(categories=("Lu", "Ll", "Lo", "Nl")), min_size=1,
+               max_size=3))
+@settings(max_examples=60)
+def test_every_accepted_block_name_is_read_by_python_as_written(name):
+    import unicodedata
+
+    from paramgeo.userdefs import SpecError, parse_spec
+
+    text = f'name = "x"\npredictor = "1"\n[parameters]\n"{name}" = [1]\n'
+    try:
+        spec = parse_spec(text)
+    except SpecError:
+        return
+    (block,) = spec["parameters"]
+    assert unicodedata.normalize("NFKC", block) == block
+
+
+@pytest.mark.parametrize("predictor, message", [
+    ("((((9**64)**64)**64)**64)**64 * u", "digits"),
+    ("u * (10**60)**60", "digits"),
+])
+def test_define_refuses_exploding_constants(home, predictor, message):
+    from paramgeo.userdefs import load_text
+
+    with pytest.raises(ParamgeoError, match=message):
+        load_text(f'name = "x"\npredictor = "{predictor}"\n[parameters]\nu = [3]\n')
+
+
+def test_define_refuses_exploding_expression_trees(home):
+    from paramgeo.userdefs import load_text
+
+    for expr in ("sum(U@U@U@U)", "sum(U@U@U)"):
+        with pytest.raises(ParamgeoError, match="nodes"):
+            load_text(f'name = "x"\npredictor = "{expr}"\n[parameters]\nU = [10, 10]\n')
+    cls = load_text('name = "x"\npredictor = "sum(U@U)"\n[parameters]\nU = [4, 4]\n')
+    assert cls().n == 16
+
+
+@pytest.mark.parametrize("text, message", [
+    ('name = "x"\npredictor = "u"\n[parameters]\nu = [[3]]\n', "must be a list of positive"),
+    ('name = "x"\npredictor = ' + "[" * 2000 + '"u"' + "]" * 2000 + '\n[parameters]\nu = [1]\n',
+     "nested too deeply"),
+])
+def test_define_refuses_malformed_shapes_and_nesting(home, text, message):
+    from paramgeo.userdefs import load_text
+
+    with pytest.raises(ParamgeoError, match=message):
+        load_text(text)
+
+
+# --------------------------------------------------------------------- bounds
+
+@pytest.mark.parametrize("name, sizes", [
+    ("deep-diagonal", {"depth": 10**9}),
+    ("rope-attention", {"r": 10**9}),
+    ("qk-attention", {"output": "attention", "tokens": 10**8}),
+])
+def test_size_guards_run_before_anything_is_allocated(name, sizes):
+    with pytest.raises(SizeError, match="more than paramgeo builds"):
+        paramgeo.get(name, **sizes)
+
+
+def test_gaussian_scales_are_bounded():
+    from paramgeo.pacbayes import DiagonalGaussian, PacBayesInputError
+    from paramgeo.pacbayes.gaussians import _positive
+
+    with pytest.raises(PacBayesInputError, match="std must lie"):
+        DiagonalGaussian(np.zeros(3), 1e300)
+    with pytest.raises(PacBayesInputError, match="prior scale must lie"):
+        _positive(1e-300, "prior scale", bounded=True)
+
+
+def test_flow_records_and_horizon_are_bounded():
+    from paramgeo.flows import gradient_flow
+    from paramgeo.losses import LinearMeasurements
+
+    p = paramgeo.get("hadamard", p=2)
+    loss = LinearMeasurements(np.eye(2), np.ones(2))
+    with pytest.raises(ArgumentError, match="n_records"):
+        gradient_flow(p, loss, np.ones(4), 1.0, n_records=10**9)
+    with pytest.raises(ArgumentError, match="n_records"):
+        gradient_flow(p, loss, np.ones(4), 1.0, n_records=0)
+    with pytest.raises(ParamgeoError, match="final time"):
+        gradient_flow(p, loss, np.ones(4), 1e300)
+    with pytest.raises(ArgumentError, match="loss must be"):
+        gradient_flow(p, None, np.ones(4), 1.0)
+    result = _cli("flow", "hadamard", "-p", "p=2", "--loss", "squared", "--data", "x.npz",
+                  "--records", "1000000000")
+    assert result.exit_code == 2 and "--records" in result.stderr
+
+
+# --------------------------------------------------------------------- API arguments
+
+def _uut():
+    return paramgeo.get("uut", d=4, r=2)
+
+
+@pytest.mark.parametrize("call, error, argument", [
+    (lambda: paramgeo.get("uut", d=True), SizeError, "d=True"),
+    (lambda: rank_at(None, np.ones(3)), ArgumentError, "param"),
+    (lambda: rank_at(_uut(), np.ones((2, 4))), ShapeError, "single block"),
+    (lambda: generic_rank(_uut(), n_points=0), ArgumentError, "n_points"),
+    (lambda: horizontal_projection(_uut(), np.ones(8), np.full(8, np.nan)),
+     ShapeError, "tangent vector v"),
+    (lambda: paramgeo.check(None), ArgumentError, "param"),
+    (lambda: paramgeo.check(_uut(), seed=-1), ArgumentError, "seed"),
+    (lambda: search(_uut(), maxiter=0), ArgumentError, "maxiter"),
+    (lambda: mirror(_uut(), alpha=math.nan), ArgumentError, "alpha"),
+])
+def test_invalid_api_arguments_are_refused_naming_them(call, error, argument):
+    with pytest.raises(error, match=argument.replace("(", r"\(")):
+        call()
+
+
+def test_pacbayes_api_arguments():
+    from paramgeo.pacbayes import PacBayesInputError
+    from paramgeo.pacbayes.bounds import certificates, kl_inverse_upper
+    from paramgeo.pacbayes.gaussians import kl_gaussian
+
+    with pytest.raises(PacBayesInputError, match="budget c"):
+        kl_inverse_upper(0.1, math.nan)
+    with pytest.raises(PacBayesInputError, match="q must be"):
+        kl_inverse_upper(math.nan, 0.1)
+    with pytest.raises(PacBayesInputError, match="DiagonalGaussian"):
+        kl_gaussian(1, 2)
+    with pytest.raises(PacBayesInputError, match="catoni_grid"):
+        certificates(0.1, 1.0, 100, 0.05, catoni_grid=[])
+
+
+@given(st.floats(0, 1), st.floats(0, 50))
+def test_kl_inverse_upper_brackets_the_budget(q, c):
+    """An independent route (the closed-form Bernoulli relative entropy): the bisection's
+    upper end p* is over the budget (or 1) and a point 1e-11 below it within the budget."""
+    from paramgeo.pacbayes.bounds import kl_bernoulli, kl_inverse_upper
+
+    p = kl_inverse_upper(q, c)
+    assert q <= p <= 1
+    assert p == 1.0 or kl_bernoulli(q, p) > c
+    assert kl_bernoulli(q, max(q, p - 1e-11)) <= c + 1e-12  # rounding of kl near 0
+
+
+def test_the_plugin_error_type_is_a_contract_error():
+    assert issubclass(PluginError, ContractError)
+    err = PluginError("mine", "forward", "returned nan", "make it finite")
+    assert str(err) == "plugin 'mine': forward() returned nan; fix: make it finite"
+
+
+def test_a_correct_plugin_of_the_user_is_untouched_by_the_guard():
+    class Mine(Parameterization):
+        name = "mine"
+
+        def make_spec(self):
+            return ParamSpec(u=(2,), v=(2,))
+
+        def make_predictor_shape(self):
+            return (2,)
+
+        def forward(self, theta):
+            u, v = self.spec.unpack(theta).values()
+            return u * v
+
+    p = Mine()
+    theta = np.array([1.0, 2.0, 3.0, 4.0])
+    assert np.allclose(p.forward(theta), [3.0, 8.0])
+    assert np.allclose(p.jacobian(theta), [[3, 0, 1, 0], [0, 4, 0, 2]])
+    assert paramgeo.check(p).passed
+
+
+# --------------------------------------------------------------------- CLI requests
+
+def test_implicit_bias_refuses_zero_data_rows(tmp_path):
+    data = tmp_path / "z.npz"
+    np.savez(data, X=np.zeros((0, 3)), y=np.zeros(0))
+    result = _cli("implicit-bias", "hadamard", "-p", "p=3", "--data", data, "--init-scale", "0.1")
+    assert result.exit_code == 2 and "no data rows" in result.stderr
+
+
+def test_an_unwritable_plot_is_refused_before_the_run(tmp_path, monkeypatch):
+    import paramgeo.trajectory as trajectory
+
+    monkeypatch.setattr(trajectory, "_flow", lambda *a, **k: pytest.fail("the flow ran"))
+    data = tmp_path / "d.npz"
+    np.savez(data, X=np.eye(3), y=np.ones(3))
+    result = _cli("flow", "hadamard", "-p", "p=3", "--loss", "squared", "--data", data,
+                  "--method", "flow", "--plot", "/proc/x.png")
+    assert result.exit_code == 2 and "cannot write a plot to '/proc/x.png'" in result.stderr
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_matrix_free_rank_at_huge_entries_is_one_line(tmp_path):
+    at = tmp_path / "big.npy"
+    np.save(at, np.full(8, 1e300))
+    result = _cli("rank", "uut", "-p", "d=4", "-p", "r=2", "--route", "matrix-free", "--at", at)
+    assert result.exit_code == 2 and "internal error" not in result.stderr
+    assert result.stderr.startswith("Error: ")
+
+
+# --------------------------------------------------------------------- interrupts
+
+class _CtrlC(Parameterization):
+    """u * v that raises KeyboardInterrupt (a Ctrl-C) at its ``after``-th forward."""
+
+    name = "ctrl-c"
+    size_params = {"after": Size("int", default=40)}
+
+    def make_spec(self):
+        return ParamSpec(u=(2,), v=(2,))
+
+    def make_predictor_shape(self):
+        return (2,)
+
+    def forward(self, theta):
+        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls == self.after:
+            raise KeyboardInterrupt
+        return theta[:2] * theta[2:]
+
+
+@pytest.mark.parametrize("method", ["gd", "flow"])
+def test_an_interrupted_run_returns_what_finished(method):
+    from paramgeo.flows import gradient_descent, gradient_flow
+    from paramgeo.losses import LinearMeasurements
+
+    p, loss = _CtrlC(), LinearMeasurements(np.eye(2), np.ones(2))
+    theta0 = np.full(4, 0.5)
+    traj = (gradient_descent(p, loss, theta0, 1000, 0.1) if method == "gd"
+            else gradient_flow(p, loss, theta0, 100.0))
+    assert traj.interrupted and not traj.success and traj.message.startswith("interrupted")
+    assert len(traj.times) >= 2 and traj.times[-1] > 0
+    assert np.allclose(traj.thetas[0], theta0)
+
+
+def test_flow_prints_the_finished_steps_then_exits_130(tmp_path):
+    from paramgeo.registry import register, unregister
+
+    register(_CtrlC, replace=True)
+    data = tmp_path / "d.npz"
+    np.savez(data, A=np.eye(2), y=np.ones(2))
+    try:
+        result = _cli("flow", "ctrl-c", "--loss", "squared", "--data", data, "--steps", "500")
+    finally:
+        unregister("ctrl-c")
+    assert result.exit_code == 130
+    assert "Trajectory (gd)" in result.stdout and "|grad L|" in result.stdout
+    assert "Error: interrupted after" in result.stderr
