@@ -143,8 +143,9 @@ class FrameworkModel(Parameterization):
                 f"{self.name} ({self.framework} model): {what} failed in {self.framework}: "
                 f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}; the "
                 f"model must run on the probe with float64 parameters and be differentiable "
-                f"by {self.backend.transforms} (no in-place updates of its parameters, no "
-                "data-dependent Python control flow on their values)") from exc
+                f"by {self.backend.transforms}: {self.framework} operations only (no "
+                "round trips through numpy, no in-place updates of its parameters, no Python "
+                "control flow on their values)") from exc
 
     def _check_forward(self):
         out = self._f(self.theta0)
