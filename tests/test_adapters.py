@@ -378,3 +378,22 @@ def test_bad_arguments_are_clear_errors():
     with pytest.raises(ShapeError, match="list of dense layers"):
         paramgeo.from_jax(lambda q, x: x @ q["W"], {"W": np.ones((2, 2))}, np.ones((1, 2)),
                           activation="tanh")
+
+
+def test_the_docs_show_the_example_plugin_file_as_it_is():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "own-model.md").read_text()
+    body = (root / "examples" / "torch_model.py").read_text().split('"""', 2)[2].lstrip("\n")
+    assert f"```python\n{body}```" in page
+
+
+def test_strata_of_an_adapted_network_delete_neurons():
+    """Deleting k of the 4 tanh neurons leaves 4 - k neurons of 6 parameters each (3 weights,
+    a bias, 2 outputs) and the 2 output biases, all independent on 30 generic inputs."""
+    strata = critical.strata(tanh_mlp())
+    assert strata.kind == "network"
+    ranks = {row[0]: row[1] for row in strata.rows()}
+    assert ranks == {"full": 26, **{f"layer 1: {k} removed": 6 * (4 - k) + 2
+                                    for k in range(1, 5)}}
