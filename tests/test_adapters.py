@@ -397,3 +397,16 @@ def test_strata_of_an_adapted_network_delete_neurons():
     ranks = {row[0]: row[1] for row in strata.rows()}
     assert ranks == {"full": 26, **{f"layer 1: {k} removed": 6 * (4 - k) + 2
                                     for k in range(1, 5)}}
+
+
+def test_devices_are_checked_and_the_cpu_runs(rng):
+    p = paramgeo.from_torch(deep_linear_torch(), torch.eye(6), device="cpu")
+    assert str(p.device) == "cpu"
+    with pytest.raises(ParamgeoError, match="torch cannot use the device"):
+        paramgeo.from_torch(deep_linear_torch(), torch.eye(6), device="no-such-device")
+    q = paramgeo.from_jax(linear_chain, [rng.standard_normal((2, 3))], np.eye(3),
+                          device=jax.devices("cpu")[0])
+    theta = q.random_point(rng)
+    assert rel(q.jvp(theta, theta), q.jacobian(theta) @ theta) < 1e-13
+    with pytest.raises(ParamgeoError, match="must be a jax.Device"):
+        paramgeo.from_jax(linear_chain, [np.ones((2, 3))], np.eye(3), device="gpu")

@@ -55,13 +55,14 @@ class JaxBackend:
         return _x64(self.jax)
 
     def compile(self, fn):
-        return self.jax.jit(fn, device=self.device) if self.device is not None else \
-            self.jax.jit(fn)
+        return self.jax.jit(fn)  # runs where its (committed) arguments are
 
     def run(self, fn, *arrays):
         with self.x64():
-            out = fn(*(np.asarray(a, dtype=np.float64) for a in arrays))
-            return np.asarray(out, dtype=np.float64)
+            args = [np.asarray(a, dtype=np.float64) for a in arrays]
+            if self.device is not None:
+                args = [self.jax.device_put(a, self.device) for a in args]
+            return np.asarray(fn(*args), dtype=np.float64)
 
     def jvp_pair(self, fn):
         jax = self.jax
@@ -94,6 +95,7 @@ class JaxLayeredModel(LayeredModel, JaxModel):
     symmetry group are declared (see :mod:`._layers`)."""
 
     capabilities = JaxModel.capabilities | LayeredModel.capabilities
+    references = JaxModel.references + LayeredModel.references
 
 
 def _path_name(path):
@@ -205,6 +207,10 @@ def from_jax(fn, params, probe, name=None, device=None, activation=None):
         raise ParamgeoError(f"from_jax needs a function fn(params, probe), got "
                             f"{type(fn).__name__}")
     name = name or f"jax-{getattr(fn, '__name__', 'model').strip('<>').replace('_', '-')}"
+    if device is not None and not isinstance(device, jax.Device):
+        raise ParamgeoError(f"{name}: device must be a jax.Device such as jax.devices()[0] "
+                            f"(available: {', '.join(map(str, jax.devices()))}), got "
+                            f"{device!r}")
     with _x64(jax):
         flat, treedef = jax.tree_util.tree_flatten_with_path(params)
     if not flat:

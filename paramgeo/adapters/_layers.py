@@ -109,6 +109,13 @@ class LayeredModel:
     architecture graph and the symmetry group from_architecture reads from it."""
 
     capabilities = frozenset({"architecture", "symmetry"})
+    references = (
+        "Neyshabur, Salakhutdinov, Srebro (2015) Path-SGD (rescalings of ReLU neurons)",
+        "Chen, Lu, Hecht-Nielsen (1993) On the geometry of feedforward neural network error "
+        "surfaces (sign flips and permutations)",
+        "Arora, Cohen, Hazan (2018) On the optimization of deep networks (GL(h) of linear "
+        "layers)",
+    )
 
     def architecture(self):
         """The layered DiGraph: x{i}, h{l}_{j} (with activation, degree, bias), y{o}; one edge

@@ -118,6 +118,12 @@ class FrameworkModel(Parameterization):
 
     name = "framework-model"
     capabilities = frozenset({"jacobian", "jvp", "vjp"})
+    references = (
+        "Dangel et al., curvlinops: linear operators for the curvature of neural networks "
+        "(torch.func products behind a scipy LinearOperator)",
+        "Novak, Sohl-Dickstein, Schoenholz (2022) Fast finite width neural tangent kernel "
+        "(JAX products of any function of a params pytree)",
+    )
     framework = ""
     _source = None
 

@@ -80,6 +80,7 @@ class TorchLayeredModel(LayeredModel, TorchModel):
     architecture graph and its symmetry group are declared (see :mod:`._layers`)."""
 
     capabilities = TorchModel.capabilities | LayeredModel.capabilities
+    references = TorchModel.references + LayeredModel.references
 
 
 def from_torch(module, probe, name=None, device=None, layers="auto"):
@@ -117,7 +118,14 @@ def from_torch(module, probe, name=None, device=None, layers="auto"):
                             "for a function of parameters use paramgeo.from_jax or write a "
                             "Parameterization")
     name = name or f"torch-{type(module).__name__.lower()}"
-    device = torch.device(device or "cpu")
+    try:
+        device = torch.device(device or "cpu")
+        torch.zeros(1, dtype=torch.float64, device=device)
+    except (RuntimeError, AssertionError, TypeError) as exc:
+        raise ParamgeoError(
+            f"{name}: torch cannot use the device {device!r}: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}; give device='cpu' or a device "
+            "this torch build has (torch.cuda.is_available())") from None
     template = copy.deepcopy(module)
     probe_data = probe.detach().cpu().numpy() if isinstance(probe, torch.Tensor) else \
         np.asarray(probe)
