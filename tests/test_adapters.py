@@ -410,3 +410,27 @@ def test_devices_are_checked_and_the_cpu_runs(rng):
     assert rel(q.jvp(theta, theta), q.jacobian(theta) @ theta) < 1e-13
     with pytest.raises(ParamgeoError, match="must be a jax.Device"):
         paramgeo.from_jax(linear_chain, [np.ones((2, 3))], np.eye(3), device="gpu")
+
+
+def test_jax_kernels_and_square_weights_are_read_in_their_storage_order(rng):
+    def flax_style(params, x):  # x @ kernel + bias, kernels stored (in, out)
+        h = jnp.tanh(x @ params[0]["kernel"] + params[0]["bias"])
+        return h @ params[1]["kernel"]
+
+    params = [{"kernel": rng.standard_normal((3, 4)), "bias": rng.standard_normal(4)},
+              {"kernel": rng.standard_normal((4, 2))}]
+    p = paramgeo.from_jax(flax_style, params, rng.standard_normal((8, 3)), activation="tanh")
+    assert p.symmetry().name == "S_4 x (Z_2)^4" and list(p.spec.blocks) == [
+        "0.bias", "0.kernel", "1.kernel"]  # jax.tree_util order: dict keys sorted
+    G, theta = p.symmetry(), p.random_point(rng)
+    assert rel(p.forward(G.act(G.random_element(rng), theta)), p.forward(theta)) < 1e-12
+
+    def square(params, x):  # 3 x 3 weights used as x @ W: the order is not in the shapes
+        return (x @ params[0]) @ params[1]
+
+    q = paramgeo.from_jax(square, [rng.standard_normal((3, 3)) for _ in range(2)],
+                          np.eye(3), activation="identity")
+    G = q.symmetry()
+    theta = q.random_point(rng)
+    assert G.name == "GL(3)" and rel(q.forward(G.act(G.random_element(rng), theta)),
+                                     q.forward(theta)) < 1e-12
