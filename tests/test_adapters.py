@@ -265,6 +265,10 @@ def test_other_modules_get_no_graph_but_their_discovered_symmetry():
     net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.LayerNorm(2))
     p = paramgeo.from_torch(net, np.eye(2) + 1.0)
     assert not p.provides("architecture") and not p.provides("symmetry")
+    q = paramgeo.from_torch(deep_linear_torch(), torch.eye(6), layers=False)
+    assert not q.provides("architecture") and not q.provides("symmetry")
+    with pytest.raises(ShapeError, match="the tangent v must have 51 entries, got 50"):
+        q.jvp(q.theta0, np.ones(50))
 
 
 def test_jax_dense_layers_with_a_wrong_activation_are_refused(rng):

@@ -109,6 +109,7 @@ class LayeredModel:
     architecture graph and the symmetry group from_architecture reads from it."""
 
     capabilities = frozenset({"architecture", "symmetry"})
+    _graph = None  # built on first use
     references = (
         "Neyshabur, Salakhutdinov, Srebro (2015) Path-SGD (rescalings of ReLU neurons)",
         "Chen, Lu, Hecht-Nielsen (1993) On the geometry of feedforward neural network error "
@@ -120,7 +121,7 @@ class LayeredModel:
     def architecture(self):
         """The layered DiGraph: x{i}, h{l}_{j} (with activation, degree, bias), y{o}; one edge
         per weight with its ``index`` in theta and its ``block``."""
-        if getattr(self, "_graph", None) is None:
+        if self._graph is None:
             self._graph = graph(*self._layers, self.spec)
         return self._graph.copy()
 

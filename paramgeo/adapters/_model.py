@@ -31,7 +31,7 @@ host with numpy.
 import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 
-from ..errors import ContractError, ParamgeoError
+from ..errors import ContractError, ParamgeoError, ShapeError
 from ..parameterization import Parameterization, ParamSpec
 
 
@@ -186,13 +186,19 @@ class FrameworkModel(Parameterization):
     def jacobian(self, theta):
         return self._f.jacobian(self.as_theta(theta))
 
+    def _vector(self, what, vec, size):
+        vec = np.asarray(vec, dtype=float).ravel()
+        if vec.size != size:
+            raise ShapeError(f"{self.name}: {what} must have {size} entries, got {vec.size}")
+        return vec
+
     def jvp(self, theta, v):
         """J(theta) v by the framework's forward mode."""
-        return self._f.jvp(self.as_theta(theta), np.asarray(v, dtype=float).ravel())
+        return self._f.jvp(self.as_theta(theta), self._vector("the tangent v", v, self.n))
 
     def vjp(self, theta, w):
         """J(theta)^T w by the framework's reverse mode."""
-        return self._f.vjp(self.as_theta(theta), np.asarray(w, dtype=float).ravel())
+        return self._f.vjp(self.as_theta(theta), self._vector("the cotangent w", w, self.m))
 
     def hessian_vp(self, theta, w, v):
         """(sum_i w_i Hess phi_i(theta)) v: the framework's JVP of (theta, w) -> J^T w along

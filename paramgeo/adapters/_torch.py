@@ -129,9 +129,9 @@ def from_torch(module, probe, name=None, device=None, layers="auto"):
     template = copy.deepcopy(module)
     probe_data = probe.detach().cpu().numpy() if isinstance(probe, torch.Tensor) else \
         np.asarray(probe)
-    layered = torch_layers(template, probe_data.shape) if layers == "auto" else None
     if layers not in ("auto", False, None):
         raise ParamgeoError(f"from_torch: layers must be 'auto' or False, got {layers!r}")
+    layered = torch_layers(template, probe_data.shape) if layers == "auto" else None
 
     def source():
         model = copy.deepcopy(template).to(device=device, dtype=torch.float64).eval()
