@@ -45,6 +45,8 @@ _LAZY = {
     "sweep": "sweeps",  # grids of queries on Dask (dask imported only when one runs)
     "define": "userdefs",  # also serves saved specs to the registry
     "undefine": "userdefs",
+    "from_torch": "adapters",  # torch imported only when a model is adapted
+    "from_jax": "adapters",  # jax likewise
 }
 
 
@@ -94,4 +96,6 @@ __all__ = [
     "sweep",
     "undefine",
     "vertical_space",
+    "from_torch",
+    "from_jax",
 ]

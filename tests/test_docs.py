@@ -92,6 +92,9 @@ class _Session:
         monkeypatch.chdir(tmp)
         monkeypatch.setenv("PARAMGEO_HOME", str(tmp / "home"))
         monkeypatch.setenv("MPLBACKEND", "Agg")
+        # one intra-op thread for torch (docs/own-model.md): on 2 shared cores its threads
+        # spin against each other and make a small backward pass 25x slower
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
         monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}"
                                    f"{os.environ.get('PATH', '')}")
 
