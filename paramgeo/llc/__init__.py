@@ -9,9 +9,10 @@ diagnostics.
 from .exact import (LearningCoefficient, aoyagi_watanabe_piecewise, deep_linear_network,
                     exact_learning_coefficient, monomial, normal_crossing_sum,
                     reduced_rank_regression, regular)
-from .estimate import LLCEstimate, StepSweep, estimate_llc, step_sweep
+from .estimate import LLCEstimate, LLCWarning, StepSweep, auto_step, estimate_llc, step_sweep
 
 __all__ = ["LearningCoefficient", "aoyagi_watanabe_piecewise", "deep_linear_network",
            "exact_learning_coefficient", "monomial", "normal_crossing_sum",
-           "reduced_rank_regression", "regular", "LLCEstimate", "StepSweep", "estimate_llc",
+           "reduced_rank_regression", "regular", "LLCEstimate", "LLCWarning", "StepSweep",
+           "auto_step", "estimate_llc",
            "step_sweep"]

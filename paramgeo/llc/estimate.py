@@ -63,6 +63,7 @@ class LLCEstimate(Result):
     chains: int
     draws: int
     burn: int
+    sampler: str
     seed: int
     loss_star: float
     seconds: float
@@ -80,7 +81,7 @@ class LLCEstimate(Result):
                  f"{self.ess:.0f} of {self.chains} x {self.draws} draws, R-hat {self.rhat:.3f})",
                  f"  per chain: {', '.join(f'{c:.4g}' for c in self.chain_llc)}",
                  f"  n = {self.n}, n beta = {self.nbeta:.5g}, gamma = {self.gamma:g}, step "
-                 f"{self.step:.3g}, burn-in {self.burn}, seed {self.seed}, {self.seconds:.2f} s"]
+                 f"{self.step:.3g} ({self.sampler}), burn-in {self.burn}, seed {self.seed}, {self.seconds:.2f} s"]
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -169,31 +170,10 @@ def _curvature(grad_U, w, rng, iters=12):
     return max(est, norm if math.isfinite(norm) else 0.0)
 
 
-def _check_settings(n, nbeta, gamma, chains, draws, burn, step_scale):
-    for name, value, low in (("chains", chains, 1), ("draws", draws, 4), ("burn", burn, 0)):
-        if int(value) != value or value < low:
-            raise ParamgeoError(f"estimate_llc: {name}={value!r} must be an integer >= {low}")
-    for name, value in (("n beta", nbeta), ("gamma", gamma), ("step_scale", step_scale)):
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-            raise ParamgeoError(f"estimate_llc: {name}={value!r} must be a positive number")
-    if n < 2:
-        raise ParamgeoError(f"estimate_llc: n={n!r} samples; n / log n needs n >= 2")
+SAMPLERS = ("sgld", "mala")
 
 
-def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="auto",
-                 step_scale=0.05, chains=4, draws=2000, burn=500, seed=0, progress=None):
-    """Estimate the local learning coefficient of ``loss`` through ``param`` at the local
-    minimum ``theta_star`` (see the module docstring): lambda_hat = n beta (E[L_n] - L_n(w*))
-    over ``chains`` localized SGLD chains of ``burn + draws`` steps each.
-
-    ``n``: the number of samples (default ``loss.N``); ``nbeta``: the inverse temperature times
-    n (default n / log n); ``gamma``: the localization strength; ``step``: the SGLD step eps, or
-    "auto" (``step_scale`` / the largest curvature of the potential, see the module docstring);
-    ``seed`` makes the run repeatable (each chain draws from its own child of the seed);
-    ``progress(done, total)`` is called as steps finish. Returns an :class:`LLCEstimate`; a
-    chain that drifts, blows up (non-finite loss) or a pool of chains that disagree (R-hat >
-    1.1) warns with :class:`LLCWarning` and is listed in ``warnings``.
-    """
+def _setup(param, loss, theta_star, n, nbeta, gamma):
     from ..losses import pullback
 
     value, grad = pullback(param, loss)
@@ -203,43 +183,78 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
         raise ParamgeoError(f"estimate_llc: {type(loss).__name__} is not built from samples; "
                             "give the number of samples n")
     n = int(n)
-    nbeta = float(n / math.log(n)) if nbeta is None and n >= 2 else nbeta
-    _check_settings(n, nbeta if nbeta is not None else 1.0, gamma, chains, draws, burn,
-                    step_scale)
+    if n < 2:
+        raise ParamgeoError(f"estimate_llc: n={n!r} samples; n / log n needs n >= 2")
+    nbeta = float(n / math.log(n)) if nbeta is None else nbeta
+    for name, v in (("nbeta", nbeta), ("gamma", gamma)):
+        if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v)
+                                       and v > 0):
+            raise ParamgeoError(f"estimate_llc: {name}={v!r} must be a positive number")
     L_star = value(w_star)
     if not math.isfinite(L_star):
         raise ParamgeoError(f"estimate_llc: the loss at theta_star is {L_star}; give a point "
                             "where the loss is finite")
-    started = time.perf_counter()
-    seeds = np.random.SeedSequence(seed).spawn(chains + 1)
 
     def grad_U(w):
         return nbeta * grad(w) + gamma * (w - w_star)
 
+    return value, grad_U, w_star, n, float(nbeta), float(L_star)
+
+
+def auto_step(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step_scale=0.05, seed=0):
+    """The automatic SGLD step eps = step_scale / h of :func:`estimate_llc` (h the largest
+    curvature of the potential n beta L_n + gamma |w - w*|^2 / 2 seen near w*)."""
+    _, grad_U, w_star, *_ = _setup(param, loss, theta_star, n, nbeta, gamma)
+    return _auto_step(grad_U, w_star, step_scale,
+                      np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]))
+
+
+def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="auto",
+                 step_scale=0.05, chains=4, draws=2000, burn=500, sampler="sgld", seed=0,
+                 progress=None):
+    """Estimate the local learning coefficient of ``loss`` through ``param`` at the local
+    minimum ``theta_star`` (see the module docstring): lambda_hat = n beta (E[L_n] - L_n(w*))
+    over ``chains`` localized chains of ``burn + draws`` steps each.
+
+    ``n``: the number of samples (default ``loss.N``); ``nbeta``: the inverse temperature times
+    n (default n / log n); ``gamma``: the localization strength; ``step``: the step eps, or
+    "auto" (``step_scale`` / the largest curvature of the potential, see the module docstring);
+    ``sampler``: "sgld" (Welling and Teh 2011) or "mala" (the same Langevin proposal with a
+    Metropolis-Hastings correction, Roberts and Tweedie 1996, so the chain samples the
+    localized posterior without discretization bias; its step adapts during burn-in towards
+    the acceptance rate 0.574 of Roberts and Rosenthal 1998); ``seed`` makes the run repeatable
+    (each chain draws from its own child of the seed); ``progress(done, total)`` is called as
+    steps finish. Returns an :class:`LLCEstimate`; a chain that drifts, blows up (non-finite
+    loss) or chains that disagree (R-hat > 1.1) warn with :class:`LLCWarning` and are listed
+    in ``warnings``.
+    """
+    if sampler not in SAMPLERS:
+        raise ParamgeoError(f"estimate_llc: unknown sampler {sampler!r}; choose one of "
+                            f"{', '.join(SAMPLERS)}")
+    for name, value_, low in (("chains", chains, 1), ("draws", draws, 4), ("burn", burn, 0)):
+        if isinstance(value_, bool) or int(value_) != value_ or value_ < low:
+            raise ParamgeoError(f"estimate_llc: {name}={value_!r} must be an integer >= {low}")
+    value, grad_U, w_star, n, nbeta, L_star = _setup(param, loss, theta_star, n, nbeta, gamma)
+    started = time.perf_counter()
+    seeds = np.random.SeedSequence(seed).spawn(chains + 1)
     if step == "auto":
+        if isinstance(step_scale, bool) or not (isinstance(step_scale, (int, float))
+                                                and 0 < step_scale < 2):
+            raise ParamgeoError(f"estimate_llc: step_scale={step_scale!r} must lie in (0, 2)")
         step = _auto_step(grad_U, w_star, step_scale, np.random.default_rng(seeds[-1]))
-    elif not (isinstance(step, (int, float)) and math.isfinite(step) and step > 0):
+    elif isinstance(step, bool) or not (isinstance(step, (int, float)) and math.isfinite(step)
+                                        and step > 0):
         raise ParamgeoError(f"estimate_llc: step={step!r} must be a positive number or 'auto'")
     step = float(step)
     total = chains * (burn + draws)
     traces = np.full((chains, burn + draws), np.nan)
-    notes = []
-    noise = math.sqrt(step)
+    notes, steps_used, accepted = [], [], []
     done = 0
-    for k in range(chains):
-        rng = np.random.default_rng(seeds[k])
-        w = w_star.copy()
-        for t in range(burn + draws):
-            w = w - 0.5 * step * grad_U(w) + noise * rng.standard_normal(w.size)
-            loss_t = value(w)
-            if not math.isfinite(loss_t):
-                notes.append(f"chain {k} blew up at step {t} (loss {loss_t}); lower the step "
-                             f"(now {step:.3g}) or raise gamma")
-                break
-            traces[k, t] = nbeta * (loss_t - L_star)
-            done += 1
-            if progress is not None and done % 200 == 0:
-                progress(done, total)
+    with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
+        for k in range(chains):
+            done = _run_chain(k, seeds[k], sampler, value, grad_U, w_star, step, nbeta, gamma,
+                              L_star, burn, draws, traces, notes, steps_used, accepted,
+                              progress, done, total)
     if progress is not None:
         progress(total, total)
     good = [k for k in range(chains) if np.all(np.isfinite(traces[k]))]
@@ -253,16 +268,75 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     se = math.sqrt(var / ess) if ess > 0 else float("nan")
     llc = float(post.mean())
     notes += _diagnose(post, good, llc, se, rhat)
+    if accepted and min(accepted) < 0.2:
+        notes.append(f"MALA accepted only {min(accepted):.0%} of proposals in a chain; run a "
+                     "longer burn-in so the step can adapt")
     for note in notes:
         warnings.warn(f"LLC estimator: {note}", LLCWarning, stacklevel=2)
-    return LLCEstimate(llc, se, ess, rhat, chain_llc, n, float(nbeta), float(gamma), step,
-                       chains, draws, burn, int(seed), float(L_star),
-                       time.perf_counter() - started, tuple(notes), traces)
+    return LLCEstimate(llc, se, ess, rhat, chain_llc, n, nbeta, float(gamma),
+                       float(np.median(steps_used)), chains, draws, burn, sampler, int(seed),
+                       L_star, time.perf_counter() - started, tuple(notes), traces)
 
 
-def _auto_step(grad_U, w_star, step_scale, rng, rounds=8, pilot=100):
+def _run_chain(k, seed, sampler, value, grad_U, w_star, step, nbeta, gamma, L_star, burn,
+               draws, traces, notes, steps_used, accepted, progress, done, total):
+    """Chain k from w*: fills traces[k] with n beta (L_n(w_t) - L_n(w*)), appends its final
+    step (and, for MALA, its acceptance rate after burn-in) and any blow-up note; returns the
+    running count of finished steps (for the progress bar)."""
+    rng = np.random.default_rng(seed)
+    w = w_star.copy()
+    eps = step
+    U_w = None
+    if sampler == "mala":
+        L_w = value(w)
+        g_w = grad_U(w)
+        U_w = nbeta * L_w
+    acc = 0
+    for t in range(burn + draws):
+        if sampler == "sgld":
+            w = w - 0.5 * eps * grad_U(w) + math.sqrt(eps) * rng.standard_normal(w.size)
+            loss_t = value(w)
+        else:
+            prop = w - 0.5 * eps * g_w + math.sqrt(eps) * rng.standard_normal(w.size)
+            L_p = value(prop)
+            if math.isfinite(L_p):
+                g_p = grad_U(prop)
+                U_p = nbeta * L_p + 0.5 * gamma * float((prop - w_star) @ (prop - w_star))
+                U_here = U_w + 0.5 * gamma * float((w - w_star) @ (w - w_star))
+                fwd = prop - w + 0.5 * eps * g_w
+                bwd = w - prop + 0.5 * eps * g_p
+                log_a = U_here - U_p - (bwd @ bwd - fwd @ fwd) / (2 * eps)
+                if math.log(rng.uniform()) < log_a:
+                    w, g_w, L_w, U_w = prop, g_p, L_p, nbeta * L_p
+                    acc += 1
+            if t < burn and (t + 1) % 50 == 0:  # adapt towards acceptance 0.574
+                eps *= math.exp(acc / 50 - 0.574)
+                acc = 0
+            loss_t = L_w
+        if not math.isfinite(loss_t):
+            notes.append(f"chain {k} blew up at step {t} (loss {loss_t}); lower the step "
+                         f"(now {eps:.3g}) or raise gamma")
+            break
+        if t == burn - 1:
+            acc = 0
+        traces[k, t] = nbeta * (loss_t - L_star)
+        done += 1
+        if progress is not None and done % 200 == 0:
+            progress(done, total)
+    steps_used.append(eps)
+    if sampler == "mala":
+        accepted.append(acc / max(draws, 1))
+    return done
+
+
+def _auto_step(grad_U, w_star, step_scale, rng, rounds=6, pilot=60):
     """eps = step_scale / h, h the largest curvature seen at w* and at the ends of short pilot
     chains, raised until a pilot ends where the curvature is below 1.5 h."""
+    with np.errstate(over="ignore", invalid="ignore"):  # a pilot that blows up is retried
+        return _auto_step_rounds(grad_U, w_star, step_scale, rng, rounds, pilot)
+
+
+def _auto_step_rounds(grad_U, w_star, step_scale, rng, rounds, pilot):
     h = max(_curvature(grad_U, w_star, rng), 1e-300)
     w = w_star.copy()
     for _ in range(rounds):
@@ -347,8 +421,9 @@ def step_sweep(param, loss, theta_star, steps=None, progress=None, **options):
     """:func:`estimate_llc` at each step of ``steps`` (default: the automatic step times
     1/8, 1/4, 1/2, 1, 2), the other ``options`` shared; returns a :class:`StepSweep`."""
     if steps is None:
-        auto = estimate_llc(param, loss, theta_star, **dict(options, draws=4, burn=0,
-                                                            chains=1)).step
+        keys = ("n", "nbeta", "gamma", "step_scale", "seed")
+        auto = auto_step(param, loss, theta_star, **{k: options[k] for k in keys
+                                                      if k in options})
         steps = [auto * f for f in (0.125, 0.25, 0.5, 1.0, 2.0)]
     out = []
     for i, step in enumerate(steps):
