@@ -201,6 +201,31 @@ def figure(rows, ns, path):
     fig.savefig(path, dpi=110)
 
 
+def regular_large(n=100_000, widths=(25, 20, 25), seed=0):
+    """A regular case with about 10^3 parameters: deep-linear widths 25,20,25 (1000
+    parameters), a true matrix of full rank 20, y = B0 x + noise; lambda = d / 2 with
+    d = rank J = 20 (25 + 25 - 20) = 600 (the regular value), estimated at the rank-20
+    least-squares solution."""
+    import paramgeo
+    from paramgeo.llc import estimate_llc, exact_learning_coefficient
+    from paramgeo.losses import Regression
+
+    M, H, N = widths
+    rng = np.random.default_rng(seed)
+    B0 = rng.standard_normal((N, H)) @ rng.standard_normal((H, M)) / np.sqrt(H)
+    X = rng.standard_normal((n, M))
+    Y = X @ B0.T + rng.standard_normal((n, N))
+    param = paramgeo.get("deep-linear", widths=widths)
+    W1, W2 = rrr_minimiser(X, Y, H)
+    theta = np.concatenate([W1.ravel(), W2.ravel()])
+    exact = exact_learning_coefficient(param, theta)
+    with warnings.catch_warnings(record=True) as caught:
+        est = estimate_llc(param, Regression(X, Y), theta)
+    return dict(params=param.n, n=n, exact=exact.lam, case=exact.case, llc=est.llc, se=est.se,
+                seconds=est.seconds, rel_error=(est.llc - exact.lam) / exact.lam,
+                warnings=[str(w.message) for w in caught])
+
+
 def bench(row, repeats):
     from paramgeo.llc import reduced_rank_regression
 
@@ -221,12 +246,17 @@ def main(argv=None):
     parser.add_argument("--devinterp", type=int, default=0,
                         help="data sets per case run through devinterp at the smallest n")
     parser.add_argument("--out", default=str(Path(__file__).with_name("out-llc")))
+    parser.add_argument("--large", action="store_true",
+                        help="only the regular case with 1000 parameters (regular_large)")
     parser.add_argument("--summary-only", action="store_true",
                         help="re-print the table of an earlier run's results.json")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     ns = [int(float(v)) for v in args.ns.split(",")]
     out = Path(args.out)
+    if args.large:
+        print(json.dumps(regular_large(), indent=1))
+        return
     if args.summary_only:
         rows = json.loads((out / "results.json").read_text())
     else:
