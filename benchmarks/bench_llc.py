@@ -8,7 +8,7 @@ of devinterp's own test, true map 0: x ~ N(0, I_M) and y ~ N(0, I_N) independent
 ``--datasets`` data sets per n (seeds 0, 1, ...). Each estimate runs paramgeo's estimator
 (deep-linear widths M,H,N, the ``regression`` loss, defaults: n beta = n / log n, gamma = 1,
 4 chains x 2000 draws after 500 burn-in, automatic step) at the empirical risk minimiser of
-rank H (closed form: the reduced-rank least-squares solution, Reinsel and Velu 1998), where
+rank H (closed form: ``Regression.reduced_rank_minimiser``, Reinsel and Velu 1998), where
 devinterp's test localizes after training. It prints, per case and n, the estimates, the mean
 reported s.e., the spread over data sets, the exact value and the time; then the mean absolute
 relative error at the largest n (target <= 3%) and the share of runs with the exact value
@@ -50,33 +50,15 @@ def dataset(M, N, n, seed):
     return rng.standard_normal((n, M)), rng.standard_normal((n, N))
 
 
-def rrr_minimiser(X, Y, H):
-    """The rank-H least-squares solution B = W2 W1 of min |Y - X B^T|^2 (reduced-rank
-    regression; Reinsel and Velu 1998, Theorem 2.2): whiten X by S_xx^{-1/2}, keep the top H
-    singular triples of S_yx S_xx^{-1/2}, split each singular value evenly between the
-    factors (zero columns where H exceeds the rank)."""
-    n = X.shape[0]
-    Sxx, Syx = X.T @ X / n, Y.T @ X / n
-    ev, E = np.linalg.eigh(Sxx)
-    inv_root = (E / np.sqrt(ev)) @ E.T
-    P, S, Qt = np.linalg.svd(Syx @ inv_root)
-    k = min(H, S.size)
-    W2 = np.zeros((Y.shape[1], H))
-    W1 = np.zeros((H, X.shape[1]))
-    W2[:, :k] = P[:, :k] * np.sqrt(S[:k])
-    W1[:k] = (np.sqrt(S[:k])[:, None] * Qt[:k]) @ inv_root
-    return W1, W2
-
-
 def paramgeo_run(M, H, N, X, Y, sampler="sgld", seed=0):
     import paramgeo
     from paramgeo.llc import LLCWarning, estimate_llc
     from paramgeo.losses import Regression
 
     param = paramgeo.get("deep-linear", widths=(M, H, N))
-    W1, W2 = rrr_minimiser(X, Y, H)
-    theta = np.concatenate([W1.ravel(), W2.ravel()])
     loss = Regression(X, Y)
+    W1, W2 = loss.reduced_rank_minimiser(H)
+    theta = np.concatenate([W1.ravel(), W2.ravel()])
     grad = param.vjp(theta, loss.grad(param.forward_flat(theta)))
     assert np.linalg.norm(grad) < 1e-8, f"not a minimiser: |grad| = {np.linalg.norm(grad)}"
     with warnings.catch_warnings():
@@ -216,7 +198,7 @@ def regular_large(n=100_000, widths=(25, 20, 25), seed=0):
     X = rng.standard_normal((n, M))
     Y = X @ B0.T + rng.standard_normal((n, N))
     param = paramgeo.get("deep-linear", widths=widths)
-    W1, W2 = rrr_minimiser(X, Y, H)
+    W1, W2 = Regression(X, Y).reduced_rank_minimiser(H)
     theta = np.concatenate([W1.ravel(), W2.ravel()])
     exact = exact_learning_coefficient(param, theta)
     with warnings.catch_warnings(record=True) as caught:

@@ -229,6 +229,29 @@ class Regression(Loss):
     def minibatch(self, indices):
         return type(self)(self.X[indices], self.Y[indices])
 
+    def reduced_rank_minimiser(self, H):
+        """(W1, W2), W1 of shape (H, in) and W2 (out, H), with B = W2 W1 the minimiser of
+        ell over matrices of rank <= H (reduced-rank regression; Reinsel and Velu 1998,
+        "Multivariate reduced-rank regression", Theorem 2.2): with the whitened
+        C = S_yx S_xx^{-1/2} = P diag(s) Q^T, B = P_H diag(s_H) Q_H^T S_xx^{-1/2}; each
+        singular value is split evenly, W2 = P_H diag(s_H)^{1/2},
+        W1 = diag(s_H)^{1/2} Q_H^T S_xx^{-1/2}, and columns beyond the rank of C are zero (the
+        deepest points of the set of minimisers). Raises ShapeError if S_xx is singular."""
+        H = int(H)
+        ev, E = np.linalg.eigh(self.Sxx)
+        if H < 1 or ev[0] <= 1e-12 * max(ev[-1], 1e-300):
+            raise ShapeError(f"regression loss: the reduced-rank minimiser needs H >= 1 (got "
+                             f"{H}) and inputs X of full column rank (S_xx has eigenvalue "
+                             f"{ev[0]:.2e}); give more samples than inputs")
+        inv_root = (E / np.sqrt(ev)) @ E.T
+        P, S, Qt = np.linalg.svd(self.Syx @ inv_root)
+        k = min(H, S.size)
+        W2 = np.zeros((self.shape[0], H))
+        W1 = np.zeros((H, self.shape[1]))
+        W2[:, :k] = P[:, :k] * np.sqrt(S[:k])
+        W1[:k] = (np.sqrt(S[:k])[:, None] * Qt[:k]) @ inv_root
+        return W1, W2
+
     def check_dim(self, param):
         if tuple(param.predictor_shape) != self.shape:
             raise ShapeError(

@@ -167,14 +167,15 @@ def test_cli_exact_and_estimate(tmp_path):
     path = _rrr_file(tmp_path)
     out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
                                "--data", str(path), "--draws", "100", "--burn", "20",
-                               "--chains", "2", "--json"])
+                               "--chains", "2", "--truth-zero", "--json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert data["exact"]["exact"] == "2" and data["chains"] == 2 and "traces" not in data
     out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
                                "--data", str(path), "--draws", "50", "--burn", "0",
-                               "--chains", "1", "--plot", str(tmp_path / "t.png")])
-    assert out.exit_code == 0 and "exact at w*: lambda = 2" in out.output
+                               "--chains", "1", "--truth-zero", "--plot", str(tmp_path / "t.png")])
+    assert out.exit_code == 0, out.output
+    assert "exact at the truth: lambda = 2" in out.output
     np.savez(tmp_path / "bad.npz", X=np.ones((5, 3)), Y=np.ones((5, 2)))
     out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
                                "--data", str(tmp_path / "bad.npz")])
@@ -189,7 +190,7 @@ def test_sweep_query_runs_the_estimator(tmp_path):
     path = _rrr_file(tmp_path)
     out = query.run(paramgeo.get("deep-linear", widths=(3, 2, 2)),
                     **dict({k: o.default for k, o in query.options.items()}, data=str(path),
-                           draws=50, burn=0, chains=1))
+                           draws=50, burn=0, chains=1, truth_zero=True))
     assert out["exact"] == 2.0 and math.isfinite(out["llc"])  # Aoyagi-Watanabe (3, 2, 2)
 
 

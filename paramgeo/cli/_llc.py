@@ -18,13 +18,13 @@ def llc_cmd():
     \b
     Examples:
       paramgeo llc exact uvt -p m=5 -p n=5 -p r=3 --zero
-      paramgeo llc estimate deep-linear -p widths=5,3,5 --data rrr.npz --json
+      paramgeo llc estimate deep-linear -p widths=5,3,5 --data rrr.npz --truth-zero
     """
 
 
 def _true_point(param, at, zero, seed):
     if zero and at:
-        raise click.UsageError("give --at FILE or --zero, not both")
+        raise click.UsageError("give a true parameter file or zero, not both")
     if zero:
         return np.zeros(param.n)
     return load_point(param, at, seed)
@@ -51,24 +51,19 @@ def exact_cmd(name, sizes, at, zero, seed, as_json):
     emit(exact_learning_coefficient(param, _true_point(param, at, zero, seed)), as_json)
 
 
-def llc_estimate(param, loss_kind, arrays, data_path, theta_star, **options):
+def llc_estimate(param, loss_kind, arrays, data_path, theta_star, truth=None, **options):
     """The estimate ``paramgeo llc estimate`` prints (and a sweep's ``llc`` query records):
-    the loss ``loss_kind`` on ``arrays`` (read from ``data_path``) through ``param`` at
-    ``theta_star`` (None: the array ``theta_star`` of the data file), with the exact value
-    where one is known at theta_star (``exact``, else None)."""
-    from ..errors import NotProvidedError
+    the loss ``loss_kind`` on ``arrays`` (read from ``data_path``) through ``param`` at the
+    local minimum ``theta_star`` (None: the array ``theta_star`` of the data file), and the
+    exact value at the true parameter ``truth`` (a theta, or None for none)."""
     from ..llc import estimate_llc, exact_learning_coefficient
     from ..losses import loss_from_arrays
 
     loss = loss_from_arrays(loss_kind, arrays, param, source=data_path)
     if theta_star is None:
         theta_star = llc_theta_star(param, arrays, data_path)
-    result = estimate_llc(param, loss, theta_star, **options)
-    try:
-        exact = exact_learning_coefficient(param, theta_star)
-    except NotProvidedError:
-        exact = None
-    return result, exact
+    exact = None if truth is None else exact_learning_coefficient(param, truth)
+    return estimate_llc(param, loss, theta_star, **options), exact
 
 
 @llc_cmd.command("estimate")
@@ -99,6 +94,10 @@ def llc_estimate(param, loss_kind, arrays, data_path, theta_star, **options):
               help="Burn-in steps per chain (not counted).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the chains (the same seed repeats the run).")
+@click.option("--truth", "truth_path", type=click.Path(dir_okay=False),
+              help="A .npy file holding the true parameter: print the exact value there.")
+@click.option("--truth-zero", is_flag=True,
+              help="The true parameter is 0 (true map 0): print the exact value there.")
 @click.option("--sweep-steps", is_flag=True,
               help="Run the estimate at 1/8, 1/4, 1/2, 1 and 2 times the automatic step.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
@@ -106,12 +105,13 @@ def llc_estimate(param, loss_kind, arrays, data_path, theta_star, **options):
 @progress_option
 @json_option
 def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step_scale,
-                 sampler, chains, draws, burn, seed, sweep_steps, plot_path, progress, as_json):
+                 sampler, chains, draws, burn, seed, truth_path, truth_zero, sweep_steps,
+                 plot_path, progress, as_json):
     """Estimate the local learning coefficient at a local minimum w* by localized SGLD:
     n beta (mean loss over the draws - loss at w*), with a Monte Carlo standard error from the
     effective sample size across chains and warnings when a chain drifts or blows up.
 
-    Example: paramgeo llc estimate deep-linear -p widths=5,3,5 --data rrr.npz --json
+    Example: paramgeo llc estimate deep-linear -p widths=5,3,5 --data rrr.npz --truth-zero
     """
     import json
 
@@ -126,6 +126,9 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
                    draws=draws, burn=burn, sampler=sampler, seed=seed)
     if step is not None and sweep_steps:
         raise click.UsageError("give --step or --sweep-steps, not both")
+    truth = None
+    if truth_path or truth_zero:
+        truth = _true_point(param, truth_path, truth_zero, 0)
     with progress_bar("llc", progress_enabled(progress)) as update:
         if sweep_steps:
             loss = loss_from_arrays(loss_kind, arrays, param, source=data_path)
@@ -135,7 +138,7 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
             exact = None
         else:
             result, exact = llc_estimate(param, loss_kind, arrays, data_path, theta_star,
-                                         step="auto" if step is None else step,
+                                         truth, step="auto" if step is None else step,
                                          progress=update, **options)
     if plot_path:
         result.plot(plot_path)
@@ -147,7 +150,7 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
         return
     text = str(result)
     if exact is not None:
-        text += (f"\nexact at w*: lambda = {exact.exact} ({exact.case}; {exact.reference}); "
+        text += (f"\nexact at the truth: lambda = {exact.exact} ({exact.case}; {exact.reference}); "
                  f"relative error {(result.llc - exact.lam) / exact.lam:+.1%}")
     if plot_path:
         text += f"\nfigure written to {plot_path}"

@@ -294,18 +294,21 @@ def exact_query(param, seed, points):
     "chains": Option(4, integer(1)),
     "draws": Option(2000, integer(4)),
     "burn": Option(500, integer(0)),
+    "truth_zero": Option(False, flag, "record the exact value at the true parameter 0"),
     "seed": _seed("seed of the chains")}, dense=False)
 def llc_query(param, loss, data, at, nbeta, gamma, step, step_scale, sampler, chains, draws,
-              burn, seed):
+              burn, truth_zero, seed):
     """The local learning coefficient by localized SGLD, with the exact value where known
     (paramgeo llc estimate)."""
     from ..cli._common import load_point
     from ..cli._flow import load_data
+    import numpy as np
+
     from ..cli._llc import llc_estimate
 
     result, exact = llc_estimate(
         param, loss, load_data(data), data, None if at is None else load_point(param, at, 0),
-        nbeta=nbeta, gamma=gamma, step="auto" if step is None else step,
+        np.zeros(param.n) if truth_zero else None, nbeta=nbeta, gamma=gamma, step="auto" if step is None else step,
         step_scale=step_scale, sampler=sampler, chains=chains, draws=draws, burn=burn,
         seed=seed)
     out = result.to_dict()
