@@ -45,6 +45,8 @@ _LAZY = {
     "sweep": "sweeps",  # grids of queries on Dask (dask imported only when one runs)
     "define": "userdefs",  # also serves saved specs to the registry
     "undefine": "userdefs",
+    "estimate_llc": "llc",  # learning coefficients: the estimator and the exact values
+    "exact_learning_coefficient": "llc",
 }
 
 

@@ -391,9 +391,11 @@ class StepSweep(Result):
         return {"steps": list(self.steps), "estimates": [e.to_dict() for e in self.estimates]}
 
     def __str__(self):
-        from ..cli._common import table
-
-        return table(self.rows(), ["step", "llc", "s.e.", "R-hat", "warnings"])
+        head = ("step", "llc", "s.e.", "R-hat", "warnings")
+        rows = [head] + self.rows()
+        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+                         for r in rows)
 
     def plot(self, path=None, ax=None):
         """The estimates +- 2 s.e. against the step (log scale)."""
