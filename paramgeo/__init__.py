@@ -96,4 +96,6 @@ __all__ = [
     "sweep",
     "undefine",
     "vertical_space",
+    "estimate_llc",
+    "exact_learning_coefficient",
 ]
