@@ -47,6 +47,8 @@ _LAZY = {
     "undefine": "userdefs",
     "from_torch": "adapters",  # torch imported only when a model is adapted
     "from_jax": "adapters",  # jax likewise
+    "estimate_llc": "llc",  # learning coefficients: the estimator and the exact values
+    "exact_learning_coefficient": "llc",
 }
 
 
@@ -98,4 +100,6 @@ __all__ = [
     "vertical_space",
     "from_torch",
     "from_jax",
+    "estimate_llc",
+    "exact_learning_coefficient",
 ]

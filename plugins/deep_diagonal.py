@@ -133,7 +133,8 @@ class DeepDiagonal(Parameterization):
                         help="product: w_1*...*w_L; signed: u^L - v^L"),
     }
     capabilities = frozenset({"jacobian", "jvp", "vjp", "symmetry", "symbolic", "architecture",
-                              "sparse_jacobian", "mirror_potential", "rank_at"})
+                              "sparse_jacobian", "mirror_potential", "rank_at",
+                              "learning_coefficient"})
     references = (
         "Woodworth et al. (2020) Kernel and rich regimes in overparametrized models",
         "Gissin, Shalev-Shwartz, Daniely (2020) The implicit bias of depth: how incremental "
@@ -234,6 +235,43 @@ class DeepDiagonal(Parameterization):
             du, dv = self._signed_derivatives(theta)
             return np.concatenate([w * du, w * dv])
         return (self.cofactors(theta) * w[None, :]).ravel()
+
+    def learning_coefficient(self, theta):
+        """Normal crossings at any true parameter, sparse truths included: K = sum_i
+        (beta_i(w) - beta*_i)^2 separates over coordinates (Watanabe 2009, Sec. 7.2;
+        :func:`paramgeo.llc.normal_crossing_sum`), and for each coordinate i:
+
+        * product, z_i factors w_{l,i} exactly zero: z_i = 0 is regular (lambda_i = 1/2,
+          m_i = 1); z_i >= 1 gives K_i = c^2 prod_{zero l} w_{l,i}^2 with c != 0 near w*, the
+          monomial of Watanabe (2009), Sec. 2.4: lambda_i = 1/2, m_i = z_i. So lambda = p / 2
+          and m = 1 + sum_i max(z_i - 1, 0).
+        * signed (beta = u^L - v^L): (u_i, v_i) != 0 is regular (grad beta_i != 0):
+          lambda_i = 1/2. At u_i = v_i = 0 one blow-up u = s, v = s t gives
+          K_i = s^(2L) (1 - t^L)^2 with Jacobian |s|; at a simple real root of 1 - t^L the
+          poles are 2 / (2L) = 1/L (from s) and 1/2 (from 1 - t^L), so lambda_i = 1/L with
+          m_i = 1 for L >= 3 and lambda_i = 1/2 with m_i = 2 for L = 2 (the hadamard case
+          after the change of variables u +- v).
+        """
+        from paramgeo.llc import monomial, normal_crossing_sum
+
+        import sympy
+
+        theta = np.asarray(theta, float)
+        L = self.depth
+        if self.variant == "signed":
+            u, v = theta[: self.p], theta[self.p:]
+            zero = int(np.sum((u == 0) & (v == 0)))
+            deep = (sympy.Rational(1, L), 1) if L >= 3 else monomial((1, 1))
+            terms = [deep] * zero + [(sympy.Rational(1, 2), 1)] * (self.p - zero)
+            return normal_crossing_sum(
+                terms, f"normal crossing, {zero} of {self.p} coordinates with u_i = v_i = 0",
+                f"lambda = {self.p - zero}/2 + {zero} x {deep[0]} (1/L per zero coordinate, "
+                "L >= 3)")
+        z = np.sum(self._factors(theta) == 0, axis=0)
+        terms = [monomial((1,) * int(k)) if k else (sympy.Rational(1, 2), 1) for k in z]
+        return normal_crossing_sum(
+            terms, f"normal crossing, zero factors per coordinate {z.tolist()}",
+            "lambda = p/2, m = 1 + sum_i max(z_i - 1, 0), z_i = number of zero factors")
 
     def rank_at(self, theta, policy=None):
         """rank J from its singular values in closed form: J J^T is diagonal, so they are

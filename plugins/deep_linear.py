@@ -63,7 +63,8 @@ class DeepLinear(Parameterization):
         "widths": Size("ints", default=(3, 2, 2, 3), minimum=1,
                        help="widths n_0,...,n_L (input, hidden..., output); predictor n_L x n_0"),
     }
-    capabilities = frozenset({"jvp", "vjp", "jacobian", "symmetry", "rank_at", "symbolic"})
+    capabilities = frozenset({"jvp", "vjp", "jacobian", "symmetry", "rank_at", "symbolic",
+                              "learning_coefficient"})
     references = (
         "Trager, Kohn, Bruna (2020) Pure and spurious critical points: a geometric study of "
         "linear networks (ICLR 2020)",
@@ -174,6 +175,23 @@ class DeepLinear(Parameterization):
                 f"value {nearest.closest:.3g} vs tol {nearest.tol:.3g} (rank J = {total}); pass "
                 "a RankPolicy to decide otherwise", NumericalDoubtWarning, stacklevel=2)
         return dataclasses.replace(nearest, rank=total, doubtful=doubtful)
+
+    def learning_coefficient(self, theta):
+        """Aoyagi (2024), Theorem 1 (:func:`paramgeo.llc.deep_linear_network`) at a true
+        parameter where every W_l has the rank r0 of the product W_L ... W_1 (the deepest true
+        parameters); widths (n_0, ..., n_L) are Aoyagi's (H_1, ..., H_{L+1}), input first.
+        None at other points."""
+        from paramgeo.llc import deep_linear_network
+
+        Ws = self.weights(theta)
+        prod = Ws[0]
+        for W in Ws[1:]:
+            prod = W @ prod
+        r0 = decide_rank(np.linalg.svd(prod, compute_uv=False), warn=False).rank
+        if any(decide_rank(np.linalg.svd(W, compute_uv=False), warn=False).rank != r0
+               for W in Ws):
+            return None
+        return deep_linear_network(self.widths, r0)
 
     def generic_rank_formula(self):
         """r (n_0 + n_L - r) with r = min(widths): the dimension of the determinantal variety

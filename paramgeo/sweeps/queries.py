@@ -361,6 +361,43 @@ def online_sgd_query(param, **options):
     return online_summary(param, run_online(param, **options))
 
 
+@register_query("llc", {
+    "loss": Option("regression", choice("regression", "squared", "quadratic", "logistic",
+                                        "exponential")),
+    "data": Option(REQUIRED, path(), "an .npz file with the loss's arrays (and theta_star)",
+                   path=True),
+    "at": Option(None, path(optional=True), "a .npy file holding w* [theta_star of data]",
+                 path=True),
+    "nbeta": Option(None, number(positive=True, optional=True), "n beta [n / log n]"),
+    "gamma": Option(1.0, number(positive=True)),
+    "step": Option(None, number(positive=True, optional=True), "SGLD step [automatic]"),
+    "step_scale": Option(0.05, number(positive=True)),
+    "sampler": Option("sgld", choice("sgld", "mala")),
+    "chains": Option(4, integer(1)),
+    "draws": Option(2000, integer(4)),
+    "burn": Option(500, integer(0)),
+    "truth_zero": Option(False, flag, "record the exact value at the true parameter 0"),
+    "seed": _seed("seed of the chains")}, dense=False)
+def llc_query(param, loss, data, at, nbeta, gamma, step, step_scale, sampler, chains, draws,
+              burn, truth_zero, seed):
+    """The local learning coefficient by localized SGLD, with the exact value where known
+    (paramgeo llc estimate)."""
+    from ..cli._common import load_point
+    from ..cli._flow import load_data
+    import numpy as np
+
+    from ..cli._llc import llc_estimate
+
+    result, exact = llc_estimate(
+        param, loss, load_data(data), data, None if at is None else load_point(param, at, 0),
+        np.zeros(param.n) if truth_zero else None, nbeta=nbeta, gamma=gamma, step="auto" if step is None else step,
+        step_scale=step_scale, sampler=sampler, chains=chains, draws=draws, burn=burn,
+        seed=seed)
+    out = result.to_dict()
+    out["exact"] = None if exact is None else exact.lam
+    return out
+
+
 def get_query(name):
     """The registered query ``name``; ParamgeoError listing the available ones otherwise."""
     if name not in QUERIES:
