@@ -179,14 +179,19 @@ def test_deep_diagonal_potential_closed_form(rng):
 
 def test_deep_diagonal_signed_numerical_potential_verifies(rng):
     """u^3 - v^3 commutes; its law u^{-1} + v^{-1} is not polynomial (Woodworth et al. 2020,
-    Section 5), so the polynomial search reports an incomplete set; the potential is built
-    numerically and still reproduces the flow."""
+    Section 5), so the polynomial search reports an incomplete set; the closed-form potential
+    (paramgeo.mirror.separable) and Li et al.'s numerical construction both reproduce the
+    flow."""
     par = paramgeo.get("deep-diagonal", p=2, depth=3, variant="signed")
     report = M.mirror(par, alpha=0.5)
     assert report.commuting and report.n_laws == 2 and not report.laws_complete
     X = rng.standard_normal((1, 2))
-    res = M.verify(par, par.init_at_scale(0.5), LinearMeasurements(X, X @ np.ones(2)),
-                   t_final=3.0, n_records=20)
+    loss = LinearMeasurements(X, X @ np.ones(2))
+    theta0 = par.init_at_scale(0.5)
+    res = M.verify(par, theta0, loss, t_final=3.0, n_records=20)
+    assert res.source == "closed form" and res.deviation < 1e-8
+    res = M.verify(par, theta0, loss, t_final=3.0, n_records=20,
+                   potential=M.numerical_potential(par, theta0))
     assert res.source.startswith("numerical") and res.deviation < 1e-6
 
 

@@ -48,4 +48,10 @@ from .push_forward import (
     predictor_velocity,
     quotient_flow,
 )
-from .saddle import SaddleSequence, jump_times, saddle_to_saddle
+from .saddle import (
+    SaddleSequence,
+    VanishingInitLimit,
+    jump_times,
+    saddle_to_saddle,
+    vanishing_init_limit,
+)
