@@ -49,7 +49,10 @@ Architecture (networkx DiGraph; node attribute ``layer``, edge attribute ``index
   x+_i -> a_{1,i} -> ... -> a_{L-1,i} -> out whose L edges all carry index(u_i) (tied weights,
   ``tied=True``), and the same for v_i from x-_i; u_i = 0 deletes the u-chain of coordinate i.
 
-Not implemented: the "broader class of two-layer diagonal linear networks" of Definition 4.1 in
+Mirror potentials in closed form from init_at_scale(alpha) for both variants at depth L >= 3
+(the power-law maps of paramgeo.mirror.separable; the signed one through _signed_potential),
+with their vanishing-initialisation limit (Algorithm 1 of Zhao et al. 2026 for deep networks,
+paramgeo.flows.vanishing_init_limit). Not implemented: the "broader class of two-layer diagonal linear networks" of Definition 4.1 in
 Zhao, Wang, Yang, Bai, Zhang (2026), "Gradient flow dynamics and implicit bias of diagonal linear
 networks under infinitesimal initialization" (ICML 2026; arXiv 2607.12332). The paper is
 identified, but its Definition 4.1 could not be read from the sources available here, so it is
@@ -245,9 +248,11 @@ class DeepDiagonal(Parameterization):
 
     # ------------------------------------------------------------------ structure
     def mirror_potential(self, theta0):
-        """Closed-form mirror potential for the product variant from a balanced theta0
-        (|w_{1,i}| = ... = |w_{L,i}| for every i); None otherwise (the engine then builds it
-        numerically, Li et al. 2022).
+        """Closed-form mirror potential: product variant from a balanced theta0
+        (|w_{1,i}| = ... = |w_{L,i}| for every i), signed variant at depth >= 3 from u0, v0 > 0
+        (:meth:`_signed_potential`); None otherwise (the engine then builds it numerically,
+        Li et al. 2022). At depth >= 3 the potential carries its power-law conjugate map
+        (grad R*, its high-precision form and the vanishing-initialisation thresholds).
 
         Balancedness is conserved (w_l^2 - w_k^2 is), so |w_l| = |beta|^{1/L} and
         d beta/dt = -L |beta|^{2 - 2/L} grad ell (Arora, Cohen, Hazan 2018, Theorem 1, scalar
