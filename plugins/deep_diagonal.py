@@ -49,7 +49,10 @@ Architecture (networkx DiGraph; node attribute ``layer``, edge attribute ``index
   x+_i -> a_{1,i} -> ... -> a_{L-1,i} -> out whose L edges all carry index(u_i) (tied weights,
   ``tied=True``), and the same for v_i from x-_i; u_i = 0 deletes the u-chain of coordinate i.
 
-Not implemented: the "broader class of two-layer diagonal linear networks" of Definition 4.1 in
+Mirror potentials in closed form from init_at_scale(alpha) for both variants at depth L >= 3
+(the power-law maps of paramgeo.mirror.separable; the signed one through _signed_potential),
+with their vanishing-initialisation limit (Algorithm 1 of Zhao et al. 2026 for deep networks,
+paramgeo.flows.vanishing_init_limit). Not implemented: the "broader class of two-layer diagonal linear networks" of Definition 4.1 in
 Zhao, Wang, Yang, Bai, Zhang (2026), "Gradient flow dynamics and implicit bias of diagonal linear
 networks under infinitesimal initialization" (ICML 2026; arXiv 2607.12332). The paper is
 identified, but its Definition 4.1 could not be read from the sources available here, so it is
@@ -286,9 +289,11 @@ class DeepDiagonal(Parameterization):
 
     # ------------------------------------------------------------------ structure
     def mirror_potential(self, theta0):
-        """Closed-form mirror potential for the product variant from a balanced theta0
-        (|w_{1,i}| = ... = |w_{L,i}| for every i); None otherwise (the engine then builds it
-        numerically, Li et al. 2022).
+        """Closed-form mirror potential: product variant from a balanced theta0
+        (|w_{1,i}| = ... = |w_{L,i}| for every i), signed variant at depth >= 3 from u0, v0 > 0
+        (:meth:`_signed_potential`); None otherwise (the engine then builds it numerically,
+        Li et al. 2022). At depth >= 3 the potential carries its power-law conjugate map
+        (grad R*, its high-precision form and the vanishing-initialisation thresholds).
 
         Balancedness is conserved (w_l^2 - w_k^2 is), so |w_l| = |beta|^{1/L} and
         d beta/dt = -L |beta|^{2 - 2/L} grad ell (Arora, Cohen, Hazan 2018, Theorem 1, scalar
@@ -304,7 +309,7 @@ class DeepDiagonal(Parameterization):
         from paramgeo.mirror import Potential
 
         if self.variant != "product":
-            return None
+            return self._signed_potential(theta0)
         W = self._factors(theta0)
         L = self.depth
         mag = np.abs(W)
@@ -363,12 +368,45 @@ class DeepDiagonal(Parameterization):
                 if L >= 3 else
                 "R(beta) = 1/2 sum_i [b_i log(b_i / b0_i) - b_i + b0_i], b = sign(beta0) beta "
                 "> 0 (entropy)")
-        return Potential(
-            formula, "closed form",
+        reference = (
             "Arora, Cohen, Hazan (2018) On the optimization of deep networks: implicit "
             "acceleration by overparameterization, Theorem 1; Woodworth et al. (2020) Kernel "
-            "and rich regimes in overparametrized models, Section 5",
-            theta0, beta0, value, grad, hessian)
+            "and rich regimes in overparametrized models, Section 5")
+        if L >= 3:  # |w|^(2-L) = |w0|^(2-L) - (L - 2) sign(beta0) mu: one power term
+            from paramgeo.mirror.separable import PowerMirrorMap
+
+            amp = mag[0] ** (2.0 - L)
+            pmap = PowerMirrorMap(np.where(s0 > 0, amp, np.inf), np.where(s0 < 0, amp, np.inf),
+                                  L - 2.0, L)
+            return pmap.potential(theta0, beta0, formula, reference, value, grad, hessian)
+        return Potential(formula, "closed form", reference, theta0, beta0, value, grad, hessian)
+
+    def _signed_potential(self, theta0):
+        """beta = u^L - v^L, L >= 3, from u0 > 0 and v0 > 0 (|u0|, |v0| for even L; zeros
+        stay zero): u' = -L u^(L-1) g gives u^(2-L) = u0^(2-L) - L (L - 2) mu, so
+        beta_i = (A_i - c mu_i)^(-k) - (B_i + c mu_i)^(-k), A = u0^(2-L), B = v0^(2-L),
+        c = L (L - 2), k = L / (L - 2) (Woodworth et al. 2020, Section 5;
+        :mod:`paramgeo.mirror.separable`). None for L = 2 or odd L with a negative start (the
+        engine then builds the potential numerically)."""
+        L, p = self.depth, self.p
+        theta0 = np.asarray(theta0, float)
+        u0, v0 = theta0[:p], theta0[p:]
+        if L < 3 or (L % 2 == 1 and (np.any(u0 < 0) or np.any(v0 < 0))):
+            return None
+        if np.any((u0 == 0) & (v0 == 0)):
+            return None  # a coordinate that never moves: rank J(theta0) < p
+        from paramgeo.mirror.separable import PowerMirrorMap
+
+        with np.errstate(divide="ignore"):
+            A, B = np.abs(u0) ** (2.0 - L), np.abs(v0) ** (2.0 - L)
+        pmap = PowerMirrorMap(A, B, L * (L - 2.0), L)
+        formula = (f"R(beta) = <mu, beta> - R*(mu) with grad R*(mu)_i = (A_i - c mu_i)^(-k) - "
+                   f"(B_i + c mu_i)^(-k), A = |u0|^(2-L), B = |v0|^(2-L), c = L (L - 2), "
+                   f"k = L / (L - 2), L = {L}")
+        return pmap.potential(
+            theta0, self.forward(theta0), formula,
+            "Woodworth et al. (2020) Kernel and rich regimes in overparametrized models, "
+            "Section 5 (depth-L model u^L - v^L)")
 
     def symmetry(self):
         import scipy.sparse as sp

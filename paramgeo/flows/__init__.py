@@ -48,7 +48,13 @@ from .push_forward import (
     predictor_velocity,
     quotient_flow,
 )
-from .saddle import SaddleSequence, jump_times, saddle_to_saddle
+from .saddle import (
+    SaddleSequence,
+    VanishingInitLimit,
+    jump_times,
+    saddle_to_saddle,
+    vanishing_init_limit,
+)
 from .online import (
     LINKS,
     AttentionIndexed,
