@@ -70,8 +70,9 @@ def make_problem(d=5, N=40, seed=0):
     activation, summed readout, f(W; x) = sum_c sum_t (u_c * x)_t^2 / 2 = Tr[W W^T A(x)]),
     computed by paramgeo.structure.structure_matrix from the layer's forward. A(x) is a
     symmetric circulant matrix, diagonal in the real Fourier basis E for every x: a shared
-    eigenbasis, eigenvalue features a_ik = |FFT(x_i)_k|^2 / 2 (equal within each cos/sin pair);
-    target m*_k = 4 * 2^-f(k) (f the frequency), y = a m*."""
+    eigenbasis, eigenvalue features a_ik = |FFT(x_i)_k|^2 / 2 (equal within each cos/sin pair,
+    mean about d / 2); target m*_k = 4 * 2^-f(k) / abar^2 (f the frequency, abar the mean
+    feature, so that the growth rates 4 (C m*)_k stay O(10) as d grows), y = a m*."""
     if "conv" not in paramgeo.available():
         load_plugin_file(Path(__file__).with_name("structure_layers.py"))
     layer = paramgeo.get("conv", length=d, filter=d, channels=1, readout="sum",
@@ -79,7 +80,7 @@ def make_problem(d=5, N=40, seed=0):
     A = structure_matrix(layer, {"u": 0}).A
     E, freq = fourier_basis(d)
     a = np.einsum("ik,nij,jk->nk", E, A, E)
-    m_star = 4.0 * 0.5 ** freq
+    m_star = 4.0 * 0.5 ** freq / np.mean(a) ** 2
     y = a @ m_star
     return E, a, y, A, m_star
 
