@@ -314,7 +314,17 @@ def test_attention_scores_rank_equals_the_qk_attention_plugin(d, heads):
 
 
 # ---------------------------------------------------------------- CLI and errors
-def test_the_cli_reaches_a_model_through_plugin_file(tmp_path):
+@pytest.fixture
+def own_registry(monkeypatch):
+    """What a test registers through --plugin is forgotten after it (``describe --all`` in
+    later tests would otherwise meet its models)."""
+    from paramgeo import registry
+
+    monkeypatch.setattr(registry, "_registered", dict(registry._registered))
+    monkeypatch.setattr(registry, "_sources", dict(registry._sources))
+
+
+def test_the_cli_reaches_a_model_through_plugin_file(tmp_path, own_registry):
     path = tmp_path / "model.py"
     path.write_text(textwrap.dedent("""\
         import torch
@@ -339,7 +349,7 @@ def test_a_probe_the_module_rejects_names_the_model():
         paramgeo.from_jax(linear_chain, [np.ones((2, 3))], np.ones((4, 5)))
 
 
-def test_a_framework_failure_in_a_product_names_the_model_and_method(tmp_path):
+def test_a_framework_failure_in_a_product_names_the_model_and_method(tmp_path, own_registry):
     class Through(torch.nn.Module):  # a round trip through numpy: not differentiable
         def __init__(self):
             super().__init__()
