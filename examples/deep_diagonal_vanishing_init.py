@@ -41,9 +41,9 @@ def problem(variant, N, p, active, seed=0):
     return X, X @ b
 
 
-def rows(N, p, active, depths, alphas, verbose=True):
+def rows(N, p, active, depths, alphas, verbose=True, variants=("product", "signed")):
     out = []
-    for variant in ("product", "signed"):
+    for variant in variants:
         X, y = problem(variant, N, p, active)
         stop = 1e-16 * (1 + y @ y / N)
         for L in depths:
@@ -81,11 +81,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--variants", default="product,signed")
     a = ap.parse_args()
+    variants = tuple(a.variants.split(","))
     if a.quick:
-        table = rows(4, 8, 2, (3,), (1e-1, 1e-3))
+        table = rows(4, 8, 2, (3,), (1e-1, 1e-3), variants=variants)
     else:
-        table = rows(10, 20, 3, (3, 4), (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6))
+        table = rows(10, 20, 3, (3, 4), (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6),
+                     variants=variants)
     text = "\n".join([HEADER] + [_line(r) for r in table])
     print(text)
     if a.out:

@@ -17,7 +17,10 @@ least 1% of the largest |(w_j, b_j)| |a_j|; the unit directions of the active ne
 clustered greedily (a neuron joins the first centre within ``--angle`` radians), and the
 number of clusters is the number of learned directions. P is counted exactly
 (``ReluNet.activation_patterns``: cells of the hyperplane arrangement in (w, b)-space) and
-checked against Cover's formula.
+checked against Cover's formula. The non-redundancy of the directions is about *ternary*
+patterns sign(w . x_i + b) in {-1, 0, +1} (a hyperplane through a data point gives 0): each
+cluster centre's ternary pattern is counted (0 where the hyperplane passes within ``--angle``
+of the lifted input (x_i, 1)), beside the binary patterns of the active neurons.
 
 Output: examples/output/relu_width_collapse.{md,csv,png}. Runtime about a minute.
 
@@ -46,8 +49,18 @@ def train(p, Y, steps, lr, wd, sigma, alpha, rng):
     return theta
 
 
+def ternary_pattern(u, X1, angle):
+    """sign(u . (x_i, 1)) in {-1, 0, +1} per input, 0 where the hyperplane of the unit direction
+    u passes within ``angle`` rad of the lifted input (x_i, 1), i.e. through the data point at
+    the clustering resolution."""
+    z = X1 @ u / np.linalg.norm(X1, axis=1)
+    return tuple(np.where(np.abs(z) < np.sin(angle), 0, np.sign(z)).astype(int))
+
+
 def learned_directions(p, theta, angle, share=1e-2):
-    """(active neurons, clusters of their unit directions, their distinct activation patterns)."""
+    """(active neurons, clusters of their unit directions, their distinct binary activation
+    patterns, the distinct ternary patterns of the cluster centres, the centres whose
+    hyperplane passes through a data point)."""
     W, b, a = (p.spec.unpack(theta)[k] for k in ("W", "b", "a"))
     U = np.hstack([W, b[:, None]])
     size = np.linalg.norm(U, axis=1) * np.linalg.norm(a, axis=1)
@@ -58,7 +71,10 @@ def learned_directions(p, theta, angle, share=1e-2):
         if not any(u @ c >= np.cos(angle) for c in centres):
             centres.append(u)
     patterns = {tuple((Z[:, j] > 0).astype(int)) for j in active}
-    return len(active), len(centres), len(patterns)
+    X1 = np.hstack([p.X, np.ones((p.X.shape[0], 1))])
+    ternary = [ternary_pattern(c, X1, angle) for c in centres]
+    return (len(active), len(centres), len(patterns), len(set(ternary)),
+            sum(0 in t for t in ternary))
 
 
 def main():
@@ -91,10 +107,12 @@ def main():
         t0 = time.perf_counter()
         theta = train(p, Y, steps, args.lr, args.wd, args.sigma, args.alpha,
                       np.random.default_rng(args.seed + h))
-        active, directions, patterns = learned_directions(p, theta, args.angle)
+        active, directions, patterns, ternary, through = learned_directions(p, theta,
+                                                                            args.angle)
         loss = 0.5 * np.sum((p.forward(theta) - Y) ** 2) / N
         rows.append({"width": h, "active": active, "directions": directions,
-                     "patterns": patterns, "P": P, "bound_2P_minus_1": 2 * P - 1,
+                     "patterns": patterns, "ternary_patterns": ternary,
+                     "through_a_point": through, "P": P, "bound_2P_minus_1": 2 * P - 1,
                      "within_bound": directions <= 2 * P - 1, "train_loss": float(loss),
                      "seconds": round(time.perf_counter() - t0, 1)})
         print(rows[-1], flush=True)
@@ -109,9 +127,11 @@ def main():
              f"Noisy GD: {steps} steps, lr {args.lr}, weight decay {args.wd}, noise "
              f"{args.sigma}, init scale {args.alpha}; directions clustered within "
              f"{args.angle} rad.", "",
-             "| width | active neurons | learned directions | activation patterns | 2P - 1 "
-             "| train loss |", "|---|---|---|---|---|---|"]
+             "| width | active neurons | learned directions | binary patterns | ternary "
+             "patterns of the directions | directions through a data point | 2P - 1 "
+             "| train loss |", "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['width']} | {r['active']} | {r['directions']} | {r['patterns']} | "
+              f"{r['ternary_patterns']} | {r['through_a_point']} | "
               f"{r['bound_2P_minus_1']} | {r['train_loss']:.3g} |" for r in rows]
     (out / "relu_width_collapse.md").write_text("\n".join(lines) + "\n")
     import matplotlib

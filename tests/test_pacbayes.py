@@ -696,3 +696,38 @@ def test_gl1_far_orbit_is_a_number_not_an_svd_failure(rng):
     q = pb.DiagonalGaussian(np.array([3.0, -2.0, 1.0, 1e-3, 2e-3, -1e-3]), 0.5)
     rep = pb.quotient_kls(p, q, [1.0], samples=8, seed=0)
     assert all(math.isfinite(pk.kl_quotient) for pk in rep.priors)
+
+
+def test_prior_constructions_are_densities_and_the_section_is_a_gamma_law():
+    """Every construction integrates to 1; the section's arc-length measure is the neutral
+    Gaussian on the rays y = +-x (r = sqrt(2 |beta|) half-normal), i.e. |beta| ~
+    Gamma(1/2, scale s^2) (scipy.stats), an independent route to the closed form; the
+    orbit-volume factor sqrt(2 |beta|) turns it into the Laplace density."""
+    from scipy import integrate, stats
+
+    s = 0.7
+    for name, logp in pb.PRIOR_CONSTRUCTIONS.items():
+        f = lambda b: float(np.exp(logp(np.array([b]), s))[0])  # noqa: E731
+        total = integrate.quad(f, -np.inf, 0)[0] + integrate.quad(f, 0, np.inf)[0]
+        assert abs(total - 1) < 1e-6, name
+    b = np.array([0.05, 0.3, 1.7])
+    gamma = stats.gamma(a=0.5, scale=s ** 2).logpdf(b) - np.log(2)
+    assert np.allclose(pb.section_logpdf(b, (s, s)), gamma)
+    ratio = pb.laplace_ib_logpdf(b, (s, s)) - pb.section_logpdf(b, (s, s))
+    assert np.allclose(ratio - 0.5 * np.log(2 * b), ratio[0] - 0.5 * np.log(2 * b[0]))
+    # the predictor Gaussian has the push-forward's variance s^4 (x y, x, y ~ N(0, s^2))
+    var = integrate.quad(lambda x: x * x * np.exp(pb.centred_product_logpdf(np.array([x]), s,
+                                                                              s))[0],
+                         0, np.inf, limit=200)[0] * 2
+    assert abs(var - s ** 4) < 1e-6
+
+
+def test_prior_kls_keep_the_two_priors_of_bilinear_component_kls(rng):
+    h = paramgeo.get("hadamard", p=2)
+    post = pb.DiagonalGaussian.isotropic(rng.standard_normal(4), 0.2)
+    kls, _, _ = pb.bilinear_prior_kls(h, post, [0.5, 1.0])
+    neutral, ib, _, _ = pb.bilinear_component_kls(h, post, [0.5, 1.0])
+    assert np.allclose(kls["neutral"], neutral) and np.allclose(kls["ib"], ib)
+    assert set(kls) == set(pb.PRIOR_CONSTRUCTIONS)
+    with pytest.raises(pb.PacBayesInputError, match="unknown prior construction"):
+        pb.bilinear_prior_kls(h, post, [1.0], ("flat",))

@@ -9,7 +9,8 @@ forward, ``symbolic()`` when declared, ``mirror_potential`` when declared, ``ini
 
 Layout (every public name is re-exported here): :mod:`.lie` (brackets, the commuting test, the
 generated Lie algebra), :mod:`.laws` (polynomial conservation laws), :mod:`.potentials`
-(Legendre potentials and their mirror flow), :mod:`.verification` (mirror flow against gradient
+(Legendre potentials and their mirror flow), :mod:`.separable` (power-law mirror maps of deep
+diagonal networks), :mod:`.verification` (mirror flow against gradient
 flow), :mod:`.bias` (the implicit-bias problem), :mod:`.regimes` (commuting regimes of a loss for
 non-commuting parameterizations) and :mod:`.report` (the summary :func:`mirror`). Each module's
 docstring gives its mathematics and references.
@@ -50,4 +51,5 @@ from .regimes import (
     verify_regime,
 )
 from .report import MirrorReport, mirror
+from .separable import PowerMirrorMap
 from .verification import Verification, verify

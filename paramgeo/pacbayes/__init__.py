@@ -11,6 +11,8 @@ the implicit-bias density), :mod:`.bilinear` (quadrature for separable bilinear 
 
 from .bilinear import (bilinear_component_kls, bilinear_components, centred_product_logpdf, kl_1d,
                        laplace_ib_logpdf, product_logpdf)
+from .bilinear import (PRIOR_CONSTRUCTIONS, bilinear_prior_kls, predictor_gaussian_logpdf,
+                       section_logpdf)
 from .bounds import (DEFAULT_CATONI_GRID, Certificates, catoni_bound, certificates, kl_bernoulli,
                      kl_inverse_upper, maurer_seeger_bound, mcallester_bound)
 from .engine import (PacBayesReport, PriorKL, QuotientKLReport, load_posterior, pacbayes_report,
@@ -25,6 +27,7 @@ from .volumes import (CanonicalPoint, OrbitVolume, canonical_point, lie_algebra_
 __all__ = [
     "bilinear_component_kls", "bilinear_components", "centred_product_logpdf", "kl_1d",
     "laplace_ib_logpdf", "product_logpdf",
+    "PRIOR_CONSTRUCTIONS", "bilinear_prior_kls", "predictor_gaussian_logpdf", "section_logpdf",
     "DEFAULT_CATONI_GRID", "Certificates", "catoni_bound", "certificates", "kl_bernoulli",
     "kl_inverse_upper", "maurer_seeger_bound", "mcallester_bound",
     "PacBayesReport", "PriorKL", "QuotientKLReport", "load_posterior", "pacbayes_report",

@@ -117,6 +117,41 @@ def centred_product_logpdf(beta, sx, sy):
         return np.log(special.k0e(z)) - z - math.log(math.pi * sx * sy)
 
 
+def section_logpdf(beta, prior_std):
+    """The neutral prior restricted to the canonical section with the section's own measure
+    (arc length, no orbit-volume factor), for one bilinear coordinate beta = x y under
+    N(0, s^2 I): the section c(beta) = (sqrt|beta|, sign(beta) sqrt|beta|) has
+    |c'(beta)| = 1 / sqrt(2 |beta|) and |c|^2 = 2 |beta|, so
+    p(beta) = exp(-|beta| / s^2) / (2 sqrt(pi) s sqrt|beta|) (a Gamma(1/2) law in |beta|;
+    the orbit-volume factor sqrt(2 |beta|) turns it into the Laplace density of
+    :func:`laplace_ib_logpdf`)."""
+    s = float(np.sqrt(prior_std[0] * prior_std[1]))
+    ab = np.abs(np.asarray(beta, float))
+    with np.errstate(divide="ignore"):
+        return -ab / s ** 2 - 0.5 * np.log(ab) - math.log(2 * math.sqrt(math.pi) * s)
+
+
+def predictor_gaussian_logpdf(beta, prior_std):
+    """A Gaussian placed on the predictor, N(0, tau^2) with tau = sx sy, the standard deviation
+    of x y under N(0, diag(sx^2, sy^2)) (so both neutral baselines have the same second
+    moment)."""
+    tau = float(prior_std[0] * prior_std[1])
+    b = np.asarray(beta, float)
+    return -0.5 * (b / tau) ** 2 - math.log(math.sqrt(2 * math.pi) * tau)
+
+
+#: the prior constructions of one bilinear coordinate under the prior scale s, by name:
+#: ``neutral`` the push-forward of N(0, s^2 I) (K_0), ``ib`` the canonical section with the
+#: orbit-volume factor (Laplace), ``section`` the canonical section with its own arc-length
+#: measure, ``predictor`` a Gaussian on the predictor with the push-forward's variance.
+PRIOR_CONSTRUCTIONS = {
+    "neutral": lambda b, s: centred_product_logpdf(b, s, s),
+    "ib": lambda b, s: laplace_ib_logpdf(b, (s, s)),
+    "section": lambda b, s: section_logpdf(b, (s, s)),
+    "predictor": lambda b, s: predictor_gaussian_logpdf(b, (s, s)),
+}
+
+
 def kl_1d(logq, logps, lo, hi, rtol=1e-7, panels=8, order=16, max_panels=4096):
     """KL(q || p_j) = int q (log q - log p_j) for 1-D densities given as vectorised log-density
     functions, on [lo, 0] and [0, hi], each with the substitution beta = +-L u^2 (u in [0, 1])
@@ -170,29 +205,43 @@ def bilinear_component_kls(param, posterior, scales, pairs=None, rtol=1e-7):
     scale s, by :func:`kl_1d` (to relative tolerance ``rtol``). Returns (neutral, implicit_bias, worst_mass, worst_err) with
     the two arrays of shape (number of coordinates, number of scales); their column sums are the
     quotient KLs (the coordinates are independent under both Q and P)."""
+    kls, mass, err = bilinear_prior_kls(param, posterior, scales, ("neutral", "ib"), pairs,
+                                        rtol)
+    return kls["neutral"], kls["ib"], mass, err
+
+
+def bilinear_prior_kls(param, posterior, scales, priors=tuple(PRIOR_CONSTRUCTIONS), pairs=None,
+                       rtol=1e-7):
+    """Per bilinear coordinate and prior scale s: KL(Q_bar_i || P_bar_i) for each prior
+    construction named in ``priors`` (keys of :data:`PRIOR_CONSTRUCTIONS`), by :func:`kl_1d`.
+    Returns ({name: array (coordinates, scales)}, worst q-mass, worst quadrature error); the
+    column sums are the quotient KLs (the coordinates are independent under Q and every P).
+    References: the orbit-volume implicit-bias prior and the canonical section follow the
+    PAC-Bayes-on-the-quotient construction (Laplace density from the neutral Gaussian); the
+    densities are derived in the docstrings of :func:`laplace_ib_logpdf` and
+    :func:`section_logpdf`."""
     posterior = _as_posterior(param, posterior)
     scales = [_positive(s, "prior scale", bounded=True) for s in np.atleast_1d(scales)]
+    unknown = [p for p in priors if p not in PRIOR_CONSTRUCTIONS]
+    if unknown:
+        raise PacBayesInputError(f"unknown prior construction(s) {unknown}; choose from "
+                                 f"{sorted(PRIOR_CONSTRUCTIONS)}")
     pairs = bilinear_components(param) if pairs is None else pairs
     if pairs is None:
         raise NotProvidedError(type(param).__name__, "a separable bilinear structure "
                                "(needed for the quadrature quotient KL; use montecarlo)")
-    neutral = np.zeros((len(pairs), len(scales)))
-    ib = np.zeros((len(pairs), len(scales)))
+    out = {name: np.zeros((len(pairs), len(scales))) for name in priors}
     worst_mass, worst_err = 1.0, 0.0
     for c, (_, a, b) in enumerate(pairs):
         mq = posterior.mean[[a, b]]
         sq = posterior.std[[a, b]]
         Cq = np.diag(sq ** 2)
-        logps = []
-        for s in scales:
-            logps.append(lambda x, s=s: centred_product_logpdf(x, s, s))
-            logps.append(lambda x, s=s: laplace_ib_logpdf(x, (s, s)))
+        logps = [functools.partial(PRIOR_CONSTRUCTIONS[name], s=s)
+                 for s in scales for name in priors]
         lo, hi = _box(mq, sq)
         kls, mass, err = kl_1d(lambda x: product_logpdf(x, mq, Cq), logps, lo, hi, rtol=rtol)
         worst_mass = min(worst_mass, mass)
         worst_err = max(worst_err, err)
-        neutral[c] = kls[0::2]
-        ib[c] = kls[1::2]
-    return neutral, ib, worst_mass, worst_err
-
-
+        for j, name in enumerate(priors):
+            out[name][c] = kls[j::len(priors)]
+    return out, worst_mass, worst_err
