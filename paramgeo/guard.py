@@ -25,6 +25,7 @@ failed property. Engines never catch it per command: this module is the one plac
 """
 
 import functools
+import math
 
 import numpy as np
 from autograd.tracer import Box, getval
@@ -97,6 +98,8 @@ def _check_args(param, method, names, args):
     for i, name in enumerate(names[:len(args)]):
         value = args[i]
         need = _ARG_LENGTH[name](param)
+        if type(value) is np.ndarray and value.shape == (need,) and value.dtype.kind == "f":
+            continue  # the common case, at no cost
         if isinstance(value, Box):
             size = np.size(getval(value))
             if size != need:
@@ -133,6 +136,9 @@ def _result_problem(param, method, out, shape_of, theta, traced):
     """What is wrong with the result ``out`` of ``method`` (None when nothing is), with its
     fix: (problem, fix)."""
     value = getval(out)
+    if (type(value) is np.ndarray and value.dtype.kind == "f"
+            and value.shape == tuple(shape_of(param)) and math.isfinite(value.sum())):
+        return None  # the common case: one reduction (an overflowing sum is checked below)
     if method == "sparse_jacobian":
         value = getattr(value, "shape", None)
         if value is not None and tuple(value) != (param.m, param.n):
@@ -233,6 +239,7 @@ def guarded(fn, method, plugin_code=True):
         if names and ready:
             args = _check_args(self, method, names, args)
         theta = args[0] if names and args and names[0] in ("theta", "theta0") else None
+        traced = any(isinstance(a, Box) for a in args)
         try:
             out = fn(self, *args, **kwargs)
         except (ParamgeoError, MemoryError):
@@ -240,7 +247,6 @@ def guarded(fn, method, plugin_code=True):
         except Exception as exc:
             if not plugin_code:
                 raise
-            traced = any(isinstance(a, Box) for a in args)
             if traced and _works_untraced(fn, self, args, kwargs):
                 _raise_fault(self, method, f"cannot be traced by autograd ({type(exc).__name__}: "
                              f"{_short(exc)})", UNTRACEABLE_FIX, exc)
@@ -251,8 +257,7 @@ def guarded(fn, method, plugin_code=True):
         if not ready and method not in OTHER_METHODS:
             return out
         if shape_of is not None:
-            problem = _result_problem(self, method, out, shape_of, theta,
-                                      any(isinstance(a, Box) for a in args))
+            problem = _result_problem(self, method, out, shape_of, theta, traced)
         else:
             problem = _structure_problem(self, method, out)
         if problem is not None:
