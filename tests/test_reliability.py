@@ -692,3 +692,24 @@ def test_an_untraceable_forward_with_closed_forms_works_where_no_trace_is_needed
     report = paramgeo.check(p)
     failed = [i for i in report.failures() if i.property == "forward"]
     assert failed and "cannot be traced" in failed[0].hint and "autograd.numpy" in failed[0].hint
+
+
+def test_a_cell_past_its_time_limit_records_an_error_and_the_sweep_goes_on(sweep_dir,
+                                                                            monkeypatch):
+    import time
+
+    from paramgeo.sweeps import queries, sweep
+
+    real = queries.QUERIES["describe"]
+
+    def slow(param, seed):
+        if param.sizes["m"] == 3:
+            while True:  # a cell that never ends
+                time.sleep(0.01)
+        return real.run(param, seed)
+
+    monkeypatch.setitem(queries.QUERIES, "describe", queries.dataclasses.replace(real, run=slow))
+    summary = sweep("s.toml", "out.csv", workers=0, cell_time_limit=0.5)
+    rows = {str(r["m"]): r for r in summary.table.to_dict("records")}
+    assert rows["2"]["status"] == "ok"
+    assert rows["3"]["status"] == "error" and "time limit of 0.5 s" in rows["3"]["error"]
