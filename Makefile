@@ -6,6 +6,8 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed-test
 DEMO_STAMP = $(VENV)/.installed-demo
+# the CPU wheel of PyTorch the test extras' torch range accepts (tests/test_adapters.py)
+TORCH_CPU ?= torch==2.13.0
 
 .PHONY: demo test docs venv bench clean
 
@@ -18,7 +20,9 @@ $(PY):
 # The test extras (pytest, Dask, the docs stack) serve test, docs and bench; reinstalled when
 # the metadata changes.
 $(STAMP): setup.cfg pyproject.toml | $(PY)
-	@echo "==> installing paramgeo with its test extras (pytest, Dask, mkdocs; a few minutes)"
+	@echo "==> installing paramgeo with its test extras (pytest, Dask, mkdocs, torch, jax; a few minutes)"
+	@echo "==> torch first as the CPU build $(TORCH_CPU) (a plain torch would pull a CUDA build of several GB)"
+	$(PY) -m pip install '$(TORCH_CPU)'
 	$(PY) -m pip install -e '.[test]'
 	touch $(STAMP)
 

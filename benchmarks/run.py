@@ -1,6 +1,6 @@
 """paramgeo benchmarks: closed forms against the generic routes, as ratios measured in one run.
 
-Usage: python benchmarks/run.py [--repeats N] [TOPIC ...]
+Usage: python benchmarks/run.py [--repeats N] [--cpu] [TOPIC ...]
 
 Rows live in ``benchmarks/bench_<topic>.py``, each defining ``bench(row, repeats)`` and calling
 ``row(label, fast, slow, repeats, target=None)`` once per comparison; ``row.many(label, fast,
@@ -31,14 +31,26 @@ import numpy as np  # noqa: E402  (after the BLAS thread setting)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.*, tests.* oracles
 
 
+def cpu_seconds():
+    """CPU time of this process (user + system, fine-grained) and of its finished children
+    (the start-up rows' interpreters; os.times, in clock ticks)."""
+    return time.process_time() + sum(os.times()[2:4])
+
+
+#: the clock rows are timed by: wall time, or with --cpu the CPU time (steadier on a loaded
+#: machine; it counts the child interpreters of the start-up rows)
+CLOCK = [time.perf_counter]
+
+
 def median_times(fns, repeats):
-    """Median wall time of each callable, the calls interleaved round by round."""
+    """Median time of each callable (by CLOCK), the calls interleaved round by round."""
     times = [[] for _ in fns]
+    clock = CLOCK[0]
     for _ in range(repeats):
         for fn, ts in zip(fns, times):
-            start = time.perf_counter()
+            start = clock()
             fn()
-            ts.append(time.perf_counter() - start)
+            ts.append(clock() - start)
     return [statistics.median(ts) for ts in times]
 
 
@@ -76,8 +88,13 @@ row.many = many
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("only", nargs="*", help="run only these modules, e.g. uut monomial")
+    parser.add_argument("--cpu", action="store_true",
+                        help="time by CPU seconds instead of wall time")
+    parser.add_argument("only", nargs="*", help="run only these modules, e.g. uut monomial; "
+                        "modules marked HEAVY run only when named")
     args = parser.parse_args()
+    if args.cpu:
+        CLOCK[0] = cpu_seconds
     print(f"{'row':<60} {'paramgeo':>13} {'baseline':>13} {'ratio':>10} {'max rel':>9}")
     here = Path(__file__).resolve().parent
     for path in sorted(here.glob("bench_*.py")):
@@ -85,6 +102,8 @@ def main():
         if args.only and topic not in args.only:
             continue
         module = importlib.import_module(f"benchmarks.{path.stem}")
+        if getattr(module, "HEAVY", False) and topic not in args.only:
+            continue
         module.bench(row, args.repeats)
 
 

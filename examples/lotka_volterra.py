@@ -2,7 +2,12 @@
 M = W W^T, data matrices sharing an eigenbasis, and Lotka-Volterra dynamics of the eigenvalues.
 
 Model: predictions <A_i, M> with M = W W^T (the ``uut`` plugin, W in R^{d x d}), squared loss
-ell(M) = (1/2N) sum_i (<A_i, M> - y_i)^2. When the data matrices share an eigenbasis E,
+ell(M) = (1/2N) sum_i (<A_i, M> - y_i)^2, where A_i = A(x_i) are the structure matrices of a
+circular convolution layer (d channels of length-d filters, quadratic activation, summed
+readout; examples/structure_layers.py), computed from the layer's forward by
+paramgeo.structure.structure_matrix: near zero the layer is f(W; x) = Tr[W W^T A(x)], with
+W's columns the filters. When the data matrices share an eigenbasis E (here the real Fourier
+basis: every A(x) is circulant),
 A_i = E diag(a_i) E^T, and the start does too, W_0 = alpha E (M_0 = alpha^2 I), then
 grad ell(M) = E diag(g) E^T with g = C m - b, C = (1/N) sum_i a_i a_i^T, b = (1/N) sum_i y_i a_i,
 and gradient flow on W, dW/dt = -2 G W, gives dM/dt = -2 (G M + M G): M stays diagonal in E and
@@ -38,18 +43,44 @@ from scipy.integrate import solve_ivp
 import paramgeo
 from paramgeo.flows import gradient_flow, saddle_to_saddle
 from paramgeo.losses import LinearMeasurements
+from paramgeo.registry import load_plugin_file
+from paramgeo.structure import structure_matrix
 
 ALPHAS = (1e-4, 1e-8)
 
 
+def fourier_basis(d):
+    """The real Fourier basis of R^d (columns: constant, then cos/sin pairs, then the
+    alternating vector for even d) and the frequency of each column."""
+    t = np.arange(d)
+    cols, freq = [np.full(d, 1 / np.sqrt(d))], [0]
+    for f in range(1, (d - 1) // 2 + 1):
+        cols += [np.sqrt(2 / d) * np.cos(2 * np.pi * f * t / d),
+                 np.sqrt(2 / d) * np.sin(2 * np.pi * f * t / d)]
+        freq += [f, f]
+    if d % 2 == 0:
+        cols.append((-1.0) ** t / np.sqrt(d))
+        freq.append(d // 2)
+    return np.stack(cols, axis=1), np.array(freq)
+
+
 def make_problem(d=5, N=40, seed=0):
-    """Random eigenbasis E, eigenvalue features a_i ~ N(0, I_d), target m* = 4, 2, 1, 0.5, ..."""
-    rng = np.random.default_rng(seed)
-    E = np.linalg.qr(rng.standard_normal((d, d)))[0]
-    a = rng.standard_normal((N, d))
-    m_star = 4.0 * 0.5 ** np.arange(d)
+    """A_i = A(x_i), the structure matrices of a circular convolution layer on signals
+    x_i ~ N(0, I_d) (``conv`` of examples/structure_layers.py: length-d filters, quadratic
+    activation, summed readout, f(W; x) = sum_c sum_t (u_c * x)_t^2 / 2 = Tr[W W^T A(x)]),
+    computed by paramgeo.structure.structure_matrix from the layer's forward. A(x) is a
+    symmetric circulant matrix, diagonal in the real Fourier basis E for every x: a shared
+    eigenbasis, eigenvalue features a_ik = |FFT(x_i)_k|^2 / 2 (equal within each cos/sin pair);
+    target m*_k = 4 * 2^-f(k) (f the frequency), y = a m*."""
+    if "conv" not in paramgeo.available():
+        load_plugin_file(Path(__file__).with_name("structure_layers.py"))
+    layer = paramgeo.get("conv", length=d, filter=d, channels=1, readout="sum",
+                         activation="quadratic", n_inputs=N, x_seed=seed)
+    A = structure_matrix(layer, {"u": 0}).A
+    E, freq = fourier_basis(d)
+    a = np.einsum("ik,nij,jk->nk", E, A, E)
+    m_star = 4.0 * 0.5 ** freq
     y = a @ m_star
-    A = np.einsum("ik,nk,jk->nij", E, a, E)
     return E, a, y, A, m_star
 
 
@@ -140,6 +171,7 @@ def main(argv=None):
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
         fig.tight_layout()
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(args.out, dpi=110)
         print(f"figure written to {args.out}")
     return {"sequence": seq, "results": results}

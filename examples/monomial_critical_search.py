@@ -11,7 +11,11 @@ subnetwork stratum explaining their rank or are certified near one (``paramgeo.c
 near_stratum``: s_R/s_1 decays like a power of the distance to it, and the power law accounts
 for the lost rank), how many have linearly dependent incoming weights in a layer without
 proportional pairs ("dependent", not a subnetwork), and how many the engine cannot explain
-("other"). Output: a Markdown table, a CSV and a figure in examples/output/.
+("other"). End points whose s_R/s_1 is below float64's resolution and that float64 cannot
+explain are classified again with 50-digit singular values of the exact Jacobian
+(``paramgeo.precision``), which resolves the power law of their approach to a stratum; the
+table counts them ("in 50 digits") and lists the fitted orders. Output: a Markdown table, a CSV
+and a figure in examples/output/.
 
 Usage: python examples/monomial_critical_search.py [--starts N] [--max-degree K] [--quick]
 """
@@ -58,6 +62,9 @@ def main():
                 "near_subnetwork": res.near_subnetwork, "dependent": res.dependent_weights,
                 "orbit_degenerate": res.orbit_degenerate, "other": res.other,
                 "not_reached": res.starts - res.critical,
+                "in_50_digits": sum(bool(pt["precision"]) for pt in res.points),
+                "orders": " ".join(map(str, sorted({pt["order"] for pt in res.points
+                                                    if pt["order"]}))),
                 "fills_space": res.generic_rank == p.m,
                 "strata": " / ".join(strata_seen), "seconds": round(time.perf_counter() - t0, 1),
             }
@@ -77,7 +84,8 @@ def main():
         writer.writeheader()
         writer.writerows(rows)
     shown = ["widths", "degree", "n", "m", "generic_rank", "fills_space", "starts", "critical",
-             "subnetwork", "near_subnetwork", "dependent", "other", "strata"]
+             "subnetwork", "near_subnetwork", "dependent", "other", "in_50_digits", "orders",
+             "strata"]
     lines = ["| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
     lines += ["| " + " | ".join(str(r[c]) for c in shown) + " |" for r in rows]
     (out / "monomial_critical_search.md").write_text("\n".join(lines) + "\n")

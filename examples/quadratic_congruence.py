@@ -100,6 +100,7 @@ def main(argv=None):
         for a in ax:
             a.grid(alpha=0.3)
         fig.tight_layout()
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(args.out, dpi=110)
         print(f"figure written to {args.out}")
     return {"trajectory": traj, "errors": errs}

@@ -45,6 +45,10 @@ _LAZY = {
     "sweep": "sweeps",  # grids of queries on Dask (dask imported only when one runs)
     "define": "userdefs",  # also serves saved specs to the registry
     "undefine": "userdefs",
+    "from_torch": "adapters",  # torch imported only when a model is adapted
+    "from_jax": "adapters",  # jax likewise
+    "estimate_llc": "llc",  # learning coefficients: the estimator and the exact values
+    "exact_learning_coefficient": "llc",
 }
 
 
@@ -94,4 +98,8 @@ __all__ = [
     "sweep",
     "undefine",
     "vertical_space",
+    "from_torch",
+    "from_jax",
+    "estimate_llc",
+    "exact_learning_coefficient",
 ]

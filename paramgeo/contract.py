@@ -31,6 +31,9 @@
 * ``architecture``: the graph is a networkx DiGraph whose edge ``index`` attributes address theta;
 * ``input-action``: a declared input action evaluated at its identity element reproduces phi
   (``forward(theta, identity) = phi(theta)``; :mod:`paramgeo.equivariance`);
+* ``learning-coefficient``: a declared exact learning coefficient at theta* = 0 against a short
+  MALA estimate on a noiseless Gaussian-measurement loss (plugins with at most
+  ``LLC_CHECK_MAX_PARAMS`` parameters; ``check(..., llc=False)`` skips it);
 * ``declared-vs-discovered``: the declared group's dimension against the Lie algebra of linear
   symmetries found by :func:`paramgeo.symmetry.discover` (when n <= its ``MAX_LINEAR_DIM``).
   Discovery finds every linear symmetry, so a *linear* declared action of larger dimension
@@ -136,11 +139,12 @@ def _autograd_jacobian(param, theta):
     return Parameterization.jacobian(param, theta)
 
 
-def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
+def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True):
     """Run the contract check on an instantiated parameterization; returns a CheckReport.
 
     ``tol`` is the relative tolerance of the exact identities (closed forms, invariance,
-    generators in the kernel); finite differences get ``max(tol, 1e-5)``.
+    generators in the kernel); finite differences get ``max(tol, 1e-5)``. ``llc=False`` skips
+    the short estimate that tests a declared learning coefficient.
     """
     from .arguments import integer, number, parameterization
 
@@ -295,6 +299,8 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6):
                 _check_rank_at(param, point, param.jacobian(point), n_points + i, add)
         if param.provides("architecture"):
             items.append(_check_architecture(param))
+        if param.provides("learning_coefficient") and llc:
+            items.append(_check_learning_coefficient(param, seed))
         items.append(_check_discovered(param, group, seed))
     except PluginError as exc:  # reported once: a method failing at the points already is
         if not any(not i.passed and i.property == _property_of(exc.method) for i in items):
@@ -430,6 +436,60 @@ def _check_architecture(param):
             problem = f"edges {bad[:3]} lack an `index` attribute addressing theta"
     return CheckItem("architecture", not problem, 0.0 if not problem else float("inf"), 0.0, -1,
                      problem)
+
+
+#: the largest parameter count at which ``check`` runs the short LLC estimate
+LLC_CHECK_MAX_PARAMS = 40
+
+
+def _check_learning_coefficient(param, seed):
+    """The declared learning coefficient at theta* = 0 (or, where the plugin gives none there,
+    at a random point) against a short estimate: MALA on the noiseless loss
+    (1/2N) |A (phi(theta) - phi(theta*))|^2 with Gaussian measurements A (N = 4m), at
+    n beta = 1e4, where E[n beta L] = lambda - (m - 1) / log(n beta) + o(1 / log(n beta))
+    (Watanabe 2009, Theorem 6.1: the free energy lambda log t - (m - 1) log log t). Passes when
+    |estimate - lambda| <= (m - 1) / log(n beta) + 3 s.e. + 0.15 lambda."""
+    import math
+    import warnings
+
+    from .llc import LLCWarning, estimate_llc
+    from .losses import LinearMeasurements
+
+    prop = "learning-coefficient"
+    if param.n > LLC_CHECK_MAX_PARAMS:
+        return CheckItem(prop, True, 0.0, 0.0, -1, "", f"skipped: n = {param.n} > "
+                         f"{LLC_CHECK_MAX_PARAMS}, too large for a short estimate")
+    rng = np.random.default_rng(seed)
+    theta = np.zeros(param.n)
+    try:
+        declared = param.learning_coefficient(theta)
+        if declared is None:
+            theta = np.asarray(param.random_point(rng), float)
+            declared = param.learning_coefficient(theta)
+    except Exception as exc:  # the plugin's fault: name it
+        return CheckItem(prop, False, float("inf"), 0.0, -1,
+                         f"plugin {param.name}: learning_coefficient(theta) raised "
+                         f"{type(exc).__name__}: {exc}; fix the plugin's learning_coefficient")
+    if declared is None:
+        return CheckItem(prop, True, 0.0, 0.0, -1, "", "no declared value at 0 or at a random "
+                         "point; nothing to compare")
+    target = np.asarray(param.forward_flat(theta), float)
+    A = rng.standard_normal((4 * param.m, param.m))
+    nbeta = 1e4
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LLCWarning)
+        est = estimate_llc(param, LinearMeasurements(A, A @ target), theta, nbeta=nbeta,
+                           sampler="mala", chains=2, draws=400, burn=200, seed=seed)
+    mult = declared.multiplicity or 1
+    allowed = (mult - 1) / math.log(nbeta) + 3 * est.se + 0.15 * declared.lam
+    error = abs(est.llc - declared.lam)
+    return CheckItem(
+        prop, bool(error <= allowed), float(error / max(declared.lam, 1e-12)),
+        float(allowed / max(declared.lam, 1e-12)), -1,
+        f"plugin {param.name}: learning_coefficient declares lambda = {declared.exact} "
+        f"({declared.case}) but a short estimate gives {est.llc:.3g} +- {est.se:.2g}; check the "
+        "formula of the plugin's learning_coefficient",
+        note=f"declared lambda = {declared.exact}, estimate {est.llc:.3g} +- {est.se:.2g}")
 
 
 def _preview(theta, k=3):

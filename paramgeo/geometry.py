@@ -38,7 +38,8 @@ def solve_sylvester_psd(A, B, C, rtol=1e-12):
     return P @ np.where(safe, Ct / np.where(safe, denom, 1.0), 0.0) @ Q.T
 
 
-def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=None):
+def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=None,
+            digits=None):
     """Rank of J(theta) with its evidence (a :class:`RankDecision`).
 
     ``route`` (see :func:`paramgeo.matfree.choose_route`): ``auto`` takes the plugin's closed
@@ -48,21 +49,40 @@ def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=N
     ``decision.certificate`` how a matrix-free rank was certified (``max_deficiency``: the
     most rank drops beyond the symmetry it counts, default ``matfree.MAX_DEFICIENCY``).
 
+    Beyond float64 (:mod:`paramgeo.precision`): ``route="exact"`` or ``"high-precision"``, or
+    ``digits=D``, decides the same policy on singular values computed to D digits (default
+    ``precision.DEFAULT_DIGITS``) from an exact rational J (plugins declaring ``symbolic``) or
+    central differences of forward in mpmath; ``decision.certificate`` is then a
+    ``PrecisionCertificate``. With ``route="auto"`` and ``digits=None`` a float64 decision in
+    doubt (a singular value within the policy's band of the tolerance) is redone that way
+    when m x n <= ``precision.AUTO_MAX_ENTRIES``; ``digits=0`` keeps float64 only.
+
     For a plugin with kinks (:mod:`paramgeo.kinks`) the decision carries the ``KinkReport``;
     on a kink J is one one-sided Jacobian, so its rank decides nothing about phi: that warns
     (``NumericalDoubtWarning``) naming the kinks.
     """
+    from . import precision
     from .arguments import parameterization
     from .kinks import kink_report
     from .matfree import MAX_DEFICIENCY, certify_rank, choose_route
 
     theta = parameterization(param).as_theta(theta)
+    asked = route == "auto" and digits is None
     route = choose_route(param, route)
-    if route == "closed-form":
-        decision = dataclasses.replace(param.rank_at(theta, policy), route="closed-form")
+    if digits and route not in ("exact", "high-precision"):
+        route = "high-precision"
+    if route in ("exact", "high-precision"):
+        decision = precision.rank(param, theta, policy, digits or precision.DEFAULT_DIGITS,
+                                  warn=warn, route=route)
+    elif route == "closed-form":
+        with warnings.catch_warnings():
+            if asked and precision.escalates(param):  # a doubt is redone below, warning there
+                warnings.simplefilter("ignore", NumericalDoubtWarning)
+            decision = dataclasses.replace(param.rank_at(theta, policy), route="closed-form")
     elif route == "dense":
+        escalate = asked and precision.escalates(param)
         decision = decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}",
-                               warn=warn)
+                               warn=warn and not escalate)
     else:
         try:
             decision = certify_rank(param, theta, policy, route=route, warn=warn,
@@ -73,6 +93,9 @@ def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=N
                 f"{param.name}: the {route} rank at this point could not be decided ({exc}; "
                 f"largest |theta| entry {np.max(np.abs(theta)):.3g}): products J^T J overflow "
                 "beyond about 1e150; rescale theta or use --route dense") from None
+    if (asked and decision.doubtful and decision.route in ("dense", "closed-form")
+            and precision.escalates(param)):
+        decision = _escalated(param, theta, policy, decision, warn)
     kinks = kink_report(param, theta)
     if kinks is None:
         return decision
@@ -80,6 +103,22 @@ def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=N
         warnings.warn(f"{param.name}: theta is {kinks}; the rank {decision.rank} is that of one "
                       "one-sided Jacobian, not a rank of phi", NumericalDoubtWarning, stacklevel=2)
     return dataclasses.replace(decision, kinks=kinks)
+
+
+def _escalated(param, theta, policy, decision, warn):
+    """A float64 decision in doubt, redone at ``precision.DEFAULT_DIGITS`` digits; where forward
+    cannot be evaluated in high precision, the float64 decision with its doubt (and warning)."""
+    from . import precision
+
+    try:
+        return precision.rank(param, theta, policy, precision.DEFAULT_DIGITS, warn=warn,
+                              float64=decision)
+    except precision.PrecisionError as exc:
+        if warn:
+            warnings.warn(f"rank of J of {param.name} decided near the tolerance: singular value "
+                          f"{decision.closest:.3g} vs tol {decision.tol:.3g}, and not redone in "
+                          f"high precision: {exc}", NumericalDoubtWarning, stacklevel=3)
+        return decision
 
 
 def generic_rank(param, n_points=3, seed=0, policy=None, route="auto"):
@@ -106,7 +145,7 @@ def generic_rank_decision(param, n_points=3, seed=0, policy=None, route="auto"):
         decision = rank_at(param, param.random_point(rng), policy, route=route, warn=False)
         if best is None or decision.rank > best.rank:
             best = decision
-        if decision.certificate is not None and decision.certificate.deficiency == 0:
+        if decision.route in ("sparse", "matrix-free") and decision.certificate.deficiency == 0:
             break
     return best
 

@@ -25,6 +25,8 @@ Built-in losses:
   quadratic networks f_U(x) = x^T U U^T x), stored and evaluated in factored form: O(N d) memory
   instead of O(N d^2), predictions as row sums of (X Q) * X, gradient X^T diag(r) X / N
   (symmetric), both BLAS-3 products instead of a memory-bound N x d^2 matrix-vector product.
+* :class:`Regression`: ell(B) = (1 / 2N) sum_i |y_i - B x_i|^2 on out x in predictors
+  (multi-output linear regression) from its sufficient statistics, O(out in^2) per evaluation.
 * :class:`CallableLoss`: any user function written with ``autograd.numpy``.
 
 Losses built from samples (all but CallableLoss) support ``minibatch(indices)`` for stochastic
@@ -183,6 +185,79 @@ class QuadraticMeasurements(Loss):
             return np.asarray(vjp((f - self.y) / self.N), dtype=float)
 
         return value, grad
+
+
+class Regression(Loss):
+    """ell(B) = (1 / 2N) sum_i |y_i - B x_i|^2 on flat out x in predictors B (multi-output
+    linear regression, the reduced-rank regression of Aoyagi and Watanabe 2005 when B = U V^T);
+    X is (N, in), Y is (N, out).
+
+    Evaluated from the sufficient statistics S_xx = X^T X / N, S_yx = Y^T X / N and
+    s_yy = tr(Y^T Y) / N: ell(B) = tr(B S_xx B^T) / 2 - tr(B S_yx^T) + s_yy / 2, gradient
+    B S_xx - S_yx, Hessian I_out (x) S_xx (row-major B), so one evaluation costs O(out in^2)
+    whatever N is (the sample route is the test oracle). With Gaussian noise of unit variance
+    it is the average negative log-likelihood up to a constant."""
+
+    def __init__(self, X, Y):
+        X, Y = np.asarray(X, dtype=float), np.asarray(Y, dtype=float)
+        if X.ndim != 2 or Y.ndim != 2 or X.shape[0] != Y.shape[0] or X.shape[0] == 0:
+            raise ShapeError(f"regression loss: X must be (N, in) and Y (N, out) with the same "
+                             f"N >= 1, got X {X.shape} and Y {Y.shape}")
+        for label, arr in (("X", X), ("Y", Y)):
+            if not np.all(np.isfinite(arr)):
+                raise ShapeError(f"regression loss: {label} contains NaN or infinite values")
+        self.X, self.Y = X, Y
+        self.N = X.shape[0]
+        self.shape = (Y.shape[1], X.shape[1])
+        self.m = Y.shape[1] * X.shape[1]
+        self.Sxx = X.T @ X / self.N
+        self.Syx = Y.T @ X / self.N
+        self.syy = float(np.sum(Y * Y) / self.N)
+
+    def value(self, beta):
+        B = anp.reshape(beta, self.shape)
+        return (0.5 * anp.sum(anp.dot(B, self.Sxx) * B) - anp.sum(B * self.Syx)
+                + 0.5 * self.syy)
+
+    def grad(self, beta):
+        B = np.reshape(np.asarray(beta, float), self.shape)
+        return (B @ self.Sxx - self.Syx).ravel()
+
+    def hessian(self, beta):
+        return np.kron(np.eye(self.shape[0]), self.Sxx)
+
+    def minibatch(self, indices):
+        return type(self)(self.X[indices], self.Y[indices])
+
+    def reduced_rank_minimiser(self, H):
+        """(W1, W2), W1 of shape (H, in) and W2 (out, H), with B = W2 W1 the minimiser of
+        ell over matrices of rank <= H (reduced-rank regression; Reinsel and Velu 1998,
+        "Multivariate reduced-rank regression", Theorem 2.2): with the whitened
+        C = S_yx S_xx^{-1/2} = P diag(s) Q^T, B = P_H diag(s_H) Q_H^T S_xx^{-1/2}; each
+        singular value is split evenly, W2 = P_H diag(s_H)^{1/2},
+        W1 = diag(s_H)^{1/2} Q_H^T S_xx^{-1/2}, and columns beyond the rank of C are zero (the
+        deepest points of the set of minimisers). Raises ShapeError if S_xx is singular."""
+        H = int(H)
+        ev, E = np.linalg.eigh(self.Sxx)
+        if H < 1 or ev[0] <= 1e-12 * max(ev[-1], 1e-300):
+            raise ShapeError(f"regression loss: the reduced-rank minimiser needs H >= 1 (got "
+                             f"{H}) and inputs X of full column rank (S_xx has eigenvalue "
+                             f"{ev[0]:.2e}); give more samples than inputs")
+        inv_root = (E / np.sqrt(ev)) @ E.T
+        P, S, Qt = np.linalg.svd(self.Syx @ inv_root)
+        k = min(H, S.size)
+        W2 = np.zeros((self.shape[0], H))
+        W1 = np.zeros((H, self.shape[1]))
+        W2[:, :k] = P[:, :k] * np.sqrt(S[:k])
+        W1[:k] = (np.sqrt(S[:k])[:, None] * Qt[:k]) @ inv_root
+        return W1, W2
+
+    def check_dim(self, param):
+        if tuple(param.predictor_shape) != self.shape:
+            raise ShapeError(
+                f"the regression loss needs {self.shape[0]} x {self.shape[1]} predictors "
+                f"(outputs x inputs, from Y {self.Y.shape} and X {self.X.shape}), but "
+                f"{param.name} {param.sizes} has predictors of shape {param.predictor_shape}")
 
 
 class _MarginLoss(Loss):
@@ -362,7 +437,25 @@ LOSS_KINDS = {
                  "A (N, *predictor_shape) or (N, m), y (N,) in {-1, +1}: logistic loss"),
     "exponential": (Exponential, ("A", "y"),
                     "A (N, *predictor_shape) or (N, m), y (N,) in {-1, +1}: exponential loss"),
+    "regression": (Regression, ("X", "Y"),
+                   "X (N, in), Y (N, out), out x in predictors: (1/2N) sum |y_i - B x_i|^2"),
 }
+
+
+def _regression_from_arrays(arrays, param, source):
+    """The ``regression`` loss from arrays X (N, in) and Y (N, out) (ShapeError otherwise)."""
+    missing = [n for n in ("X", "Y") if n not in arrays]
+    if missing:
+        raise ShapeError(f"{source} has no array {', '.join(repr(n) for n in missing)} (found: "
+                         f"{', '.join(sorted(arrays)) or 'none'}); the regression loss needs "
+                         "X (N, in) and Y (N, out)")
+    X, Y = np.asarray(arrays["X"]), np.asarray(arrays["Y"])
+    for n, arr in (("X", X), ("Y", Y)):
+        if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
+            raise ShapeError(f"{source}: array {n!r} must be real numbers, got dtype {arr.dtype}")
+    loss = Regression(X, Y)
+    loss.check_dim(param)
+    return loss
 
 
 def loss_from_arrays(kind, arrays, param, source="the data"):
@@ -377,6 +470,8 @@ def loss_from_arrays(kind, arrays, param, source="the data"):
     """
     if kind not in LOSS_KINDS:
         raise ParamgeoError(f"unknown loss {kind!r}; choose one of {', '.join(LOSS_KINDS)}")
+    if kind == "regression":
+        return _regression_from_arrays(arrays, param, source)
     cls, names, _ = LOSS_KINDS[kind]
     if "A" in names and "A" not in arrays and "X" in arrays:
         arrays = dict(arrays, A=arrays["X"])

@@ -55,15 +55,16 @@ MAX_DEFICIENCY = 64
 RTOL_FLOOR = 1e-10
 #: a matrix-free decision is doubtful when a singular value lies within this factor of tol.
 BAND = 30.0
-#: largest Gram side the matrix-free route may assemble (dim products, then one symmetric
-#: eigensolve) when that is cheaper than counting a rank drop by locked Lanczos: 8192^2 floats
-#: are 0.5 GB, and the eigensolve is held to that plus LAPACK's workspace.
+#: largest Gram side the matrix-free route may assemble (dim products, then one pivoted
+#: Cholesky factorisation) when that is cheaper than counting a rank drop by locked Lanczos:
+#: 8192^2 floats are 0.5 GB, and LAPACK factors in place.
 ASSEMBLE_MAX_DIM = 8192
 #: the share of the assembled price that locked Lanczos may spend counting a drop before the
 #: route assembles instead (see _smallest)
-SWITCH_AT = 0.2
+SWITCH_AT = 0.1
 
-ROUTES = ("auto", "closed-form", "dense", "sparse", "matrix-free")
+#: exact and high-precision: :mod:`paramgeo.precision` (mpmath singular values, same policy)
+ROUTES = ("auto", "closed-form", "dense", "sparse", "matrix-free", "exact", "high-precision")
 
 
 class RankCertificateError(ParamgeoError):
@@ -132,7 +133,9 @@ def choose_route(param, route="auto"):
     ``dense`` (m n <= DENSE_MAX_ENTRIES, and the SVD's work m n min(m, n) <=
     DENSE_MAX_WORK_IF_SPARSE where the plugin declares ``sparse_jacobian``), ``sparse``
     (declared ``sparse_jacobian``), else ``matrix-free``. An explicit ``route`` is validated
-    and returned."""
+    and returned; ``exact`` and ``high-precision`` (:mod:`paramgeo.precision`) are chosen only
+    when asked for, or by :func:`paramgeo.geometry.rank_at` when a float64 decision is in
+    doubt."""
     if route not in ROUTES:
         raise ParamgeoError(f"unknown rank route {route!r}; choose one of {', '.join(ROUTES)}")
     if route == "closed-form" and not param.provides("rank_at"):
@@ -140,6 +143,9 @@ def choose_route(param, route="auto"):
                             "use route='auto', 'dense' or 'matrix-free'")
     if route == "sparse" and not param.provides("sparse_jacobian"):
         raise ParamgeoError(f"{param.name} declares no sparse Jacobian; use route='matrix-free'")
+    if route == "exact" and not param.provides("symbolic"):
+        raise ParamgeoError(f"{param.name} declares no symbolic form (capability 'symbolic'), "
+                            "so J cannot be formed exactly; use route='high-precision'")
     if route != "auto":
         return route
     if param.provides("rank_at"):
@@ -214,7 +220,7 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
             out.append(np.linalg.norm(J.jvp(h)) / size if size > 0.5 else np.sqrt(lam_max))
         return np.array(out)
 
-    use_sparse = assembled = False
+    use_sparse, assembled = False, ""
     if expected == 0:
         lam, sigma, res = np.zeros(0), np.zeros(0), np.zeros(0)
     elif dim <= 60:  # tiny: the operator as a dense matrix (dim products), exact eigenvalues
@@ -222,11 +228,8 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
     else:
         # shift-invert needs A assembled: J J^T, or J^T J without a vertical deflation
         use_sparse = route == "sparse" and J.sparse is not None and (predictor_side or k == 0)
-        lam, sigma, res = _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng,
-                                    max_deficiency, use_sparse)
-        if lam is None:  # counting the drop by Lanczos would cost more than assembling
-            lam, sigma, res = _assembled(apply, sigmas, dim, lam_max, max_deficiency)
-            assembled = True
+        lam, sigma, res, assembled = _smallest(apply, sigmas, J, dim, predictor_side, lam_max,
+                                               tol, rng, max_deficiency, use_sparse)
     small = sigma <= tol
     deficiency = int(np.sum(small))
     # _smallest stops once a singular value above tol appears or the count passes the limit
@@ -235,8 +238,9 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
             f"{param.name}: rank drop found: J loses at least {deficiency} ranks beyond the "
             f"symmetry at this point (rank <= {expected - deficiency}, expected {expected} "
             f"without a drop); the matrix-free route counts at most max_deficiency = "
-            f"{max_deficiency} (pass a larger one, use route='dense' if m x n fits, or a "
-            "plugin's closed-form rank, capability 'rank_at')")
+            f"{max_deficiency} (pass a larger one: max_deficiency=N, or --max-deficiency N on "
+            "the command line; use route='dense' if m x n fits, or a plugin's closed-form "
+            "rank, capability 'rank_at')")
     above = np.flatnonzero(~small)
     if len(above):
         i = int(above[0])
@@ -262,6 +266,11 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
     route_used = "sparse" if use_sparse else "matrix-free"
     note = (f"{name} assembled from {dim} products and its smallest eigenvalues computed "
             "directly (cheaper than counting the drop by Lanczos): every eigenvalue is found"
+            if assembled == "eigh" else
+            f"{name} assembled from {dim} products; the rank drop read from its pivoted "
+            "Cholesky factor (cheaper than counting it by Lanczos), then one Lanczos run with "
+            "those vectors locked for the margin: an eigenvalue lies within the bound of each "
+            "Ritz value; a smaller one missed by Lanczos is possible in principle, not certified"
             if assembled else
             "Lanczos estimate with residual bound: an eigenvalue lies within the bound of each "
             "Ritz value; a smaller one missed by Lanczos is possible in principle, not certified")
@@ -292,10 +301,14 @@ def _largest(J, predictor_side, dim, rng):
 
 def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_deficiency,
               use_sparse):
-    """(lambda, sigma, residuals): the smallest eigenvalues of the PSD operator ``apply`` in
-    ascending order, the singular values ``sigmas`` of their Ritz vectors and the residual
-    norms: one Lanczos run for the smallest; at a rank drop, Lanczos runs with the vectors
-    found locked, until some sigma lies above tol (or max_deficiency + 1 are found)."""
+    """(lambda, sigma, residuals, assembled): the smallest eigenvalues of the PSD operator
+    ``apply`` in ascending order, the singular values ``sigmas`` of their Ritz vectors, the
+    residual norms, and how the operator was assembled ("" if it was not, "eigh" or "pivoted
+    Cholesky"): one Lanczos run for the smallest; at a rank drop, Lanczos runs with the vectors
+    found locked, until some sigma lies above tol (or max_deficiency + 1 are found). A large
+    drop is counted on the assembled operator instead, once locked Lanczos has spent SWITCH_AT
+    of its price: by LAPACK's symmetric eigensolver, or from the pivoted Cholesky factor with
+    one locked Lanczos run for the margin, whichever is priced lower."""
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
     started, counted = time.perf_counter(), J.count
@@ -325,18 +338,21 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
             "route='dense' if m x n fits") from None
     lam, vec, sigma, res = _ritz(apply, sigmas, lam, vec)
     # Counting a rank drop by locked Lanczos costs about 100-200 products per zero vector; the
-    # assembled operator costs dim products and one eigensolve. Both are priced from what this
-    # call measured (seconds per product so far, and LAPACK's rate on a small eigensolve), and
-    # the count switches to assembling once the locked rounds have spent SWITCH_AT of the
-    # assembled price while zero vectors keep coming (the drop is not known in advance: this
-    # bounds the total at (1 + SWITCH_AT) times the assembled price, plus the first run that
-    # found the drop, when the drop is large, and a drop that the first rounds end costs
-    # nothing extra).
+    # assembled operator costs dim products and either one symmetric eigensolve (4/3 dim^3
+    # flops of tridiagonalisation) or one pivoted Cholesky factorisation (dim^3 / 3 flops) and
+    # a Lanczos run like the first for the margin. All are priced from what this call measured
+    # (seconds per product and of the first run, and LAPACK's rates on small problems), and
+    # the count switches to assembling once the first run and the locked rounds have spent
+    # SWITCH_AT of the assembled price while zero vectors keep coming (the drop is not known in
+    # advance: this bounds the total at (1 + SWITCH_AT) times the assembled price when the drop
+    # is large, and a drop that the first rounds end costs nothing extra).
     assemble_price = None
     if dim <= ASSEMBLE_MAX_DIM and not use_sparse and np.any(sigma <= tol):
-        per_product = (time.perf_counter() - started) / max(J.count - counted, 1)
-        assemble_price = 2 * dim * per_product + _eigh_seconds(dim)
-        started = time.perf_counter()
+        first_run = time.perf_counter() - started
+        per_product = first_run / max(J.count - counted, 1)
+        dense = {"eigh": _eigh_seconds(dim), "pivoted Cholesky": _factor_seconds(dim) + first_run}
+        how = min(dense, key=dense.get)
+        assemble_price = 2 * dim * per_product + dense[how]
     # A rank drop. Single-vector Lanczos sees one vector of each eigenspace (in exact
     # arithmetic), so one run cannot count a multiple zero eigenvalue: lock the vectors found
     # (Z, orthonormal) by moving them to the top of the spectrum, A + c Z Z^T, and run again
@@ -344,13 +360,22 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
     # Saad, "Numerical methods for large eigenvalue problems", Section 4.2.3).
     Z = np.zeros((dim, 0))
     locked_lam, locked_sigma = [], []
+    assembled = ""
     block = 4
     while np.any(sigma <= tol) and Z.shape[1] <= max_deficiency:
+        small = np.flatnonzero(sigma <= tol)
         if (assemble_price is not None
                 and time.perf_counter() - started >= SWITCH_AT * assemble_price):
-            return None, None, None
-        small = np.flatnonzero(sigma <= tol)
-        block = min(32, max(4, 2 * len(small)), dim - 1)  # ask for more while many come back
+            if how == "eigh":
+                return (*_assembled(apply, sigmas, dim, lam_max, max_deficiency), how)
+            # the whole null space at once; the Lanczos round below then finds the margin
+            lam, vec, sigma = _null_space_assembled(apply, sigmas, dim, tol)
+            small = np.arange(len(lam))
+            Z = np.zeros((dim, 0))
+            locked_lam, locked_sigma = [], []
+            assemble_price, assembled = None, how
+        # ask for more while many come back (after the factor: the margin only)
+        block = min(4 if assembled else 32, max(4, 2 * len(small)), dim - 1)
         for i in small:  # Gram-Schmidt twice; a vector already in span Z adds nothing
             x = vec[:, i] - Z @ (Z.T @ vec[:, i])
             x = x - Z @ (Z.T @ x)
@@ -358,6 +383,9 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
                 Z = np.hstack([Z, (x / np.linalg.norm(x))[:, None]])
                 locked_lam.append(lam[i])
                 locked_sigma.append(sigma[i])
+        if Z.shape[1] > max_deficiency:  # refused by the caller: no margin needed
+            lam = sigma = res = np.zeros(0)
+            break
 
         def locked(x, Z=Z):
             x = np.ravel(x)
@@ -374,17 +402,13 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
         fresh = np.linalg.norm(Z.T @ vec, axis=0) < 0.5  # not a locked vector found again
         lam, vec, sigma, res = _ritz(apply, sigmas, c - lam[fresh], vec[:, fresh])
     return (np.concatenate([locked_lam, lam]), np.concatenate([locked_sigma, sigma]),
-            np.concatenate([np.zeros(len(locked_lam)), res]))
+            np.concatenate([np.zeros(len(locked_lam)), res]), assembled)
 
 
-def _assembled(apply, sigmas, dim, lam_max, max_deficiency):
-    """(lambda, sigma, residuals) of the PSD operator ``apply`` assembled column by column
-    (dim products) and solved by LAPACK's symmetric eigensolver for its max_deficiency + 1
-    smallest eigenvalues (scipy.linalg.eigh, subset_by_index); residuals eps dim lambda_max
-    (backward stability of the Householder tridiagonalisation)."""
-    from scipy.linalg import eigh
-
-    A = np.empty((dim, dim))
+def _assemble(apply, dim):
+    """The PSD operator ``apply`` as a symmetric dim x dim array, column by column (dim
+    products), symmetrised; in Fortran order, so LAPACK factors it in place."""
+    A = np.empty((dim, dim), order="F")
     e = np.zeros(dim)
     for i in range(dim):
         e[i] = 1.0
@@ -392,9 +416,47 @@ def _assembled(apply, sigmas, dim, lam_max, max_deficiency):
         e[i] = 0.0
     A += A.T
     A *= 0.5
+    return A
+
+
+def _assembled(apply, sigmas, dim, lam_max, max_deficiency):
+    """(lambda, sigma, residuals) of the PSD operator ``apply`` assembled and solved by LAPACK's symmetric eigensolver for its max_deficiency + 1 smallest eigenvalues
+    (scipy.linalg.eigh, subset_by_index); residuals eps dim lambda_max (backward stability of
+    the Householder tridiagonalisation)."""
+    from scipy.linalg import eigh
+
+    A = _assemble(apply, dim)
     top = min(max_deficiency + 1, dim) - 1
     lam, vec = eigh(A, subset_by_index=[0, top], overwrite_a=True, check_finite=False)
     return lam, sigmas(vec), np.full(len(lam), np.finfo(float).eps * dim * lam_max)
+
+
+def _null_space_assembled(apply, sigmas, dim, tol):
+    """(lambda, Ritz vectors, sigma) of the null space of the PSD operator ``apply``: assembled
+    (dim products), factored by LAPACK's pivoted Cholesky (dpstrf, Higham, "Accuracy and
+    stability of numerical algorithms", Section 10.3): P^T A P = R^T R with R = [R11 R12]
+    of rank c, whose null space is P [-R11^{-1} R12; I]. That basis is orthonormalised and
+    Rayleigh-Ritz on it (dim - c products) gives the vectors; those with sigma = |J x| <= tol
+    are kept (the rest, if the factor's rank came out low, are found again above tol)."""
+    from scipy.linalg import lapack, solve_triangular
+
+    A = _assemble(apply, dim)
+    R, piv, rank, info = lapack.dpstrf(A, tol=-1.0, lower=0, overwrite_a=1)
+    if info < 0:  # pragma: no cover - an argument error of the LAPACK call
+        raise RuntimeError(f"dpstrf failed (info {info})")
+    del A
+    N = np.zeros((dim, dim - rank))
+    N[piv[rank:] - 1] = np.eye(dim - rank)
+    N[piv[:rank] - 1] = -solve_triangular(np.triu(R[:rank, :rank]), R[:rank, rank:],
+                                          check_finite=False)
+    del R
+    N, _ = np.linalg.qr(N)
+    AN = np.column_stack([apply(x) for x in N.T])
+    lam, W = np.linalg.eigh((N.T @ AN + AN.T @ N) / 2)
+    vec = N @ W
+    sigma = sigmas(vec)
+    keep = sigma <= tol
+    return lam[keep], vec[:, keep], sigma[keep]
 
 
 _EIGH_RATE = []
@@ -412,6 +474,23 @@ def _eigh_seconds(dim):
         eigh(A, subset_by_index=[0, 0], check_finite=False)
         _EIGH_RATE.append((time.perf_counter() - start) / 256 ** 3)
     return _EIGH_RATE[0] * dim ** 3
+
+
+_FACTOR_RATE = []
+
+
+def _factor_seconds(dim):
+    """Predicted seconds of the pivoted Cholesky factorisation of a dim x dim PSD matrix (its
+    dim^3 / 3 flops at the rate this process measured once on a 512 x 512 matrix)."""
+    from scipy.linalg import lapack
+
+    if not _FACTOR_RATE:
+        X = np.random.default_rng(0).standard_normal((512, 512))
+        A = X @ X.T
+        start = time.perf_counter()
+        lapack.dpstrf(A, tol=-1.0, lower=0, overwrite_a=1)
+        _FACTOR_RATE.append((time.perf_counter() - start) / 512 ** 3)
+    return _FACTOR_RATE[0] * dim ** 3
 
 
 def _ritz(apply, sigmas, lam, vec):

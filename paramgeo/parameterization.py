@@ -45,6 +45,7 @@ CAPABILITIES = {
     "sparse_jacobian": "sparse_jacobian",  # J(theta) as a scipy.sparse matrix (O(nnz) memory)
     "kinks": "kinks",  # piecewise-smooth phi: distances to the sets where it is not differentiable
     "input_action": "input_action",  # a group acting on the fixed inputs (positions, data)
+    "learning_coefficient": "learning_coefficient",  # exact (lambda, m) at a true parameter
 }
 
 
@@ -460,6 +461,13 @@ class Parameterization(abc.ABC):
         and how it is expected to move; :func:`paramgeo.equivariance.input_equivariance` tests
         f(theta; g . z_0) = rho(g) f(theta; z_0)."""
         raise NotProvidedError(type(self).__name__, "input_action", "input_action")
+
+    def learning_coefficient(self, theta):
+        """The exact learning coefficient (RLCT lambda and multiplicity m) at the true parameter
+        theta, a :class:`paramgeo.llc.LearningCoefficient`, or None where the plugin knows no
+        formula at this point (:func:`paramgeo.llc.exact_learning_coefficient` then tries the
+        regular case d / 2). Assumes a loss with positive definite Hessian in the predictor."""
+        raise NotProvidedError(type(self).__name__, "learning_coefficient", "learning_coefficient")
 
     def mirror_potential(self, theta0):
         """Closed-form Legendre potential of the mirror flow started at phi(theta0), for a

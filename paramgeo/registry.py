@@ -169,7 +169,10 @@ def get(name, **sizes):
 
 
 def load_plugin_file(path):
-    """Import a Python file and register every concrete Parameterization subclass it defines.
+    """Import a Python file and register every concrete Parameterization subclass it defines,
+    and the class of every Parameterization instance made in it (the models of
+    ``paramgeo.from_torch`` / ``paramgeo.from_jax``, whose classes are made in the caller's
+    module and rebuild the model with no sizes).
 
     Returns the list of registered names. Raises ParamgeoError when the file is missing, fails
     to import, or defines no parameterization.
@@ -194,6 +197,10 @@ def load_plugin_file(path):
         ) from exc
     names = []
     for obj in vars(module).values():
+        if isinstance(obj, Parameterization):
+            # a model built in the file (``model = paramgeo.from_torch(...)``): its class was
+            # made there for it, and rebuilds it with no sizes
+            obj = type(obj)
         if (
             inspect.isclass(obj)
             and issubclass(obj, Parameterization)
@@ -201,7 +208,8 @@ def load_plugin_file(path):
             and not inspect.isabstract(obj)
         ):
             register(obj, replace=True, source=str(path))
-            names.append(obj.name)
+            if obj.name not in names:
+                names.append(obj.name)
     if not names:
         raise ParamgeoError(f"plugin file {str(path)!r} defines no Parameterization subclass")
     return names

@@ -49,7 +49,10 @@ Architecture (networkx DiGraph; node attribute ``layer``, edge attribute ``index
   x+_i -> a_{1,i} -> ... -> a_{L-1,i} -> out whose L edges all carry index(u_i) (tied weights,
   ``tied=True``), and the same for v_i from x-_i; u_i = 0 deletes the u-chain of coordinate i.
 
-Not implemented: the "broader class of two-layer diagonal linear networks" of Definition 4.1 in
+Mirror potentials in closed form from init_at_scale(alpha) for both variants at depth L >= 3
+(the power-law maps of paramgeo.mirror.separable; the signed one through _signed_potential),
+with their vanishing-initialisation limit (Algorithm 1 of Zhao et al. 2026 for deep networks,
+paramgeo.flows.vanishing_init_limit). Not implemented: the "broader class of two-layer diagonal linear networks" of Definition 4.1 in
 Zhao, Wang, Yang, Bai, Zhang (2026), "Gradient flow dynamics and implicit bias of diagonal linear
 networks under infinitesimal initialization" (ICML 2026; arXiv 2607.12332). The paper is
 identified, but its Definition 4.1 could not be read from the sources available here, so it is
@@ -133,7 +136,8 @@ class DeepDiagonal(Parameterization):
                         help="product: w_1*...*w_L; signed: u^L - v^L"),
     }
     capabilities = frozenset({"jacobian", "jvp", "vjp", "symmetry", "symbolic", "architecture",
-                              "sparse_jacobian", "mirror_potential", "rank_at"})
+                              "sparse_jacobian", "mirror_potential", "rank_at",
+                              "learning_coefficient"})
     references = (
         "Woodworth et al. (2020) Kernel and rich regimes in overparametrized models",
         "Gissin, Shalev-Shwartz, Daniely (2020) The implicit bias of depth: how incremental "
@@ -235,6 +239,43 @@ class DeepDiagonal(Parameterization):
             return np.concatenate([w * du, w * dv])
         return (self.cofactors(theta) * w[None, :]).ravel()
 
+    def learning_coefficient(self, theta):
+        """Normal crossings at any true parameter, sparse truths included: K = sum_i
+        (beta_i(w) - beta*_i)^2 separates over coordinates (Watanabe 2009, Sec. 7.2;
+        :func:`paramgeo.llc.normal_crossing_sum`), and for each coordinate i:
+
+        * product, z_i factors w_{l,i} exactly zero: z_i = 0 is regular (lambda_i = 1/2,
+          m_i = 1); z_i >= 1 gives K_i = c^2 prod_{zero l} w_{l,i}^2 with c != 0 near w*, the
+          monomial of Watanabe (2009), Sec. 2.4: lambda_i = 1/2, m_i = z_i. So lambda = p / 2
+          and m = 1 + sum_i max(z_i - 1, 0).
+        * signed (beta = u^L - v^L): (u_i, v_i) != 0 is regular (grad beta_i != 0):
+          lambda_i = 1/2. At u_i = v_i = 0 one blow-up u = s, v = s t gives
+          K_i = s^(2L) (1 - t^L)^2 with Jacobian |s|; at a simple real root of 1 - t^L the
+          poles are 2 / (2L) = 1/L (from s) and 1/2 (from 1 - t^L), so lambda_i = 1/L with
+          m_i = 1 for L >= 3 and lambda_i = 1/2 with m_i = 2 for L = 2 (the hadamard case
+          after the change of variables u +- v).
+        """
+        from paramgeo.llc import monomial, normal_crossing_sum
+
+        import sympy
+
+        theta = np.asarray(theta, float)
+        L = self.depth
+        if self.variant == "signed":
+            u, v = theta[: self.p], theta[self.p:]
+            zero = int(np.sum((u == 0) & (v == 0)))
+            deep = (sympy.Rational(1, L), 1) if L >= 3 else monomial((1, 1))
+            terms = [deep] * zero + [(sympy.Rational(1, 2), 1)] * (self.p - zero)
+            return normal_crossing_sum(
+                terms, f"normal crossing, {zero} of {self.p} coordinates with u_i = v_i = 0",
+                f"lambda = {self.p - zero}/2 + {zero} x {deep[0]} (1/L per zero coordinate, "
+                "L >= 3)")
+        z = np.sum(self._factors(theta) == 0, axis=0)
+        terms = [monomial((1,) * int(k)) if k else (sympy.Rational(1, 2), 1) for k in z]
+        return normal_crossing_sum(
+            terms, f"normal crossing, zero factors per coordinate {z.tolist()}",
+            "lambda = p/2, m = 1 + sum_i max(z_i - 1, 0), z_i = number of zero factors")
+
     def rank_at(self, theta, policy=None):
         """rank J from its singular values in closed form: J J^T is diagonal, so they are
         sqrt(sum_l c_{l,i}^2) (product; cofactors c_l) and L sqrt(u_i^(2L-2) + v_i^(2L-2))
@@ -248,9 +289,11 @@ class DeepDiagonal(Parameterization):
 
     # ------------------------------------------------------------------ structure
     def mirror_potential(self, theta0):
-        """Closed-form mirror potential for the product variant from a balanced theta0
-        (|w_{1,i}| = ... = |w_{L,i}| for every i); None otherwise (the engine then builds it
-        numerically, Li et al. 2022).
+        """Closed-form mirror potential: product variant from a balanced theta0
+        (|w_{1,i}| = ... = |w_{L,i}| for every i), signed variant at depth >= 3 from u0, v0 > 0
+        (:meth:`_signed_potential`); None otherwise (the engine then builds it numerically,
+        Li et al. 2022). At depth >= 3 the potential carries its power-law conjugate map
+        (grad R*, its high-precision form and the vanishing-initialisation thresholds).
 
         Balancedness is conserved (w_l^2 - w_k^2 is), so |w_l| = |beta|^{1/L} and
         d beta/dt = -L |beta|^{2 - 2/L} grad ell (Arora, Cohen, Hazan 2018, Theorem 1, scalar
@@ -266,7 +309,7 @@ class DeepDiagonal(Parameterization):
         from paramgeo.mirror import Potential
 
         if self.variant != "product":
-            return None
+            return self._signed_potential(theta0)
         W = self._factors(theta0)
         L = self.depth
         mag = np.abs(W)
@@ -325,12 +368,45 @@ class DeepDiagonal(Parameterization):
                 if L >= 3 else
                 "R(beta) = 1/2 sum_i [b_i log(b_i / b0_i) - b_i + b0_i], b = sign(beta0) beta "
                 "> 0 (entropy)")
-        return Potential(
-            formula, "closed form",
+        reference = (
             "Arora, Cohen, Hazan (2018) On the optimization of deep networks: implicit "
             "acceleration by overparameterization, Theorem 1; Woodworth et al. (2020) Kernel "
-            "and rich regimes in overparametrized models, Section 5",
-            theta0, beta0, value, grad, hessian)
+            "and rich regimes in overparametrized models, Section 5")
+        if L >= 3:  # |w|^(2-L) = |w0|^(2-L) - (L - 2) sign(beta0) mu: one power term
+            from paramgeo.mirror.separable import PowerMirrorMap
+
+            amp = mag[0] ** (2.0 - L)
+            pmap = PowerMirrorMap(np.where(s0 > 0, amp, np.inf), np.where(s0 < 0, amp, np.inf),
+                                  L - 2.0, L)
+            return pmap.potential(theta0, beta0, formula, reference, value, grad, hessian)
+        return Potential(formula, "closed form", reference, theta0, beta0, value, grad, hessian)
+
+    def _signed_potential(self, theta0):
+        """beta = u^L - v^L, L >= 3, from u0 > 0 and v0 > 0 (|u0|, |v0| for even L; zeros
+        stay zero): u' = -L u^(L-1) g gives u^(2-L) = u0^(2-L) - L (L - 2) mu, so
+        beta_i = (A_i - c mu_i)^(-k) - (B_i + c mu_i)^(-k), A = u0^(2-L), B = v0^(2-L),
+        c = L (L - 2), k = L / (L - 2) (Woodworth et al. 2020, Section 5;
+        :mod:`paramgeo.mirror.separable`). None for L = 2 or odd L with a negative start (the
+        engine then builds the potential numerically)."""
+        L, p = self.depth, self.p
+        theta0 = np.asarray(theta0, float)
+        u0, v0 = theta0[:p], theta0[p:]
+        if L < 3 or (L % 2 == 1 and (np.any(u0 < 0) or np.any(v0 < 0))):
+            return None
+        if np.any((u0 == 0) & (v0 == 0)):
+            return None  # a coordinate that never moves: rank J(theta0) < p
+        from paramgeo.mirror.separable import PowerMirrorMap
+
+        with np.errstate(divide="ignore"):
+            A, B = np.abs(u0) ** (2.0 - L), np.abs(v0) ** (2.0 - L)
+        pmap = PowerMirrorMap(A, B, L * (L - 2.0), L)
+        formula = (f"R(beta) = <mu, beta> - R*(mu) with grad R*(mu)_i = (A_i - c mu_i)^(-k) - "
+                   f"(B_i + c mu_i)^(-k), A = |u0|^(2-L), B = |v0|^(2-L), c = L (L - 2), "
+                   f"k = L / (L - 2), L = {L}")
+        return pmap.potential(
+            theta0, self.forward(theta0), formula,
+            "Woodworth et al. (2020) Kernel and rich regimes in overparametrized models, "
+            "Section 5 (depth-L model u^L - v^L)")
 
     def symmetry(self):
         import scipy.sparse as sp

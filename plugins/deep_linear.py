@@ -63,7 +63,8 @@ class DeepLinear(Parameterization):
         "widths": Size("ints", default=(3, 2, 2, 3), minimum=1,
                        help="widths n_0,...,n_L (input, hidden..., output); predictor n_L x n_0"),
     }
-    capabilities = frozenset({"jvp", "vjp", "jacobian", "symmetry", "rank_at"})
+    capabilities = frozenset({"jvp", "vjp", "jacobian", "symmetry", "rank_at", "symbolic",
+                              "learning_coefficient"})
     references = (
         "Trager, Kohn, Bruna (2020) Pure and spurious critical points: a geometric study of "
         "linear networks (ICLR 2020)",
@@ -93,6 +94,19 @@ class DeepLinear(Parameterization):
         for l in range(2, self.L + 1):
             out = anp.dot(W[f"W{l}"], out)
         return out
+
+    def symbolic(self):
+        """Symbols W{l}_{j}_{i} in theta order and the entries of W_L ... W_1 (row-major), the
+        polynomials the exact route of :mod:`paramgeo.precision` differentiates."""
+        import sympy
+
+        w, symbols, product = self.widths, [], None
+        for l in range(1, self.L + 1):
+            block = [[sympy.Symbol(f"W{l}_{j}_{i}", real=True) for i in range(w[l - 1])]
+                     for j in range(w[l])]
+            symbols += [x for row in block for x in row]
+            product = sympy.Matrix(block) if product is None else sympy.Matrix(block) * product
+        return symbols, [sympy.expand(e) for e in product]
 
     def random_point(self, rng):
         # entries N(0, 1 / n_{l-1}): the product stays O(1) at any depth
@@ -161,6 +175,23 @@ class DeepLinear(Parameterization):
                 f"value {nearest.closest:.3g} vs tol {nearest.tol:.3g} (rank J = {total}); pass "
                 "a RankPolicy to decide otherwise", NumericalDoubtWarning, stacklevel=2)
         return dataclasses.replace(nearest, rank=total, doubtful=doubtful)
+
+    def learning_coefficient(self, theta):
+        """Aoyagi (2024), Theorem 1 (:func:`paramgeo.llc.deep_linear_network`) at a true
+        parameter where every W_l has the rank r0 of the product W_L ... W_1 (the deepest true
+        parameters); widths (n_0, ..., n_L) are Aoyagi's (H_1, ..., H_{L+1}), input first.
+        None at other points."""
+        from paramgeo.llc import deep_linear_network
+
+        Ws = self.weights(theta)
+        prod = Ws[0]
+        for W in Ws[1:]:
+            prod = W @ prod
+        r0 = decide_rank(np.linalg.svd(prod, compute_uv=False), warn=False).rank
+        if any(decide_rank(np.linalg.svd(W, compute_uv=False), warn=False).rank != r0
+               for W in Ws):
+            return None
+        return deep_linear_network(self.widths, r0)
 
     def generic_rank_formula(self):
         """r (n_0 + n_L - r) with r = min(widths): the dimension of the determinantal variety

@@ -45,7 +45,8 @@ class Hadamard(Parameterization):
     size_params = {"p": Size("int", default=5, minimum=1, help="number of coordinates")}
     capabilities = frozenset(
         {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "architecture",
-         "horizontal_projection", "mirror_potential", "sparse_jacobian", "rank_at"}
+         "horizontal_projection", "mirror_potential", "sparse_jacobian", "rank_at",
+         "learning_coefficient"}
     )
     references = (
         "Hoff (2017) Lasso, fractional norm and structured sparse estimation using a Hadamard "
@@ -97,6 +98,22 @@ class Hadamard(Parameterization):
         """rank J = #{i : (u_i, v_i) != 0} under the policy: J J^T = diag(u^2 + v^2), so the
         singular values of J are sqrt(u_i^2 + v_i^2) (``singular_values``)."""
         return decide_rank(np.hypot(*self._uv(theta)), policy, what="J of hadamard")
+
+    def learning_coefficient(self, theta):
+        """Normal crossings at any true (u*, v*), sparse truths included: K = sum_i
+        (u_i v_i - u*_i v*_i)^2 separates over coordinates. Where (u*_i, v*_i) != 0 the term is
+        locally a square of a coordinate (lambda_i = 1/2, m_i = 1); where u*_i = v*_i = 0 it is
+        the monomial u_i^2 v_i^2 (lambda_i = 1/2, m_i = 2). So lambda = p / 2 and
+        m = 1 + #{i : u*_i = v*_i = 0} (Watanabe 2009, Sec. 2.4 and 7.2;
+        :func:`paramgeo.llc.normal_crossing_sum`)."""
+        from paramgeo.llc import monomial, normal_crossing_sum
+
+        u, v = self._uv(theta)
+        both = int(np.sum((u == 0) & (v == 0)))
+        terms = [monomial((1, 1))] * both + [(0.5, 1)] * (self.p - both)
+        return normal_crossing_sum(
+            terms, f"normal crossing, {both} of {self.p} coordinates with u_i = v_i = 0",
+            "lambda = sum_i 1/2 = p/2, m = 1 + #{i : u_i = v_i = 0}")
 
     def horizontal_projection(self, theta, x):
         u, v = self._uv(theta)

@@ -231,8 +231,8 @@ class Monomial(Parameterization):
         H, degs, P = [np.eye(n)], [1], []
         Z = Ws[0]
         for l in range(1, L):
-            Pk = np.ones(Z.shape[:1] + (1,))  # Z^0
-            for step in range(k - 1):
+            Pk = Z
+            for step in range(1, k - 1):
                 Pk = poly_mul(Pk, step * degs[-1], Z, degs[-1], n)
             P.append(Pk)  # Z_l^{k-1}, degree (k-1) k^{l-1}
             H.append(poly_mul(Pk, (k - 1) * degs[-1], Z, degs[-1], n))
@@ -258,14 +258,20 @@ class Monomial(Parameterization):
         return np.concatenate(cols, axis=1).transpose(0, 2, 1).reshape(nL * M, self.n)
 
     def jvp(self, theta, v):
-        Ws, H, degs, G = self._passes(theta)
+        """Forward mode alongside the forward pass, no adjoints: with Z_1 = W_1, dZ_1 = dW_1
+        and Z_{l+1} = W_{l+1} Z_l^k, the tangent dZ_{l+1} = dW_{l+1} Z_l^k + W_{l+1} (k Z_l^{k-1}
+        dZ_l), Z_l^{k-1} shared by both terms (polynomial products by poly_mul)."""
+        Ws, k, n = self._weights(np.asarray(theta, float)), self.degree, self.n0
         V = self._weights(np.asarray(v, float))
-        out = 0.0
-        for l in range(1, self.L + 1):
-            dZ = V[l - 1] @ H[l - 1]  # (n_l, M_{deg_l})
-            prod = poly_mul(G[l], self.D - degs[l - 1], dZ[None], degs[l - 1], self.n0)
-            out = out + prod.sum(axis=1)
-        return np.asarray(out).ravel()
+        Z, dZ, deg = Ws[0], V[0], 1
+        for W, dW in zip(Ws[1:], V[1:]):
+            P = Z
+            for step in range(1, k - 1):
+                P = poly_mul(P, step * deg, Z, deg, n)  # Z^{k-1} at the end
+            H = poly_mul(P, (k - 1) * deg, Z, deg, n)
+            dH = poly_mul(P, (k - 1) * deg, k * dZ, deg, n)
+            Z, dZ, deg = W @ H, dW @ H + W @ dH, deg * k
+        return dZ.ravel()
 
     def vjp(self, theta, w):
         Ws, H, degs, G = self._passes(theta)

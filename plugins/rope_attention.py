@@ -112,8 +112,13 @@ class RopeAttention(Parameterization):
         return np.where(i % 2 == 0, np.sin(angle), np.cos(angle))
 
     def rotate(self, Z, positions):
-        """R_p z for every row: the pairs (2i, 2i+1) of Z (..., T, r) rotated by p_t omega_i."""
+        """R_p z for every row: the pairs (2i, 2i+1) of Z (..., T, r) rotated by p_t omega_i.
+        On a numpy array, one pass of complex products (z_2i + i z_2i+1) e^{i p_t omega_i};
+        under autograd's tracing (forward), the same rotation in real arithmetic."""
         angle = np.outer(positions, self.frequencies)  # T x r/2
+        if isinstance(Z, np.ndarray):
+            pairs = np.ascontiguousarray(Z, dtype=float).view(np.complex128)
+            return (pairs * np.exp(1j * angle)).view(np.float64)
         c, s = np.cos(angle), np.sin(angle)
         shape = anp.shape(Z)
         pairs = anp.reshape(Z, shape[:-1] + (self.r // 2, 2))
@@ -153,17 +158,18 @@ class RopeAttention(Parameterization):
         return Z if positions is None else self.rotate(Z, sign * positions)
 
     def _jvp_batch(self, theta, dirs):
-        """J dirs^T for a batch of directions dirs (b x n); returns b x m."""
+        """J dirs^T for a batch of directions dirs (b x n); returns b x m: the two terms as one
+        batched matrix product [rho(Z dQ), rho(Z W_Q)] [rho(Z W_K), rho(Z dK)]^T (inner
+        dimension 2r), no temporary of the output's size beyond the output."""
         Z, pos = self._features()
         blocks = self.spec.unpack(np.asarray(theta, float))
         Q, K = (self._rho(Z @ blocks[k], pos) for k in ("WQ", "WK"))
         b, half = dirs.shape[0], self.d * self.r
-        dQ = self._rho(np.einsum("xtd,bdr->bxtr", Z, dirs[:, :half].reshape(b, self.d, self.r)),
-                       pos)
-        dK = self._rho(np.einsum("xtd,bdr->bxtr", Z, dirs[:, half:].reshape(b, self.d, self.r)),
-                       pos)
-        out = np.einsum("bxsr,xtr->bxst", dQ, K) + np.einsum("xsr,bxtr->bxst", Q, dK)
-        return out.reshape(b, -1)
+        dQ = self._rho(Z @ dirs[:, None, :half].reshape(b, 1, self.d, self.r), pos)
+        dK = self._rho(Z @ dirs[:, None, half:].reshape(b, 1, self.d, self.r), pos)
+        left = np.concatenate([dQ, np.broadcast_to(Q, dQ.shape)], axis=-1)
+        right = np.concatenate([np.broadcast_to(K, dK.shape), dK], axis=-1)
+        return (left @ np.swapaxes(right, -1, -2)).reshape(b, -1)
 
     def jvp(self, theta, v):
         return self._jvp_batch(theta, np.asarray(v, float)[None, :])[0]
@@ -178,8 +184,9 @@ class RopeAttention(Parameterization):
         G = np.reshape(np.asarray(w, float), self.predictor_shape)
         gQ = self._rho(G @ K, pos, sign=-1)
         gK = self._rho(np.swapaxes(G, 1, 2) @ Q, pos, sign=-1)
-        return np.concatenate([np.einsum("xtd,xtr->dr", Z, gQ).ravel(),
-                               np.einsum("xtd,xtr->dr", Z, gK).ravel()])
+        Zf = Z.reshape(-1, self.d)  # Z^T g summed over the sequences: one BLAS product each
+        return np.concatenate([(Zf.T @ gQ.reshape(-1, self.r)).ravel(),
+                               (Zf.T @ gK.reshape(-1, self.r)).ravel()])
 
     def jacobian_derivative(self, theta, v):
         return self.jacobian(v)

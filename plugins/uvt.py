@@ -64,7 +64,7 @@ class UVT(Parameterization):
     }
     capabilities = frozenset(
         {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "horizontal_projection",
-         "quadratic_forms", "rank_at"}
+         "quadratic_forms", "rank_at", "learning_coefficient"}
     )
     references = (
         "Mishra, Meyer, Bonnabel, Sepulchre (2014) Fixed-rank matrix factorizations and "
@@ -132,6 +132,21 @@ class UVT(Parameterization):
         rank J = mn - (m - rank U)(n - rank V). ``singular_values`` are those of J."""
         return decide_rank(product_jacobian_singular_values(*self._UV(theta)), policy,
                            what="J of uvt")
+
+    def learning_coefficient(self, theta):
+        """Reduced-rank regression (Aoyagi and Watanabe 2005, Theorem 1) at a true parameter
+        whose factors U and V both have the rank r0 of U V^T (the deepest true parameters, where
+        the local coefficient is the global one): Aoyagi's input M = n (rows of V), hidden
+        H = r, output N = m (rows of U), with U = B and V = A^T for y = B A x. None at other
+        points (the regular case d / 2 then applies where rank J is generic)."""
+        from paramgeo.llc import reduced_rank_regression
+
+        U, V = self._UV(theta)
+        ranks = [decide_rank(np.linalg.svd(X, compute_uv=False), warn=False).rank
+                 for X in (U, V, U @ V.T)]
+        if ranks[0] != ranks[2] or ranks[1] != ranks[2]:
+            return None
+        return reduced_rank_regression(self.cols, self.r, self.rows, ranks[2])
 
     # ------------------------------------------------------------------ symmetry
     def symmetry(self):

@@ -43,10 +43,14 @@ def rank_k_factor(rng, d, r, k):
 
 # ------------------------------------------------------------------ uut / factorizations
 
-def test_uut_rank_one_is_orbit_degenerate(rng):
+def test_uut_rank_one_is_the_rank_one_psd_stratum_not_an_orbit_drop(rng):
+    """r = 2, rank U = 1: the stabilizer is one reflection, the orbit keeps dimension 1, and
+    the rank d k - k(k-1)/2 = 4 is that of the rank-1 PSD stratum: the factor lost rank."""
     p = paramgeo.get("uut", d=4, r=2)
     c = classify(p, rank_k_factor(rng, 4, 2, 1))
-    assert c.verdict == "critical" and c.causes == ("orbit-degenerate",)
+    assert c.verdict == "critical" and c.causes == ("factor-rank",)
+    assert c.orbit_dim == c.generic_orbit_dim == 1 and c.rank_drops == (("U", 1, 2),)
+    assert "U lost rank 1 (rank 1 of 2)" in str(c) and "orbit" not in c.explanation
     assert (c.rank, c.generic_rank) == (uut_rank(4, 1), uut_rank(4, 2)) == (4, 7)
     assert c.kernel_dim == 8 - 4 and c.rank_equals_stratum_generic
     assert c.stratum_generic_rank == 4 and c.on_proper_stratum
@@ -93,7 +97,7 @@ def test_uvt_factor_rank_drops_without_stabilizer(rng):
     J_rank = np.linalg.matrix_rank(p.jacobian(theta))
     assert c.rank == J_rank < c.generic_rank == r * (m_ + n_) - r * r
     assert c.verdict == "critical" and "orbit-degenerate" not in c.causes
-    assert "subnetwork" in c.causes
+    assert c.causes == ("factor-rank",) and c.rank_drops == (("U", 1, 2),)
 
 
 # ------------------------------------------------------------------ hadamard
@@ -262,7 +266,7 @@ def test_search_uut_finds_rank_deficient_factors():
     assert res.critical >= 2 and res.other == 0
     for pt in res.points:
         if pt["verdict"] == "critical":
-            assert pt["rank"] == uut_rank(d, 1) and pt["causes"] == ["orbit-degenerate"]
+            assert pt["rank"] == uut_rank(d, 1) and pt["causes"] == ["factor-rank"]
 
 
 def test_search_monomial_finds_subnetworks(mono221):
@@ -482,8 +486,8 @@ def test_cli_critical_strata_search(tmp_path, rng):
     np.save(tmp_path / "U.npy", rank_k_factor(rng, 4, 2, 1).reshape(4, 2))
     out = json.loads(run("critical", "uut", "-p", "d=4", "-p", "r=2", "--at",
                          str(tmp_path / "U.npy"), "--json").output)
-    assert out["verdict"] == "critical" and out["causes"] == ["orbit-degenerate"]
-    assert (out["rank"], out["generic_rank"]) == (4, 7)
+    assert out["verdict"] == "critical" and out["causes"] == ["factor-rank"]
+    assert (out["rank"], out["generic_rank"]) == (4, 7) and out["rank_drops"] == [["U", 1, 2]]
     res = run("strata", "monomial", "-p", "widths=2,2,1", "-p", "degree=4", "--json")
     data = json.loads(res.output)
     g = nx.node_link_graph(data["poset"], edges="edges")

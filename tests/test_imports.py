@@ -179,3 +179,15 @@ def test_import_paramgeo_and_help_import_nothing_heavy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip().splitlines()[-1] == "False False"
+
+
+def test_every_package_is_listed_in_setup_cfg():
+    """setup.cfg lists packages by name: a subpackage left out installs everywhere but in an
+    editable checkout without its modules."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(PACKAGE_ROOT.parent / "setup.cfg")
+    listed = set(config["options"]["packages"].split())
+    packages = {name for name, (_, is_package) in _modules().items() if is_package}
+    assert packages <= listed, f"add to setup.cfg [options] packages: {sorted(packages - listed)}"

@@ -178,17 +178,21 @@ def test_horizontal_lift_matrix_free_matches_pseudo_inverse(rng):
     np.testing.assert_allclose(np.linalg.pinv(p.jacobian(theta)) @ w, dense, atol=1e-10)
 
 
-@pytest.mark.parametrize("eigh_seconds", [0.0, float("inf")], ids=["assembled", "lanczos"])
-def test_large_rank_drop_counted_exactly_by_both_ways(monkeypatch, eigh_seconds):
+@pytest.mark.parametrize("way", ["eigh", "pivoted Cholesky", "lanczos"])
+def test_large_rank_drop_counted_exactly_by_every_way(monkeypatch, way):
     """uut d=40 r=6 at a U of rank 5: J loses (r - k)(d - k) = 35 ranks beyond the O(6) orbit;
     the rank is the rank-5 PSD stratum's dimension d k - k(k-1)/2 = 190. The count switches
-    from locked Lanczos to the assembled operator when the priced eigensolve is cheap (forced
-    here both ways by pricing it at 0 and at infinity); both count the drop exactly, as the
-    dense SVD does."""
+    from locked Lanczos to the assembled operator (its eigensolve, or its pivoted Cholesky
+    factor) when that is priced cheaper (forced here each way by pricing the dense solvers at
+    0 or infinity); every way counts the drop exactly, as the dense SVD does, and the margin
+    sigma_min (the smallest horizontal singular value above tol) agrees with the SVD's."""
     from paramgeo.geometry import decide_rank
     from paramgeo.matfree import certify_rank
 
-    monkeypatch.setattr(matfree, "_eigh_seconds", lambda dim: eigh_seconds)
+    inf = float("inf")
+    monkeypatch.setattr(matfree, "_eigh_seconds", lambda dim: 0.0 if way == "eigh" else inf)
+    monkeypatch.setattr(matfree, "_factor_seconds",
+                        lambda dim: 0.0 if way == "pivoted Cholesky" else inf)
     d, r, k = 40, 6, 5
     p = paramgeo.get("uut", d=d, r=r)
     rng = np.random.default_rng(0)
@@ -196,5 +200,9 @@ def test_large_rank_drop_counted_exactly_by_both_ways(monkeypatch, eigh_seconds)
     dec = certify_rank(p, theta, warn=False)
     assert dec.rank == d * k - k * (k - 1) // 2 == 190
     assert dec.certificate.deficiency == (r - k) * (d - k)
-    assert ("assembled" in dec.certificate.note) == (eigh_seconds == 0.0)
+    note = dec.certificate.note
+    assert ("assembled" in note) == (way != "lanczos")
+    assert ("Cholesky" in note) == (way == "pivoted Cholesky")
+    svd = np.linalg.svd(p.jacobian(theta), compute_uv=False)
+    assert dec.certificate.sigma_min == pytest.approx(svd[189], rel=1e-6)
     assert decide_rank(p.jacobian(theta), warn=False).rank == 190

@@ -179,14 +179,19 @@ def test_deep_diagonal_potential_closed_form(rng):
 
 def test_deep_diagonal_signed_numerical_potential_verifies(rng):
     """u^3 - v^3 commutes; its law u^{-1} + v^{-1} is not polynomial (Woodworth et al. 2020,
-    Section 5), so the polynomial search reports an incomplete set; the potential is built
-    numerically and still reproduces the flow."""
+    Section 5), so the polynomial search reports an incomplete set; the closed-form potential
+    (paramgeo.mirror.separable) and Li et al.'s numerical construction both reproduce the
+    flow."""
     par = paramgeo.get("deep-diagonal", p=2, depth=3, variant="signed")
     report = M.mirror(par, alpha=0.5)
     assert report.commuting and report.n_laws == 2 and not report.laws_complete
     X = rng.standard_normal((1, 2))
-    res = M.verify(par, par.init_at_scale(0.5), LinearMeasurements(X, X @ np.ones(2)),
-                   t_final=3.0, n_records=20)
+    loss = LinearMeasurements(X, X @ np.ones(2))
+    theta0 = par.init_at_scale(0.5)
+    res = M.verify(par, theta0, loss, t_final=3.0, n_records=20)
+    assert res.source == "closed form" and res.deviation < 1e-8
+    res = M.verify(par, theta0, loss, t_final=3.0, n_records=20,
+                   potential=M.numerical_potential(par, theta0))
     assert res.source.startswith("numerical") and res.deviation < 1e-6
 
 
@@ -559,3 +564,27 @@ def test_nonlinear_fields_keep_the_nested_route():
 
     p = paramgeo.get("deep-diagonal", p=2, depth=3)
     assert lie_algebra(p, method="numeric").method == "numeric"
+
+
+def test_hadamard_l1_gap_falls_like_a_power_of_alpha(sparse):
+    """The l1 gap of argmin Q_alpha is C alpha^(2 (1 - rho)), rho the largest off-support
+    |t_i| of the scaled dual t = grad R / log(1/alpha) (beta_i = 2 alpha^2 sinh(2 mu_i), so
+    |beta_i| ~ alpha^(2 - 2 |t_i|)); not 1 / log(1/alpha), which would fall 1.3x per decade.
+    Route 1: the log-log slope of the gap; route 2: rho extrapolated linearly in
+    1 / log(1/alpha) to alpha -> 0."""
+    X, y = sparse
+    par = paramgeo.get("hadamard", p=60)
+    b1 = M.min_l1(X, y)
+    off = np.abs(b1) < 1e-9
+    alphas = 10.0 ** -np.arange(2, 9)
+    gaps, rho = [], []
+    for a in alphas:
+        b, _ = M.solve_implicit_bias(M.mirror_potential(par, par.init_at_scale(a)), X, y)
+        gaps.append(np.abs(b).sum() - np.abs(b1).sum())
+        rho.append(np.abs(0.5 * np.arcsinh(b / (2 * a * a)) / np.log(1 / a))[off].max())
+    slope, _ = np.polyfit(np.log10(alphas), np.log10(gaps), 1)
+    assert 0.49 < slope < 0.53  # 3.3x per decade
+    local = np.diff(np.log10(gaps)) / np.diff(np.log10(alphas))
+    x = 1 / np.log(1 / alphas[-3:])
+    rho_star = np.polyval(np.polyfit(x, rho[-3:], 1), 0.0)
+    assert abs(2 * (1 - rho_star) - local[-1]) < 0.02

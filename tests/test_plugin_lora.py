@@ -119,7 +119,8 @@ def test_rank_at_b_zero_is_m_r(rng, m, n, r):
     # the orbit keeps its dimension r^2: (0, -L A) are independent for A of full row rank
     assert c.orbit_dim == c.generic_orbit_dim == r * r
     if c.verdict == "critical":
-        assert "orbit-degenerate" not in c.causes and c.causes == ("subnetwork",)
+        assert "orbit-degenerate" not in c.causes and c.causes == ("factor-rank",)
+        assert c.rank_drops == (("B", 0, r),)
         assert c.stratum_generic_rank == m * r and c.stratum.endswith("B-zero")
 
 
@@ -140,7 +141,8 @@ def test_critical_cli_at_b_zero_reports_rank_and_cause(tmp_path, rng):
     args = ["critical", "lora", "-p", "m=6", "-p", "n=5", "-p", "r=2", "--at", str(path)]
     res = CliRunner().invoke(main, args, catch_exceptions=False)
     assert res.exit_code == 0
-    assert "critical (subnetwork)" in res.output and "rank 12 / generic 18" in res.output
+    assert "critical (factor-rank)" in res.output and "rank 12 / generic 18" in res.output
+    assert "B lost rank 2 (rank 0 of 2)" in res.output
     assert "2 B-zero" in res.output
     out = json.loads(CliRunner().invoke(main, args + ["--json"]).output)
     assert (out["rank"], out["generic_rank"], out["verdict"]) == (12, 18, "critical")

@@ -81,12 +81,17 @@ def monomial_critical(df, out, starts_label):
         m = paramgeo.get("monomial", widths=r.widths, degree=int(r.degree)).m
         points = json.loads(r.points)
         seen = sorted({p["near"] or p["stratum"] for p in points if p["verdict"] == "critical"})
+        digits = sum(bool(p.get("precision")) for p in points)
+        orders = sorted({p["order"] for p in points if p.get("order")})
         rows.append((r.widths, int(r.degree), m, int(r.generic_rank), int(r.generic_rank) == m,
                      int(r.critical), int(r.subnetwork), int(r.near_subnetwork),
-                     int(r.dependent_weights), int(r.other), " / ".join(seen)))
-    text = markdown(rows, ["widths", "degree", "m", "generic_rank", "fills_space", "critical",
-                           "subnetwork", "near_subnetwork", "dependent", "other", "strata"])
+                     int(r.dependent_weights), int(r.other), digits,
+                     ", ".join(map(str, orders)), " / ".join(seen)))
+    headers = ["widths", "degree", "m", "generic_rank", "fills_space", "critical", "subnetwork",
+               "near_subnetwork", "dependent", "other", "in 50 digits", "orders", "strata"]
+    text = markdown(rows, headers)
     (out / "monomial_critical_search.md").write_text(text)
+    pd.DataFrame(rows, columns=headers).to_csv(out / "monomial_critical_search.csv", index=False)
     plt = _pyplot()
     archs = list(dict.fromkeys(df["widths"]))
     fig, axes = plt.subplots(1, len(archs), figsize=(3.2 * len(archs), 3), sharey=True,

@@ -33,6 +33,11 @@ COMMANDS = {
     "strata": "_critical:strata_cmd",
     "search": "_critical:search_cmd",
     "sweep": "_sweep:sweep_cmd",
+    "structure": "_risk:structure_cmd",
+    "early-stopping": "_risk:early_stopping_cmd",
+    "spectral-filters": "_risk:spectral_filters_cmd",
+    "online-sgd": "_online:online_sgd_cmd",
+    "llc": "_llc:llc_cmd",
 }
 
 
@@ -48,6 +53,7 @@ SHORT_HELP = {
     "flow": 'Train a parameterization on a loss of its predictors: gradient descent or flow.',
     "implicit-bias": 'Compare argmin R_alpha(beta) subject to X beta = y with the gradient-flow limit.',
     "list": 'List the registered parameterizations with their sizes.',
+    "llc": 'Learning coefficients: exact (lambda, m) where theory has them, and the LLC estimated by localized SGLD at a local minimum.',
     "mirror": 'Lie algebra of the fields grad phi_i, conservation laws and mirror potential.',
     "pacbayes": 'KL(Q||P) and KL(Q_bar||P_bar) for the neutral prior N(0, s^2 I) and the orbit-volume implicit-bias prior, with McAllester, Maurer-Seeger and Catoni certificates.',
     "rank": 'Rank of the Jacobian at a point, the generic rank and the singular values.',
@@ -55,6 +61,10 @@ SHORT_HELP = {
     "strata": 'The strata of a network (sub-architectures) or a factorization (factor rank) with their generic ranks, as a poset (edges from a stratum to the strata in its closure).',
     "sweep": 'Run a grid of queries (describe, rank, search, mirror, pacbayes, ...) from a TOML sweep file, one Dask task per cell, into a tidy table; a failing cell records its error and the sweep goes on.',
     "undefine": 'Remove a parameterization saved by `paramgeo define`.',
+    "structure": 'Structure matrices A(x) of a layer at zero weights: f(W; x) = f(0; x) + Tr[W W^T A(x)] + O(W^3).',
+    "early-stopping": 'Exact excess 0-1 risk of logistic GD under label flips: at the oracle stop, at the end, and of the max-margin interpolator.',
+    "spectral-filters": 'Risk of ridge, GD and negatively shifted GD in a spike-plus-flat model, beside the Marchenko-Pastur edge and the shift that cancels the implicit penalty.',
+    "online-sgd": 'Online SGD on attention-indexed data to weak recovery, with order parameters.',
 }
 
 

@@ -64,6 +64,17 @@ def point_options(f):
                         help="A .npy file holding theta (flat, or the shape of a single block).")(f)
 
 
+def precision_option(f):
+    """``--precision DIGITS``: decide ranks on singular values of that many digits
+    (paramgeo.precision: exact rational J where the plugin declares ``symbolic``)."""
+    return click.option(
+        "--precision", "precision", type=click.IntRange(min=0), default=None,
+        help="Decide ranks on singular values with DIGITS significant digits (an exact rational "
+             "J where the plugin is symbolic, else forward in mpmath); 0: float64 only "
+             "[default: float64, redone in 50 digits where float64 cannot resolve a "
+             "decision].")(f)
+
+
 def progress_option(f):
     """``--progress/--no-progress``: show a progress bar (default: when stderr is a terminal)."""
     return click.option("--progress/--no-progress", default=None,

@@ -6,15 +6,17 @@ import json
 import click
 
 from ..results import Result
-from ._common import (emit, json_option, load_point, point_options, resolve, seed_option,
-                      sizes_option, table)
+from ._common import (emit, json_option, load_point, point_options, precision_option, resolve,
+                      seed_option, sizes_option, table)
 
 
 route_option = click.option(
-    "--route", type=click.Choice(["auto", "dense", "closed-form", "sparse", "matrix-free"]),
+    "--route", type=click.Choice(["auto", "dense", "closed-form", "sparse", "matrix-free",
+                                  "exact", "high-precision"]),
     default="auto", show_default=True,
     help="How ranks are decided: auto picks the plugin's closed form, the dense SVD while m x n "
-         "is small, else the sparse or matrix-free certificate (Lanczos on jvp/vjp).")
+         "is small, else the sparse or matrix-free certificate (Lanczos on jvp/vjp); exact and "
+         "high-precision decide on mpmath singular values (see --precision).")
 
 
 @click.command("list")
@@ -140,13 +142,14 @@ class _RankReport(Result):
     kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi
 
 
-def rank_report(param, theta, route="auto", max_deficiency=None):
+def rank_report(param, theta, route="auto", max_deficiency=None, precision=None):
     """The rank of J at ``theta`` (the one tolerance policy, on the chosen route), the generic
     rank and the singular values: what ``paramgeo rank`` prints and a sweep's ``rank`` query
     records."""
     from ..geometry import generic_rank_decision, rank_at
 
-    decision = rank_at(param, theta, route=route, max_deficiency=max_deficiency)
+    decision = rank_at(param, theta, route=route, max_deficiency=max_deficiency,
+                       digits=precision)
     generic = generic_rank_decision(param, route=route)
     return _RankReport(param.name, decision.rank, generic.rank, decision.singular_values,
                        decision.tol, decision.gap, decision.doubtful, decision.route,
@@ -161,16 +164,17 @@ def rank_report(param, theta, route="auto", max_deficiency=None):
 @click.option("--max-deficiency", type=click.IntRange(0, 100_000), default=64, show_default=True,
               help="Matrix-free route: the most rank drops beyond the symmetry it counts (each "
                    "keeps one length-n vector) before it refuses.")
+@precision_option
 @json_option
-def rank_cmd(name, sizes, at, seed, route, max_deficiency, as_json):
+def rank_cmd(name, sizes, at, seed, route, max_deficiency, precision, as_json):
     """Rank of the Jacobian at a point, the generic rank and the singular values.
 
     At large sizes the rank is certified matrix-free (the singular values listed are then
     sigma_max and the smallest ones Lanczos computed). Example: paramgeo rank uut -p d=4 -p r=2
-    --at U.npy --json
+    --at U.npy --json; beyond float64: --precision 50.
     """
     param = resolve(name, sizes, dense="auto" if route != "dense" else True)
-    report = rank_report(param, load_point(param, at, seed), route, max_deficiency)
+    report = rank_report(param, load_point(param, at, seed), route, max_deficiency, precision)
     text = (f"{param.name}: rank {report.rank} (generic rank {report.generic_rank}); "
             f"tol {report.tol:.2e}, gap {report.gap:.3g}; route {report.route}"
             + ("; DOUBTFUL: a singular value is near the tolerance" if report.doubtful else "")
@@ -182,6 +186,12 @@ def rank_cmd(name, sizes, at, seed, route, max_deficiency, as_json):
 
 
 def _certificate_line(c):
+    from ..precision import PrecisionCertificate
+
+    if isinstance(c, PrecisionCertificate):
+        exact = f"; rank over Q {c.exact_rank}" if c.exact_rank is not None else ""
+        return (f"{c.route}, {c.digits} digits: singular values within {c.error_bound:.2g}"
+                f"{exact}; {c.note}; {c.seconds:.2f} s")
     return (f"{c.operator}: {c.deficiency} singular values <= tol beyond the symmetry "
             f"(expected rank {c.expected}); smallest above tol {c.sigma_min:.4g} "
             f"+- {c.error_bound:.2g}, sigma_max {c.sigma_max:.4g}; {c.matvecs} products, "

@@ -5,8 +5,8 @@ import json
 import click
 
 from ._common import (emit, exit_if_interrupted, json_option, load_point, point_options,
-                      progress_bar, progress_enabled, progress_option, resolve, seed_option,
-                      sizes_option, table)
+                      precision_option, progress_bar, progress_enabled, progress_option, resolve,
+                      seed_option, sizes_option, table)
 
 #: the output formats of ``strata`` besides text and --json
 STRATA_FORMATS = ("text", "graphml", "dot")
@@ -20,17 +20,18 @@ MAX_STARTS = 100_000
 @click.argument("name")
 @sizes_option
 @point_options
+@precision_option
 @json_option
-def critical_cmd(name, sizes, at, seed, as_json):
+def critical_cmd(name, sizes, at, seed, precision, as_json):
     """Classify a point: regular, or critical with its causes (orbit-degenerate, subnetwork,
     other), the rank against the generic rank and the stratum the point lies on.
 
-    Example: paramgeo critical uut -p d=4 -p r=2 --at U.npy --json
+    Example: paramgeo critical uut -p d=4 -p r=2 --at U.npy --precision 50 --json
     """
     from ..critical import classify
 
     param = resolve(name, sizes, dense="auto")
-    emit(classify(param, load_point(param, at, seed)), as_json)
+    emit(classify(param, load_point(param, at, seed), precision=precision), as_json)
 
 
 @click.command("strata")
@@ -96,9 +97,10 @@ def strata_cmd(name, sizes, fmt, kinds, seed, progress, plot_path, as_json):
 @seed_option("Seed of the starts.")
 @click.option("--maxiter", type=click.IntRange(min=1), default=100, show_default=True,
               help="L-BFGS-B iterations per start.")
+@precision_option
 @progress_option
 @json_option
-def search_cmd(name, sizes, starts, seed, maxiter, progress, as_json):
+def search_cmd(name, sizes, starts, seed, maxiter, precision, progress, as_json):
     """Search for critical points (drive s_R/s_1 of J to 0 on |theta| = 1 from random starts)
     and classify each one: how many lie on subnetworks, how many the engine cannot explain.
 
@@ -108,6 +110,7 @@ def search_cmd(name, sizes, starts, seed, maxiter, progress, as_json):
 
     param = resolve(name, sizes)
     with progress_bar("search", progress_enabled(progress)) as update:
-        result = search(param, starts=starts, seed=seed, maxiter=maxiter, progress=update)
+        result = search(param, starts=starts, seed=seed, maxiter=maxiter, progress=update,
+                        precision=precision)
     emit(result, as_json)
     exit_if_interrupted(result, f"after {len(result.points)} of {starts} starts")

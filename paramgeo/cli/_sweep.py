@@ -12,8 +12,10 @@ from ._common import json_option, progress_bar, progress_enabled, progress_optio
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The table: .parquet, .csv or .jsonl (one row per cell).")
 @click.option("--workers", type=click.IntRange(min=0), default=None,
-              help="Workers of the local Dask cluster [default: the cores]; 0 runs the cells "
-                   "in this process without Dask.")
+              help="Workers of the local Dask cluster; 0 runs the cells in this process "
+                   "without Dask [default: this process when the first cell prices the grid "
+                   "below a cluster's start-up, else one worker per core; the summary says "
+                   "which and why].")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Run on an existing Dask cluster (e.g. tcp://127.0.0.1:8786, started with "
                    "dask-scheduler and dask-worker).")

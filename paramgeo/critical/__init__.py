@@ -9,7 +9,8 @@ statistical learning theory"). This module reads only the contract: J (``jacobia
 ``jacobian_derivative``), the symmetry generators and, where declared, the architecture graph.
 
 Layout (every public name is re-exported here): :mod:`.patterns` (generic values, the neurons
-or channels strata are made of, activity patterns), :mod:`.stratification` (the strata and
+or channels strata are made of, activity patterns), :mod:`.points` (the stratum a point lies
+on), :mod:`.stratification` (the strata and
 their poset, :func:`strata`), :mod:`.classification` (:func:`classify`, :func:`near_stratum`),
 :mod:`.searching` (:func:`search` from random starts) and :mod:`.loss_points` (true versus
 spurious critical points of ell o phi, :func:`loss_point`). Each module's docstring gives its

@@ -3,15 +3,20 @@
 Causes a critical point is given (:func:`classify`):
 
 * ``orbit-degenerate``: the orbit dimension o(theta) = rank of the symmetry generators at theta
-  drops below its generic value (a continuous stabilizer appears), as for a rank-deficient U in
-  U U^T (Massart and Absil 2020).
+  drops below its generic value: a continuous stabilizer appears, as for U U^T with U of rank
+  k <= r - 2 (the stabilizer O(r - k) of U in O(r) has dimension (r-k)(r-k-1)/2; Massart and
+  Absil 2020). A discrete stabilizer (at k = r - 1 the reflection O(1) fixing U) leaves the
+  orbit dimension, so it is no cause: the rank drop there is the factor's.
 * ``subnetwork``: the architecture graph shows hidden neurons that are *inactive* (all incoming
   or all outgoing weights zero) or *redundant* (two neurons of a layer with proportional
-  incoming weight vectors: for a homogeneous activation they act as one neuron); or, for a
-  factorization without a graph, the rank of the factor drops (channels vanish up to symmetry).
+  incoming weight vectors: for a homogeneous activation they act as one neuron).
   This is the mechanism of the seed paper: Kohn, Marchetti, Shabir et al., "Singular learning
   and Occam's razor in deep monomial networks", where for large activation degree every
   critical point lies on a subnetwork.
+* ``factor-rank``: for a factorization (matrix-group symmetry, no neurons), a factor loses rank
+  (channels vanish up to symmetry); ``rank_drops`` names the factor and how much it lost
+  ("U lost rank 1"). For U U^T at rank U = k this is the rank-k PSD stratum, of dimension
+  d k - k(k-1)/2, the rank of J there.
 * ``dependent-weights``: a dense layer's incoming weight matrix loses rank without two rows
   being proportional (widths 3,3,1: three incoming vectors in a plane); the layer factors
   through fewer linear forms. Not a subnetwork, and a critical point for small degree only.
@@ -33,27 +38,17 @@ s_rank / s_{rank+1}. A weight vector counts as zero when its norm is at most
 """
 
 import dataclasses
-import itertools
+import fractions
 import math
 import warnings
 
 import numpy as np
 
 from ..errors import NumericalDoubtWarning
-from ..geometry import DEFAULT_POLICY, RankPolicy, as_rng, decide_rank, null_basis, rank_at
+from ..geometry import DEFAULT_POLICY, as_rng, decide_rank, rank_at
 from ..results import Result
-from .patterns import (
-    _class_label,
-    _natural,
-    _orbit_dim,
-    _pattern_label,
-    _rank,
-    _stratum_rank,
-    _zero_pattern,
-    factor_rank_drops,
-    generic_values,
-    structure,
-)
+from .patterns import _orbit_dim, _rank, factor_rank_drops, generic_values, structure
+from .points import _point_stratum
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,8 +60,10 @@ class NearStratum(Result):
     theta(t) = theta_s + t (theta - theta_s) the relevant ratio rho(t) = s_R/s_1 of J(theta(t))
     vanishes at t = 0 like c t^q; ``probe`` holds (t, rho(t)) at t = T, 2T, 4T, ``exponent`` the
     fitted q and ``predicted_ratio`` = rho(T) T^(-q), the value the power law predicts at theta
-    (t = 1). The certificate holds when the two measured exponents agree and the prediction is
-    below the rank tolerance: proximity to S alone accounts for the lost rank.
+    (t = 1), ``order`` the nearest integer to q. The certificate holds when the two measured
+    exponents agree and the prediction is below the rank tolerance: proximity to S alone
+    accounts for the lost rank. ``precision``: the digits the ratios were measured with (None:
+    float64, whose round-off hides ratios below ``precision.FLOAT64_FLOOR``).
     """
 
     stratum: str
@@ -77,6 +74,9 @@ class NearStratum(Result):
     exponent: float
     predicted_ratio: float
     probe: tuple
+    order: int = 0  # the integer order q of the decay: round(exponent)
+    #: significant digits of the singular values measured (None: float64)
+    precision: object = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,6 +115,11 @@ class Classification(Result):
     kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi
     #: for a factor structure: (block, rank, generic rank) of each weight matrix that lost rank
     rank_drops: tuple = ()
+    #: significant digits of the singular values the rank was decided on (None: float64);
+    #: the route and its certificate are in ``rank_route`` and ``rank_certificate``
+    precision: object = None
+    rank_route: str = "dense"
+    rank_certificate: object = None
 
     def __str__(self):
         head = f"{self.name} {self.sizes}: {self.verdict}"
@@ -126,7 +131,8 @@ class Classification(Result):
             head,
             f"  rank {self.rank} / generic {self.generic_rank}; kernel dim {self.kernel_dim}; "
             f"orbit dim {self.orbit_dim} (generic {self.generic_orbit_dim})",
-            f"  tol {self.tol:.3g}; gap {self.gap:.3g}; s_R/s_1 {self.relevant_ratio:.3g}",
+            f"  tol {self.tol:.3g}; gap {self.gap:.3g}; s_R/s_1 {self.relevant_ratio:.3g}"
+            + (f" ({self.precision} digits, route {self.rank_route})" if self.precision else ""),
         ]
         if self.stratum is None:
             lines.append("  stratum: none (no architecture graph and no matrix-group symmetry, "
@@ -137,7 +143,7 @@ class Classification(Result):
                          + " the rank here)")
         if self.rank_drops:
             lines.append("  rank drops: " + ", ".join(
-                f"{b} lost rank (rank {k} of generic {g})" for b, k, g in self.rank_drops))
+                f"{b} lost rank {g - k} (rank {k} of {g})" for b, k, g in self.rank_drops))
         if self.inactive:
             lines.append("  inactive: " + ", ".join(f"{n} ({s})" for n, s in self.inactive))
         if self.redundant:
@@ -147,209 +153,14 @@ class Classification(Result):
             lines.append(f"  dependent incoming weights in layer {d['layer']}: rank {d['rank']} "
                          f"of {d['of']} (s_min/s_max {d['ratio']:.1e})")
         if self.near is not None:
+            digits = (f", {self.near.precision} digits" if self.near.precision else "")
             lines.append(f"  near stratum: {self.near.stratum} at distance "
                          f"{self.near.distance:.1e} ({'; '.join(self.near.conditions)}); "
-                         f"s_R/s_1 ~ t^{self.near.exponent:.2f} along the ray to it, "
-                         f"predicting {self.near.predicted_ratio:.1e} here")
+                         f"s_R/s_1 ~ t^{self.near.exponent:.2f} (order {self.near.order}"
+                         f"{digits}) along the ray to it, predicting "
+                         f"{self.near.predicted_ratio:.1e} here")
         lines.append("  " + self.explanation)
         return "\n".join(lines)
-
-
-@dataclasses.dataclass
-class _NetworkPoint:
-    """Activity of the hidden neurons at a point, and the sizes of nearly-met conditions."""
-
-    states: dict  # unit name -> frozenset of zero sides ("in" = silent, "out")
-    groups: list  # redundant groups (tuples of unit names)
-    dependent: list  # dicts: layer, rank, of, ratio, rows, cols
-    live_in: dict  # unit name -> tuple of theta indices of incoming weights from live units
-    near: list  # (size, kind, data) of conditions not met exactly, for snapping
-
-
-def _network_point(struct, theta, zero_tol):
-    """Read the activity pattern of a network at theta (sizes relative to |theta|).
-
-    * silent (state ``in``): every incoming weight from a non-silent predecessor is zero (in
-      layer order; inputs are never silent). A silent neuron outputs 0, so the weights out of it
-      change neither phi nor J: they are don't-cares.
-    * out-zero (state ``out``): every outgoing weight is zero.
-    * redundant: non-silent neurons of a layer whose incoming weights from non-silent
-      predecessors are proportional: sine of their angle (s_2/s_1 of the 2-row matrix) <= zero_tol.
-    * dependent: a dense layer (every kept neuron has the same predecessors) whose incoming
-      weight matrix M (one row per redundant group or single non-silent neuron, one column per
-      live predecessor with a nonzero column) has numerical rank below min(rows, columns), rank
-      decided by :func:`paramgeo.geometry.decide_rank` with rtol = zero_tol.
-    """
-    scale = max(float(np.linalg.norm(theta)), 1e-300)
-
-    def size(idx):
-        return float(np.linalg.norm(theta[list(idx)])) / scale if idx else 0.0
-
-    states, live_in, silent, near = {}, {}, set(), []
-    for u in struct.units:  # layer order
-        live_in[u.name] = tuple(i for p, i in u.preds.items() if p not in silent)
-        sizes = {"in": size(live_in[u.name]), "out": size(u.sides["out"])}
-        states[u.name] = frozenset(s for s, v in sizes.items() if v <= zero_tol)
-        if "in" in states[u.name]:
-            silent.add(u.name)
-        near += [(v, "zero", (u.name, s)) for s, v in sizes.items() if v > zero_tol]
-    by_layer = {}
-    for u in struct.units:
-        if u.name not in silent:
-            by_layer.setdefault(u.layer, []).append(u)
-    parent = {}
-
-    def find(a):
-        while parent.get(a, a) != a:
-            a = parent[a]
-        return a
-
-    keys = {}
-    for layer, units in by_layer.items():
-        keys[layer] = sorted({p for u in units for p in u.preds if p not in silent}, key=_natural)
-        for a, b in itertools.combinations(units, 2):
-            M = np.array([[theta[u.preds[k]] if k in u.preds else 0.0 for k in keys[layer]]
-                          for u in (a, b)])
-            s = np.linalg.svd(M, compute_uv=False)
-            sine = float(s[1] / s[0]) if len(s) > 1 and s[0] > 0 else 0.0
-            if sine <= zero_tol:
-                parent[find(b.name)] = find(a.name)
-            else:
-                near.append((sine, "merge", (a.name, b.name)))
-    members = {}
-    for units in by_layer.values():
-        for u in units:
-            members.setdefault(find(u.name), []).append(u)
-    groups = [tuple(u.name for u in g) for g in members.values() if len(g) > 1]
-    dependent = []
-    for layer, units in by_layer.items():
-        rows = [u for u in units if find(u.name) == u.name]
-        if len(rows) < 3 or any(set(keys[layer]) - set(u.preds) for u in rows):
-            continue  # two rows are the redundancy test; sparse layers are not tested
-        M = np.array([[theta[u.preds[k]] for k in keys[layer]] for u in rows])
-        norms = np.linalg.norm(M, axis=0) / scale
-        cols = [k for k, v in zip(keys[layer], norms) if v > zero_tol]
-        if len(cols) < 2:
-            continue
-        M = np.array([[theta[u.preds[k]] for k in cols] for u in rows])
-        of = min(len(rows), len(cols))
-        d = decide_rank(M, RankPolicy(rtol=zero_tol), warn=False)
-        ratio = float(d.singular_values[of - 1] / d.singular_values[0])
-        entry = {"layer": layer, "rank": d.rank, "of": of, "ratio": ratio,
-                 "rows": tuple(u.name for u in rows), "cols": tuple(cols)}
-        if d.rank < of:
-            dependent.append(entry)
-        else:
-            near.append((ratio, "rank", entry))
-    return _NetworkPoint(states, groups, dependent, live_in, sorted(near, key=lambda c: c[0]))
-
-
-def _network_label(struct, point):
-    parts = []
-    for cls in struct.classes:
-        counts = {}
-        for u in cls.units:
-            state = point.states[u.name]
-            if state:
-                counts[state] = counts.get(state, 0) + 1
-        parts.extend(_class_label(struct, cls, counts))
-    parts += ["redundant {" + ",".join(g) + "}" for g in point.groups]
-    parts += [f"layer {d['layer']}: incoming rank {d['rank']} of {d['of']}"
-              for d in point.dependent]
-    return "; ".join(parts) or "full"
-
-
-def _network_sampler(struct, param, point):
-    """Random points of the stratum of ``point``: a random theta, dependent layers replaced by
-    random matrices of the same rank, redundant neurons' incoming weights made proportional to
-    their group's first neuron, zero sides zeroed."""
-    units = {u.name: u for u in struct.units}
-
-    def sample(rng):
-        theta = param.random_point(rng)
-        for d in point.dependent:
-            idx = np.array([[units[r].preds[c] for c in d["cols"]] for r in d["rows"]])
-            scale = float(np.std(theta[idx])) or 1.0
-            theta[idx] = (rng.standard_normal((len(d["rows"]), d["rank"]))
-                          @ rng.standard_normal((d["rank"], len(d["cols"])))
-                          ) * scale / math.sqrt(max(d["rank"], 1))
-        for g in point.groups:
-            base = units[g[0]]
-            for other in g[1:]:
-                c = rng.uniform(0.5, 1.5) * rng.choice((-1.0, 1.0))
-                for key, idx in units[other].preds.items():
-                    theta[idx] = c * theta[base.preds[key]] if key in base.preds else 0.0
-        for name, state in point.states.items():
-            for side in state:
-                theta[list(units[name].sides[side])] = 0.0
-        return theta
-
-    return sample
-
-
-def _point_pattern_factor(struct, theta, policy):
-    """Per factor class: counts of channels vanishing on each side set, from ranks."""
-    from ..symmetry import block_matrix
-
-    pattern, states_per_class = [], []
-    for cls in struct.classes:
-        f = cls.factor
-        sides = [s for s in struct.sides if s in cls.units[0].sides]
-        kernels = {}
-        for side in sides:
-            blocks = f.right if side.startswith("right") else f.contragredient
-            M = np.vstack([block_matrix(theta, block) for block in blocks])
-            kernels[side] = null_basis(M, policy, warn=False)[0]
-        states = [frozenset(c) for k in range(1, len(sides) + 1)
-                  for c in itertools.combinations(sides, k)]
-        if len(sides) == 1:
-            counts = (kernels[sides[0]].shape[1],)
-        else:
-            a, b = sides
-            Ka, Kb = kernels[a], kernels[b]
-            both = (decide_rank(Ka.T @ Kb, policy, warn=False).rank
-                    if Ka.shape[1] and Kb.shape[1] else 0)
-            counts_map = {frozenset([a]): Ka.shape[1] - both, frozenset([b]): Kb.shape[1] - both,
-                          frozenset([a, b]): both}
-            counts = tuple(counts_map[s] for s in states)
-        pattern.append(counts)
-        states_per_class.append(states)
-    return tuple(pattern), states_per_class
-
-
-@dataclasses.dataclass
-class _PointStratum:
-    label: str
-    proper: bool
-    generic_rank: int  # of the stratum
-    causes: list  # structural causes it names: "subnetwork", "dependent-weights"
-    stabilizer: bool = False  # a factor channel vanishes on every side (reflection fixes theta)
-    network: object = None  # the _NetworkPoint, for networks
-
-
-def _point_stratum(param, struct, theta, R, zero_tol, policy, n_points, rng):
-    """The stratum theta lies on and its generic rank (R when not proper)."""
-    if struct.kind == "network":
-        point = _network_point(struct, theta, zero_tol)
-        causes = (["subnetwork"] if point.groups or any(point.states.values()) else []) + (
-            ["dependent-weights"] if point.dependent else [])
-        sampler = _network_sampler(struct, param, point)
-        out = _PointStratum(_network_label(struct, point), bool(causes), R, causes,
-                            network=point)
-    else:
-        pattern, spc = _point_pattern_factor(struct, theta, policy)
-        proper = any(map(any, pattern))
-        stabilizer = any(c for cls, counts, states in zip(struct.classes, pattern, spc)
-                         for c, st in zip(counts, states) if st == frozenset(cls.units[0].sides))
-
-        def sampler(g):
-            return _zero_pattern(struct, param.random_point(g), pattern, spc)[0]
-
-        out = _PointStratum(_pattern_label(struct, pattern, spc), proper, R,
-                            ["subnetwork"] if proper else [], stabilizer)
-    if out.proper:
-        out.generic_rank = _stratum_rank(param, sampler, n_points, rng, policy)
-    return out
 
 
 def _snap(struct, theta, point, conditions):
@@ -384,7 +195,7 @@ def _describe(struct, conditions_with_sizes):
 
 
 def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_points=2, seed=0,
-                 max_tries=6, floor=1e-12):
+                 max_tries=6, floor=None, precision=None):
     """Certify that a critical theta is critical because it lies close to a stratum S.
 
     Candidates: the conditions of the architecture graph that theta nearly meets (a side of a
@@ -413,6 +224,17 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
     rank tolerance tol / s_1: then proximity to S alone accounts for the lost rank. A critical
     point that exists for another reason has rho(t) ~ c |t - 1| and fails one of the two tests.
 
+    Precision: in float64 ``floor`` is ``precision.FLOAT64_FLOOR`` (1e-12), so an approach of
+    high order (widths 2,2,2,1, k = 4: rho ~ t^12 from a neuron at relative norm 4e-3, rho(1) ~
+    4e-30) leaves the ray's first 5 doublings below round-off and T reaches the far end of the
+    ray, where the power law no longer holds. ``precision=D`` measures rho with singular values
+    of D digits (:mod:`paramgeo.precision`: an exact rational J on the exact ray points where
+    the plugin declares ``symbolic``), with ``floor`` 10^(10 - D): the probe starts at T = 2
+    and approaches of any order are fitted. The certificate records the digits and the integer
+    order. ``precision=None``: float64, and where that certifies nothing and s_R/s_1 at theta
+    is below ``precision.FLOAT64_FLOOR``, again in ``precision.DEFAULT_DIGITS`` digits (when
+    m n <= ``precision.AUTO_MAX_ENTRIES``); ``precision=0``: float64 only.
+
     Returns a :class:`NearStratum`, or None (no candidate, or none certified). Networks only
     (architecture graph); None otherwise.
     """
@@ -424,7 +246,16 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
         return None
     rng = as_rng(seed)
     R, _ = generic_values(param, policy)
-    decision = decide_rank(param.jacobian(theta), policy, warn=False)
+    if precision:
+        from ..precision import as_rationals, singular_values
+
+        floor = 10.0 ** (10 - precision) if floor is None else floor
+        decision = rank_at(param, theta, policy, warn=False, digits=precision)
+    else:
+        from ..precision import FLOAT64_FLOOR
+
+        floor = FLOAT64_FLOOR if floor is None else floor
+        decision = decide_rank(param.jacobian(theta), policy, warn=False)
     s1 = float(decision.singular_values[0])
     if decision.rank >= R or s1 <= 0:
         return None
@@ -439,7 +270,12 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
     scale = float(np.linalg.norm(theta))
 
     def rho(t, theta_s):
-        s = np.linalg.svd(param.jacobian(theta_s + t * (theta - theta_s)), compute_uv=False)
+        if precision:  # the ray point in exact rational arithmetic
+            a, b = as_rationals(theta_s), as_rationals(theta)
+            t = fractions.Fraction(t)
+            s = singular_values(param, [x + t * (y - x) for x, y in zip(a, b)], precision)[0]
+        else:
+            s = np.linalg.svd(param.jacobian(theta_s + t * (theta - theta_s)), compute_uv=False)
         return float(s[R - 1] / s[0]) if s[0] > 0 else 0.0
 
     for chosen in tries[:max_tries]:
@@ -459,19 +295,32 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
         predicted = probe[0][1] * T ** (-q1)
         if abs(q1 - q2) <= 0.5 and q1 >= 0.75 and predicted <= threshold:
             return NearStratum(st.label, tuple(st.causes), _describe(struct, chosen), dist,
-                               int(st.generic_rank), float(q1), float(predicted), probe)
+                               int(st.generic_rank), float(q1), float(predicted), probe,
+                               int(round(q1)), precision or None)
+    from .. import precision as hp
+
+    ratio = float(decision.singular_values[R - 1]) / s1
+    if precision is None and ratio < hp.FLOAT64_FLOOR and hp.escalates(param):
+        try:  # float64 cannot see the approach: measure it in high precision
+            return near_stratum(param, theta, policy, zero_tol, snap_max, n_points, rng,
+                                max_tries, None, hp.DEFAULT_DIGITS)
+        except hp.PrecisionError:
+            return None
     return None
 
 
-def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_max=0.1):
+def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_max=0.1,
+             precision=None):
     """Classify theta as a regular or a critical point of phi and name the causes.
 
     rank = rank J(theta) under the tolerance policy; R = generic rank; kernel_dim = n - rank;
     orbit_dim = rank of the symmetry generators at theta (:func:`paramgeo.geometry.orbit_dim`).
-    Critical iff rank < R. Causes: ``orbit-degenerate`` if orbit_dim < its generic value (or a
-    factor channel vanishes on every side: its reflection fixes theta); ``subnetwork`` if the
-    point lies on a stratum with inactive or redundant neurons, or a factor losing rank without
-    a stabilizer; ``dependent-weights`` if a dense layer's incoming weight matrix loses rank
+    Critical iff rank < R. Causes: ``orbit-degenerate`` if orbit_dim < its generic value (the
+    continuous isotropy group grows; a discrete stabilizer, such as the reflection fixing a
+    rank-1 U of U U^T, leaves the orbit dimension and cannot lower a rank); ``subnetwork`` if
+    the point lies on a stratum with inactive or redundant neurons; ``factor-rank`` if a factor
+    of a matrix-group factorization loses rank (``rank_drops`` names it: "U lost rank 1");
+    ``dependent-weights`` if a dense layer's incoming weight matrix loses rank
     (no two rows proportional: the layer factors through fewer linear forms); ``other`` if rank
     is below the generic rank of the point's own stratum (max rank J over ``n_points`` random
     points of it) or nothing explains the drop. An ``other`` point of a network is then tested
@@ -482,18 +331,29 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     no strata (``structure = "none"``, stratum fields None). For a piecewise-smooth phi
     (capability ``kinks``) a theta on a kink gets the verdict ``kink`` and no causes: J there is
     one one-sided Jacobian, so its rank decides nothing (:mod:`paramgeo.kinks`).
+
+    ``precision`` (digits, :mod:`paramgeo.precision`): None decides in float64, redone in
+    ``precision.DEFAULT_DIGITS`` digits where float64 cannot resolve the decision (a rank in
+    the policy's doubt band, or an ``other`` point of a network whose s_R/s_1 is below
+    ``precision.FLOAT64_FLOOR``, so that its approach to a stratum is invisible in float64),
+    when m n <= ``precision.AUTO_MAX_ENTRIES``; D > 0 decides with D digits throughout; 0 keeps
+    float64 only. The digits used are in ``precision``.
     """
+    from .. import precision as hp
+
     policy = policy or DEFAULT_POLICY
     zero_tol = policy.rtol if zero_tol is None else float(zero_tol)
     theta = param.as_theta(theta)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NumericalDoubtWarning)  # kinks are reported below
-        decision = rank_at(param, theta, policy, warn=False)
+        decision = rank_at(param, theta, policy, warn=False, digits=precision)
+    digits = (decision.certificate.digits
+              if isinstance(decision.certificate, hp.PrecisionCertificate) else None)
     rank, s = decision.rank, decision.singular_values
     R, o_gen = generic_values(param, policy)
     o = _orbit_dim(param, theta, policy)
     cert = decision.certificate
-    if cert is not None:  # matrix-free: the margin sigma_min / sigma_max it certified
+    if cert is not None and digits is None:  # matrix-free: the margin sigma_min / sigma_max
         ratio = float(cert.sigma_min / cert.sigma_max) if cert.sigma_max > 0 else 0.0
     else:
         ratio = float(s[R - 1] / s[0]) if R > 0 and len(s) >= R and s[0] > 0 else 0.0
@@ -506,23 +366,31 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     critical = rank < R and not on_kink
     causes, near = [], None
     if critical:
-        stabilizer = st is not None and st.stabilizer
-        if o < o_gen or stabilizer:
+        if o < o_gen:
             causes.append("orbit-degenerate")
-        if st is not None and st.proper and not (struct.kind == "factor" and causes):
+        if st is not None and st.proper:
             causes += st.causes
         if st is None or rank < st.generic_rank or not causes:
             causes.append("other")
         if "other" in causes and snap_max > 0 and st is not None:
-            near = near_stratum(param, theta, policy, zero_tol, snap_max, n_points, rng)
+            near = near_stratum(param, theta, policy, zero_tol, snap_max, n_points, rng,
+                                precision=digits or 0)  # classify escalates below, whole
             if near is not None:
                 causes = [c for c in causes if c != "other"]
                 causes += [c for c in near.causes if c not in causes]
+    if ("other" in causes and precision is None and digits is None and snap_max > 0
+            and st is not None and st.network is not None  # near_stratum reads networks
+            and ratio < hp.FLOAT64_FLOOR and hp.escalates(param)):
+        try:  # float64 cannot see how s_R/s_1 approaches 0 here: measure it in high precision
+            return classify(param, theta, policy, zero_tol, n_points, rng, snap_max,
+                            precision=hp.DEFAULT_DIGITS)
+        except hp.PrecisionError:
+            pass  # forward not evaluable in high precision: the float64 verdict stands
     drops = (factor_rank_drops(param, struct, theta, policy, seed)
              if struct is not None and struct.kind == "factor" else ())
     explanation = _explain(critical, causes, rank, R, st, near, o, o_gen)
     if critical and drops:
-        explanation += "; " + ", ".join(f"the weight matrix {b} lost rank ({k} of {g})"
+        explanation += "; " + ", ".join(f"{b} lost rank {g - k} (rank {k} of {g})"
                                         for b, k, g in drops)
     if on_kink:
         explanation = (f"no rank decision: theta is {kinks}; J here is one one-sided Jacobian "
@@ -546,7 +414,7 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
               for d in net.dependent) if net else (),
         st.label if st else None, bool(st and st.proper),
         int(st.generic_rank) if st else None, (rank == st.generic_rank) if st else None,
-        dist, near, explanation, kinks, drops)
+        dist, near, explanation, kinks, drops, digits, decision.route, decision.certificate)
 
 
 def _explain(critical, causes, rank, R, st, near, o, o_gen):
@@ -563,9 +431,11 @@ def _explain(critical, causes, rank, R, st, near, o, o_gen):
                 + (f", although theta lies on the proper stratum '{st.label}' (whose generic "
                    f"rank is {st.generic_rank})" if st.proper else ""))
     if near is not None:
+        digits = f", measured with {near.precision} digits" if near.precision else ""
         text = (f"critical: within {near.distance:.1e} of the stratum '{near.stratum}' (generic "
-                f"rank {near.snapped_rank}); s_R/s_1 decays like t^{near.exponent:.2f} towards "
-                f"it, which predicts {near.predicted_ratio:.1e} here, below the tolerance")
+                f"rank {near.snapped_rank}); s_R/s_1 decays like t^{near.exponent:.2f} (order "
+                f"{near.order}{digits}) towards it, which predicts {near.predicted_ratio:.1e} "
+                "here, below the tolerance")
     elif "other" in causes:
         text = (f"critical: rank {rank} is below the generic rank {st.generic_rank} of its "
                 f"stratum '{st.label}', and no nearby stratum accounts for it: the engine names "
@@ -578,7 +448,5 @@ def _explain(critical, causes, rank, R, st, near, o, o_gen):
                  "proportional: the layer factors through fewer linear forms, which is not a "
                  "subnetwork")
     if "orbit-degenerate" in causes:
-        text += (f"; the isotropy group grows: orbit dim {o} (generic {o_gen})"
-                 + (", and channels vanishing on every side are fixed by their reflections"
-                    if st.stabilizer else ""))
+        text += f"; the isotropy group grows: orbit dim {o} (generic {o_gen})"
     return text

@@ -46,8 +46,9 @@ class SearchResult(Result):
                  f"orbit-degenerate {self.orbit_degenerate}; other {self.other}); "
                  f"near-singular only {self.near_singular}"]
         for i, p in enumerate(self.points):
-            near = (f" (near {p['near']} at {p['near_distance']:.1e}, t^{p['exponent']:.1f})"
-                    if p["near"] else "")
+            digits = f", {p['precision']} digits" if p.get("precision") else ""
+            near = (f" (near {p['near']} at {p['near_distance']:.1e}, t^{p['exponent']:.1f}"
+                    f"{digits})" if p["near"] else "")
             lines.append(f"  #{i:<3} s_R/s_1 {p['ratio']:.2e}  {p['verdict']:<8} "
                          f"{','.join(p['causes']) or '-':<28} {p['stratum']}{near}")
         return "\n".join(lines)
@@ -103,7 +104,8 @@ def _newton_polish(f, x, steps=40, target=1e-15):
     return x
 
 
-def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, progress=None):
+def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, progress=None,
+           precision=None):
     """Look for critical points of phi from ``starts`` random starts and classify each one.
 
     Minimises log(s_R(J(theta)) / s_1(J(theta))) over the unit sphere |theta| = 1 (theta =
@@ -113,7 +115,9 @@ def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, pro
     (:func:`classify`). The optimiser often approaches a subnetwork without reaching it
     exactly; :func:`classify` then certifies the point as near a stratum (:func:`near_stratum`,
     conditions within ``snap_max``) when the decay of s_R/s_1 towards that stratum accounts for
-    its lost rank, and otherwise counts it ``other`` (its theta is returned).
+    its lost rank, and otherwise counts it ``other`` (its theta is returned). ``precision``:
+    digits of the classification (:func:`classify`; None: float64, redone in high precision
+    where float64 cannot resolve the approach to a stratum).
     ``progress``: optional callable ``progress(done, total)`` called after each start (e.g. the
     bar of ``paramgeo.cli._common.progress_bar``). A KeyboardInterrupt (Ctrl-C) stops the
     search between or inside starts and returns the finished starts, ``interrupted=True``.
@@ -133,7 +137,8 @@ def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, pro
     f = _objective(param, R)
     points = []
     try:
-        _search_starts(param, f, starts, maxiter, policy, rng, snap_max, points, progress)
+        _search_starts(param, f, starts, maxiter, policy, rng, snap_max, points, progress,
+                       precision)
         interrupted = False
     except KeyboardInterrupt:
         interrupted = True
@@ -153,7 +158,8 @@ def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, pro
                         counts["critical"] - counts["other"], tuple(points), interrupted)
 
 
-def _search_starts(param, f, starts, maxiter, policy, rng, snap_max, points, progress):
+def _search_starts(param, f, starts, maxiter, policy, rng, snap_max, points, progress,
+                   precision):
     """Run the starts of :func:`search`, appending each finished one to ``points`` (so an
     interruption leaves exactly the finished ones)."""
     from scipy.optimize import minimize
@@ -164,13 +170,14 @@ def _search_starts(param, f, starts, maxiter, policy, rng, snap_max, points, pro
             res = minimize(f, x0, jac=True, method="L-BFGS-B",
                            options={"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-12})
             theta = _newton_polish(f, res.x)
-        c = classify(param, theta, policy, seed=rng, snap_max=snap_max)
+        c = classify(param, theta, policy, seed=rng, snap_max=snap_max, precision=precision)
         point = {"ratio": c.relevant_ratio, "verdict": c.verdict, "rank": c.rank,
                  "causes": list(c.causes), "stratum": c.stratum,
                  "stratum_generic_rank": c.stratum_generic_rank,
                  "near": c.near.stratum if c.near else None,
                  "near_distance": c.near.distance if c.near else None,
                  "exponent": c.near.exponent if c.near else None,
+                 "order": c.near.order if c.near else None, "precision": c.precision,
                  "subnetwork_distance": c.subnetwork_distance, "near_singular": c.near_singular,
                  "iterations": int(res.nit)}
         if c.verdict == "critical" and "other" in c.causes:

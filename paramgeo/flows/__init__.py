@@ -48,4 +48,29 @@ from .push_forward import (
     predictor_velocity,
     quotient_flow,
 )
-from .saddle import SaddleSequence, jump_times, saddle_to_saddle
+from .saddle import (
+    SaddleSequence,
+    VanishingInitLimit,
+    jump_times,
+    saddle_to_saddle,
+    vanishing_init_limit,
+)
+from .online import (
+    LINKS,
+    AttentionIndexed,
+    OnlineRun,
+    ScalingFit,
+    Teacher,
+    fit_weak_recovery,
+    online_sgd,
+    order_parameters,
+)
+from .order_odes import (
+    ODEComparison,
+    OrderODE,
+    compare_with_odes,
+    free_cumulants,
+    free_moments,
+    linear_teacher_moments,
+    linear_teacher_odes,
+)

@@ -21,8 +21,8 @@ class SaddleSequence(Result):
     duals: np.ndarray
     gradients: np.ndarray
     losses: np.ndarray
-    upper: float
-    lower: float
+    upper: object  # float, or an array of per-coordinate thresholds
+    lower: object
     converged: bool
 
     def dual_at(self, t):
@@ -116,14 +116,25 @@ def saddle_to_saddle(loss, *, upper=1.0, lower=1.0, max_saddles=100, tol=1e-10):
 
     ``upper``/``lower`` are the activation thresholds (1 for u * v; ``lower=None`` keeps beta
     non-negative, as for the eigenvalues of M = W W^T, where log m_k / log(1/alpha) =
-    -2 + 4 s_k and a mode switches on at s_k = 1/2). The constrained problems are bounded least
+    -2 + 4 s_k and a mode switches on at s_k = 1/2); arrays give one threshold per coordinate
+    (inf: that sign is never reached). Deep diagonal networks (depth L >= 3) follow the same
+    recursion in the time t / T, T = alpha^(2-L), with the thresholds of their power-law
+    mirror map (``Potential.limit``, :mod:`paramgeo.mirror.separable`; Zhao, Wang, Yang, Bai,
+    Zhang 2026, Algorithm 1 for deep networks); the end point then minimises
+    sum_i upper_i beta_i^+ + lower_i beta_i^- subject to the data, a weighted ("modified")
+    l1 norm (:func:`paramgeo.mirror.min_l1` with weights). The constrained problems are bounded least
     squares (``scipy.optimize.lsq_linear``, BVLS) for the squared loss
     (:class:`paramgeo.losses.LinearMeasurements`), L-BFGS-B otherwise.
     """
     m = loss.m
     if m is None:
         raise ParamgeoError("saddle_to_saddle needs a loss with a known predictor dimension")
-    lower_val = np.inf if lower is None else float(lower)
+    upper = np.broadcast_to(np.asarray(upper, float), (m,)).copy()
+    lower_val = np.broadcast_to(np.asarray(np.inf if lower is None else lower, float),
+                                (m,)).copy()
+    if np.any(upper <= 0) or np.any(lower_val <= 0):
+        raise ParamgeoError("saddle_to_saddle: the thresholds upper and lower must be positive "
+                            "(inf where a sign is never reached)")
     s, beta, t = np.zeros(m), np.zeros(m), 0.0
     times, saddles, duals, grads, losses = [], [], [], [], []
     converged = False
@@ -145,15 +156,16 @@ def saddle_to_saddle(loss, *, upper=1.0, lower=1.0, max_saddles=100, tol=1e-10):
             break
         t += dt
         s = s - dt * g
-        s[np.abs(s - upper) < 1e-11] = upper
-        if lower is not None:
-            s[np.abs(s + lower_val) < 1e-11] = -lower_val
+        s = np.where(np.abs(s - upper) < 1e-11 * upper, upper, s)
+        s = np.where(np.abs(s + lower_val) < 1e-11 * lower_val, -lower_val, s)
         free_hi = np.where(s >= upper, np.inf, 0.0)
         free_lo = np.where(s <= -lower_val, -np.inf, 0.0)
         beta = _constrained_min(loss, free_lo, free_hi)
+    def _out(v):
+        return float(v[0]) if np.all(v == v[0]) else v
+
     return SaddleSequence(np.array(times), np.array(saddles), np.array(duals), np.array(grads),
-                          np.array(losses), float(upper),
-                          float("inf") if lower is None else float(lower), converged)
+                          np.array(losses), _out(upper), _out(lower_val), converged)
 
 
 def jump_times(times, losses, plateau_losses):
@@ -172,3 +184,65 @@ def jump_times(times, losses, plateau_losses):
         out.append(float(t0 + (level - l0) * (t1 - t0) / (l1 - l0)) if l1 != l0 else float(t1))
     return np.array(out)
 
+
+
+@dataclasses.dataclass(frozen=True)
+class VanishingInitLimit(Result):
+    """The alpha -> 0 limit of gradient flow of a diagonal network on X beta = y.
+
+    ``sequence``: the saddle-to-saddle recursion (Algorithm 1) with the thresholds of the
+    potential's limit, in the time t / ``time_scale``; ``beta_algorithm`` its end point;
+    ``beta_modified_l1``: argmin sum_i upper_i beta_i^+ + lower_i beta_i^- s.t. X beta = y
+    (linear programming); ``distance`` = |beta_algorithm - beta_modified_l1|_inf.
+    """
+
+    alpha: float
+    time_scale: float
+    upper: np.ndarray
+    lower: np.ndarray
+    sequence: SaddleSequence
+    beta_algorithm: np.ndarray
+    beta_modified_l1: np.ndarray
+    distance: float
+
+    def __str__(self):
+        return "\n".join([
+            f"VanishingInitLimit (thresholds from alpha = {self.alpha:g}, time t / "
+            f"{self.time_scale:.4g})",
+            f"  upper {np.unique(self.upper).tolist()}  lower {np.unique(self.lower).tolist()}",
+            f"  {len(self.sequence.times)} saddles, "
+            f"{'reaches' if self.sequence.converged else 'does not reach'} a minimiser",
+            f"  |Algorithm 1 end - argmin modified l1|_inf   {self.distance:.3g}",
+        ])
+
+
+def vanishing_init_limit(param, X, y, alpha=1e-6, *, max_saddles=200):
+    """Algorithm 1 of Zhao, Wang, Yang, Bai, Zhang (2026) for a diagonal network whose mirror
+    potential knows its vanishing-initialisation limit (``Potential.limit``: deep-diagonal at
+    depth L >= 3, :mod:`paramgeo.mirror.separable`), and the modified l1 problem it converges to.
+
+    From theta0 = init_at_scale(alpha) the mirror map is beta_i = (A_i - c mu_i)^(-k) -
+    (B_i + c mu_i)^(-k) with A = T a, B = T b; in the time tau = t / T the dual variable
+    s = mu / T = -int grad ell d tau stays in [-b_i / c, a_i / c] as T -> infinity and beta_i
+    is zero inside, so the trajectory follows :func:`saddle_to_saddle` with upper = a / c,
+    lower = b / c. Its end point minimises sum_i upper_i beta_i^+ + lower_i beta_i^-
+    subject to X beta = y (the KKT conditions of that linear program are the end state of the
+    recursion: s = X^T nu in the box, beta_i of the sign of the face it touches), which
+    :func:`paramgeo.mirror.min_l1` solves independently.
+    """
+    from ..mirror import min_l1, mirror_potential
+
+    pot = mirror_potential(param, param.init_at_scale(alpha))
+    if pot.limit is None:
+        raise ParamgeoError(
+            f"{param.name} {param.sizes}: its mirror potential from init_at_scale({alpha:g}) "
+            "declares no vanishing-initialisation limit (Potential.limit); Algorithm 1 is "
+            "available for deep-diagonal at depth >= 3 (use saddle_to_saddle with thresholds "
+            "1 for u * v)")
+    upper, lower, T = pot.limit
+    loss = LinearMeasurements(np.asarray(X, float), np.asarray(y, float))
+    seq = saddle_to_saddle(loss, upper=upper, lower=lower, max_saddles=max_saddles)
+    end = seq.saddles[-1]
+    b1 = min_l1(X, y, upper=upper, lower=lower)
+    return VanishingInitLimit(float(alpha), float(T), np.asarray(upper), np.asarray(lower), seq,
+                              end, b1, float(np.abs(end - b1).max()))

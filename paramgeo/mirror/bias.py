@@ -30,15 +30,25 @@ def _check_data(X, y):
     return X, y
 
 
-def min_l1(X, y):
+def min_l1(X, y, upper=None, lower=None):
     """argmin |beta|_1 s.t. X beta = y, by linear programming (scipy.optimize.linprog, HiGHS):
-    beta = a - b, a, b >= 0, minimise sum(a + b)."""
+    beta = a - b, a, b >= 0, minimise sum(a + b).
+
+    With ``upper``/``lower`` (scalars or arrays of positive weights, inf forbidding that sign):
+    the weighted ("modified") l1 problem argmin sum_i upper_i beta_i^+ + lower_i beta_i^-
+    s.t. X beta = y, the limit of diagonal networks at vanishing initialisation
+    (:func:`paramgeo.flows.saddle_to_saddle`)."""
     from scipy.optimize import linprog
 
     X, y = _check_data(X, y)
     p = X.shape[1]
-    res = linprog(np.ones(2 * p), A_eq=np.hstack([X, -X]), b_eq=y, bounds=(0, None),
-                  method="highs")
+    w = np.concatenate([np.broadcast_to(np.asarray(1.0 if upper is None else upper, float), (p,)),
+                        np.broadcast_to(np.asarray(1.0 if lower is None else lower, float), (p,))])
+    if np.any(w <= 0) or np.any(np.isnan(w)):
+        raise ParamgeoError("min_l1: the weights must be positive (inf forbids a sign)")
+    bounds = [(0, 0) if np.isinf(wi) else (0, None) for wi in w]
+    res = linprog(np.where(np.isinf(w), 0.0, w), A_eq=np.hstack([X, -X]), b_eq=y,
+                  bounds=bounds, method="highs")
     if not res.success:
         raise ParamgeoError(f"the minimum-l1 problem has no solution: {res.message}")
     return res.x[:p] - res.x[p:]
@@ -68,6 +78,8 @@ def solve_implicit_bias(potential, X, y, *, tol=1e-12, maxiter=5000):
     if X.shape[1] != len(potential.beta0):
         raise ShapeError(f"X has {X.shape[1]} columns but the predictor has "
                          f"{len(potential.beta0)} entries")
+    if potential.conjugate_mp is not None and potential.digits > 0:
+        return _solve_implicit_bias_dual_mp(potential, X, y, tol=tol, maxiter=maxiter)
     beta0 = np.asarray(potential.beta0, float)
     bp = beta0 + np.linalg.lstsq(X, y - X @ beta0, rcond=None)[0]
     if np.linalg.norm(X @ bp - y) > 1e-8 * (1 + np.linalg.norm(y)):
@@ -189,18 +201,92 @@ def _solve_implicit_bias_dual(potential, X, y, *, tol=1e-12, maxiter=500):
     return beta, kkt
 
 
+def _solve_implicit_bias_dual_mp(potential, X, y, *, tol=1e-12, maxiter=5000):
+    """The dual route of :func:`_solve_implicit_bias_dual` with the dual variable nu kept in
+    mpmath at ``potential.digits`` digits, for separable potentials carrying ``conjugate_mp``
+    (power-law mirror maps, whose dual variables mu = X^T nu sit within 1 / T of the boundary
+    of the domain at initialisation scale alpha, T = alpha^(2-L): float64 would lose log10(T)
+    digits in the gaps to the boundary, which fix beta).
+
+    Damped Newton on the concave dual D(nu) = <y, nu> - R*(X^T nu): gradient y - X beta(nu),
+    Hessian -X diag(Hess R*) X^T, Armijo backtracking on D that stays in the domain (Boyd and
+    Vandenberghe 2004, Algorithm 9.5; a step halving the residual is also taken, as D's
+    increase falls below float64's resolution of R* near the solution), until
+    |X beta - y| <= tol (1 + |y|). Only nu and
+    mu = X^T nu are high precision (``conjugate_mp`` takes mu as mpmath numbers and returns
+    R*(mu), beta and diag Hess R* in float64, from the gaps computed in high precision); the
+    Newton step and the increase D(nu + t s) - D(nu) = t <y, s> - (R*(new) - R*(old)) are
+    float64. X and y are taken as exact binary numbers.
+    """
+    import mpmath
+
+    N, p = X.shape
+    ynorm = float(np.linalg.norm(y))
+    with mpmath.workdps(int(potential.digits)):
+        cols = [[mpmath.mpf(float(v)) for v in X[:, i]] for i in range(p)]
+
+        def at(nu):
+            return potential.conjugate_mp([mpmath.fdot(col, nu) for col in cols])
+
+        nu = [mpmath.mpf(0)] * N
+        rstar, beta, hess = at(nu)
+        t_last = 1.0
+        for _ in range(maxiter):
+            g = y - X @ beta
+            if np.linalg.norm(g) <= tol * (1 + ynorm):
+                break
+            H = (X * hess) @ X.T
+            step = np.linalg.lstsq(H, g, rcond=None)[0]
+            slope = float(g @ step)
+            if not slope > 0:
+                break
+            t = min(1.0, 4.0 * t_last)  # start near the last accepted step
+            while t > 1e-30:
+                cand = [a + mpmath.mpf(t * float(d)) for a, d in zip(nu, step)]
+                new = at(cand)
+                # Armijo on D; near the solution D's increase is below float64's resolution
+                # of R*, where a step that shrinks the residual |y - X beta| is taken instead
+                if new is not None and (
+                        t * float(y @ step) - (new[0] - rstar) >= 1e-4 * t * slope
+                        or np.linalg.norm(y - X @ new[1]) <= 0.5 * np.linalg.norm(g)):
+                    break
+                t /= 2
+            else:
+                break
+            nu, t_last = cand, t
+            rstar, beta, hess = new
+        mu_f = np.array([float(mpmath.fdot(col, nu)) for col in cols])
+    residual = float(np.linalg.norm(X @ beta - y))
+    if residual > 1e-6 * (1 + ynorm):
+        raise ParamgeoError(
+            f"the implicit-bias problem has no solution in the domain of the potential (dual "
+            f"Newton at {potential.digits} digits stopped with |X beta - y| = {residual:.3g}); "
+            "the data may not be reachable from theta0")
+    from scipy.linalg import null_space
+
+    Nk = null_space(X)
+    kkt = float(np.linalg.norm(Nk.T @ mu_f) / max(np.linalg.norm(mu_f), 1e-300)) if Nk.size \
+        else 0.0
+    return np.asarray(beta, float), kkt
+
+
 @dataclasses.dataclass(frozen=True)
 class ImplicitBias(Result):
     """The gradient-flow limit against argmin R s.t. X beta = y, min-l1 and min-l2.
 
-    ``deviation`` = |beta_flow - beta_R|_inf; ``l1_gap`` = |beta_R|_1 - |beta_l1|_1 and
+    ``deviation`` = |beta_flow - beta_R|_inf (``relative_deviation``: divided by
+    |beta_R|_inf); ``l1_gap`` = |beta_R|_1 - |beta_l1|_1 and
     ``l1_distance`` = |beta_R - beta_l1|_inf (-> 0 as alpha -> 0); ``l2_distance`` =
-    |beta_R - X^+ y|_inf (-> 0 as alpha -> infinity).
+    |beta_R - X^+ y|_inf (-> 0 as alpha -> infinity). Where the potential declares its
+    vanishing-initialisation limit (``Potential.limit``: thresholds upper, lower), beta_l1 is
+    the minimiser of the modified l1 norm |b|_w = sum_i upper_i b_i^+ + lower_i b_i^-
+    (divided by the smallest threshold) and the gap is measured in that norm.
     """
 
     alpha: Optional[float]
     potential: str
     deviation: float
+    relative_deviation: float
     kkt: float
     flow_time: float
     flow_loss: float
@@ -243,7 +329,8 @@ class ImplicitBias(Result):
         return "\n".join([
             f"ImplicitBias{a}",
             f"  potential       {self.potential}",
-            f"  |flow limit - argmin R|_inf   {self.deviation:.3g}  (flow to t = "
+            f"  |flow limit - argmin R|_inf   {self.deviation:.3g} (relative "
+            f"{self.relative_deviation:.2g}; flow to t = "
             f"{self.flow_time:.4g}, loss {self.flow_loss:.3g}; KKT residual {self.kkt:.2g})",
             f"  l1 gap |b_R|_1 - |b_l1|_1     {self.l1_gap:.3g}",
             f"  |b_R - b_l1|_inf              {self.l1_distance:.3g}",
@@ -282,10 +369,24 @@ def implicit_bias(param, X, y, alpha=None, theta0=None, *, t_final=1e9, stop_los
                                    n_records=40, log_times=True, stop_loss=stop)
     beta_flow = trajectory.final_predictor
     beta_R, kkt = solve_implicit_bias(potential, X, y)
-    b1, b2 = min_l1(X, y), min_l2(X, y)
+    if potential.limit is not None:  # the modified l1 norm of the alpha -> 0 limit
+        upper, lower, _ = potential.limit
+        b1 = min_l1(X, y, upper=upper, lower=lower)
+        scale = float(np.min(np.r_[upper, lower]))
+
+        def norm(b):
+            pos, neg = b > 0, b < 0
+            return float((upper[pos] @ b[pos] - lower[neg] @ b[neg]) / scale)
+    else:
+        b1 = min_l1(X, y)
+
+        def norm(b):
+            return float(np.abs(b).sum())
+    b2 = min_l2(X, y)
+    deviation = float(np.abs(beta_flow - beta_R).max())
     return ImplicitBias(
-        None if alpha is None else float(alpha), potential.formula,
-        float(np.abs(beta_flow - beta_R).max()), kkt, float(trajectory.times[-1]),
-        float(trajectory.losses[-1]), float(np.abs(beta_R).sum() - np.abs(b1).sum()),
+        None if alpha is None else float(alpha), potential.formula, deviation,
+        deviation / max(float(np.abs(beta_R).max()), 1e-300), kkt, float(trajectory.times[-1]),
+        float(trajectory.losses[-1]), norm(beta_R) - norm(b1),
         float(np.abs(beta_R - b1).max()), float(np.abs(beta_R - b2).max()),
         beta_flow, beta_R, b1, b2)

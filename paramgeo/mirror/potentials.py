@@ -35,6 +35,13 @@ class Potential(Result):
     ``value``, ``grad``, ``hessian`` are callables of beta (flat, length m); grad R(beta0) = 0.
     ``conjugate_grad`` (optional) is grad R*(mu), the inverse mirror map. ``formula`` is the
     text of R where known, ``source`` "closed form" or "numerical (Li et al. 2022)".
+    ``conjugate_mp`` (optional, separable potentials): mu (a list of mpmath numbers) ->
+    (R*(mu), grad R*(mu), the diagonal of Hess R*(mu)) at mpmath's working precision, or None
+    outside the domain; :func:`paramgeo.mirror.solve_implicit_bias` then solves the dual
+    problem at ``digits`` digits (for potentials whose dual cancels digits near the boundary
+    of its domain, :mod:`paramgeo.mirror.separable`). ``limit`` (optional): the
+    vanishing-initialisation limit (upper, lower, time_scale), activation thresholds of
+    :func:`paramgeo.flows.saddle_to_saddle` in the time t / time_scale.
     """
 
     formula: str
@@ -46,6 +53,9 @@ class Potential(Result):
     grad: Callable = dataclasses.field(repr=False)
     hessian: Callable = dataclasses.field(repr=False)
     conjugate_grad: Optional[Callable] = dataclasses.field(default=None, repr=False)
+    conjugate_mp: Optional[Callable] = dataclasses.field(default=None, repr=False)
+    digits: int = 0
+    limit: Optional[tuple] = dataclasses.field(default=None, repr=False)
 
     def to_dict(self):
         return {k: to_jsonable(getattr(self, k))

@@ -289,6 +289,115 @@ def exact_query(param, seed, points):
     return exact_analysis(param, n_points=points, seed=seed)
 
 
+def _units(value):
+    if not isinstance(value, str):
+        raise ValueError(f"must be a string like \"W:0,a:0\", got {value!r}")
+    from ..cli._risk import parse_units
+
+    parse_units(value)
+    return value
+
+
+@register_query("structure", {"units": Option(None, _units, "BLOCK:AXIS,... (the layer's units)"),
+                              "check": Option(True, flag)})
+def structure_query(param, units, check):
+    """Structure matrices A(x) of a layer at zero weights (paramgeo structure)."""
+    from ..cli._risk import structure_report
+
+    return structure_report(param, units, check)
+
+
+@register_query("early-stopping", {
+    "N": Option(REQUIRED, integer(2), "training samples"),
+    "spectrum": Option("polynomial", choice("polynomial", "exponential")),
+    "decay": Option(1.5, number(positive=True)),
+    "snr": Option(3.0, number(positive=True)),
+    "support": Option(10, integer(1), "coordinates of the Bayes direction"),
+    "flip": Option(0.1, number()),
+    "steps": Option(2000, integer(1)),
+    "seed": _seed("seed of the sample")}, dense=False)
+def early_stopping_query(param, N, spectrum, decay, snr, support, flip, steps, seed):
+    """Logistic GD through phi (predictor = weight vector of length d) on a label-flip
+    Gaussian mixture: exact excess 0-1 risk at the oracle stop and of the max-margin
+    interpolator."""
+    from ..risk import GaussianMixture, early_stopping
+
+    model = GaussianMixture.from_spectrum(param.m, spectrum, decay, snr, flip, support)
+    res = early_stopping(model, N, steps, seed=seed, param=param)
+    return {"oracle_step": res.oracle_step, "oracle_excess": res.oracle_excess,
+            "final_excess": res.final_excess, "max_margin_excess": res.max_margin_excess,
+            "bayes_risk": res.bayes_risk}
+
+
+def scale_value(value):
+    """A float, or the string "1/sqrt(rd)" (1 / sqrt(r d) from the plugin's sizes r and d)."""
+    if value == "1/sqrt(rd)":
+        return value
+    return number()(value)
+
+
+@register_query("online-sgd", {
+    "link": Option("abs", choice("linear", "quadratic", "tanh", "relu", "abs", "softmax")),
+    "tokens": Option(1, integer(1)),
+    "noise": Option(0.0, number()),
+    "beta": Option(1.0, number(positive=True), "inverse temperature of the softmax link"),
+    "teacher": Option("tied", choice("tied", "direct"), "the planted S*"),
+    "teacher_rank": Option(None, integer(1, optional=True), "r* of a tied teacher [d / 2]"),
+    "centered": Option(True, flag, "remove the teacher's mean Tr(S*)/d"),
+    "init": Option("gaussian", choice("gaussian", "random", "zero"),
+                   "theta0: i.i.d. N(0, 1), the plugin's random_point, or 0"),
+    "scale": Option("1/sqrt(rd)", scale_value, "S = scale * phi(theta)"),
+    "lr": Option(0.1, number(positive=True)),
+    "lr_exponent": Option(0.0, number(), "eta = lr * d^(-lr_exponent)"),
+    "batch": Option(4, integer(1), "fresh samples per step"),
+    "horizon": Option(1.0, number(positive=True), "samples, in units of d^2 log d"),
+    "threshold": Option(0.5, number(open_unit=True), "weak recovery: |cosine| >= threshold"),
+    "seed": _seed("seed of the teacher, the start and the samples")}, dense=False)
+def online_sgd_query(param, **options):
+    """Online SGD on attention-indexed data to weak recovery, n up to horizon * d^2 log d
+    (paramgeo online-sgd)."""
+    from ..cli._online import online_summary, run_online
+
+    return online_summary(param, run_online(param, **options))
+
+
+@register_query("llc", {
+    "loss": Option("regression", choice("regression", "squared", "quadratic", "logistic",
+                                        "exponential")),
+    "data": Option(REQUIRED, path(), "an .npz file with the loss's arrays (and theta_star)",
+                   path=True),
+    "at": Option(None, path(optional=True), "a .npy file holding w* [theta_star of data]",
+                 path=True),
+    "nbeta": Option(None, number(positive=True, optional=True), "n beta [n / log n]"),
+    "gamma": Option(1.0, number(positive=True)),
+    "step": Option(None, number(positive=True, optional=True), "SGLD step [automatic]"),
+    "step_scale": Option(0.05, number(positive=True)),
+    "sampler": Option("sgld", choice("sgld", "mala")),
+    "chains": Option(4, integer(1)),
+    "draws": Option(2000, integer(4)),
+    "burn": Option(500, integer(0)),
+    "truth_zero": Option(False, flag, "record the exact value at the true parameter 0"),
+    "seed": _seed("seed of the chains")}, dense=False)
+def llc_query(param, loss, data, at, nbeta, gamma, step, step_scale, sampler, chains, draws,
+              burn, truth_zero, seed):
+    """The local learning coefficient by localized SGLD, with the exact value where known
+    (paramgeo llc estimate)."""
+    from ..cli._common import load_point
+    from ..cli._flow import load_data
+    import numpy as np
+
+    from ..cli._llc import llc_estimate
+
+    result, exact = llc_estimate(
+        param, loss, load_data(data), data, None if at is None else load_point(param, at, 0),
+        np.zeros(param.n) if truth_zero else None, nbeta=nbeta, gamma=gamma, step="auto" if step is None else step,
+        step_scale=step_scale, sampler=sampler, chains=chains, draws=draws, burn=burn,
+        seed=seed)
+    out = result.to_dict()
+    out["exact"] = None if exact is None else exact.lam
+    return out
+
+
 def get_query(name):
     """The registered query ``name``; ParamgeoError listing the available ones otherwise."""
     if name not in QUERIES:

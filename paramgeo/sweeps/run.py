@@ -1,9 +1,14 @@
-"""Running a sweep: every cell one task on a Dask cluster (or inline), rows streamed to a table.
+"""Running a sweep: cells in batches on a Dask cluster (or in this process), rows streamed to
+a table.
 
-The client submits one task per cell (key ``paramgeo-cell-<hash>``), takes results as they
-complete and appends each row to the journal at once; a task lost with a dying worker is
-rescheduled by the Dask scheduler, and a cell that finishes twice is written once. Each cell
-fixes its own seeds, so the table does not depend on the worker count or the order.
+The client submits the cells in batches (key ``paramgeo-cells-<hash of the first>``; about
+BATCHES_PER_WORKER per worker, so Dask's per-task cost of milliseconds is paid once per batch,
+not per cell), takes results as they complete and appends each row to the journal at once; a
+task lost with a dying worker is rescheduled by the Dask scheduler, and a cell that finishes
+twice is written once. Each cell fixes its own seeds, so the table does not depend on the
+worker count, the batching or the order. With no workers, scheduler or client asked for, the
+first cell runs in this process and prices the grid: a grid that would finish here sooner
+than a local cluster starts (CLUSTER_START_SECONDS) runs here, and the summary says why.
 """
 
 import contextlib
@@ -20,6 +25,13 @@ from ..results import Result
 from .spec import SweepSpecError, load_spec
 from .table import Journal, OutputLock, check_output, flatten, frame, journal_path, make_row, \
     read_rows, write_table
+
+#: seconds a local Dask cluster of worker processes takes to start and import paramgeo on its
+#: workers (5-15 s measured on 2 shared cores): a grid whose cells would all finish in this
+#: process within that runs here unless workers, a scheduler or a client are asked for
+CLUSTER_START_SECONDS = 10.0
+#: cells go to Dask in about this many batches per worker (load balance against per-task cost)
+BATCHES_PER_WORKER = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +50,8 @@ class SweepSummary(Result):
     scheduler: str
     wall_time: float
     table: object = dataclasses.field(default=None, repr=False, compare=False)
+    #: why the cells ran where they did (set when the sweep chose for itself)
+    why: str = ""
 
     def to_dict(self):
         out = super().to_dict()
@@ -48,7 +62,8 @@ class SweepSummary(Result):
         return (f"sweep {self.source}: {self.cells} cells: {self.done} done ({self.failed} "
                 f"failed), {self.skipped} skipped; {self.workers} worker(s) on "
                 f"{self.scheduler}; {self.wall_time:.1f} s" +
-                (f"; table {self.output}" if self.output else ""))
+                (f"; table {self.output}" if self.output else "") +
+                (f"\n{self.why}" if self.why else ""))
 
 
 #: The default time limit of one cell, in seconds (``sweep(cell_time_limit=...)``,
@@ -122,6 +137,11 @@ def run_cell(task):
         return {"key": task["key"], "status": "error", "error": message, "result": {}}
 
 
+def run_cells(tasks):
+    """Run a batch of cells (on a worker): the list of their :func:`run_cell` outcomes."""
+    return [run_cell(task) for task in tasks]
+
+
 def default_workers():
     """The number of cores this process may use."""
     try:
@@ -141,8 +161,11 @@ def sweep(spec, output=None, *, workers=None, scheduler=None, client=None, resum
     :class:`SweepSummary` whose ``table`` holds one row per cell.
 
     ``output``: a .parquet, .csv or .jsonl file (rows stream to ``output.partial.jsonl`` while
-    running); None keeps the table in memory only. ``workers``: size of the local Dask cluster
-    (default: the cores), 0 runs the cells in this process without Dask. ``scheduler``: the
+    running); None keeps the table in memory only. ``workers``: size of the local Dask cluster,
+    0 runs the cells in this process without Dask; by default the first cell runs here and the
+    rest follow it here when they would take less than starting a cluster
+    (CLUSTER_START_SECONDS; always on one core), else on a local cluster of one worker per
+    core (``SweepSummary.why`` says which and why). ``scheduler``: the
     address of a running Dask scheduler instead; ``client``: an existing
     ``distributed.Client``. ``resume``: skip cells already in ``output`` or its journal
     (failed cells are retried); without it an existing output is an error unless
@@ -203,11 +226,8 @@ def _sweep(spec, output, workers, scheduler, client, resume, overwrite, progress
         cell = by_key[outcome["key"]]
         if cell.key in rows:  # finished twice (a worker died after computing it): keep one
             return
-        if outcome["status"] == "interrupted":
-            if workers == 0:  # Ctrl-C in this process: stop the sweep, store nothing of it
-                raise KeyboardInterrupt
-            # on a worker: a failed row, so --resume computes the cell again
-            outcome = dict(outcome, status="error")
+        if outcome["status"] == "interrupted":  # Ctrl-C reached the cell: stop the sweep and
+            raise KeyboardInterrupt  # store nothing of the cell (--resume computes it again)
         row = rows[cell.key] = make_row(cell, outcome)
         if journal is not None:
             journal.append(row)
@@ -216,8 +236,11 @@ def _sweep(spec, output, workers, scheduler, client, resume, overwrite, progress
         if progress is not None:
             progress(counts["done"], total)
 
+    why = ""
     try:
-        if workers == 0:
+        if workers is None and scheduler is None and client is None and todo:
+            why, todo = _first_cell_prices(todo, finished)
+        if workers == 0 or why.startswith("in this process"):
             n_workers, where = 1, "this process"
             for cell in todo:
                 finished(run_cell(cell.task()))
@@ -234,8 +257,29 @@ def _sweep(spec, output, workers, scheduler, client, resume, overwrite, progress
         journal_path(output).unlink(missing_ok=True)
     return SweepSummary(spec.source, str(output) if output is not None else "",
                         len(spec.cells), counts["done"], counts["failed"],
-                        len(spec.cells) - len(todo), n_workers, where,
-                        round(time.perf_counter() - t0, 3), table)
+                        len(spec.cells) - total, n_workers, where,
+                        round(time.perf_counter() - t0, 3), table, why)
+
+
+def _first_cell_prices(todo, finished):
+    """Run the first cell here and decide where the rest run: (why, the cells left). Here when
+    the rest would take at most CLUSTER_START_SECONDS at the first cell's pace, or on one core;
+    on a local Dask cluster otherwise."""
+    start = time.perf_counter()
+    finished(run_cell(todo[0].task()))
+    each = time.perf_counter() - start
+    rest, cores = todo[1:], default_workers()
+    estimate = each * len(rest)
+    if cores < 2:
+        return ("in this process: one core, where a cluster cannot run cells side by side "
+                "(pass --workers N to use one anyway)"), rest
+    if estimate <= CLUSTER_START_SECONDS:
+        return (f"in this process: {len(todo)} cells at about {each * 1e3:.3g} ms each take "
+                f"about {estimate:.3g} s here, less than starting a local Dask cluster (about "
+                f"{CLUSTER_START_SECONDS:g} s); pass --workers N to use one anyway"), rest
+    return (f"on a local Dask cluster: {len(todo)} cells at about {each:.3g} s each would take "
+            f"about {estimate:.3g} s in this process, more than starting the cluster (about "
+            f"{CLUSTER_START_SECONDS:g} s); pass --workers 0 to stay here"), rest
 
 
 def _run_dask(cells, finished, workers, scheduler, client):
@@ -266,16 +310,20 @@ def _run_dask(cells, finished, workers, scheduler, client):
         n_workers = len(client.scheduler_info()["workers"])
         where = (f"the scheduler {scheduler}" if scheduler else
                  "a local Dask cluster" if cluster is not None else "the given Dask client")
-        futures = [client.submit(run_cell, cell.task(), key=f"paramgeo-cell-{cell.key}",
-                                 pure=False) for cell in cells]
+        size = max(1, -(-len(cells) // (BATCHES_PER_WORKER * max(n_workers, 1))))
+        batches = {f"paramgeo-cells-{cells[i].key}": cells[i:i + size]
+                   for i in range(0, len(cells), size)}
+        futures = [client.submit(run_cells, [cell.task() for cell in batch], key=key,
+                                 pure=False) for key, batch in batches.items()]
         for future in as_completed(futures):
             try:
-                outcome = future.result()
-            except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: the cell's row says so
-                key = future.key.removeprefix("paramgeo-cell-")
-                outcome = {"key": key, "status": "error", "result": {},
-                           "error": f"{type(exc).__name__}: {exc}"}
-            finished(outcome)
+                outcomes = future.result()
+            except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: the cells' rows say so
+                outcomes = [{"key": cell.key, "status": "error", "result": {},
+                             "error": f"{type(exc).__name__}: {exc}"}
+                            for cell in batches[future.key]]
+            for outcome in outcomes:
+                finished(outcome)
         return n_workers, where
     finally:
         if own is not None:

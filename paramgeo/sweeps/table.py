@@ -117,13 +117,18 @@ def flatten(value, prefix=""):
     if not isinstance(value, dict):
         return {prefix or "value": _scalar(value)}
     out = {}
+    _flatten_into(out, value, prefix)
+    return out
+
+
+def _flatten_into(out, value, prefix):
+    """Add the JSON-able dict ``value`` to ``out`` flattened under ``prefix`` (converted once)."""
     for k, v in value.items():
         name = f"{prefix}.{k}" if prefix else str(k)
         if isinstance(v, dict) and v:
-            out.update(flatten(v, name))
+            _flatten_into(out, v, name)
         else:
             out[name] = _scalar(v)
-    return out
 
 
 def _scalar(v):

@@ -1,0 +1,97 @@
+"""Benchmark rows for the framework adapters: the JVP and VJP of ``paramgeo.from_torch`` and
+``paramgeo.from_jax`` models (host numpy float64 in and out) against the framework's own
+product on its own arrays (torch.func.jvp/vjp on tensors, jitted jax.jvp/vjp on device
+arrays), at n of about 1e5 parameters. The ratio framework / adapter is the adapter's overhead
+(target: >= 1/1.3, the adapter within 1.3x of the framework)."""
+
+import numpy as np
+
+import paramgeo
+
+WIDTHS = (100, 300, 200, 10)  # 92,510 parameters with biases
+BATCH = 32
+TARGET = 1 / 1.3
+
+
+def _torch_rows(row, repeats, rng):
+    import torch
+
+    layers = []
+    for a, b in zip(WIDTHS, WIDTHS[1:]):
+        layers += [torch.nn.Linear(a, b), torch.nn.Tanh()]
+    net = torch.nn.Sequential(*layers[:-1])
+    probe = rng.standard_normal((BATCH, WIDTHS[0]))
+    p = paramgeo.from_torch(net, probe)
+    theta, v, w = p.random_point(rng), rng.standard_normal(p.n), rng.standard_normal(p.m)
+
+    model = net.double()
+    x = torch.from_numpy(probe)
+    shapes = [(k, q.shape, q.numel()) for k, q in model.named_parameters()]
+
+    def f(t):
+        params, start = {}, 0
+        for k, shape, size in shapes:
+            params[k] = t[start:start + size].view(shape)
+            start += size
+        return torch.func.functional_call(model, params, (x,)).reshape(-1)
+
+    tt, tv, tw = (torch.from_numpy(a.copy()) for a in (theta, v, w))
+    tag = f"torch MLP n={p.n}:"
+    row(f"{tag} adapter JVP vs torch.func.jvp", lambda: p.jvp(theta, v),
+        lambda: torch.func.jvp(f, (tt,), (tv,))[1].numpy(), repeats, target=TARGET)
+    row(f"{tag} adapter VJP vs torch.func.vjp", lambda: p.vjp(theta, w),
+        lambda: torch.func.vjp(f, tt)[1](tw)[0].numpy(), repeats, target=TARGET)
+
+
+def _jax_rows(row, repeats, rng):
+    import jax
+    import jax.numpy as jnp
+
+    def mlp(params, x):
+        for k, (W, b) in enumerate(params):
+            x = x @ W.T + b
+            if k + 1 < len(params):
+                x = jnp.tanh(x)
+        return x
+
+    params = [(rng.standard_normal((b, a)) / np.sqrt(a), np.zeros(b))
+              for a, b in zip(WIDTHS, WIDTHS[1:])]
+    probe = rng.standard_normal((BATCH, WIDTHS[0]))
+    p = paramgeo.from_jax(mlp, params, probe)
+    theta, v, w = p.random_point(rng), rng.standard_normal(p.n), rng.standard_normal(p.m)
+    from paramgeo.adapters._jax import _x64
+
+    with _x64(jax):
+        shapes = [W.shape for layer in params for W in layer]
+        treedef = jax.tree_util.tree_structure(params)
+
+        def f(t):
+            parts, start = [], 0
+            for shape in shapes:
+                size = int(np.prod(shape))
+                parts.append(jnp.reshape(t[start:start + size], shape))
+                start += size
+            return jnp.reshape(mlp(jax.tree_util.tree_unflatten(treedef, parts), probe), -1)
+
+        jvp = jax.jit(lambda t, u: jax.jvp(f, (t,), (u,))[1])
+        vjp = jax.jit(lambda t, c: jax.vjp(f, t)[1](c)[0])
+        jt, jv, jw = (jnp.asarray(a) for a in (theta, v, w))
+
+        def own_jvp():
+            return jvp(jt, jv).block_until_ready()
+
+        def own_vjp():
+            return vjp(jt, jw).block_until_ready()
+
+        own_jvp(), own_vjp()
+        tag = f"jax MLP n={p.n}:"
+        row(f"{tag} adapter JVP vs jitted jax.jvp", lambda: p.jvp(theta, v), own_jvp, repeats,
+            target=TARGET)
+        row(f"{tag} adapter VJP vs jitted jax.vjp", lambda: p.vjp(theta, w), own_vjp, repeats,
+            target=TARGET)
+
+
+def bench(row, repeats):
+    rng = np.random.default_rng(0)
+    _torch_rows(row, repeats, rng)
+    _jax_rows(row, repeats, rng)

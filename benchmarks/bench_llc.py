@@ -1,0 +1,253 @@
+"""Calibration of the LLC estimator against the exact Aoyagi-Watanabe values, beside devinterp.
+
+Usage: python benchmarks/bench_llc.py [--ns 1000,10000,100000] [--datasets 5]
+       [--sampler sgld|mala] [--devinterp N] [--out DIR]
+
+The five reduced-rank-regression cases (M, H, N) = (5,3,5), (5,4,5), (4,3,8), (8,3,4), (3,8,4)
+of devinterp's own test, true map 0: x ~ N(0, I_M) and y ~ N(0, I_N) independent, n samples,
+``--datasets`` data sets per n (seeds 0, 1, ...). Each estimate runs paramgeo's estimator
+(deep-linear widths M,H,N, the ``regression`` loss, defaults: n beta = n / log n, gamma = 1,
+4 chains x 2000 draws after 500 burn-in, automatic step) at the empirical risk minimiser of
+rank H (closed form: ``Regression.reduced_rank_minimiser``, Reinsel and Velu 1998), where
+devinterp's test localizes after training. It prints, per case and n, the estimates, the mean
+reported s.e., the spread over data sets, the exact value and the time; then the mean absolute
+relative error at the largest n (target <= 3%) and the share of runs with the exact value
+within 2 reported s.e. (target >= 80%).
+
+``--devinterp N`` also runs devinterp (its test's settings, see _devinterp_worker.py) on the
+first N data sets of every case at the smallest n, from the same point, in a throwaway
+environment /tmp/devinterp-venv that this script creates (torch first, the CPU wheel, then
+devinterp); its errors and times are printed beside paramgeo's (target: >= 10x faster).
+Everything is written to DIR (default benchmarks/out-llc): results.json, table.md, figure.png.
+
+``bench(row, repeats)`` (for benchmarks/run.py) times one estimate against nothing slower; it
+only reports the time and error of the (5,3,5) case at n = 1000.
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+CASES = ((5, 3, 5), (5, 4, 5), (4, 3, 8), (8, 3, 4), (3, 8, 4))
+VENV = Path("/tmp/devinterp-venv")
+TORCH_WHEEL = "torch==2.13.0"  # pip finds the CPU wheel of this machine's local index
+
+
+def dataset(M, N, n, seed):
+    """x ~ N(0, I_M), y ~ N(0, I_N) independent (the true map is 0)."""
+    rng = np.random.default_rng([seed, M, N, n])
+    return rng.standard_normal((n, M)), rng.standard_normal((n, N))
+
+
+def paramgeo_run(M, H, N, X, Y, sampler="sgld", seed=0):
+    import paramgeo
+    from paramgeo.llc import LLCWarning, estimate_llc
+    from paramgeo.losses import Regression
+
+    param = paramgeo.get("deep-linear", widths=(M, H, N))
+    loss = Regression(X, Y)
+    W1, W2 = loss.reduced_rank_minimiser(H)
+    theta = np.concatenate([W1.ravel(), W2.ravel()])
+    grad = param.vjp(theta, loss.grad(param.forward_flat(theta)))
+    assert np.linalg.norm(grad) < 1e-8, f"not a minimiser: |grad| = {np.linalg.norm(grad)}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LLCWarning)
+        est = estimate_llc(param, loss, theta, sampler=sampler, seed=seed)
+    return est, W1, W2
+
+
+def ensure_devinterp():
+    """The throwaway environment with torch (CPU wheel) and devinterp; its python."""
+    python = VENV / "bin" / "python"
+    probe = [str(python), "-c", "import devinterp, torch"]
+    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+        return python
+    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    pip = [str(python), "-m", "pip", "install", "-q"]
+    subprocess.run(pip + [TORCH_WHEEL], check=True)  # torch first: plain torch pulls CUDA
+    subprocess.run(pip + ["devinterp"], check=True)
+    return python
+
+
+def devinterp_run(python, X, Y, W1, W2, seed, workdir):
+    src, dst = workdir / f"di-{seed}.npz", workdir / f"di-{seed}.json"
+    np.savez(src, X=X, Y=Y, W1=W1, W2=W2, seed=seed)
+    worker = Path(__file__).with_name("_devinterp_worker.py")
+    subprocess.run(["nice", str(python), str(worker), str(src), str(dst)], check=True,
+                   capture_output=True)
+    return json.loads(dst.read_text())
+
+
+def calibrate(ns, datasets, sampler, devinterp_sets, out):
+    from paramgeo.llc import reduced_rank_regression
+
+    out.mkdir(parents=True, exist_ok=True)
+    python = ensure_devinterp() if devinterp_sets else None
+    rows = []
+    for M, H, N in CASES:
+        exact = reduced_rank_regression(M, H, N).lam
+        for n in ns:
+            for s in range(datasets):
+                X, Y = dataset(M, N, n, s)
+                est, W1, W2 = paramgeo_run(M, H, N, X, Y, sampler, seed=s)
+                row = dict(case=[M, H, N], n=n, dataset=s, exact=exact, llc=est.llc,
+                           se=est.se, seconds=est.seconds, rhat=est.rhat, step=est.step)
+                if python is not None and n == min(ns) and s < devinterp_sets:
+                    di = devinterp_run(python, X, Y, W1, W2, s, out)
+                    row.update(devinterp_llc=di["llc"], devinterp_std=di["std"],
+                               devinterp_seconds=di["seconds"])
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                (out / "results.json").write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+def summarise(rows, ns):
+    lines = ["| case (M,H,N) | n | exact | estimates (one per data set) | mean s.e. | spread "
+             "over data sets (sd) | mean rel. error | time / estimate |",
+             "|---|---|---|---|---|---|---|---|"]
+    for case in CASES:
+        for n in ns:
+            sel = [r for r in rows if tuple(r["case"]) == case and r["n"] == n]
+            if not sel:
+                continue
+            ex = sel[0]["exact"]
+            est = np.array([r["llc"] for r in sel])
+            lines.append(
+                f"| {case} | {n:.0e} | {ex:g} | {', '.join(f'{e:.2f}' for e in est)} | "
+                f"{np.mean([r['se'] for r in sel]):.2f} | {est.std(ddof=1) if est.size > 1 else 0:.2f} "
+                f"| {np.mean(est - ex) / ex:+.1%} | {np.mean([r['seconds'] for r in sel]):.1f} s |")
+    big = [r for r in rows if r["n"] == max(ns)]
+    mare = np.mean([abs(r["llc"] - r["exact"]) / r["exact"] for r in big])
+    cover = np.mean([abs(r["llc"] - r["exact"]) <= 2 * r["se"] for r in rows])
+    lines.append("")
+    lines.append(f"mean absolute relative error at n = {max(ns):.0e}: {mare:.1%} (target <= 3%: "
+                 f"{'met' if mare <= 0.03 else 'MISSED'}); exact within 2 reported s.e. in "
+                 f"{cover:.0%} of {len(rows)} runs (target >= 80%: "
+                 f"{'met' if cover >= 0.8 else 'MISSED'})")
+    di = [r for r in rows if "devinterp_llc" in r]
+    if di:
+        lines += ["", "| case | n | data set | exact | paramgeo | devinterp | paramgeo time | "
+                  "devinterp time | speed-up |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in di:
+            lines.append(
+                f"| {tuple(r['case'])} | {r['n']:.0e} | {r['dataset']} | {r['exact']:g} | "
+                f"{r['llc']:.2f} +- {r['se']:.2f} ({(r['llc'] - r['exact']) / r['exact']:+.1%}) | "
+                f"{r['devinterp_llc']:.2f} +- {r['devinterp_std']:.2f} "
+                f"({(r['devinterp_llc'] - r['exact']) / r['exact']:+.1%}) | "
+                f"{r['seconds']:.1f} s | {r['devinterp_seconds']:.1f} s | "
+                f"{r['devinterp_seconds'] / r['seconds']:.1f}x |")
+        ours = np.mean([abs(r["llc"] - r["exact"]) / r["exact"] for r in di])
+        theirs = np.mean([abs(r["devinterp_llc"] - r["exact"]) / r["exact"] for r in di])
+        speed = np.median([r["devinterp_seconds"] / r["seconds"] for r in di])
+        lines.append("")
+        lines.append(f"on the same {len(di)} data sets: mean absolute relative error paramgeo "
+                     f"{ours:.1%}, devinterp {theirs:.1%}; median speed-up {speed:.1f}x "
+                     f"(target >= 10x: {'met' if speed >= 10 else 'MISSED'})")
+    return "\n".join(lines)
+
+
+def figure(rows, ns, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(CASES), figsize=(3 * len(CASES), 3.2), sharey=True)
+    for ax, case in zip(axes, CASES):
+        for i, n in enumerate(ns):
+            sel = [r for r in rows if tuple(r["case"]) == case and r["n"] == n]
+            for j, r in enumerate(sel):
+                x = i + 0.08 * (j - (len(sel) - 1) / 2)
+                ax.errorbar(x, r["llc"] / r["exact"], yerr=2 * r["se"] / r["exact"],
+                            fmt="o", ms=3, color="C0", capsize=2)
+                if "devinterp_llc" in r:
+                    ax.plot(x + 0.04, r["devinterp_llc"] / r["exact"], "s", ms=4, color="C3")
+        ax.axhline(1, color="k", lw=1)
+        ax.set_xticks(range(len(ns)), [f"{n:.0e}" for n in ns])
+        ax.set_title(f"(M,H,N) = {case}", fontsize=9)
+        ax.set_xlabel("n")
+    axes[0].set_ylabel("estimate / exact (+- 2 s.e.)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def regular_large(n=100_000, widths=(25, 20, 25), seed=0):
+    """A regular case with about 10^3 parameters: deep-linear widths 25,20,25 (1000
+    parameters), a true matrix of full rank 20, y = B0 x + noise; lambda = d / 2 with
+    d = rank J = 20 (25 + 25 - 20) = 600 (the regular value), estimated at the rank-20
+    least-squares solution."""
+    import paramgeo
+    from paramgeo.llc import estimate_llc, exact_learning_coefficient
+    from paramgeo.losses import Regression
+
+    M, H, N = widths
+    rng = np.random.default_rng(seed)
+    B0 = rng.standard_normal((N, H)) @ rng.standard_normal((H, M)) / np.sqrt(H)
+    X = rng.standard_normal((n, M))
+    Y = X @ B0.T + rng.standard_normal((n, N))
+    param = paramgeo.get("deep-linear", widths=widths)
+    W1, W2 = Regression(X, Y).reduced_rank_minimiser(H)
+    theta = np.concatenate([W1.ravel(), W2.ravel()])
+    exact = exact_learning_coefficient(param, theta)
+    with warnings.catch_warnings(record=True) as caught:
+        est = estimate_llc(param, Regression(X, Y), theta)
+    return dict(params=param.n, n=n, exact=exact.lam, case=exact.case, llc=est.llc, se=est.se,
+                seconds=est.seconds, rel_error=(est.llc - exact.lam) / exact.lam,
+                warnings=[str(w.message) for w in caught])
+
+
+def bench(row, repeats):
+    from paramgeo.llc import reduced_rank_regression
+
+    X, Y = dataset(5, 5, 1000, 0)
+    start = time.perf_counter()
+    est, *_ = paramgeo_run(5, 3, 5, X, Y)
+    exact = reduced_rank_regression(5, 3, 5).lam
+    print(f"{'llc: RRR (5,3,5) n=1e3, 4 chains x 2500 steps':<60} "
+          f"{time.perf_counter() - start:10.3f} s   estimate {est.llc:.3f} +- {est.se:.2f} "
+          f"(exact {exact:g})", flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ns", default="1000,10000,100000")
+    parser.add_argument("--datasets", type=int, default=5)
+    parser.add_argument("--sampler", default="sgld", choices=("sgld", "mala"))
+    parser.add_argument("--devinterp", type=int, default=0,
+                        help="data sets per case run through devinterp at the smallest n")
+    parser.add_argument("--out", default=str(Path(__file__).with_name("out-llc")))
+    parser.add_argument("--large", action="store_true",
+                        help="only the regular case with 1000 parameters (regular_large)")
+    parser.add_argument("--summary-only", action="store_true",
+                        help="re-print the table of an earlier run's results.json")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    ns = [int(float(v)) for v in args.ns.split(",")]
+    out = Path(args.out)
+    if args.large:
+        print(json.dumps(regular_large(), indent=1))
+        return
+    if args.summary_only:
+        rows = json.loads((out / "results.json").read_text())
+    else:
+        rows = calibrate(ns, args.datasets, args.sampler, args.devinterp, out)
+    text = summarise(rows, ns)
+    (out / "table.md").write_text(text + "\n")
+    figure(rows, ns, out / "figure.png")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,298 @@
+"""JAX functions as parameterizations: :func:`from_jax`.
+
+jax is imported when an adapter is built, never by ``import paramgeo``; it is the optional
+extra ``paramgeo[jax]``. Every JAX call of the adapter runs with 64-bit types switched on for
+that call only (JAX's ``enable_x64`` context), so the user's global setting is left as it was.
+"""
+
+import sys
+
+import numpy as np
+
+from ..errors import ParamgeoError, ShapeError
+from ._layers import LayeredModel, check_layers
+from ._model import FrameworkModel, model_class
+
+#: keys of a dense layer's weight and bias in a dict layer, and whether the weight is stored
+#: (in, out) (used as x @ W: flax's ``kernel``, the common JAX convention) or (out, in)
+WEIGHT_KEYS = ("W", "w", "weight", "kernel")
+BIAS_KEYS = ("b", "bias")
+
+
+def _import_jax():
+    try:
+        import jax
+    except ImportError as exc:
+        raise ParamgeoError(
+            "paramgeo.from_jax needs JAX: pip install 'paramgeo[jax]' (or pip install jax); "
+            f"importing it failed: {exc}") from None
+    return jax
+
+
+def _x64(jax):
+    """A context switching JAX's 64-bit types on for its duration."""
+    ctx = getattr(jax, "enable_x64", None)
+    if ctx is not None and not isinstance(ctx, bool):
+        try:
+            return ctx(True)
+        except TypeError:
+            pass
+    from jax.experimental import enable_x64
+
+    return enable_x64()
+
+
+class JaxBackend:
+    """Products of a flat JAX function by jax.jvp/vjp/jacrev under jax.jit on ``device``,
+    in 64-bit mode; host float64 numpy arrays in and out."""
+
+    transforms = "jax (jvp, vjp, jacrev under jit)"
+
+    def __init__(self, jax, device):
+        self.jax, self.device = jax, device
+
+    def x64(self):
+        return _x64(self.jax)
+
+    def compile(self, fn):
+        return self.jax.jit(fn)  # runs where its (committed) arguments are
+
+    def run(self, fn, *arrays):
+        with self.x64():
+            args = [np.asarray(a, dtype=np.float64) for a in arrays]
+            if self.device is not None:
+                args = [self.jax.device_put(a, self.device) for a in args]
+            return np.asarray(fn(*args), dtype=np.float64)
+
+    def jvp_pair(self, fn):
+        jax = self.jax
+        return lambda x, dx: jax.jvp(fn, (x,), (dx,))[1]
+
+    def vjp_pair(self, fn):
+        jax = self.jax
+        return lambda x, g: jax.vjp(fn, x)[1](g)[0]
+
+    def jvp_map(self, fn, a):
+        pair = self.jvp_pair(fn)
+        return lambda z: pair(z[:a], z[a:])
+
+    def vjp_map(self, fn, a):
+        pair = self.vjp_pair(fn)
+        return lambda z: pair(z[:a], z[a:])
+
+    def jacobian_map(self, fn, reverse):
+        return (self.jax.jacrev if reverse else self.jax.jacfwd)(fn)
+
+
+class JaxModel(FrameworkModel):
+    """A JAX function fn(params, probe) on a fixed probe (built by :func:`from_jax`)."""
+
+    framework = "jax"
+
+
+class JaxLayeredModel(LayeredModel, JaxModel):
+    """A JAX list of dense layers with declared activations: the architecture graph and its
+    symmetry group are declared (see :mod:`._layers`)."""
+
+    capabilities = JaxModel.capabilities | LayeredModel.capabilities
+    references = JaxModel.references + LayeredModel.references
+
+
+def _path_name(path):
+    parts = []
+    for key in path:
+        for attr in ("key", "idx", "name"):
+            if hasattr(key, attr):
+                parts.append(str(getattr(key, attr)))
+                break
+        else:
+            parts.append(str(key))
+    return ".".join(parts) or "params"
+
+
+def _dense_layers(params, names, shapes, in_width):
+    """The layers of a list of dense layers (see ``activation`` of :func:`from_jax`): each
+    a dict with a weight (``W``, ``w``, ``weight`` (out, in) or ``kernel`` (in, out)) and an
+    optional bias (``b``, ``bias``), a tuple (W, b) or (W,), or a bare weight array. Returns
+    the layers with ``transposed`` None where the storage order is left open."""
+    if not isinstance(params, (list, tuple)) or not params:
+        raise ShapeError("from_jax(activation=...) needs params as a list of dense layers "
+                         "(dicts with W/kernel and b, tuples (W, b), or weight arrays); got "
+                         f"{type(params).__name__}")
+    by_name = dict(zip(names, shapes))
+    layers, width = [], in_width
+    for k, layer in enumerate(params):
+        if isinstance(layer, dict):
+            wkey = next((key for key in WEIGHT_KEYS if key in layer), None)
+            bkey = next((key for key in BIAS_KEYS if key in layer), None)
+            extra = set(layer) - {wkey, bkey}
+            if wkey is None or extra:
+                raise ShapeError(f"dense layer {k} has keys {sorted(layer)}; a dense layer "
+                                 f"has a weight ({', '.join(WEIGHT_KEYS)}) and optionally a "
+                                 f"bias ({', '.join(BIAS_KEYS)})")
+            weight, bias = f"{k}.{wkey}", (f"{k}.{bkey}" if bkey else None)
+            order = True if wkey == "kernel" else None
+        elif isinstance(layer, (list, tuple)) and 1 <= len(layer) <= 2:
+            weight, bias, order = f"{k}.0", (f"{k}.1" if len(layer) == 2 else None), None
+        else:
+            weight, bias, order = f"{k}", None, None
+        shape = by_name.get(weight)
+        if shape is None or len(shape) != 2:
+            raise ShapeError(f"dense layer {k}: the weight must be a 2-d array, got shape "
+                             f"{shape}")
+        if order is None:
+            fits_out_in, fits_in_out = shape[1] == width, shape[0] == width
+            order = None if fits_out_in and fits_in_out else fits_in_out
+        out = shape[1] if order else shape[0]
+        if (shape[0] if order else shape[1]) != width:
+            raise ShapeError(f"dense layer {k}: weight of shape {shape} does not take "
+                             f"{width} inputs (the previous layer's width)")
+        layers.append({"weight": weight, "bias": bias, "in": width, "out": out,
+                       "transposed": order})
+        width = out
+    return layers
+
+
+def _activations(activation, count):
+    acts = [activation] * count if isinstance(activation, str) or (
+        isinstance(activation, tuple) and len(activation) == 2
+        and isinstance(activation[0], str) and not isinstance(activation[1], str)) \
+        else list(activation)
+    out = []
+    for act in acts:
+        if isinstance(act, str):
+            out.append((act, None))
+        elif isinstance(act, (tuple, list)) and len(act) == 2:
+            out.append((str(act[0]), int(act[1])))
+        else:
+            raise ShapeError(f"an activation is a name such as 'tanh' or a pair ('power', k), "
+                             f"got {act!r}")
+    if len(out) != count:
+        raise ShapeError(f"{count + 1} dense layers need {count} activations between them, "
+                         f"got {len(out)}")
+    return out
+
+
+def from_jax(fn, params, probe, name=None, device=None, activation=None):
+    """The parameterization theta -> fn(params(theta), probe) of a JAX function.
+
+    ``fn(params, probe)`` returns one array; ``params`` is any pytree of arrays (dicts, lists,
+    tuples). theta packs its leaves in float64 in ``jax.tree_util`` order, one block per leaf
+    named by its path (``0.W``, ``0.b``, ``encoder.kernel``); the predictor is fn's output on
+    the fixed ``probe``. ``theta0`` is ``params`` itself.
+
+    Derivatives come from JAX under ``jax.jit``: J v = jax.jvp, J^T w = jax.vjp, J =
+    jacrev/jacfwd, (sum_i w_i Hess phi_i) v = jvp of vjp, d/dt J(theta + t v) = jacrev of
+    jvp; ``forward`` is an autograd primitive with these derivatives, so every engine that
+    traces it with autograd runs (the pattern of neural-tangents' empirical kernels, which
+    take any JAX function and a params pytree). Every call runs inside JAX's ``enable_x64``
+    context: float64 for the adapter, the caller's global setting untouched (arrays the caller
+    makes outside stay float32 by default).
+
+    ``device``: a ``jax.Device`` (e.g. ``jax.devices("gpu")[0]``) on which the products run
+    (default: JAX's default device); theta and the results stay float64 numpy arrays on the
+    host. Consumer GPUs run float64 at 1/32 or 1/64 of their float32 rate.
+
+    ``activation``: declares ``params`` a list of dense layers x -> act(x W + b) (each layer
+    a dict with ``W``/``w``/``weight`` (out, in) or ``kernel`` (in, out) and optional
+    ``b``/``bias``, a tuple (W, b), or a bare weight; storage order read from the widths) with
+    the given elementwise activation between layers (a name such as "tanh", "relu",
+    "identity", a pair ("power", k), or a list with one per hidden layer). The architecture
+    graph and the symmetry group read from it are then declared, after checking at a random
+    point that random elements of that group leave fn's output unchanged (a wrong activation
+    or storage order is refused). ``name``: the registry name (default ``jax-`` and fn's name).
+    """
+    jax = _import_jax()
+    if not callable(fn):
+        raise ParamgeoError(f"from_jax needs a function fn(params, probe), got "
+                            f"{type(fn).__name__}")
+    name = name or f"jax-{getattr(fn, '__name__', 'model').strip('<>').replace('_', '-')}"
+    if device is not None and not isinstance(device, jax.Device):
+        raise ParamgeoError(f"{name}: device must be a jax.Device such as jax.devices()[0] "
+                            f"(available: {', '.join(map(str, jax.devices()))}), got "
+                            f"{device!r}")
+    with _x64(jax):
+        flat, treedef = jax.tree_util.tree_flatten_with_path(params)
+    if not flat:
+        raise ShapeError(f"{name}: params has no arrays")
+    names = [_path_name(path) for path, _ in flat]
+    leaves = [np.asarray(leaf, dtype=np.float64) for _, leaf in flat]
+    shapes = [tuple(leaf.shape) for leaf in leaves]
+    probe = np.asarray(probe)
+    probe = probe.astype(np.float64) if np.issubdtype(probe.dtype, np.floating) else probe
+    sizes = [int(np.prod(s)) for s in shapes]
+    layered = None
+    if activation is not None:
+        layers = _dense_layers(params, names, shapes, probe.shape[-1] if probe.ndim else 0)
+        layered = (layers, _activations(activation, len(layers) - 1))
+
+    def source():
+        import jax.numpy as jnp
+
+        def forward(theta):
+            parts, start = [], 0
+            for shape, size in zip(shapes, sizes):
+                parts.append(jnp.reshape(theta[start:start + size], shape))
+                start += size
+            out = fn(jax.tree_util.tree_unflatten(treedef, parts), probe)
+            return jnp.reshape(jnp.asarray(out, dtype=jnp.float64), (-1,))
+
+        try:
+            with _x64(jax):
+                out = fn(jax.tree_util.tree_unflatten(treedef, leaves), probe)
+        except Exception as exc:
+            raise ShapeError(f"{name}: the JAX function failed on the probe of shape "
+                             f"{probe.shape}: {type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else ''}; give "
+                             "fn(params, probe) a probe it accepts") from exc
+        return {"backend": JaxBackend(jax, device), "blocks": list(zip(names, shapes)),
+                "predictor_shape": tuple(np.shape(out)), "forward": forward,
+                "theta0": leaves, "layers": layered}
+
+    caller = sys._getframe(1).f_globals.get("__name__", __name__)
+    if layered is None:
+        return model_class(JaxModel, name, source, caller)()
+    return _layered(name, source, caller, layered)
+
+
+def _layered(name, source, caller, layered):
+    """The layered model, its storage order settled: where a square weight leaves (out, in)
+    versus (in, out) open, the order whose group leaves fn invariant at a random point."""
+    layers, activations = layered
+    open_ = [k for k, layer in enumerate(layers) if layer["transposed"] is None]
+    tried = []
+    for choice in range(2 ** len(open_)):
+        trial = [dict(layer) for layer in layers]
+        for bit, k in enumerate(open_):
+            trial[k]["transposed"] = bool(choice >> bit & 1)
+
+        def trial_source(trial=trial):
+            built = source()
+            built["layers"] = (trial, activations)
+            return built
+
+        model = model_class(JaxLayeredModel, name, trial_source, caller)()
+        check_layers(trial, activations, model.spec)
+        gap = _invariance_gap(model)
+        if gap <= 1e-8:
+            return model
+        tried.append(gap)
+    raise ShapeError(
+        f"{name}: params read as dense layers with activations "
+        f"{[a for a, _ in activations]} do not describe fn: random elements of their symmetry "
+        f"group change fn's output (relative change {min(tried):.2g}); check the activation "
+        "and that each layer computes act(x W + b) (W stored (in, out), or (out, in) as "
+        "x W^T), or leave activation out")
+
+
+def _invariance_gap(model, n_elements=2):
+    """The largest |phi(g . theta) - phi(theta)| / |phi(theta)| over random group elements at
+    a random point."""
+    rng = np.random.default_rng(0)
+    group = model.symmetry()
+    theta = model.random_point(rng)
+    base = model.forward_flat(theta)
+    scale = max(float(np.linalg.norm(base)), 1e-300)
+    return max(float(np.linalg.norm(model.forward_flat(group.act(group.random_element(rng),
+                                                                  theta)) - base)) / scale
+               for _ in range(n_elements))

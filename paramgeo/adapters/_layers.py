@@ -1,0 +1,154 @@
+"""Architecture graphs of layered models read from their layers (torch ``nn.Sequential`` of
+``Linear`` layers and elementwise activations; a JAX list of dense layers).
+
+A layer is a dict ``{"weight": block, "bias": block or None, "in": a, "out": b,
+"transposed": bool}``: the weight block holds W[j, i] (neuron j of the layer, input i) at
+``start + j * a + i`` when stored (out, in) as torch ``Linear.weight``, at
+``start + i * b + j`` when ``transposed`` (in, out), as a JAX/flax ``kernel`` used as
+x @ W. Between layers l and l + 1 sits one elementwise activation (name, degree), the
+activation of the hidden neurons of layer l.
+
+The graph has the format of the built-in layered plugins (``monomial``, ``deep-linear``): nodes
+x{i} (layer 0), h{l}_{j} (hidden layer l, attributes ``activation``, ``degree`` for powers,
+``bias`` the position of its bias in theta), y{o} (outputs, layer L); one edge per weight with
+``index`` (its position in theta) and ``block`` (its block name). The symmetry group is read
+from it by :func:`paramgeo.symmetry.from_architecture` (Neyshabur, Salakhutdinov, Srebro 2015;
+Chen, Lu, Hecht-Nielsen 1993; Arora, Cohen, Hazan 2018).
+"""
+
+from ..errors import ShapeError
+
+#: torch elementwise activation modules and the name :mod:`paramgeo.symmetry` knows them by
+TORCH_ACTIVATIONS = {
+    "ReLU": "relu", "LeakyReLU": "leaky_relu", "Tanh": "tanh", "Hardtanh": "hardtanh",
+    "Softsign": "softsign", "Sigmoid": "sigmoid", "GELU": "gelu", "SiLU": "silu",
+    "Softplus": "softplus", "ELU": "elu", "Identity": None, "Dropout": None,
+}
+
+
+def torch_layers(module, probe_shape):
+    """(layers, activations) of an ``nn.Sequential`` of ``Linear`` layers and elementwise
+    activations (see the module docstring), or None for any other module. An activation
+    module may declare itself with the attributes ``paramgeo_activation`` (a name of
+    :data:`paramgeo.symmetry.ACTIVATIONS`) and ``degree`` (for "power")."""
+    import torch
+
+    if not isinstance(module, torch.nn.Sequential):
+        return None
+    names = {id(p): key for key, p in module.named_parameters()}
+    layers, activations, pending = [], [], []
+    for child in module:
+        if isinstance(child, torch.nn.Linear):
+            if layers:
+                if len(pending) > 1:
+                    return None  # two activations in a row: not one elementwise function
+                activations.append(pending[0] if pending else ("identity", None))
+            elif pending:
+                return None  # an activation of the inputs: not a layer of neurons
+            pending = []
+            if id(child.weight) not in names:
+                return None
+            layers.append({"weight": names[id(child.weight)],
+                           "bias": None if child.bias is None else names[id(child.bias)],
+                           "in": child.in_features, "out": child.out_features,
+                           "transposed": False})
+            continue
+        declared = getattr(child, "paramgeo_activation", None)
+        kind = type(child).__name__
+        if declared is None and kind not in TORCH_ACTIVATIONS:
+            return None
+        if any(True for _ in child.parameters()):
+            return None  # a parametrised activation (PReLU) has weights of its own
+        if kind == "Hardtanh" and not (child.min_val == -child.max_val):
+            return None  # odd only when symmetric
+        act = declared if declared is not None else TORCH_ACTIVATIONS[kind]
+        if act is not None:
+            pending.append((str(act), getattr(child, "degree", None)))
+    if not layers or len({layer["weight"] for layer in layers}) != len(layers):
+        return None
+    if len(probe_shape) < 1 or probe_shape[-1] != layers[0]["in"]:
+        return None
+    return layers, activations
+
+
+def graph(layers, activations, spec):
+    """The architecture DiGraph of ``layers`` with ``activations`` (see the module
+    docstring) addressing the flat theta of ``spec``."""
+    import networkx as nx
+
+    L = len(layers)
+    widths = [layers[0]["in"]] + [layer["out"] for layer in layers]
+
+    def node(l, j):
+        return f"x{j}" if l == 0 else (f"y{j}" if l == L else f"h{l}_{j}")
+
+    g = nx.DiGraph()
+    for j in range(widths[0]):
+        g.add_node(node(0, j), layer=0)
+    for l, layer in enumerate(layers, start=1):
+        w = spec.slices[layer["weight"]].start
+        b = None if layer["bias"] is None else spec.slices[layer["bias"]].start
+        for j in range(layer["out"]):
+            attrs = {"layer": l}
+            if l < L:
+                act, degree = activations[l - 1]
+                attrs["activation"] = act
+                if degree is not None:
+                    attrs["degree"] = int(degree)
+                if b is not None:
+                    attrs["bias"] = b + j
+            g.add_node(node(l, j), **attrs)
+            for i in range(layer["in"]):
+                index = w + (i * layer["out"] + j if layer["transposed"] else j * layer["in"] + i)
+                g.add_edge(node(l - 1, i), node(l, j), index=index, block=layer["weight"])
+    return g
+
+
+class LayeredModel:
+    """Mixin of a FrameworkModel whose layers were read (``self._layers``): declares the
+    architecture graph and the symmetry group from_architecture reads from it."""
+
+    capabilities = frozenset({"architecture", "symmetry"})
+    _graph = None  # built on first use
+    references = (
+        "Neyshabur, Salakhutdinov, Srebro (2015) Path-SGD (rescalings of ReLU neurons)",
+        "Chen, Lu, Hecht-Nielsen (1993) On the geometry of feedforward neural network error "
+        "surfaces (sign flips and permutations)",
+        "Arora, Cohen, Hazan (2018) On the optimization of deep networks (GL(h) of linear "
+        "layers)",
+    )
+
+    def architecture(self):
+        """The layered DiGraph: x{i}, h{l}_{j} (with activation, degree, bias), y{o}; one edge
+        per weight with its ``index`` in theta and its ``block``."""
+        if self._graph is None:
+            self._graph = graph(*self._layers, self.spec)
+        return self._graph.copy()
+
+    def symmetry(self):
+        """The group of the architecture graph (:func:`paramgeo.symmetry.from_architecture`):
+        GL(h) of linear hidden layers (W_in -> g^-1 W_in, b -> g^-1 b, W_out -> W_out g),
+        rescalings of ReLU neurons, sign flips of odd ones (tanh), permutations of twins."""
+        from ..symmetry import from_architecture
+
+        return from_architecture(self.architecture(), self.spec)
+
+
+def check_layers(layers, activations, spec):
+    """Raise ShapeError unless the layers chain (each layer's input width the previous
+    layer's output width) and their blocks have the shapes the layers say."""
+    for k, layer in enumerate(layers):
+        shape = (layer["in"], layer["out"]) if layer["transposed"] else (layer["out"],
+                                                                        layer["in"])
+        if tuple(spec.blocks[layer["weight"]]) != shape:
+            raise ShapeError(f"dense layer {k}: weight {layer['weight']} has shape "
+                             f"{spec.blocks[layer['weight']]}, expected {shape}")
+        if layer["bias"] is not None and tuple(spec.blocks[layer["bias"]]) != (layer["out"],):
+            raise ShapeError(f"dense layer {k}: bias {layer['bias']} has shape "
+                             f"{spec.blocks[layer['bias']]}, expected ({layer['out']},)")
+        if k and layers[k - 1]["out"] != layer["in"]:
+            raise ShapeError(f"dense layers {k - 1} and {k} do not chain: widths "
+                             f"{layers[k - 1]['out']} and {layer['in']}")
+    if len(activations) != len(layers) - 1:
+        raise ShapeError(f"{len(layers)} dense layers need {len(layers) - 1} activations "
+                         f"between them, got {len(activations)}")

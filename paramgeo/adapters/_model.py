@@ -1,0 +1,226 @@
+"""The framework-neutral half of the adapters: a Parameterization whose derivatives come from a
+framework, and the autograd primitive that keeps its ``forward`` traceable by every engine.
+
+A framework backend (``_torch.py``, ``_jax.py``) supplies, for a flat framework function
+f: R^a -> R^b (host float64 arrays in and out), the products
+
+    jvp(x, dx) = Df(x) dx,   vjp(x, g) = Df(x)^T g,   jac(x) = Df(x)   (b x a),
+
+as functions the framework computes (torch.func, jax.jvp/vjp/jacrev under jax.jit). From them
+:class:`_Op` builds the tower of derivative maps an engine may ask for when it traces
+``forward`` with autograd to any order: the VJP map (x, g) -> Df(x)^T g and the JVP map
+(x, dx) -> Df(x) dx of an op are ops again, so a k-th derivative is k framework
+differentiations of f, never finite differences. The autograd primitive :func:`_apply`
+(autograd.extend.primitive with defvjp/defjvp) evaluates an op on a flat vector and hands its
+derivatives to the next op of the tower.
+
+Second-order products of the parameterization phi = f_0 (theta -> predictor):
+
+* hessian_vp(theta, w, v) = (sum_i w_i Hess phi_i(theta)) v: the JVP of the VJP map
+  (theta, w) -> J(theta)^T w along (v, 0);
+* jacobian_derivative(theta, v) = d/dt J(theta + t v): the Jacobian of the JVP map
+  (theta, v) -> J(theta) v in theta (the first n columns).
+
+Model (the pattern of curvlinops' Jacobian operators, Dangel et al., and of neural-tangents'
+empirical kernels, Novak et al. 2022, "Fast finite width neural tangent kernel"): theta is the
+model's parameters in float64 packed block by block, the predictor its outputs on a fixed probe
+batch. The products run on the framework's device; the eigensolvers of the engines run on the
+host with numpy.
+"""
+
+import numpy as np
+from autograd.extend import defjvp, defvjp, primitive
+
+from ..errors import ContractError, ParamgeoError, ShapeError
+from ..parameterization import Parameterization, ParamSpec
+
+
+class _Op:
+    """A flat framework function f: R^a -> R^b with host float64 arrays in and out, and the
+    ops of its VJP map (x, g) -> Df(x)^T g: R^(a+b) -> R^a and JVP map
+    (x, dx) -> Df(x) dx: R^(2a) -> R^b, built on first use. ``model`` names the fault."""
+
+    def __init__(self, backend, fn, a, b, model, what):
+        self.backend, self.fn, self.a, self.b = backend, fn, a, b
+        self.model, self.what = model, what
+        self._call = self._vjp = self._jvp = self._jac = self._pair_jvp = self._pair_vjp = None
+
+    def __call__(self, x):
+        if self._call is None:
+            self._call = self.backend.compile(self.fn)
+        return self.model._run(self.what, self._call, x)
+
+    @property
+    def vjp_op(self):
+        if self._vjp is None:
+            self._vjp = _Op(self.backend, self.backend.vjp_map(self.fn, self.a), self.a + self.b,
+                            self.a, self.model, f"the VJP of {self.what}")
+        return self._vjp
+
+    @property
+    def jvp_op(self):
+        if self._jvp is None:
+            self._jvp = _Op(self.backend, self.backend.jvp_map(self.fn, self.a), 2 * self.a,
+                            self.b, self.model, f"the JVP of {self.what}")
+        return self._jvp
+
+    def jvp(self, x, dx):
+        """Df(x) dx, with x and dx apart (the direct product, no concatenation)."""
+        if self._pair_jvp is None:
+            self._pair_jvp = self.backend.compile(self.backend.jvp_pair(self.fn))
+        return self.model._run(f"the JVP of {self.what}", self._pair_jvp, x, dx)
+
+    def vjp(self, x, g):
+        """Df(x)^T g, with x and g apart."""
+        if self._pair_vjp is None:
+            self._pair_vjp = self.backend.compile(self.backend.vjp_pair(self.fn))
+        return self.model._run(f"the VJP of {self.what}", self._pair_vjp, x, g)
+
+    def jacobian(self, x):
+        """Df(x), b x a, by the framework (reverse mode when b <= a, else forward mode)."""
+        if self._jac is None:
+            self._jac = self.backend.compile(self.backend.jacobian_map(self.fn, self.b <= self.a))
+        return self.model._run(f"the Jacobian of {self.what}", self._jac, x).reshape(
+            self.b, self.a)
+
+
+@primitive
+def _apply(op, x):
+    """op(x) for a flat float vector x: an autograd primitive whose derivatives are ops."""
+    return op(np.asarray(x, dtype=float))
+
+
+def _concat(x, y):
+    import autograd.numpy as anp
+
+    return anp.concatenate([x, y])
+
+
+defvjp(_apply, lambda ans, op, x: lambda g: _apply(op.vjp_op, _concat(x, g)), argnums=(1,))
+defjvp(_apply, lambda dx, ans, op, x: _apply(op.jvp_op, _concat(x, dx)), argnums=(1,))
+
+
+class FrameworkModel(Parameterization):
+    """A model from a framework as a parameterization: theta = its parameters (float64, the
+    named blocks of ``spec``), phi(theta) = its outputs on the fixed probe batch.
+
+    Subclasses are built per model by :func:`paramgeo.from_torch` / :func:`paramgeo.from_jax`,
+    which set the class attribute ``_source`` (a function returning the backend, the block
+    shapes, the predictor shape, the flat forward function and the model's own parameters),
+    so that ``cls()`` rebuilds the model (the registry and ``--plugin FILE.py`` instantiate
+    classes). forward is the autograd primitive :func:`_apply` (engines that trace it get
+    framework derivatives to any order); jacobian, jvp, vjp, hessian_vp and
+    jacobian_derivative call the framework directly.
+
+    Attributes: ``framework`` ("torch" or "jax"), ``device`` (where the products run),
+    ``theta0`` (the model's parameters as a flat float64 vector), ``backend``.
+    """
+
+    name = "framework-model"
+    capabilities = frozenset({"jacobian", "jvp", "vjp"})
+    references = (
+        "Dangel et al., curvlinops: linear operators for the curvature of neural networks "
+        "(torch.func products behind a scipy LinearOperator)",
+        "Novak, Sohl-Dickstein, Schoenholz (2022) Fast finite width neural tangent kernel "
+        "(JAX products of any function of a params pytree)",
+    )
+    framework = ""
+    _source = None
+
+    def __init__(self):
+        built = type(self)._source()
+        self.backend, self._blocks, self._out_shape = built["backend"], built["blocks"], \
+            built["predictor_shape"]
+        self.device = self.backend.device
+        self._layers = built.get("layers")
+        super().__init__()
+        self.theta0 = self.spec.pack(*built["theta0"])
+        self._f = _Op(self.backend, built["forward"], self.n, self.m, self, "forward")
+        self._check_forward()
+
+    # the model's fault is the model's: one line naming it, the method and a fix
+    def _run(self, what, fn, *args):
+        try:
+            return self.backend.run(fn, *args)
+        except ParamgeoError:
+            raise
+        except Exception as exc:
+            raise ContractError(
+                f"{self.name} ({self.framework} model): {what} failed in {self.framework}: "
+                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}; the "
+                f"model must run on the probe with float64 parameters and be differentiable "
+                f"by {self.backend.transforms}: {self.framework} operations only (no "
+                "round trips through numpy, no in-place updates of its parameters, no Python "
+                "control flow on their values)") from exc
+
+    def _check_forward(self):
+        out = self._f(self.theta0)
+        if out.shape != (self.m,) or not np.all(np.isfinite(out)):
+            raise ContractError(
+                f"{self.name} ({self.framework} model): forward on the probe gave "
+                f"{'non-finite values' if out.shape == (self.m,) else f'shape {out.shape}'} "
+                f"at the model's own parameters; give a probe the model accepts")
+
+    def make_spec(self):
+        return ParamSpec(dict(self._blocks))
+
+    def make_predictor_shape(self):
+        return self._out_shape
+
+    def forward(self, theta):
+        import autograd.numpy as anp
+
+        return anp.reshape(_apply(self._f, theta), self.predictor_shape)
+
+    def random_point(self, rng):
+        """Each weight block (two or more axes) i.i.d. N(0, 1 / fan_in) (fan_in the product of
+        its trailing axes, as in Glorot/He initialisations), each vector block (biases,
+        scales) i.i.d. N(0, 1/4)."""
+        parts = []
+        for shape in self.spec.blocks.values():
+            scale = 1.0 / np.sqrt(max(int(np.prod(shape[1:])), 1)) if len(shape) > 1 else 0.5
+            parts.append(scale * rng.standard_normal(int(np.prod(shape))))
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    # ------------------------------------------------------------------ derivatives
+    def jacobian(self, theta):
+        return self._f.jacobian(self.as_theta(theta))
+
+    def _vector(self, what, vec, size):
+        vec = np.asarray(vec, dtype=float).ravel()
+        if vec.size != size:
+            raise ShapeError(f"{self.name}: {what} must have {size} entries, got {vec.size}")
+        return vec
+
+    def jvp(self, theta, v):
+        """J(theta) v by the framework's forward mode."""
+        return self._f.jvp(self.as_theta(theta), self._vector("the tangent v", v, self.n))
+
+    def vjp(self, theta, w):
+        """J(theta)^T w by the framework's reverse mode."""
+        return self._f.vjp(self.as_theta(theta), self._vector("the cotangent w", w, self.m))
+
+    def hessian_vp(self, theta, w, v):
+        """(sum_i w_i Hess phi_i(theta)) v: the framework's JVP of (theta, w) -> J^T w along
+        (v, 0) (forward over reverse)."""
+        theta, w, v = (np.asarray(a, dtype=float).ravel() for a in (theta, w, v))
+        return self._f.vjp_op.jvp_op(np.concatenate([theta, w, v, np.zeros(self.m)]))
+
+    def jacobian_derivative(self, theta, v):
+        """d/dt J(theta + t v) at t = 0 (m x n): the framework's Jacobian of
+        (theta, v) -> J(theta) v in theta."""
+        theta, v = (np.asarray(a, dtype=float).ravel() for a in (theta, v))
+        return self._f.jvp_op.jacobian(np.concatenate([theta, v]))[:, :self.n]
+
+
+def model_class(base, name, source, module_name):
+    """A subclass of ``base`` (a FrameworkModel) for one model: ``cls()`` runs ``source``.
+    Its ``__module__`` is the caller's module, so that a plugin file defining the model
+    (``model = paramgeo.from_torch(...)``) registers it under ``--plugin FILE.py``."""
+    if not isinstance(name, str) or not name.strip():
+        raise ParamgeoError(f"the model's name must be a non-empty string, got {name!r}")
+    cls_name = "".join(part.capitalize() for part in
+                       "".join(c if c.isalnum() else " " for c in name).split()) or "Model"
+    return type(cls_name, (base,), {"name": name, "_source": staticmethod(source),
+                                    "__module__": module_name,
+                                    "__qualname__": cls_name})

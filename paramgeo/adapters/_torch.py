@@ -1,0 +1,180 @@
+"""PyTorch models as parameterizations: :func:`from_torch`.
+
+torch is imported when an adapter is built, never by ``import paramgeo``; it is the optional
+extra ``paramgeo[torch]``.
+"""
+
+import copy
+import sys
+
+import numpy as np
+
+from ..errors import ParamgeoError, ShapeError
+from ._layers import LayeredModel, torch_layers
+from ._model import FrameworkModel, model_class
+
+
+def _import_torch():
+    try:
+        import torch
+        import torch.func  # noqa: F401
+    except ImportError as exc:
+        raise ParamgeoError(
+            "paramgeo.from_torch needs PyTorch: pip install 'paramgeo[torch]' (or pip install "
+            f"torch); importing it failed: {exc}") from None
+    return torch
+
+
+class TorchBackend:
+    """Products of a flat torch function by torch.func on ``device``; host float64 numpy
+    arrays in and out (zero-copy on the CPU)."""
+
+    transforms = "torch.func (jvp, vjp, jacrev)"
+
+    def __init__(self, torch, device):
+        self.torch, self.device = torch, device
+        self._cpu = torch.device(device).type == "cpu"
+
+    def compile(self, fn):
+        return fn  # eager: torch.func has no jit of its own here
+
+    def tensor(self, a):
+        a = np.asarray(a, dtype=np.float64)
+        if not (a.flags.writeable and a.flags.c_contiguous):
+            a = np.array(a, dtype=np.float64)
+        t = self.torch.from_numpy(a)
+        return t if self._cpu else t.to(self.device)
+
+    def run(self, fn, *arrays):
+        out = fn(*(self.tensor(a) for a in arrays))
+        return out.detach().cpu().numpy() if not self._cpu else out.detach().numpy()
+
+    def jvp_pair(self, fn):
+        jvp = self.torch.func.jvp
+        return lambda x, dx: jvp(fn, (x,), (dx,))[1]
+
+    def vjp_pair(self, fn):
+        vjp = self.torch.func.vjp
+        return lambda x, g: vjp(fn, x)[1](g)[0]
+
+    def jvp_map(self, fn, a):
+        pair = self.jvp_pair(fn)
+        return lambda z: pair(z[:a], z[a:])
+
+    def vjp_map(self, fn, a):
+        pair = self.vjp_pair(fn)
+        return lambda z: pair(z[:a], z[a:])
+
+    def jacobian_map(self, fn, reverse):
+        return (self.torch.func.jacrev if reverse else self.torch.func.jacfwd)(fn)
+
+
+class TorchModel(FrameworkModel):
+    """A torch ``nn.Module`` on a fixed probe batch (built by :func:`from_torch`)."""
+
+    framework = "torch"
+
+
+class TorchLayeredModel(LayeredModel, TorchModel):
+    """A torch ``nn.Sequential`` of ``Linear`` layers and elementwise activations: the
+    architecture graph and its symmetry group are declared (see :mod:`._layers`)."""
+
+    capabilities = TorchModel.capabilities | LayeredModel.capabilities
+    references = TorchModel.references + LayeredModel.references
+
+
+def from_torch(module, probe, name=None, device=None, layers="auto"):
+    """The parameterization theta -> module(probe) of a PyTorch module.
+
+    theta packs the module's parameters in float64, one block per ``named_parameters()`` entry
+    (``0.weight``, ``0.bias``, ...; tied parameters once), in that order; the predictor is the
+    module's output on the fixed ``probe`` batch (a tensor or array; floating probes are cast
+    to float64), phi(theta) = f(theta; probe) with the shape of that output. The module is
+    copied, cast to float64 and put in eval mode (dropout off, batch-norm statistics fixed as
+    buffers); the caller's module is untouched. ``theta0`` is its own parameters.
+
+    Derivatives come from torch.func: J v = torch.func.jvp, J^T w = torch.func.vjp, J =
+    jacrev/jacfwd, (sum_i w_i Hess phi_i) v = jvp of vjp, d/dt J(theta + t v) = jacrev of
+    jvp; ``forward`` is an autograd primitive with these derivatives, so every engine that
+    traces it with autograd runs (the pattern of curvlinops' torch Jacobian operators).
+
+    ``device``: where the products run ("cpu" by default, "cuda" for a GPU); theta and the
+    results stay float64 numpy arrays on the host, where the eigensolvers run. Consumer GPUs
+    run float64 at 1/32 or 1/64 of their float32 rate (data-centre GPUs at 1/2); rank
+    decisions need float64.
+
+    ``layers="auto"``: for an ``nn.Sequential`` of ``Linear`` layers and elementwise
+    activations (ReLU, LeakyReLU, Tanh, Identity, Dropout, Sigmoid, GELU, ..., or a module with
+    the attribute ``paramgeo_activation`` naming its activation, e.g. "power" with ``degree``)
+    the architecture graph (neurons as nodes, weights as edges) and the symmetry group read
+    from it (:func:`paramgeo.symmetry.from_architecture`: permutations of twin neurons, sign
+    flips of odd activations, rescalings of ReLU neurons, GL(h) of linear layers) are
+    declared; ``layers=False`` declares neither. ``name``: the registry name (default
+    ``torch-`` and the module's class name).
+    """
+    torch = _import_torch()
+    if not isinstance(module, torch.nn.Module):
+        raise ParamgeoError(f"from_torch needs a torch.nn.Module, got {type(module).__name__}; "
+                            "for a function of parameters use paramgeo.from_jax or write a "
+                            "Parameterization")
+    name = name or f"torch-{type(module).__name__.lower()}"
+    try:
+        device = torch.device(device or "cpu")
+        torch.zeros(1, dtype=torch.float64, device=device)
+    except (RuntimeError, AssertionError, TypeError) as exc:
+        raise ParamgeoError(
+            f"{name}: torch cannot use the device {device!r}: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}; give device='cpu' or a device "
+            "this torch build has (torch.cuda.is_available())") from None
+    template = copy.deepcopy(module)
+    probe_data = probe.detach().cpu().numpy() if isinstance(probe, torch.Tensor) else \
+        np.asarray(probe)
+    if layers not in ("auto", False, None):
+        raise ParamgeoError(f"from_torch: layers must be 'auto' or False, got {layers!r}")
+    layered = torch_layers(template, probe_data.shape) if layers == "auto" else None
+
+    def source():
+        model = copy.deepcopy(template).to(device=device, dtype=torch.float64).eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+        named = list(model.named_parameters())
+        if not named:
+            raise ShapeError(f"{name}: the torch module has no parameters")
+        buffers = dict(model.named_buffers())
+        x = torch.as_tensor(probe_data, device=device)
+        if x.is_floating_point():
+            x = x.to(torch.float64)
+        shapes = [(key, tuple(p.shape)) for key, p in named]
+        sizes = [int(np.prod(s)) for _, s in shapes]
+        call = torch.func.functional_call
+
+        def forward(theta):
+            params, start = {}, 0
+            for (key, shape), size in zip(shapes, sizes):
+                params[key] = theta[start:start + size].view(shape)
+                start += size
+            out = call(model, (params, buffers), (x,))
+            if not isinstance(out, torch.Tensor):
+                raise ShapeError(
+                    f"{name}: the module returned {type(out).__name__}, not one tensor; wrap it "
+                    "in a module whose forward returns the tensor to analyse")
+            return out.reshape(-1)
+
+        try:
+            with torch.no_grad():
+                out = model(x)
+        except Exception as exc:
+            raise ShapeError(f"{name}: the torch module failed on the probe of shape "
+                             f"{tuple(x.shape)}: {type(exc).__name__}: {exc}; give a probe "
+                             "batch the module accepts") from exc
+        if not isinstance(out, torch.Tensor):
+            raise ShapeError(f"{name}: the module returned {type(out).__name__}, not one "
+                             "tensor; wrap it in a module whose forward returns the tensor "
+                             "to analyse")
+        return {"backend": TorchBackend(torch, device), "blocks": shapes,
+                "predictor_shape": tuple(out.shape), "forward": forward,
+                "theta0": [p.detach().cpu().numpy() for _, p in named], "layers": layered}
+
+    base = TorchLayeredModel if layered is not None else TorchModel
+    caller = sys._getframe(1).f_globals.get("__name__", __name__)
+    return model_class(base, name, source, caller)()

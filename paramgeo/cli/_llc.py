@@ -1,0 +1,168 @@
+"""Learning-coefficient commands: ``llc exact`` and ``llc estimate`` (engine: paramgeo.llc)."""
+
+import click
+import numpy as np
+
+from ._common import (emit, json_option, load_point, progress_bar, progress_enabled,
+                      progress_option, resolve, sizes_option)
+
+#: the loss kinds ``llc estimate`` accepts (paramgeo.losses.LOSS_KINDS)
+LOSSES = ("regression", "squared", "quadratic", "logistic", "exponential")
+
+
+@click.group("llc")
+def llc_cmd():
+    """Learning coefficients: exact (lambda, m) where theory has them, and the LLC estimated
+    by localized SGLD at a local minimum.
+
+    \b
+    Examples:
+      paramgeo llc exact uvt -p m=5 -p n=5 -p r=3 --zero
+      paramgeo llc estimate deep-linear -p widths=5,3,5 --data rrr.npz --truth-zero
+    """
+
+
+def _true_point(param, at, zero, seed):
+    if zero and at:
+        raise click.UsageError("give a true parameter file or zero, not both")
+    if zero:
+        return np.zeros(param.n)
+    return load_point(param, at, seed)
+
+
+@llc_cmd.command("exact")
+@click.argument("name")
+@sizes_option
+@click.option("--at", "at", type=click.Path(dir_okay=False),
+              help="A .npy file holding the true parameter theta* (flat).")
+@click.option("--zero", is_flag=True, help="The true parameter theta* = 0 (true map 0).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of a random true parameter (without --at or --zero).")
+@json_option
+def exact_cmd(name, sizes, at, zero, seed, as_json):
+    """The exact learning coefficient (lambda, multiplicity m) at a true parameter: the
+    plugin's formula, or d/2 at a point where rank J is the generic rank.
+
+    Example: paramgeo llc exact uvt -p m=5 -p n=5 -p r=3 --zero
+    """
+    from ..llc import exact_learning_coefficient
+
+    param = resolve(name, sizes)
+    emit(exact_learning_coefficient(param, _true_point(param, at, zero, seed)), as_json)
+
+
+def llc_estimate(param, loss_kind, arrays, data_path, theta_star, truth=None, **options):
+    """The estimate ``paramgeo llc estimate`` prints (and a sweep's ``llc`` query records):
+    the loss ``loss_kind`` on ``arrays`` (read from ``data_path``) through ``param`` at the
+    local minimum ``theta_star`` (None: the array ``theta_star`` of the data file), and the
+    exact value at the true parameter ``truth`` (a theta, or None for none)."""
+    from ..llc import estimate_llc, exact_learning_coefficient
+    from ..losses import loss_from_arrays
+
+    loss = loss_from_arrays(loss_kind, arrays, param, source=data_path)
+    if theta_star is None:
+        theta_star = llc_theta_star(param, arrays, data_path)
+    exact = None if truth is None else exact_learning_coefficient(param, truth)
+    return estimate_llc(param, loss, theta_star, **options), exact
+
+
+@llc_cmd.command("estimate")
+@click.argument("name")
+@sizes_option
+@click.option("--loss", "loss_kind", type=click.Choice(LOSSES), default="regression",
+              show_default=True,
+              help="Loss on predictors: regression needs X (N, in) and Y (N, out); the others "
+                   "as in `paramgeo flow` (docs/flows.md).")
+@click.option("--data", "data_path", required=True, type=click.Path(dir_okay=False),
+              help="An .npz file with the arrays the loss needs (and optionally theta_star).")
+@click.option("--at", "at", type=click.Path(dir_okay=False),
+              help="A .npy file holding the local minimum w* [default: theta_star of --data].")
+@click.option("--nbeta", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Inverse temperature times n [default: n / log n].")
+@click.option("--gamma", type=click.FloatRange(min=0, min_open=True), default=1.0,
+              show_default=True, help="Localization strength.")
+@click.option("--step", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Step eps [default: automatic, step-scale / largest curvature].")
+@click.option("--step-scale", type=click.FloatRange(0, 2, min_open=True, max_open=True),
+              default=0.05, show_default=True, help="eps times the curvature, for the "
+              "automatic step.")
+@click.option("--sampler", type=click.Choice(["sgld", "mala"]), default="sgld",
+              show_default=True, help="SGLD, or MALA (Metropolis-adjusted, no step bias).")
+@click.option("--chains", type=click.IntRange(1, 1000), default=4, show_default=True)
+@click.option("--draws", type=click.IntRange(4, 10_000_000), default=2000, show_default=True)
+@click.option("--burn", type=click.IntRange(0, 10_000_000), default=500, show_default=True,
+              help="Burn-in steps per chain (not counted).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the chains (the same seed repeats the run).")
+@click.option("--truth", "truth_path", type=click.Path(dir_okay=False),
+              help="A .npy file holding the true parameter: print the exact value there.")
+@click.option("--truth-zero", is_flag=True,
+              help="The true parameter is 0 (true map 0): print the exact value there.")
+@click.option("--sweep-steps", is_flag=True,
+              help="Run the estimate at 1/8, 1/4, 1/2, 1 and 2 times the automatic step.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the loss traces (or the step sweep) to a figure (.png, .svg, .pdf).")
+@progress_option
+@json_option
+def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step_scale,
+                 sampler, chains, draws, burn, seed, truth_path, truth_zero, sweep_steps,
+                 plot_path, progress, as_json):
+    """Estimate the local learning coefficient at a local minimum w* by localized SGLD:
+    n beta (mean loss over the draws - loss at w*), with a Monte Carlo standard error from the
+    effective sample size across chains and warnings when a chain drifts or blows up.
+
+    Example: paramgeo llc estimate deep-linear -p widths=5,3,5 --data rrr.npz --truth-zero
+    """
+    import json
+
+    from ..llc import step_sweep
+    from ..losses import loss_from_arrays
+    from ._flow import load_data
+
+    param = resolve(name, sizes, dense=False)
+    arrays = load_data(data_path)
+    theta_star = None if at is None else load_point(param, at, 0)
+    options = dict(nbeta=nbeta, gamma=gamma, step_scale=step_scale, chains=chains,
+                   draws=draws, burn=burn, sampler=sampler, seed=seed)
+    if step is not None and sweep_steps:
+        raise click.UsageError("give --step or --sweep-steps, not both")
+    truth = None
+    if truth_path or truth_zero:
+        truth = _true_point(param, truth_path, truth_zero, 0)
+    with progress_bar("llc", progress_enabled(progress)) as update:
+        if sweep_steps:
+            loss = loss_from_arrays(loss_kind, arrays, param, source=data_path)
+            if theta_star is None:
+                theta_star = llc_theta_star(param, arrays, data_path)
+            result = step_sweep(param, loss, theta_star, progress=update, **options)
+            exact = None
+        else:
+            result, exact = llc_estimate(param, loss_kind, arrays, data_path, theta_star,
+                                         truth, step="auto" if step is None else step,
+                                         progress=update, **options)
+    if plot_path:
+        result.plot(plot_path)
+    if as_json:
+        out = result.to_dict()
+        if not sweep_steps:
+            out["exact"] = None if exact is None else exact.to_dict()
+        click.echo(json.dumps(out, indent=2))
+        return
+    text = str(result)
+    if exact is not None:
+        text += (f"\nexact at the truth: lambda = {exact.exact} ({exact.case}; {exact.reference}); "
+                 f"relative error {(result.llc - exact.lam) / exact.lam:+.1%}")
+    if plot_path:
+        text += f"\nfigure written to {plot_path}"
+    emit(result, False, text)
+
+
+def llc_theta_star(param, arrays, data_path):
+    """The array ``theta_star`` of the data file as a validated theta."""
+    from ..errors import ShapeError
+
+    if "theta_star" not in arrays:
+        raise ShapeError(f"{data_path} has no array 'theta_star' and no --at was given; give "
+                         "the local minimum w* with --at FILE.npy or save it in the data file "
+                         "as theta_star")
+    return param.as_theta(np.asarray(arrays["theta_star"], float).ravel())

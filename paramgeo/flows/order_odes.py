@@ -1,0 +1,244 @@
+"""Order-parameter equations of online SGD where they close on finitely many quantities, and
+their comparison with a simulated run (:func:`linear_teacher_odes`, :func:`compare_with_odes`).
+
+Exact case: direct S (the ``matrix`` plugin), the linear link y_ab = h_ab(S*) + sigma xi_ab
+with T tokens, step size eta = c / d, t = n / d^2. With D = S - S*, a = T (T + 1) and Gaussian
+tokens, every sample's gradient has mean E[grad_S ell] = a D / d exactly (Isserlis:
+E[(x^T D x - Tr D)(x x^T - I)] = 2 D on the T diagonal indices, E[(x_a^T D x_b) x_a x_b^T] = D
+on the T (T - 1) others) and, to leading order in d, E|grad_S ell|_F^2 = d (a q + T^2 sigma^2)
+with q = Tr(D D^T) / d. So, for symmetric S and S*, with mean tau = Tr S / d, norm
+Q = Tr(S^2) / d, overlap M = Tr(S S*) / d and the teacher's tau*, P:
+
+    d tau / dt = -a c (tau - tau*)
+    d M / dt   = -a c (M - P)
+    d Q / dt   = -2 a c (Q - M) + c^2 (a (Q - 2 M + P) + T^2 sigma^2)
+
+The first two hold in expectation at every d; the third up to O(1/d) (E|x|^4 = d^2 + 2d and
+the correlation of |grad|^2 with the residual), and the fluctuations of all three are O(1/d):
+in the high-d limit the run concentrates on the solution. It is linear, with the closed form
+(q = Q - 2M + P, kappa = a c (2 - c))
+
+    M(t) - P = (M0 - P) e^{-a c t},   q(t) = q_inf + (q0 - q_inf) e^{-kappa t},
+    q_inf = c T^2 sigma^2 / (a (2 - c)),
+
+stable for c < 2 (the test oracle of the integrated equations).
+
+Finite d (T = 1, ``finite_d=True``): the one-sample second moment is exact for Gaussian x,
+E[(x^T D x - Tr D)^2 |x x^T - I|_F^2] = (2 d^2 + 18 d + 32) Tr(D^2) + 8 (Tr D)^2 (moments of
+z^2 - 1: 0, 2, 8, 60) and E|x x^T - I|_F^2 = d (d + 1), and a batch of B adds
+(B - 1) |E grad|^2 = (B - 1) 4 q / d per sample, so E[dQ/dt] is
+
+    -4 c (Q - M) + c^2 [q (2 + 18/d + 32/d^2 + 4 (B - 1)/d^2) + 8 (tau - tau*)^2 / d
+                       + sigma^2 (1 + 1/d)],
+
+exact in expectation up to Var(tau) = O(1/d^2) (the tau and M equations are unchanged).
+Moments. In the same limit the spectrum of S(t) is that of
+
+    S(t) = alpha S* + beta S0 + sqrt(v) G,    alpha = 1 - e^{-a c t}, beta = e^{-a c t},
+
+with G a semicircular matrix free from S* and S0 (the accumulated zero-mean kicks
+eta (grad - E grad), of isotropic covariance to leading order: free central limit theorem) and
+v(t) fixed by the norm equation. Free cumulants add over free summands and a semicircle has only
+kappa_2, so kappa_n(S(t)) = alpha^n kappa_n(S*) + beta^n kappa_n(S0) for n != 2, kappa_2 =
+Q - tau^2, and the moments Tr(S^k) / d follow by the moment-cumulant relation
+m_n = sum_s kappa_s [z^{n-s}] (sum_i m_i z^i)^s (:func:`linear_teacher_moments`; it assumes a
+start free from S*, e.g. a random symmetric S0 or S0 = 0). Nica, Speicher (2006), "Lectures on
+the combinatorics of free probability", Lectures 11-12.
+
+References: Saad, Solla
+(1995), "On-line learning in soft committee machines"; Goldt, Advani, Saxe, Krzakala,
+Zdeborova (2019), "Dynamics of stochastic gradient descent for two-layer neural networks in
+the teacher-student setup"; Maillard, Troiani, Martin, Krzakala, Zdeborova (2024),
+"Bayes-optimal learning of an extensive-width neural network from quadratically many samples".
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..errors import ParamgeoError
+from ..results import Result
+
+
+@dataclasses.dataclass(frozen=True)
+class OrderODE(Result):
+    """A solution of order-parameter equations: times t and each order parameter's values
+    (name -> array), with the equations' name."""
+
+    equations: str
+    t: np.ndarray
+    order: dict
+
+    def __str__(self):
+        last = ", ".join(f"{k} {v[-1]:.4g}" for k, v in self.order.items())
+        return f"{self.equations}: t in [0, {self.t[-1]:.4g}], final {last}"
+
+
+def _centered(tau, Q, M, tau_s, P):
+    """cosine = (M - tau tau*) / sqrt((Q - tau^2)(P - tau*^2)) of the traceless parts."""
+    den = np.sqrt(np.maximum((Q - tau ** 2) * (P - tau_s ** 2), 0.0))
+    return np.where(den > 0, (M - tau * tau_s) / np.where(den > 0, den, 1.0), 0.0)
+
+
+def linear_teacher_odes(model, teacher_order, initial, c, t, *, method="closed-form",
+                        finite_d=False, batch=1):
+    """The exact high-d order-parameter equations of direct-S online SGD with the linear link
+    (module docstring), solved at the times ``t`` from the ``initial`` order parameters (a
+    dict with mean, norm, overlap, e.g. ``run.order`` at t = 0) for the teacher's
+    ``teacher_order`` (mean, norm) and c = eta d. ``method``: ``closed-form`` or ``integrate``
+    (``scipy.integrate.solve_ivp``, RK45 at rtol 1e-10: the second route). ``finite_d``
+    (T = 1 only, integrated): the exact finite-d second moment with ``batch`` samples per step
+    (module docstring)."""
+    if model.link != "linear":
+        raise ParamgeoError(f"the order-parameter equations are exact for the linear link only; "
+                            f"got link {model.link!r} (run online_sgd and read run.order)")
+    if not (math.isfinite(c) and c > 0):
+        raise ParamgeoError(f"c = eta d must be a positive number, got {c}")
+    T = model.tokens
+    a, s2 = T * (T + 1), T * T * model.noise ** 2
+    tau_s, P = teacher_order["mean"], teacher_order["norm"]
+    y0 = np.array([initial["mean"], initial["norm"], initial["overlap"]], float)
+    t = np.asarray(t, float)
+    d = model.d
+    k2, k_tau = 1.0, 0.0  # the finite-d factors of the noise term (module docstring)
+    if finite_d:
+        if T != 1:
+            raise ParamgeoError(f"the finite-d equations are for T = 1 token, got T = {T}")
+        method = "integrate"
+        k2 = 1.0 + 9.0 / d + 16.0 / d ** 2 + 2.0 * (batch - 1) / d ** 2
+        k_tau, s2 = 8.0 / d, s2 * (1.0 + 1.0 / d)
+    if method == "closed-form":
+        e1 = np.exp(-a * c * t)
+        tau = tau_s + (y0[0] - tau_s) * e1
+        M = P + (y0[2] - P) * e1
+        kappa = a * c * (2.0 - c)
+        q0 = y0[1] - 2.0 * y0[2] + P
+        if kappa == 0:
+            q = q0 + c * c * s2 * t
+        else:
+            q_inf = c * c * s2 / kappa
+            q = q_inf + (q0 - q_inf) * np.exp(-kappa * t)
+        Q = q + 2.0 * M - P
+    elif method == "integrate":
+        from scipy.integrate import solve_ivp
+
+        def rhs(_, y):
+            tau, Q, M = y
+            return [-a * c * (tau - tau_s), -2 * a * c * (Q - M)
+                    + c * c * (a * k2 * (Q - 2 * M + P) + k_tau * (tau - tau_s) ** 2 + s2),
+                    -a * c * (M - P)]
+
+        sol = solve_ivp(rhs, (0.0, float(t[-1])), y0, t_eval=t, rtol=1e-10, atol=1e-12)
+        if not sol.success:
+            raise ParamgeoError(f"solve_ivp failed on the order-parameter equations: "
+                                f"{sol.message}")
+        tau, Q, M = sol.y
+    else:
+        raise ParamgeoError(f"unknown method {method!r}; choose closed-form or integrate")
+    name = "finite-d equations" if finite_d else "exact high-d equations"
+    return OrderODE(f"direct S, linear link ({name})", t,
+                    {"mean": tau, "norm": Q, "overlap": M,
+                     "cosine": _centered(tau, Q, M, tau_s, P), "start_weight": np.exp(-a * c * t)})
+
+
+@dataclasses.dataclass(frozen=True)
+class ODEComparison(Result):
+    """Simulation against equations: per order parameter the largest relative deviation
+    max_t |sim - ode| / max_t |ode| over the run."""
+
+    equations: str
+    deviation: dict
+
+    @property
+    def max_deviation(self):
+        return max(self.deviation.values())
+
+    def __str__(self):
+        rows = ", ".join(f"{k} {v:.2e}" for k, v in self.deviation.items())
+        return f"online SGD vs {self.equations}: max relative deviation {rows}"
+
+
+def compare_with_odes(run, model=None, method="closed-form", finite_d=False, teacher=None,
+                      start=None):
+    """Solve :func:`linear_teacher_odes` from the run's first record with c = eta d (and the
+    run's batch when ``finite_d``) and compare each order parameter (mean, norm, overlap)
+    with the run over all records; with the ``teacher`` S* and the ``start`` S0 (d x d
+    matrices) also the recorded moments, by :func:`linear_teacher_moments`."""
+    model = run.model if model is None else model
+    initial = {k: v[0] for k, v in run.order.items()}
+    ode = linear_teacher_odes(model, run.teacher_order, initial, run.eta * model.d, run.t,
+                              method=method, finite_d=finite_d, batch=run.batch)
+    names = ["mean", "norm", "overlap"]
+    if teacher is not None and start is not None:
+        K = max([int(k.split("_")[1]) for k in run.order if k.startswith("moment_")] + [0])
+        if K < 3:
+            raise ParamgeoError("the run recorded no moments beyond Tr(S^2)/d: run online_sgd "
+                                "with moments >= 3")
+        moments = linear_teacher_moments(ode, teacher, start, K)
+        ode = OrderODE(moments.equations, ode.t, dict(ode.order, **moments.order))
+        names += [f"moment_{k}" for k in range(3, K + 1)]
+    dev = {k: float(np.max(np.abs(run.order[k] - ode.order[k])) / np.max(np.abs(ode.order[k])))
+           for k in names}
+    return ode, ODEComparison(ode.equations, dev)
+
+
+def _power_coeffs(m, s, n):
+    """Coefficients [z^0..z^n] of (sum_i m_i z^i)^s, m_0 = 1."""
+    out = np.zeros(n + 1)
+    out[0] = 1.0
+    for _ in range(s):
+        out = np.convolve(out, m[:n + 1])[:n + 1]
+    return out
+
+
+def free_cumulants(moments):
+    """Free cumulants kappa_1..kappa_K from moments m_1..m_K (spectral moments Tr(S^k) / d), by
+    m_n = sum_{s=1}^{n} kappa_s [z^{n-s}] M(z)^s, M(z) = sum_{i>=0} m_i z^i (Nica, Speicher
+    2006, Lecture 11)."""
+    m = np.concatenate([[1.0], np.asarray(moments, float)])
+    K = len(m) - 1
+    kappa = np.zeros(K + 1)
+    for n in range(1, K + 1):
+        kappa[n] = m[n] - sum(kappa[s] * _power_coeffs(m, s, n - s)[n - s] for s in range(1, n))
+    return kappa[1:]
+
+
+def free_moments(cumulants):
+    """The inverse of :func:`free_cumulants`: moments m_1..m_K from free cumulants."""
+    kappa = np.concatenate([[0.0], np.asarray(cumulants, float)])
+    K = len(kappa) - 1
+    m = np.zeros(K + 1)
+    m[0] = 1.0
+    for n in range(1, K + 1):
+        m[n] = sum(kappa[s] * _power_coeffs(m, s, n - s)[n - s] for s in range(1, n + 1))
+    return m[1:]
+
+
+def _spectral_moments(S, K):
+    ev = np.linalg.eigvalsh((S + S.T) / 2.0)
+    return np.array([np.mean(ev ** k) for k in range(1, K + 1)])
+
+
+def linear_teacher_moments(ode, S_star, S0, moments=4):
+    """The moments Tr(S(t)^k) / d, k = 1..``moments``, of direct-S online SGD with the linear
+    link predicted from the solved equations ``ode`` (:func:`linear_teacher_odes`; its
+    ``start_weight`` is beta = e^{-a c t}) and the matrices S* and S0: the free convolution of
+    alpha S*, beta S0 and a semicircle of the variance that closes the norm equation (module
+    docstring). Returns an :class:`OrderODE` with ``moment_k`` for k >= 2."""
+    K = int(moments)
+    if K < 2:
+        raise ParamgeoError(f"moments must be at least 2, got {moments}")
+    k_star = free_cumulants(_spectral_moments(np.asarray(S_star, float), K))
+    k_zero = free_cumulants(_spectral_moments(np.asarray(S0, float), K))
+    beta = ode.order["start_weight"]
+    out = {f"moment_{k}": np.zeros(len(ode.t)) for k in range(2, K + 1)}
+    for i, b in enumerate(beta):
+        n = np.arange(1, K + 1)
+        kappa = (1.0 - b) ** n * k_star + b ** n * k_zero
+        kappa[0] = ode.order["mean"][i]
+        kappa[1] = ode.order["norm"][i] - ode.order["mean"][i] ** 2
+        m = free_moments(kappa)
+        for k in range(2, K + 1):
+            out[f"moment_{k}"][i] = m[k - 1]
+    return OrderODE(ode.equations + ", moments by free convolution", ode.t, out)

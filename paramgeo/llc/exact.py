@@ -1,0 +1,260 @@
+"""Exact learning coefficients (RLCT lambda and multiplicity m) where theory has them.
+
+The learning coefficient of a model at a true parameter w* is the real log canonical threshold
+lambda of the average log-likelihood ratio K(w) near w*, with multiplicity m: the Bayesian free
+energy is F_n = n L_n(w*) + lambda log n - (m - 1) log log n + O_p(1) (Watanabe 2009, "Algebraic
+geometry and statistical learning theory", Main Theorem 6.2). Every value here assumes a loss
+whose Hessian in the predictor is positive definite at phi(w*) (squared loss with a
+non-degenerate input covariance, as in regression with Gaussian inputs), so that
+K(w) ~ |phi(w) - phi(w*)|^2 and lambda depends on the parameterization phi alone.
+
+Sources, each a function below:
+
+* :func:`reduced_rank_regression`: y = B A x, A: H x M, B: N x H, true rank r (Aoyagi and
+  Watanabe 2005, "Stochastic complexities of reduced rank regression in Bayesian estimation",
+  Neural Networks 18: 924-933, Theorem 1, four cases).
+* :func:`deep_linear_network`: y = W_L ... W_1 x (Aoyagi 2024, "Consideration on the learning
+  efficiency of multiple-layered neural networks with linear units", Neural Networks 172).
+* :func:`regular`: lambda = d / 2, m = 1, d = rank J(w*), where that rank is the generic rank.
+* :func:`normal_crossing_sum`: coordinates that enter K through separate terms add their
+  coefficients (lambda = sum lambda_i, m = 1 + sum (m_i - 1)); a monomial term
+  prod_j w_j^(2 k_j) has lambda = min_j 1 / (2 k_j) with m = the number of j attaining it
+  (Watanabe 2009, Sec. 2.4 and Remark 7.2 on normal crossings).
+
+A plugin declares the capability ``learning_coefficient(theta)`` (returning a
+:class:`LearningCoefficient`, or None where it knows no formula at that point);
+:func:`exact_learning_coefficient` asks it first and falls back on the regular case.
+"""
+
+import dataclasses
+import functools
+import itertools
+
+from ..errors import NotProvidedError, SizeError
+from ..results import Result
+
+AOYAGI_WATANABE_2005 = ("Aoyagi, Watanabe (2005) Stochastic complexities of reduced rank "
+                        "regression in Bayesian estimation, Neural Networks 18:924-933, Theorem 1")
+AOYAGI_2024 = ("Aoyagi (2024) Consideration on the learning efficiency of multiple-layered neural "
+               "networks with linear units, Neural Networks 172:106132, Theorem 1")
+WATANABE_2009 = ("Watanabe (2009) Algebraic geometry and statistical learning theory, Cambridge "
+                 "University Press (regular models: Sec. 1.4; normal crossings: Sec. 2.4, 7.2)")
+
+
+@dataclasses.dataclass(frozen=True)
+class LearningCoefficient(Result):
+    """lambda and its multiplicity m (None where the source does not give it) at a true
+    parameter, with the exact value as a fraction, the case of the formula and its source."""
+
+    lam: float
+    multiplicity: object
+    exact: str
+    case: str
+    formula: str
+    reference: str
+
+    def __str__(self):
+        m = "not given" if self.multiplicity is None else str(self.multiplicity)
+        return (f"lambda = {self.exact} = {self.lam:.6g}, multiplicity m = {m}\n"
+                f"  case: {self.case}\n  formula: {self.formula}\n  reference: {self.reference}")
+
+
+@functools.lru_cache(maxsize=1)
+def aoyagi_watanabe_piecewise():
+    """(lambda, m) of reduced-rank regression as sympy Piecewise expressions in the symbols
+    M, H, N, r (Aoyagi and Watanabe 2005, Theorem 1), the case-1 parity written with Mod:
+
+        case 2, M + H < N + r:  lambda = (H M - H r + N r) / 2,       m = 1
+        case 3, N + H < M + r:  lambda = (H N - H r + M r) / 2,       m = 1
+        case 4, M + N < H + r:  lambda = M N / 2,                     m = 1
+        case 1, otherwise:      lambda = (2 (H + r)(M + N) - (M - N)^2 - (H + r)^2 + s) / 8,
+                                m = 1 + s,  s = (M + H + N + r) mod 2.
+
+    Case 1 is N + r <= M + H, M + r <= N + H and H + r <= M + N; cases 2-4 exclude each other
+    (two of them at once would need r > H or r > M)."""
+    import sympy
+
+    M, H, N, r = sympy.symbols("M H N r", integer=True, nonnegative=True)
+    s = sympy.Mod(M + H + N + r, 2)
+    lam = sympy.Piecewise(
+        ((H * M - H * r + N * r) / sympy.Integer(2), M + H < N + r),
+        ((H * N - H * r + M * r) / sympy.Integer(2), N + H < M + r),
+        (M * N / sympy.Integer(2), M + N < H + r),
+        ((2 * (H + r) * (M + N) - (M - N) ** 2 - (H + r) ** 2 + s) / sympy.Integer(8), True))
+    mult = sympy.Piecewise((1, M + H < N + r), (1, N + H < M + r), (1, M + N < H + r),
+                           (1 + s, True))
+    return (M, H, N, r), lam, mult
+
+
+def _rrr_case(M, H, N, r):
+    if M + H < N + r:
+        return "2 (M + H < N + r)"
+    if N + H < M + r:
+        return "3 (N + H < M + r)"
+    if M + N < H + r:
+        return "4 (M + N < H + r)"
+    return f"1, M + H + N + r {'odd' if (M + H + N + r) % 2 else 'even'}"
+
+
+def reduced_rank_regression(M, H, N, r=0):
+    """lambda, m of reduced-rank regression y = B A x + noise (A: H x M, B: N x H) at a true
+    product B0 A0 of rank r: Aoyagi and Watanabe (2005), Theorem 1, the four cases of
+    :func:`aoyagi_watanabe_piecewise`. M is the input dimension, H the hidden (inner)
+    dimension, N the output dimension; 0 <= r <= min(M, H, N). For ``uvt`` (phi = U V^T, U m x
+    r, V n x r) U = B and V = A^T: M = n, H = r, N = m.
+
+    >>> reduced_rank_regression(5, 3, 5).exact
+    '13/2'
+    """
+    for name, value in (("M", M), ("H", H), ("N", N)):
+        if int(value) != value or value < 1:
+            raise SizeError(f"reduced-rank regression: {name}={value!r} must be an integer >= 1")
+    if int(r) != r or not 0 <= r <= min(M, H, N):
+        raise SizeError(f"reduced-rank regression: the true rank r={r!r} must be an integer in "
+                        f"[0, min(M, H, N)] = [0, {min(M, H, N)}]")
+    symbols, lam, mult = aoyagi_watanabe_piecewise()
+    values = dict(zip(symbols, (int(M), int(H), int(N), int(r))))
+    exact = lam.subs(values)
+    return LearningCoefficient(
+        float(exact), int(mult.subs(values)), str(exact), _rrr_case(M, H, N, r),
+        f"Aoyagi-Watanabe reduced-rank regression at (M, H, N, r) = ({M}, {H}, {N}, {r})",
+        AOYAGI_WATANABE_2005)
+
+
+def _aoyagi_subsets(Ms):
+    """The index sets Sigma (at least two indices) of Aoyagi (2024)'s Theorem 1 for the list
+    M_j = H_j - r: max_{Sigma} M_j < min_{not Sigma} M_k, sum_{Sigma} M_j >= ell max_{Sigma}
+    M_j and sum_{Sigma} M_j < ell min_{not Sigma} M_k, ell = |Sigma| - 1."""
+    out = []
+    idx = range(len(Ms))
+    for size in range(2, len(Ms) + 1):
+        for sigma in itertools.combinations(idx, size):
+            inside = [Ms[j] for j in sigma]
+            outside = [Ms[k] for k in idx if k not in sigma]
+            ell = size - 1
+            total = sum(inside)
+            if outside and not max(inside) < min(outside):
+                continue
+            if total < ell * max(inside):
+                continue
+            if outside and not total < ell * min(outside):
+                continue
+            out.append(sigma)
+    return out
+
+
+def _aoyagi_lambda(Ms, sigma, r, H_in, H_out):
+    import sympy
+
+    inside = [Ms[j] for j in sigma]
+    ell = len(inside) - 1
+    total = sum(inside)
+    big = -(-total // ell)  # ceil(total / ell)
+    a = total - (big - 1) * ell
+    pairs = sum(inside[i] * inside[j] for i in range(len(inside))
+                for j in range(i + 1, len(inside)))
+    lam = (sympy.Rational(-r * r + r * (H_in + H_out), 2) + sympy.Rational(a * (ell - a), 4 * ell)
+           - sympy.Rational(ell * (ell - 1), 4) * sympy.Rational(total, ell) ** 2
+           + sympy.Rational(pairs, 2))
+    return lam, a, ell
+
+
+def deep_linear_network(widths, r=0):
+    """lambda of the deep linear network y = W_L ... W_1 x (widths H_1 = input, ..., H_{L+1} =
+    output) at a true product of rank r (Aoyagi 2024, Theorem 1). With M_j = H_j - r, take the
+    index set Sigma of :func:`_aoyagi_subsets` (ell + 1 = |Sigma| indices), S = sum_Sigma M_j,
+    a = S - (ceil(S / ell) - 1) ell; then
+
+        lambda = (r (H_1 + H_{L+1}) - r^2) / 2 + a (ell - a) / (4 ell)
+                 - ell (ell - 1) / 4 (S / ell)^2 + 1/2 sum_{i < j in Sigma} M_i M_j.
+
+    For two layers it is the Aoyagi-Watanabe value (:func:`reduced_rank_regression`, tested on
+    a grid), whose multiplicity is reported: m = 1 if a = ell, else 2. For three layers or more
+    the multiplicity is reported as None (not given here).
+    """
+    widths = tuple(int(w) for w in widths)
+    if len(widths) < 3 or min(widths) < 1:
+        raise SizeError(f"deep linear network: widths={widths} needs at least three widths "
+                        "(input, hidden..., output), each >= 1")
+    if int(r) != r or not 0 <= r <= min(widths):
+        raise SizeError(f"deep linear network: the true rank r={r!r} must be an integer in "
+                        f"[0, min(widths)] = [0, {min(widths)}]")
+    Ms = [w - int(r) for w in widths]
+    subsets = _aoyagi_subsets(Ms)
+    if not subsets:  # Aoyagi (2024) proves one exists; reaching this is a bug here
+        raise RuntimeError(f"no index set of Aoyagi's theorem for M = {Ms}")
+    lam, a, ell = _aoyagi_lambda(Ms, subsets[0], int(r), widths[0], widths[-1])
+    if len(widths) == 3:
+        mult = 1 if a == ell else 2
+    else:
+        mult = None
+    return LearningCoefficient(
+        float(lam), mult, str(lam), f"Sigma = {[j + 1 for j in subsets[0]]} (ell = {ell}, a = {a})",
+        f"Aoyagi deep linear network, widths {widths}, true rank {r}", AOYAGI_2024)
+
+
+def regular(d):
+    """lambda = d / 2, m = 1 at a true parameter where the map is locally of constant rank d.
+
+    If rank J(w*) equals the generic rank, the rank is constant near w* (it is lower
+    semicontinuous and never exceeds the generic rank), so by the constant-rank theorem phi is
+    locally a submersion onto a d-dimensional manifold of predictors: in adapted coordinates
+    K(w) ~ y_1^2 + ... + y_d^2 with the other n - d coordinates free, whose RLCT is d/2 with
+    m = 1 (Watanabe 2009, Sec. 1.4, the regular case, applied on the quotient by the fibre).
+    The local dimension is thus rank J(w*), not the number n of parameters."""
+    import sympy
+
+    lam = sympy.Rational(int(d), 2)
+    return LearningCoefficient(float(lam), 1, str(lam), "regular (rank J = generic rank)",
+                               f"d / 2 with d = rank J(w*) = {int(d)}", WATANABE_2009)
+
+
+def normal_crossing_sum(terms, case, formula, reference=WATANABE_2009):
+    """lambda = sum_i lambda_i, m = 1 + sum_i (m_i - 1) for K(w) = sum_i K_i(w_(i)) over
+    disjoint groups of coordinates, each term given as (lambda_i, m_i) (exact fractions or
+    ints); Watanabe (2009), Sec. 7.2 (the zeta function of a sum over separate variables is the
+    product of the zeta functions, so the largest poles add and their orders add minus one)."""
+    import sympy
+
+    lam = sum((sympy.nsimplify(t[0]) for t in terms), sympy.Integer(0))
+    mult = 1 + sum(int(t[1]) - 1 for t in terms)
+    return LearningCoefficient(float(lam), mult, str(lam), case, formula, reference)
+
+
+def monomial(exponents):
+    """(lambda, m) of K = prod_j w_j^(2 k_j) near 0 under a prior positive there:
+    lambda = min_j 1 / (2 k_j), m = #{j attaining the minimum} (Watanabe 2009, Sec. 2.4)."""
+    import sympy
+
+    values = [sympy.Rational(1, 2 * int(k)) for k in exponents if int(k) > 0]
+    lam = min(values)
+    return lam, sum(1 for v in values if v == lam)
+
+
+def exact_learning_coefficient(param, theta, policy=None):
+    """The exact (lambda, m) of ``param`` at the true parameter ``theta``: the plugin's declared
+    ``learning_coefficient(theta)`` where it gives one, else the regular value d / 2 when rank
+    J(theta) is the generic rank (:func:`regular`). Raises NotProvidedError naming the plugin
+    and the way out (estimate it) when neither applies."""
+    from ..geometry import generic_rank, rank_at
+
+    theta = param.as_theta(theta)
+    if param.provides("learning_coefficient"):
+        value = param.learning_coefficient(theta)
+        if value is not None and not isinstance(value, LearningCoefficient):
+            from ..errors import ContractError
+
+            raise ContractError(
+                f"plugin {param.name}: learning_coefficient(theta) returned "
+                f"{type(value).__name__}; it must return a paramgeo.llc.LearningCoefficient or "
+                "None (fix the plugin's learning_coefficient)")
+        if value is not None:
+            return value
+    d = rank_at(param, theta, policy=policy).rank
+    if d == generic_rank(param):
+        return regular(d)
+    raise NotProvidedError(
+        type(param).__name__,
+        f"an exact learning coefficient at this point (rank J = {d} is below the generic rank "
+        f"and the plugin {param.name} declares no formula here; estimate it with "
+        "paramgeo.llc.estimate_llc or `paramgeo llc estimate`)")

@@ -1,0 +1,214 @@
+"""The LLC estimator: a Gaussian posterior known in closed form, seeds, the effective sample
+size, diagnostics, a user model, the regression loss, the CLI, the sweep query and check."""
+
+import json
+import math
+import warnings
+
+import autograd.numpy as anp
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import paramgeo
+from paramgeo import Parameterization, ParamSpec, Size
+from paramgeo.cli import main
+from paramgeo.errors import ParamgeoError
+from paramgeo.llc import LLCWarning, estimate_llc, step_sweep
+from paramgeo.llc.estimate import effective_sample_size
+from paramgeo.losses import LinearMeasurements, Regression, loss_from_arrays
+
+
+class Identity(Parameterization):
+    """A user model: phi(theta) = theta (regular everywhere, lambda = p / 2)."""
+
+    name = "test-identity"
+    size_params = {"p": Size("int", default=3, minimum=1)}
+
+    def make_spec(self):
+        return ParamSpec(w=(self.p,))
+
+    def make_predictor_shape(self):
+        return (self.p,)
+
+    def forward(self, theta):
+        return theta * anp.ones(self.p)
+
+
+def _gaussian_case(seed=0, N=50, p=3):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((N, p))
+    y = rng.standard_normal(N)
+    w_star = np.linalg.lstsq(A, y, rcond=None)[0]
+    return Identity(p=p), LinearMeasurements(A, y), w_star, A.T @ A / N
+
+
+def test_gaussian_posterior_in_closed_form():
+    # L(w) - L(w*) = (w - w*)^T H (w - w*) / 2: the localized posterior is Gaussian with
+    # precision n beta H + gamma I, so E[n beta (L - L*)] = (n beta / 2) tr(H (n beta H +
+    # gamma I)^-1) exactly; MALA samples it without step bias
+    param, loss, w_star, H = _gaussian_case()
+    nbeta, gamma = 200.0, 5.0
+    exact = 0.5 * nbeta * np.trace(H @ np.linalg.inv(nbeta * H + gamma * np.eye(3)))
+    est = estimate_llc(param, loss, w_star, nbeta=nbeta, gamma=gamma, sampler="mala",
+                       chains=2, draws=800, burn=200, seed=1)
+    assert abs(est.llc - exact) < 3 * est.se and est.se < 0.1 * exact
+    sgld = estimate_llc(param, loss, w_star, nbeta=nbeta, gamma=gamma, chains=2, draws=800,
+                        burn=200, seed=1)  # step bias O(step_scale) = 5% at most here
+    assert abs(sgld.llc - exact) < 3 * sgld.se + 0.05 * exact
+
+
+def test_seeds_repeat_and_differ():
+    param, loss, w_star, _ = _gaussian_case()
+    a = estimate_llc(param, loss, w_star, chains=2, draws=100, burn=10, seed=3)
+    b = estimate_llc(param, loss, w_star, chains=2, draws=100, burn=10, seed=3)
+    c = estimate_llc(param, loss, w_star, chains=2, draws=100, burn=10, seed=4)
+    assert np.array_equal(a.traces, b.traces) and a.llc == b.llc
+    assert a.llc != c.llc
+    assert a.traces.shape == (2, 110) and a.n == 50 and a.nbeta == pytest.approx(50 / math.log(50))
+
+
+def test_effective_sample_size_of_known_chains():
+    rng = np.random.default_rng(0)
+    iid = rng.standard_normal((4, 4000))
+    ess, rhat = effective_sample_size(iid)
+    assert 0.85 * 16000 < ess < 1.15 * 16000 and abs(rhat - 1) < 0.01
+    rho = 0.9  # AR(1): ESS = m n (1 - rho) / (1 + rho)
+    x = np.zeros((4, 20000))
+    for t in range(1, x.shape[1]):
+        x[:, t] = rho * x[:, t - 1] + rng.standard_normal(4)
+    ess, _ = effective_sample_size(x)
+    expected = 80000 * (1 - rho) / (1 + rho)
+    assert 0.75 * expected < ess < 1.25 * expected
+    shifted = iid + np.array([[0.0], [0.0], [0.0], [3.0]])  # one chain elsewhere
+    assert effective_sample_size(shifted)[1] > 1.1
+
+
+def test_blow_up_drift_and_bad_settings_are_reported():
+    param, loss, w_star, _ = _gaussian_case()
+    with pytest.raises(ParamgeoError, match="every chain blew up"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LLCWarning)
+            estimate_llc(param, loss, w_star, step=10.0, chains=2, draws=400, burn=0)
+    with pytest.warns(LLCWarning, match="not a local minimum"):
+        est = estimate_llc(param, loss, w_star + 1.0, chains=2, draws=200, burn=0)
+    assert est.llc < 0 and est.warnings
+    for bad in (dict(chains=0), dict(draws=2), dict(gamma=-1.0), dict(step=0.0),
+                dict(sampler="hmc"), dict(nbeta=float("nan"))):
+        with pytest.raises(ParamgeoError):
+            estimate_llc(param, loss, w_star, **bad)
+
+
+def test_regression_loss_against_the_samples_and_autograd():
+    rng = np.random.default_rng(2)
+    X, Y = rng.standard_normal((40, 3)), rng.standard_normal((40, 2))
+    loss = Regression(X, Y)
+    B = rng.standard_normal((2, 3))
+    assert loss.value(B.ravel()) == pytest.approx(0.5 * np.sum((Y - X @ B.T) ** 2) / 40)
+    from paramgeo.losses import Loss
+
+    assert np.allclose(loss.grad(B.ravel()), Loss.grad(loss, B.ravel()))
+    assert np.allclose(loss.hessian(B.ravel()), Loss.hessian(loss, B.ravel()))
+    param = paramgeo.get("uvt", m=2, n=3, r=1)
+    assert loss_from_arrays("regression", {"X": X, "Y": Y}, param).N == 40
+    with pytest.raises(paramgeo.ShapeError, match="2 x 3 predictors"):
+        loss_from_arrays("regression", {"X": X, "Y": Y}, paramgeo.get("uvt", m=3, n=3, r=1))
+    with pytest.raises(paramgeo.ShapeError, match="no array 'Y'"):
+        loss_from_arrays("regression", {"X": X}, param)
+
+
+def test_regular_uvt_point_gives_half_the_local_dimension():
+    # a true matrix of full rank H: regular, lambda = H (M + N - H) / 2 = 3 for M = N = 2, H = 1
+    rng = np.random.default_rng(5)
+    n = 20000
+    X = rng.standard_normal((n, 2))
+    B0 = np.array([[2.0, 1.0], [-1.0, 3.0]])
+    u, s, vt = np.linalg.svd(B0)
+    B0 = s[0] * np.outer(u[:, 0], vt[0])
+    Y = X @ B0.T + rng.standard_normal((n, 2))
+    param = paramgeo.get("uvt", m=2, n=2, r=1)
+    loss = Regression(X, Y)
+    theta = np.concatenate([u[:, 0] * np.sqrt(s[0]), vt[0] * np.sqrt(s[0])])
+    from scipy.optimize import minimize
+
+    from paramgeo.losses import pullback
+
+    value, grad = pullback(param, loss)
+    theta = minimize(value, theta, jac=grad, method="BFGS", options={"gtol": 1e-12}).x
+    est = estimate_llc(param, loss, theta, sampler="mala", chains=2, draws=600, burn=200)
+    assert abs(est.llc - 1.5) < max(3 * est.se, 0.05 * 1.5)  # d = rank J = 3: lambda = 3/2
+
+
+def test_step_sweep_and_plots(tmp_path):
+    param, loss, w_star, _ = _gaussian_case()
+    sweep = step_sweep(param, loss, w_star, chains=1, draws=40, burn=10)
+    assert len(sweep.estimates) == 5 and sweep.steps[0] < sweep.steps[-1]
+    assert "R-hat" in str(sweep)
+    sweep.plot(tmp_path / "sweep.png")
+    sweep.estimates[0].plot(tmp_path / "trace.png")
+    assert (tmp_path / "sweep.png").stat().st_size > 0 and (tmp_path / "trace.png").exists()
+    json.dumps(sweep.to_dict())
+
+
+def _rrr_file(tmp_path, n=400):
+    rng = np.random.default_rng(0)
+    X, Y = rng.standard_normal((n, 3)), rng.standard_normal((n, 2))
+    path = tmp_path / "rrr.npz"
+    np.savez(path, X=X, Y=Y, theta_star=np.zeros(2 * 2 + 3 * 2))  # deep-linear 3,2,2
+    return path
+
+
+def test_cli_exact_and_estimate(tmp_path):
+    runner = CliRunner()
+    out = runner.invoke(main, ["llc", "exact", "uvt", "-p", "m=5", "-p", "n=5", "-p", "r=3",
+                               "--zero", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["exact"] == "13/2"
+    path = _rrr_file(tmp_path)
+    out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
+                               "--data", str(path), "--draws", "100", "--burn", "20",
+                               "--chains", "2", "--truth-zero", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["exact"]["exact"] == "2" and data["chains"] == 2 and "traces" not in data
+    out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
+                               "--data", str(path), "--draws", "50", "--burn", "0",
+                               "--chains", "1", "--truth-zero", "--plot", str(tmp_path / "t.png")])
+    assert out.exit_code == 0, out.output
+    assert "exact at the truth: lambda = 2" in out.output
+    np.savez(tmp_path / "bad.npz", X=np.ones((5, 3)), Y=np.ones((5, 2)))
+    out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
+                               "--data", str(tmp_path / "bad.npz")])
+    assert out.exit_code == 2 and out.output.startswith("Error:") and "theta_star" in out.output
+    assert "Traceback" not in out.output
+
+
+def test_sweep_query_runs_the_estimator(tmp_path):
+    from paramgeo.sweeps.queries import get_query
+
+    query = get_query("llc")
+    path = _rrr_file(tmp_path)
+    out = query.run(paramgeo.get("deep-linear", widths=(3, 2, 2)),
+                    **dict({k: o.default for k, o in query.options.items()}, data=str(path),
+                           draws=50, burn=0, chains=1, truth_zero=True))
+    assert out["exact"] == 2.0 and math.isfinite(out["llc"])  # Aoyagi-Watanabe (3, 2, 2)
+
+
+def test_check_compares_the_declared_coefficient():
+    from paramgeo.contract import check
+
+    report = check(paramgeo.get("uvt", m=2, n=1, r=1), n_points=1)
+    item = next(i for i in report.items if i.property == "learning-coefficient")
+    assert item.passed and "declared lambda" in item.note
+
+    class Wrong(paramgeo.registry.get_class("hadamard")):
+        name = "test-wrong-lc"
+
+        def learning_coefficient(self, theta):
+            from paramgeo.llc import LearningCoefficient
+
+            return LearningCoefficient(10.0, 1, "10", "wrong", "wrong", "none")
+
+    report = check(Wrong(p=1), n_points=1)
+    item = next(i for i in report.items if i.property == "learning-coefficient")
+    assert not item.passed and "test-wrong-lc" in item.hint

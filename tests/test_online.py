@@ -1,0 +1,339 @@
+"""Online SGD on attention-indexed data (paramgeo.flows.online) and its exact order-parameter
+equations (paramgeo.flows.order_odes). Small d throughout; the d >= 200 comparison and the
+weak-recovery scaling are in examples/online_attention.py."""
+
+import math
+
+import numpy as np
+import pytest
+
+from paramgeo import ParamgeoError, ShapeError, check, get
+from paramgeo.flows import (
+    LINKS,
+    AttentionIndexed,
+    Teacher,
+    compare_with_odes,
+    fit_weak_recovery,
+    linear_teacher_odes,
+    online_sgd,
+    order_parameters,
+)
+from paramgeo.sweeps.queries import QUERIES
+
+
+def _sym(rng, d):
+    A = rng.standard_normal((d, d)) / math.sqrt(2 * d)
+    return A + A.T
+
+
+def test_indices_are_the_attention_indices():
+    """h_ab = (x_a^T S x_b - delta_ab Tr S) / sqrt(d), entry by entry."""
+    rng = np.random.default_rng(0)
+    d, T = 5, 3
+    model = AttentionIndexed(d, tokens=T)
+    S = rng.standard_normal((d, d))
+    X = model.sample(rng, 2)
+    h = model.indices(S, X)
+    for n in range(2):
+        for a in range(T):
+            for b in range(T):
+                want = (X[n, a] @ S @ X[n, b] - (a == b) * np.trace(S)) / math.sqrt(d)
+                assert h[n, a, b] == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("link", sorted(LINKS))
+def test_sample_gradient_matches_finite_differences(link):
+    """grad_S of sum_b |g(h_b(S)) - y_b|^2 / 2 against central differences, every link, T = 2."""
+    rng = np.random.default_rng(1)
+    d = 4
+    model = AttentionIndexed(d, tokens=2, link=link, beta=1.3)
+    S = rng.standard_normal((d, d))
+    X = model.sample(rng, 3)
+    y = model.labels(_sym(rng, d), X, rng)
+    _, G = model.loss_and_grad(S, X, y)
+    eps = 1e-6
+    fd = np.zeros((d, d))
+    for i in range(d):
+        for j in range(d):
+            E = np.zeros((d, d))
+            E[i, j] = eps
+            fd[i, j] = (model.loss_and_grad(S + E, X, y)[0]
+                        - model.loss_and_grad(S - E, X, y)[0]) / (2 * eps)
+    assert np.max(np.abs(G - fd)) < 1e-6 * max(1.0, np.max(np.abs(fd)))
+
+
+def test_step_through_a_plugin_is_the_chain_rule():
+    """The step direction of tied S = scale * U U^T is d/dtheta of the sample loss (central
+    differences in theta), i.e. scale * J^T grad_S ell."""
+    rng = np.random.default_rng(2)
+    d, r = 5, 3
+    p = get("uut", d=d, r=r)
+    scale = 1 / math.sqrt(r * d)
+    model = AttentionIndexed(d, tokens=2, link="tanh")
+    X = model.sample(rng, 2)
+    y = model.labels(_sym(rng, d), X, rng)
+    theta = rng.standard_normal(p.n)
+
+    def loss(th):
+        return model.loss_and_grad(scale * p.forward(th), X, y)[0]
+
+    G = model.loss_and_grad(scale * p.forward(theta), X, y)[1]
+    g = scale * p.vjp(theta, G.ravel())
+    fd = np.array([(loss(theta + 1e-6 * e) - loss(theta - 1e-6 * e)) / 2e-6
+                   for e in np.eye(p.n)])
+    assert np.max(np.abs(g - fd)) < 1e-6
+
+
+def test_mean_gradient_of_the_linear_link_is_a_D_over_d():
+    """E[grad_S ell] = T (T + 1) D / d for the linear link (the drift of the equations), by
+    Monte Carlo within 5 standard errors in every entry (from means over chunks of samples)."""
+    rng = np.random.default_rng(3)
+    d, T, chunks, size = 4, 2, 400, 50
+    model = AttentionIndexed(d, tokens=T, link="linear")
+    S, S_star = _sym(rng, d), _sym(rng, d)
+    grads = []
+    for _ in range(chunks):
+        X = model.sample(rng, size)
+        grads.append(model.loss_and_grad(S, X, model.labels(S_star, X, rng))[1] / size)
+    grads = np.array(grads)
+    mean, se = grads.mean(axis=0), grads.std(axis=0) / math.sqrt(chunks)
+    want = T * (T + 1) * (S - S_star) / d
+    assert np.all(np.abs(mean - want) < 5 * se)
+    assert np.max(np.abs(want)) > 20 * np.max(se)  # the test can tell D / d from 0
+
+
+def test_closed_form_equals_the_integrated_equations():
+    model = AttentionIndexed(10, tokens=2, link="linear", noise=0.3)
+    t = np.linspace(0, 3, 31)
+    args = (model, {"mean": 0.7, "norm": 1.5}, {"mean": 0.1, "norm": 1.2, "overlap": 0.05},
+            0.4, t)
+    a = linear_teacher_odes(*args)
+    b = linear_teacher_odes(*args, method="integrate")
+    for k in ("mean", "norm", "overlap", "cosine"):
+        assert np.max(np.abs(a.order[k] - b.order[k])) < 1e-8
+
+
+def test_online_sgd_follows_the_exact_equations_at_small_d():
+    """Direct S, linear link, d = 48: the run stays within 10% of the equations (O(1/d)
+    fluctuations and corrections; the d >= 200 comparison, within 2%, is in
+    examples/online_attention.py), and the equations with c doubled are far off."""
+    rng = np.random.default_rng(4)
+    d = 48
+    p = get("matrix", d=d)
+    model = AttentionIndexed(d, link="linear", noise=0.2)
+    run = online_sgd(p, model, Teacher.planted(d, d // 2, rng), p.random_point(rng),
+                     samples=2 * d * d, lr=0.5, lr_exponent=1, batch=12, seed=5,
+                     record_at=np.linspace(0, 2, 9), test_samples=16)
+    assert run.eta == pytest.approx(0.5 / d)
+    assert np.allclose(run.t, np.linspace(0, 2, 9))
+    ode, cmp = compare_with_odes(run)
+    assert cmp.max_deviation < 0.1, str(cmp)
+    wrong = linear_teacher_odes(model, run.teacher_order, {k: v[0] for k, v in run.order.items()},
+                                2 * run.eta * d, run.t)
+    assert np.max(np.abs(wrong.order["overlap"] - run.order["overlap"])) \
+        > 0.2 * np.max(run.order["overlap"])
+    assert np.isfinite(run.trajectory.losses).all()
+    assert run.to_dict()["weak_recovery"] == run.weak_recovery
+
+
+def test_direct_S_at_zero_stays_there_for_an_even_link_and_tied_S_leaves():
+    """For an even link g'(0) = 0, so S = 0 is a fixed point of every sample's step; tied S from
+    a random W is not at it. The linear link moves S = 0 at once."""
+    rng = np.random.default_rng(6)
+    d, r = 12, 6
+    teacher = Teacher.planted(d, r, rng, centered=True)
+    model = AttentionIndexed(d, link="abs", noise=0.1)
+    p = get("matrix", d=d)
+    run = online_sgd(p, model, teacher, np.zeros(p.n), samples=d * d, lr=0.5, lr_exponent=1,
+                     seed=1, test_samples=0)
+    assert np.all(run.trajectory.thetas == 0)
+    moved = online_sgd(p, AttentionIndexed(d, link="linear"), teacher, np.zeros(p.n),
+                       samples=d * d, lr=0.5, lr_exponent=1, seed=1, test_samples=0)
+    assert np.abs(moved.trajectory.thetas[-1]).max() > 0
+    u = get("uut", d=d, r=r)
+    tied = online_sgd(u, model, teacher, rng.standard_normal(u.n), samples=d * d, lr=0.1,
+                      scale=1 / math.sqrt(r * d), seed=1, test_samples=0)
+    assert np.abs(tied.order["norm"][-1] - tied.order["norm"][0]) > 1e-3
+
+
+def test_weak_recovery_is_detected_and_can_stop_the_run():
+    rng = np.random.default_rng(7)
+    d = 16
+    p = get("matrix", d=d)
+    run = online_sgd(p, AttentionIndexed(d, link="linear"), Teacher.planted(d, 8, rng),
+                     p.random_point(rng), samples=4 * d * d, lr=0.5, lr_exponent=1, batch=4,
+                     threshold=0.5, seed=3, stop_at_recovery=True, test_samples=0)
+    assert run.weak_recovery is not None and run.samples == run.weak_recovery < 4 * d * d
+    assert run.order["cosine"][-1] >= 0.5 > abs(run.order["cosine"][0])
+    assert "weak recovery" in run.trajectory.message
+
+
+def test_order_parameters_against_their_definitions():
+    rng = np.random.default_rng(8)
+    d = 6
+    S, S_star = _sym(rng, d) + 0.3 * np.eye(d), _sym(rng, d)
+    o = order_parameters(S, S_star, moments=3)
+    ev = np.linalg.eigvalsh(S)
+    assert o["mean"] == pytest.approx(ev.mean())
+    assert o["norm"] == pytest.approx(np.mean(ev ** 2))
+    assert o["moment_3"] == pytest.approx(np.mean(ev ** 3))
+    St, Sts = S - ev.mean() * np.eye(d), S_star - np.trace(S_star) / d * np.eye(d)
+    assert o["cosine"] == pytest.approx(np.sum(St * Sts) / np.linalg.norm(St)
+                                        / np.linalg.norm(Sts))
+
+
+def test_planted_teachers_have_their_stated_spectra():
+    rng = np.random.default_rng(9)
+    d, r = 160, 80
+    tied = Teacher.planted(d, r, rng).S
+    assert np.trace(tied) / d == pytest.approx(math.sqrt(r / d), rel=0.03)
+    assert np.linalg.eigvalsh(tied).min() > -1e-10
+    centered = Teacher.planted(d, r, rng, centered=True).S
+    assert abs(np.trace(centered)) < 1e-9
+    direct = Teacher.planted(d, r, rng, kind="direct").S
+    assert np.abs(np.linalg.eigvalsh(direct)).max() == pytest.approx(2.0, abs=0.2)
+
+
+def test_fit_recovers_a_planted_exponent():
+    d = np.array([16, 32, 64, 128, 16, 32, 64, 128], float)
+    n = 3.0 * d ** 2 * np.log(d) * np.exp(0.05 * np.array([1, -1, 1, -1, -1, 1, -1, 1]))
+    fit = fit_weak_recovery(d, n)
+    assert abs(fit.exponent - 2) < 3 * fit.exponent_stderr + 1e-12
+    assert 0 < fit.exponent_stderr < 0.1
+    exact = fit_weak_recovery(d[:4], 3.0 * d[:4] ** 2 * np.log(d[:4]))
+    assert exact.exponent == pytest.approx(2.0, abs=1e-12) and exact.exponent_stderr < 1e-10
+    pure = fit_weak_recovery(d[:4], 5.0 * d[:4] ** 2)  # d^2 alone: p = 2, gamma below 2
+    assert pure.power == pytest.approx(2.0, abs=1e-12) and pure.exponent < 1.9
+    with pytest.raises(ParamgeoError, match="3 distinct"):
+        fit_weak_recovery([16, 32], [1.0, 2.0])
+
+
+def test_bad_input_names_the_problem():
+    rng = np.random.default_rng(10)
+    t = Teacher.planted(4, 2, rng)
+    with pytest.raises(ShapeError, match="d x d matrix"):
+        online_sgd(get("hadamard", p=3), AttentionIndexed(4), t, np.ones(6), 10, 0.1)
+    with pytest.raises(ShapeError, match="teacher is 4 x 4"):
+        online_sgd(get("matrix", d=3), AttentionIndexed(3), t, np.zeros(9), 10, 0.1)
+    with pytest.raises(ParamgeoError, match="unknown link 'cubic'"):
+        AttentionIndexed(4, link="cubic")
+    with pytest.raises(ParamgeoError, match="step size"):
+        online_sgd(get("matrix", d=4), AttentionIndexed(4), t, np.zeros(16), 10, -1.0)
+    with pytest.raises(ParamgeoError, match="linear link only"):
+        linear_teacher_odes(AttentionIndexed(4, link="abs"), {"mean": 0, "norm": 1},
+                            {"mean": 0, "norm": 1, "overlap": 0}, 0.5, [0, 1])
+    with pytest.raises(ParamgeoError, match="diverged"):
+        online_sgd(get("matrix", d=4), AttentionIndexed(4, link="quadratic"), t,
+                   10 * np.ones(16), 200, 50.0)
+
+
+def test_sweep_query_runs_to_weak_recovery():
+    run = QUERIES["online-sgd"].run
+    opts = {name: o.default for name, o in QUERIES["online-sgd"].options.items()}
+    out = run(get("uut", d=8, r=4), **dict(opts, horizon=6.0, link="linear", lr=0.3))
+    assert out["d"] == 8 and out["weak_recovery"] is not None
+    assert out["recovered_over_d2logd"] == pytest.approx(
+        out["weak_recovery"] / (64 * math.log(8)))
+    with pytest.raises(ParamgeoError, match="needs a size r"):
+        run(get("matrix", d=4), **opts)
+
+
+def test_matrix_plugin_passes_the_contract_check():
+    report = check(get("matrix", d=3), seed=0)
+    assert report.passed, str(report)
+
+
+def test_finite_d_second_moment_by_monte_carlo():
+    """E[(x^T D x - Tr D)^2 |x x^T - I|_F^2] = (2 d^2 + 18 d + 32) Tr(D^2) + 8 (Tr D)^2 for
+    x ~ N(0, I_d), the moment the finite-d equations use, within 5 standard errors."""
+    rng = np.random.default_rng(11)
+    d, N = 3, 400000
+    D = _sym(rng, d) + 0.4 * np.eye(d)
+    x = rng.standard_normal((N, d))
+    v = (np.einsum("ni,ij,nj->n", x, D, x) - np.trace(D)) ** 2
+    a2 = np.sum(x * x, axis=1)
+    f = v * (a2 ** 2 - 2 * a2 + d)
+    want = (2 * d * d + 18 * d + 32) * np.trace(D @ D) + 8 * np.trace(D) ** 2
+    assert abs(f.mean() - want) < 5 * f.std() / math.sqrt(N)
+    high_d = 2 * d * d * np.trace(D @ D)  # the leading term alone is far off at d = 3
+    assert abs(f.mean() - high_d) > 20 * f.std() / math.sqrt(N)
+    assert np.mean(a2 ** 2 - 2 * a2 + d) == pytest.approx(d * (d + 1), rel=0.01)
+
+
+def test_finite_d_equations_need_one_token():
+    model = AttentionIndexed(10, tokens=2)
+    with pytest.raises(ParamgeoError, match="T = 1 token"):
+        linear_teacher_odes(model, {"mean": 0, "norm": 1}, {"mean": 0, "norm": 1, "overlap": 0},
+                            0.5, [0, 1], finite_d=True)
+
+
+def test_cli_runs_to_weak_recovery_and_reports_errors_in_one_line():
+    from click.testing import CliRunner
+
+    from paramgeo.cli import main
+
+    res = CliRunner().invoke(main, ["online-sgd", "uut", "-p", "d=10", "-p", "r=5", "--link",
+                                    "linear", "--lr", "0.3", "--horizon", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    import json
+
+    out = json.loads(res.output)
+    assert out["weak_recovery"] is not None and out["final"]["cosine"] >= 0.5
+    assert out["recovered_over_d2logd"] == pytest.approx(
+        out["weak_recovery"] / (100 * math.log(10)))
+    res = CliRunner().invoke(main, ["online-sgd", "hadamard", "-p", "p=3"])
+    assert res.exit_code == 2 and "Error:" in res.output and "d x d matrix" in res.output
+    assert "Traceback" not in res.output
+    res = CliRunner().invoke(main, ["online-sgd", "matrix", "-p", "d=4"])
+    assert res.exit_code == 2 and "needs a size r" in res.output
+    res = CliRunner().invoke(main, ["online-sgd", "matrix", "-p", "d=4", "--scale", "big"])
+    assert res.exit_code == 2 and "1/sqrt(rd)" in res.output
+
+
+def test_free_cumulants_round_trip_and_known_laws():
+    """Semicircle: kappa = (0, s, 0, 0), moments (0, s, 0, 2 s^2) (Catalan); free Poisson of
+    rate 1 (Marchenko-Pastur): every free cumulant 1, moments the Catalan numbers 1, 2, 5, 14."""
+    from paramgeo.flows import free_cumulants, free_moments
+
+    assert np.allclose(free_moments([0, 0.5, 0, 0]), [0, 0.5, 0, 0.5])
+    assert np.allclose(free_moments([1, 1, 1, 1, 1]), [1, 2, 5, 14, 42])
+    rng = np.random.default_rng(12)
+    m = rng.standard_normal(6)
+    assert np.allclose(free_moments(free_cumulants(m)), m)
+    S = _sym(rng, 400)  # GOE of variance 1/d: free cumulants close to (0, 1, 0, 0)
+    ev = np.linalg.eigvalsh(S)
+    kappa = free_cumulants([np.mean(ev ** k) for k in range(1, 5)])
+    assert np.allclose(kappa, [0, 1, 0, 0], atol=0.03)
+
+
+def test_moments_follow_the_free_convolution_prediction():
+    """Direct S, linear link, d = 48: Tr(S^3)/d and Tr(S^4)/d of the run against the free
+    convolution of alpha S*, beta S0 and the semicircle closing the norm equation (within 8%
+    at this d); leaving the semicircle out (the mean path alone) is three times further off."""
+    rng = np.random.default_rng(13)
+    d = 48
+    p = get("matrix", d=d)
+    teacher = Teacher.planted(d, d // 2, rng)
+    S0 = p.random_point(rng)
+    model = AttentionIndexed(d, link="linear", noise=0.5)
+    run = online_sgd(p, model, teacher, S0, samples=2 * d * d, lr=0.5, lr_exponent=1,
+                     batch=12, seed=14, record_at=np.linspace(0, 2, 9), test_samples=0)
+    ode, cmp = compare_with_odes(run, finite_d=True, teacher=teacher.S, start=S0.reshape(d, d))
+    assert cmp.deviation["moment_3"] < 0.08 and cmp.deviation["moment_4"] < 0.08, str(cmp)
+    b = ode.order["start_weight"][-1]
+    mean_path = (1 - b) * teacher.S + b * S0.reshape(d, d)
+    no_noise = np.trace(np.linalg.matrix_power(mean_path, 4)) / d
+    err = abs(ode.order["moment_4"][-1] - run.order["moment_4"][-1])
+    assert abs(no_noise - run.order["moment_4"][-1]) > 3 * err
+
+
+def test_teacher_from_a_plugin_point():
+    rng = np.random.default_rng(15)
+    p = get("uut", d=4, r=2)
+    theta = rng.standard_normal(p.n)
+    U = theta.reshape(4, 2)
+    t = Teacher.from_param(p, theta, scale=0.5)
+    assert np.allclose(t.S, 0.5 * U @ U.T)
+    assert t.to_dict()["order"]["cosine"] == pytest.approx(1.0)
+    with pytest.raises(ShapeError, match="d x d matrix"):
+        Teacher.from_param(get("hadamard", p=3), np.ones(6))
