@@ -38,9 +38,10 @@ FINITE_INPUT_BOUND = 1e6
 
 #: How to make forward traceable, the fix of every untraceable forward.
 UNTRACEABLE_FIX = ("write forward with autograd.numpy (import autograd.numpy as np; no "
-                   "numpy.asarray, float() or in-place writes on theta), or make it an "
-                   "autograd primitive (autograd.extend.primitive with defvjp/defjvp) and "
-                   "declare closed-form 'jvp' and 'vjp'")
+                   "numpy.asarray, float() or in-place writes on theta), or use "
+                   "paramgeo.from_torch / paramgeo.from_jax for a framework's model, or make "
+                   "it an autograd primitive (autograd.extend.primitive with defvjp/defjvp) "
+                   "and declare closed-form 'jvp' and 'vjp'")
 
 
 def _flat_shape(p):
