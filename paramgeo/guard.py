@@ -25,6 +25,7 @@ failed property. Engines never catch it per command: this module is the one plac
 """
 
 import functools
+import math
 
 import numpy as np
 from autograd.tracer import Box, getval
@@ -37,9 +38,10 @@ FINITE_INPUT_BOUND = 1e6
 
 #: How to make forward traceable, the fix of every untraceable forward.
 UNTRACEABLE_FIX = ("write forward with autograd.numpy (import autograd.numpy as np; no "
-                   "numpy.asarray, float() or in-place writes on theta), or make it an "
-                   "autograd primitive (autograd.extend.primitive with defvjp/defjvp) and "
-                   "declare closed-form 'jvp' and 'vjp'")
+                   "numpy.asarray, float() or in-place writes on theta), or use "
+                   "paramgeo.from_torch / paramgeo.from_jax for a framework's model, or make "
+                   "it an autograd primitive (autograd.extend.primitive with defvjp/defjvp) "
+                   "and declare closed-form 'jvp' and 'vjp'")
 
 
 def _flat_shape(p):
@@ -97,7 +99,11 @@ def _check_args(param, method, names, args):
     for i, name in enumerate(names[:len(args)]):
         value = args[i]
         need = _ARG_LENGTH[name](param)
-        if isinstance(value, Box):
+        if type(value) is np.ndarray and value.shape == (need,) and value.dtype.kind == "f":
+            continue  # the common case, at no cost
+        if isinstance(value, Box) or (isinstance(value, np.ndarray) and value.dtype == object):
+            # traced by autograd, or numbers of another kind (the high-precision route's mpmath
+            # reals): the size is checked, the values pass unchanged
             size = np.size(getval(value))
             if size != need:
                 raise ShapeError(f"{plugin_label(param)}.{method}: argument {name} must have "
@@ -133,6 +139,9 @@ def _result_problem(param, method, out, shape_of, theta, traced):
     """What is wrong with the result ``out`` of ``method`` (None when nothing is), with its
     fix: (problem, fix)."""
     value = getval(out)
+    if (type(value) is np.ndarray and value.dtype.kind == "f"
+            and value.shape == tuple(shape_of(param)) and math.isfinite(value.sum())):
+        return None  # the common case: one reduction (an overflowing sum is checked below)
     if method == "sparse_jacobian":
         value = getattr(value, "shape", None)
         if value is not None and tuple(value) != (param.m, param.n):
@@ -233,6 +242,8 @@ def guarded(fn, method, plugin_code=True):
         if names and ready:
             args = _check_args(self, method, names, args)
         theta = args[0] if names and args and names[0] in ("theta", "theta0") else None
+        traced = any(isinstance(a, Box) for a in args)
+        exotic = any(isinstance(a, np.ndarray) and a.dtype == object for a in args)
         try:
             out = fn(self, *args, **kwargs)
         except (ParamgeoError, MemoryError):
@@ -240,7 +251,6 @@ def guarded(fn, method, plugin_code=True):
         except Exception as exc:
             if not plugin_code:
                 raise
-            traced = any(isinstance(a, Box) for a in args)
             if traced and _works_untraced(fn, self, args, kwargs):
                 _raise_fault(self, method, f"cannot be traced by autograd ({type(exc).__name__}: "
                              f"{_short(exc)})", UNTRACEABLE_FIX, exc)
@@ -248,11 +258,10 @@ def guarded(fn, method, plugin_code=True):
             _raise_fault(self, method, f"raised {type(exc).__name__}: {_short(exc)}{at}",
                          f"fix {type(self).__name__}.{method} (`paramgeo check "
                          f"{plugin_label(self)}` tests every method of the contract)", exc)
-        if not ready and method not in OTHER_METHODS:
-            return out
+        if (not ready or exotic) and method not in OTHER_METHODS:
+            return out  # object arrays in, object arrays out: their caller checks them
         if shape_of is not None:
-            problem = _result_problem(self, method, out, shape_of, theta,
-                                      any(isinstance(a, Box) for a in args))
+            problem = _result_problem(self, method, out, shape_of, theta, traced)
         else:
             problem = _structure_problem(self, method, out)
         if problem is not None:

@@ -300,8 +300,9 @@ MAX_IMPLICIT_DIM = 10_000
 
 #: Most recorded times of one flow (each keeps theta, phi and the conserved quantities).
 MAX_RECORDS = 100_000
-#: Longest horizon of a gradient flow.
-MAX_T_FINAL = 1e12
+#: Longest horizon of a gradient flow: small initialisations of deep diagonal networks escape
+#: at t ~ alpha^-(2L-2) (1e24 at alpha = 1e-4, L = 4); 1e300 is a typo, not a horizon.
+MAX_T_FINAL = 1e30
 
 
 def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, atol=1e-10,

@@ -655,3 +655,61 @@ def test_flow_prints_the_finished_steps_then_exits_130(tmp_path):
     assert result.exit_code == 130
     assert "Trajectory (gd)" in result.stdout and "|grad L|" in result.stdout
     assert "Error: interrupted after" in result.stderr
+
+
+class _NumpyModel(Parameterization):
+    """u * v in plain numpy with closed-form J, J v and J^T w: usable by the J-only engines,
+    untraceable by autograd."""
+
+    name = "numpy-model"
+    capabilities = frozenset({"jacobian", "jvp", "vjp"})
+
+    def make_spec(self):
+        return ParamSpec(u=(2,), v=(2,))
+
+    def make_predictor_shape(self):
+        return (2,)
+
+    def forward(self, theta):
+        theta = np.asarray(theta, dtype=float)
+        return theta[:2] * theta[2:]
+
+    def jacobian(self, theta):
+        return np.hstack([np.diag(theta[2:]), np.diag(theta[:2])])
+
+    def jvp(self, theta, v):
+        return self.jacobian(theta) @ v
+
+    def vjp(self, theta, w):
+        return self.jacobian(theta).T @ w
+
+
+def test_an_untraceable_forward_with_closed_forms_works_where_no_trace_is_needed():
+    p = _NumpyModel()
+    assert generic_rank(p) == 2  # J only
+    with pytest.raises(PluginError, match="cannot be traced by autograd"):
+        p.hessian_vp(np.ones(4), np.ones(2), np.ones(4))  # needs second derivatives of forward
+    report = paramgeo.check(p)
+    failed = [i for i in report.failures() if i.property == "forward"]
+    assert failed and "cannot be traced" in failed[0].hint and "autograd.numpy" in failed[0].hint
+
+
+def test_a_cell_past_its_time_limit_records_an_error_and_the_sweep_goes_on(sweep_dir,
+                                                                            monkeypatch):
+    import time
+
+    from paramgeo.sweeps import queries, sweep
+
+    real = queries.QUERIES["describe"]
+
+    def slow(param, seed):
+        if param.sizes["m"] == 3:
+            while True:  # a cell that never ends
+                time.sleep(0.01)
+        return real.run(param, seed)
+
+    monkeypatch.setitem(queries.QUERIES, "describe", queries.dataclasses.replace(real, run=slow))
+    summary = sweep("s.toml", "out.csv", workers=0, cell_time_limit=0.5)
+    rows = {str(r["m"]): r for r in summary.table.to_dict("records")}
+    assert rows["2"]["status"] == "ok"
+    assert rows["3"]["status"] == "error" and "time limit of 0.5 s" in rows["3"]["error"]

@@ -23,9 +23,13 @@ from ._common import json_option, progress_bar, progress_enabled, progress_optio
               help="Skip the cells already in OUTPUT (or in the journal of an interrupted "
                    "run); failed cells run again.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing OUTPUT.")
+@click.option("--cell-time-limit", "cell_time_limit", type=click.FloatRange(min=0, min_open=True),
+              default=3600.0, show_default=True, metavar="SECONDS",
+              help="A cell running longer stops and records an error (inf: no limit).")
 @progress_option
 @json_option
-def sweep_cmd(spec_file, output, workers, scheduler, resume, overwrite, progress, as_json):
+def sweep_cmd(spec_file, output, workers, scheduler, resume, overwrite, cell_time_limit, progress,
+              as_json):
     """Run a grid of queries (describe, rank, search, mirror, pacbayes, ...) from a TOML sweep
     file, one Dask task per cell, into a tidy table; a failing cell records its error and the
     sweep goes on. Rows stream to OUTPUT.partial.jsonl, so --resume continues a killed sweep.
@@ -47,7 +51,8 @@ def sweep_cmd(spec_file, output, workers, scheduler, resume, overwrite, progress
     with progress_bar("cells", progress_enabled(progress, quiet=as_json)) as update:
         try:
             summary = sweep(spec_file, output, workers=workers, scheduler=scheduler,
-                            resume=resume, overwrite=overwrite, progress=update)
+                            resume=resume, overwrite=overwrite, progress=update,
+                            cell_time_limit=cell_time_limit)
         except KeyboardInterrupt:
             click.echo(f"\ninterrupted: the finished cells are in {output}.partial.jsonl; "
                        "continue with --resume", err=True)

@@ -11,8 +11,12 @@ first cell runs in this process and prices the grid: a grid that would finish he
 than a local cluster starts (CLUSTER_START_SECONDS) runs here, and the summary says why.
 """
 
+import contextlib
+import ctypes
 import dataclasses
+import math
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -62,6 +66,42 @@ class SweepSummary(Result):
                 (f"\n{self.why}" if self.why else ""))
 
 
+#: The default time limit of one cell, in seconds (``sweep(cell_time_limit=...)``,
+#: ``paramgeo sweep --cell-time-limit``).
+DEFAULT_CELL_TIME_LIMIT = 3600.0
+
+
+class CellTimeLimit(Exception):
+    """Raised inside a cell that ran past its time limit (see :func:`_time_limit`)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds):
+    """Raise CellTimeLimit in this thread once ``seconds`` have passed (a timer thread sets an
+    asynchronous exception, so it works on a Dask worker's task thread too; it takes effect
+    between Python bytecodes, so one long C call such as a big SVD finishes first)."""
+    if seconds is None or math.isinf(seconds):
+        yield
+        return
+    target, lock, state = threading.get_ident(), threading.Lock(), {"inside": True}
+
+    def fire():
+        with lock:
+            if state["inside"]:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target),
+                                                           ctypes.py_object(CellTimeLimit))
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        with lock:
+            state["inside"] = False
+        timer.cancel()
+
+
 def run_cell(task):
     """Run one cell (on a worker): load the plugin files, resolve the plugin, call the query.
 
@@ -73,18 +113,24 @@ def run_cell(task):
     from ..registry import load_plugin_file
     from .queries import get_query
 
+    limit = task.get("time_limit")
     try:
-        for f in task["plugin_files"]:
-            load_plugin_file(f)
-        query = get_query(task["query"])
-        pairs = [f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}"
-                 for k, v in task["sizes"].items()]
-        param = resolve(task["plugin"], pairs, dense=query.dense)
-        result = query.run(param, **task["options"])
+        with _time_limit(limit):
+            for f in task["plugin_files"]:
+                load_plugin_file(f)
+            query = get_query(task["query"])
+            pairs = [f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}"
+                     for k, v in task["sizes"].items()]
+            param = resolve(task["plugin"], pairs, dense=query.dense)
+            result = query.run(param, **task["options"])
         if getattr(result, "interrupted", False):  # Ctrl-C absorbed by the engine: not complete
             return {"key": task["key"], "status": "interrupted", "result": {},
                     "error": "interrupted before it finished"}
         return {"key": task["key"], "status": "ok", "error": None, "result": flatten(result)}
+    except CellTimeLimit:
+        return {"key": task["key"], "status": "error", "result": {},
+                "error": f"ran past the cell time limit of {limit:g} s (raise it with "
+                         "--cell-time-limit)"}
     except Exception as exc:  # noqa: BLE001 - recorded in the row, the sweep goes on
         kind = "" if isinstance(exc, ParamgeoError) else f"{type(exc).__name__}: "
         message = " ".join(f"{kind}{exc}".split()) or type(exc).__name__
@@ -110,7 +156,7 @@ def max_local_workers():
 
 
 def sweep(spec, output=None, *, workers=None, scheduler=None, client=None, resume=False,
-          overwrite=False, progress=None):
+          overwrite=False, progress=None, cell_time_limit=DEFAULT_CELL_TIME_LIMIT):
     """Run the sweep ``spec`` (a TOML path, a dict or a SweepSpec) and return a
     :class:`SweepSummary` whose ``table`` holds one row per cell.
 
@@ -123,7 +169,8 @@ def sweep(spec, output=None, *, workers=None, scheduler=None, client=None, resum
     address of a running Dask scheduler instead; ``client``: an existing
     ``distributed.Client``. ``resume``: skip cells already in ``output`` or its journal
     (failed cells are retried); without it an existing output is an error unless
-    ``overwrite``. ``progress(done, total)``: called after each cell.
+    ``overwrite``. ``progress(done, total)``: called after each cell. ``cell_time_limit``:
+    seconds after which a cell stops and records an error (None or inf: no limit).
 
     Everything is validated before a worker starts: the spec (:func:`load_spec`), the output
     format and, with ``resume``, the existing table.
@@ -139,6 +186,13 @@ def sweep(spec, output=None, *, workers=None, scheduler=None, client=None, resum
                              "same cores; give fewer, or run on a cluster with --scheduler")
     if sum(x is not None for x in (workers, scheduler, client)) > 1:
         raise SweepSpecError("give at most one of workers, scheduler and client")
+    if cell_time_limit is not None and not (isinstance(cell_time_limit, (int, float))
+                                            and cell_time_limit > 0):
+        raise SweepSpecError(f"cell_time_limit must be a number of seconds > 0 (or None), got "
+                             f"{cell_time_limit!r}")
+    limit = None if cell_time_limit is None else float(cell_time_limit)
+    spec = dataclasses.replace(spec, cells=tuple(dataclasses.replace(c, time_limit=limit)
+                                                 for c in spec.cells))
     if output is None:
         return _sweep(spec, None, workers, scheduler, client, resume, overwrite, progress, t0)
     output = check_output(output)
@@ -172,11 +226,8 @@ def _sweep(spec, output, workers, scheduler, client, resume, overwrite, progress
         cell = by_key[outcome["key"]]
         if cell.key in rows:  # finished twice (a worker died after computing it): keep one
             return
-        if outcome["status"] == "interrupted":
-            if workers == 0:  # Ctrl-C in this process: stop the sweep, store nothing of it
-                raise KeyboardInterrupt
-            # on a worker: a failed row, so --resume computes the cell again
-            outcome = dict(outcome, status="error")
+        if outcome["status"] == "interrupted":  # Ctrl-C reached the cell: stop the sweep and
+            raise KeyboardInterrupt  # store nothing of the cell (--resume computes it again)
         row = rows[cell.key] = make_row(cell, outcome)
         if journal is not None:
             journal.append(row)

@@ -65,12 +65,13 @@ class Cell:
     options: dict
     plugin_files: tuple
     key: str
+    time_limit: object = None  # seconds a worker gives the cell (not part of its key)
 
     def task(self):
         """The picklable description a worker runs (see :func:`paramgeo.sweeps.run_cell`)."""
         return {"key": self.key, "query": self.query, "plugin": self.plugin,
                 "sizes": self.sizes, "options": self.options,
-                "plugin_files": list(self.plugin_files)}
+                "plugin_files": list(self.plugin_files), "time_limit": self.time_limit}
 
     def columns(self):
         """The cell's parameters as table columns: query, plugin, its sizes (written as on the
