@@ -124,7 +124,7 @@ def _h1_silent(p, rng, eps):
 def test_order_12_approach_is_certified_in_high_precision_not_in_float64(rng):
     """widths 2,2,2,1, k = 4, h1_0's incoming weights at relative size ~1e-2: s_6/s_1 ~ 1e-24
     is float64 round-off; float64 calls the point 'other', 50 digits certify it near the
-    stratum 'layer 1: 1 in-zero; redundant {h2_0,h2_1}' with order k(k-1) = 12."""
+    stratum 'layer 1: 1 in-zero; redundant {h2_0,h2_1}' with order 12."""
     p = paramgeo.get("monomial", widths=(2, 2, 2, 1), degree=4)
     theta = _h1_silent(p, rng, 1e-2)
     c64 = classify(p, theta, precision=0)
