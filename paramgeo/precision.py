@@ -99,7 +99,7 @@ def _exact_entries(param):
         for kind, make in (("poly", sympy.ring), ("frac", sympy.field)):
             domain, *gens = make(symbols, sympy.QQ)
             try:
-                elements = [domain(sympy.sympify(e)) for e in exprs]
+                elements = [domain(e) for e in exprs]  # sympy objects, never text
             except (PolynomialError, TypeError, ValueError):
                 continue
             return kind, [[e.diff(g) for g in gens] for e in elements]

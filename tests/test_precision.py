@@ -124,7 +124,7 @@ def _h1_silent(p, rng, eps):
 def test_order_12_approach_is_certified_in_high_precision_not_in_float64(rng):
     """widths 2,2,2,1, k = 4, h1_0's incoming weights at relative size ~1e-2: s_6/s_1 ~ 1e-24
     is float64 round-off; float64 calls the point 'other', 50 digits certify it near the
-    stratum 'layer 1: 1 in-zero; redundant {h2_0,h2_1}' with order k(k-1) = 12."""
+    stratum 'layer 1: 1 in-zero; redundant {h2_0,h2_1}' with order 12."""
     p = paramgeo.get("monomial", widths=(2, 2, 2, 1), degree=4)
     theta = _h1_silent(p, rng, 1e-2)
     c64 = classify(p, theta, precision=0)
@@ -269,3 +269,39 @@ def test_cli_precision_option(tmp_path):
               "--precision", 5)
     assert bad.exit_code == 2 and "Error: precision must be at least 16 digits" in bad.output
     assert "Traceback" not in bad.output
+
+
+class _Rational(Parameterization):
+    """phi = (a / (1 + b^2), a b): rational in theta, declared symbolic (the fraction field)."""
+
+    name = "rational-test"
+    capabilities = frozenset({"symbolic"})
+
+    def make_spec(self):
+        return ParamSpec(a=(1,), b=(1,))
+
+    def make_predictor_shape(self):
+        return (2,)
+
+    def forward(self, theta):
+        import autograd.numpy as anp
+
+        a, b = theta[0], theta[1]
+        return anp.array([a / (1 + b ** 2), a * b])
+
+    def symbolic(self):
+        import sympy
+
+        a, b = sympy.symbols("a b", real=True)
+        return [a, b], [a / (1 + b ** 2), a * b]
+
+
+def test_exact_route_on_a_rational_map(rng):
+    p = _Rational()
+    theta = rng.standard_normal(2)
+    s, info = precision.singular_values(p, theta, 30)
+    assert info["route"] == "exact"
+    s64 = np.linalg.svd(p.jacobian(theta), compute_uv=False)
+    np.testing.assert_allclose([float(x) for x in s], s64, rtol=1e-13)
+    # at a = 0 the rows (1/(1+b^2), 0) and (b, 0) are parallel: rank 1 exactly
+    assert rank_at(p, np.array([0.0, 0.5]), route="exact").certificate.exact_rank == 1
