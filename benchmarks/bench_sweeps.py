@@ -37,7 +37,7 @@ def bench(row, repeats):
     row(f"sweep --workers 0, {N} trivial cells vs Python loop", lambda: _ranks(
         sweep(SPEC, workers=0)), _loop, reps, target=0.67)
     auto = sweep(SPEC)
-    print(f"sweep default, {N} trivial cells: {auto.scheduler}: {auto.why}", flush=True)
+    print(f"sweep default, {N} trivial cells: ran {auto.why}", flush=True)
     try:
         from distributed import Client, LocalCluster
     except ImportError:  # pragma: no cover - the sweep extra
