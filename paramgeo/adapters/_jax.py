@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
 from ._layers import LayeredModel, check_layers
-from ._model import FrameworkModel, model_class
+from ._model import Backend, FrameworkModel, model_class
 
 #: keys of a dense layer's weight and bias in a dict layer, and whether the weight is stored
 #: (in, out) (used as x @ W: flax's ``kernel``, the common JAX convention) or (out, in)
@@ -42,7 +42,7 @@ def _x64(jax):
     return enable_x64()
 
 
-class JaxBackend:
+class JaxBackend(Backend):
     """Products of a flat JAX function by jax.jvp/vjp/jacrev under jax.jit on ``device``,
     in 64-bit mode; host float64 numpy arrays in and out."""
 
@@ -71,14 +71,6 @@ class JaxBackend:
     def vjp_pair(self, fn):
         jax = self.jax
         return lambda x, g: jax.vjp(fn, x)[1](g)[0]
-
-    def jvp_map(self, fn, a):
-        pair = self.jvp_pair(fn)
-        return lambda z: pair(z[:a], z[a:])
-
-    def vjp_map(self, fn, a):
-        pair = self.vjp_pair(fn)
-        return lambda z: pair(z[:a], z[a:])
 
     def jacobian_map(self, fn, reverse):
         return (self.jax.jacrev if reverse else self.jax.jacfwd)(fn)

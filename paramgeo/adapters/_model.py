@@ -35,6 +35,20 @@ from ..errors import ContractError, ParamgeoError, ShapeError
 from ..parameterization import Parameterization, ParamSpec
 
 
+class Backend:
+    """What a framework backend shares: from its ``jvp_pair(fn)`` (x, dx) -> Df(x) dx and
+    ``vjp_pair(fn)`` (x, g) -> Df(x)^T g, the same products as maps of one stacked vector
+    z = (x, dx) or (x, g), x its first ``a`` entries (the form :class:`_Op` differentiates)."""
+
+    def jvp_map(self, fn, a):
+        pair = self.jvp_pair(fn)
+        return lambda z: pair(z[:a], z[a:])
+
+    def vjp_map(self, fn, a):
+        pair = self.vjp_pair(fn)
+        return lambda z: pair(z[:a], z[a:])
+
+
 class _Op:
     """A flat framework function f: R^a -> R^b with host float64 arrays in and out, and the
     ops of its VJP map (x, g) -> Df(x)^T g: R^(a+b) -> R^a and JVP map

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
 from ._layers import LayeredModel, torch_layers
-from ._model import FrameworkModel, model_class
+from ._model import Backend, FrameworkModel, model_class
 
 
 def _import_torch():
@@ -25,7 +25,7 @@ def _import_torch():
     return torch
 
 
-class TorchBackend:
+class TorchBackend(Backend):
     """Products of a flat torch function by torch.func on ``device``; host float64 numpy
     arrays in and out (zero-copy on the CPU)."""
 
@@ -56,14 +56,6 @@ class TorchBackend:
     def vjp_pair(self, fn):
         vjp = self.torch.func.vjp
         return lambda x, g: vjp(fn, x)[1](g)[0]
-
-    def jvp_map(self, fn, a):
-        pair = self.jvp_pair(fn)
-        return lambda z: pair(z[:a], z[a:])
-
-    def vjp_map(self, fn, a):
-        pair = self.vjp_pair(fn)
-        return lambda z: pair(z[:a], z[a:])
 
     def jacobian_map(self, fn, reverse):
         return (self.torch.func.jacrev if reverse else self.torch.func.jacfwd)(fn)
