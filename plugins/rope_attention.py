@@ -169,7 +169,7 @@ class RopeAttention(Parameterization):
             if float(shift) != int(shift):
                 raise ValueError(f"rope-attention: learned embeddings are indexed by integer "
                                  f"positions; got shift={shift}, use an integer")
-            Xp = self.X + blocks["P"][(positions.astype(int) + int(shift)) % self.table][None]
+            Xp = self.X + blocks["P"][positions.astype(int) % self.table][None]
             Q, K = anp.matmul(Xp, blocks["WQ"]), anp.matmul(Xp, blocks["WK"])
         else:
             Xp = self.X + self.sinusoidal(positions)[None]

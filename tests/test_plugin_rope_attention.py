@@ -186,3 +186,78 @@ def test_input_action_of_the_wrong_type_is_a_contract_error():
         input_equivariance(Bad())
     report = paramgeo.check(Bad())
     assert not report.passed and "input_action() failed" in str(report)
+
+
+# ---------------------------------------------------------------- learned absolute embeddings
+def test_learned_logits_add_the_parameter_rows_and_ignore_rows_beyond_the_sequence(rng):
+    """Oracle: (x_s + P_s)^T W_Q W_K^T (x_t + P_t) entry by entry; rows P_p, p >= T, never
+    enter phi (so they receive no gradient and keep their initial values under training)."""
+    p = paramgeo.get("rope-attention", d=4, r=2, tokens=5, sequences=2, encoding="learned",
+                     positions=9)
+    assert p.spec.unpack(np.zeros(p.n))["P"].shape == (9, 4) and p.n == 2 * 4 * 2 + 9 * 4
+    theta = p.random_point(rng)
+    WQ, WK, P = p.spec.unpack(theta).values()
+    got = p.forward(theta)
+    for b in range(2):
+        for s in range(5):
+            for t in range(5):
+                want = (p.X[b, s] + P[s]) @ WQ @ WK.T @ (p.X[b, t] + P[t])
+                assert got[b, s, t] == pytest.approx(want, rel=1e-12, abs=1e-12)
+    unused = np.zeros(p.n)
+    unused[-4 * 4:] = rng.standard_normal(16)  # rows 5..8 of P
+    np.testing.assert_array_equal(p.forward(theta + unused), got)
+    np.testing.assert_array_equal(p.jvp(theta, unused), np.zeros(p.m))
+    grad = p.vjp(theta, rng.standard_normal(p.m))
+    assert np.all(grad[-16:] == 0) and np.linalg.norm(grad[-36:-16]) > 0
+
+
+def test_learned_derivatives_against_autograd_and_finite_differences(rng):
+    """J, J^T w against autograd's Jacobian; the quartic terms make d/dt J(theta + t v) differ
+    from J(v), checked against central differences of J."""
+    import autograd
+
+    p = paramgeo.get("rope-attention", d=3, r=2, tokens=4, sequences=2, encoding="learned",
+                     positions=6, constant_feature=True)
+    theta, v, w = p.random_point(rng), rng.standard_normal(p.n), rng.standard_normal(p.m)
+    J = p.jacobian(theta)
+    J_ad = autograd.jacobian(p.forward_flat)(theta)
+    np.testing.assert_allclose(J, J_ad, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(p.vjp(theta, w), J_ad.T @ w, rtol=1e-12, atol=1e-12)
+    h = 1e-5
+    dJ = (p.jacobian(theta + h * v) - p.jacobian(theta - h * v)) / (2 * h)
+    np.testing.assert_allclose(p.jacobian_derivative(theta, v), dJ, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(p.hessian_vp(theta, w, v), dJ.T @ w, rtol=1e-6, atol=1e-7)
+    assert np.linalg.norm(dJ - p.jacobian(v)) > 1e-3 * np.linalg.norm(dJ)  # not quadratic
+
+
+@pytest.mark.parametrize("d,r,T,positions", [(3, 2, 6, 8), (4, 2, 6, 6)])
+def test_learned_generic_rank_is_n_minus_gl_and_the_unused_rows(d, r, T, positions):
+    """For 2r >= d every P_p, p < T, is seen through W_Q^T, W_K^T (no common kernel): the fiber
+    is the GL(r) orbit plus the (positions - T) d free coordinates of the unused rows."""
+    p = paramgeo.get("rope-attention", d=d, r=r, tokens=T, sequences=2, encoding="learned",
+                     positions=positions)
+    assert paramgeo.generic_rank(p) == p.n - r * r - (positions - T) * d
+
+
+def test_learned_contract_and_shift_action():
+    p = paramgeo.get("rope-attention", d=3, r=1, tokens=4, encoding="learned",
+                     constant_feature=True)
+    report = paramgeo.check(p)
+    assert report.passed, str(report)
+    assert {"jacobian-autograd", "hessian-vp", "input-action"} <= {i.property for i in report.items}
+    eq = input_equivariance(p)
+    assert not eq.equivariant and min(eq.errors.values()) > 1e-2
+    theta = p.random_point(np.random.default_rng(0))
+    np.testing.assert_array_equal(p.logits(theta, shift=4), p.forward(theta))  # cyclic rows
+    with pytest.raises(ValueError, match="integer positions"):
+        p.logits(theta, shift=0.5)
+
+
+def test_learned_position_sizes_are_checked():
+    with pytest.raises(paramgeo.SizeError, match="choose positions >= 6"):
+        paramgeo.get("rope-attention", encoding="learned", tokens=6, positions=4)
+    with pytest.raises(paramgeo.SizeError, match="use it with encoding=learned"):
+        paramgeo.get("rope-attention", positions=8)
+    res = CliRunner().invoke(main, ["check", "rope-attention", "-p", "encoding=learned",
+                                    "-p", "tokens=6", "-p", "positions=4"])
+    assert res.exit_code == 2 and res.output.startswith("Error:") and "Traceback" not in res.output
