@@ -187,24 +187,36 @@ def train_linear_control(param, k, steps):
 
 
 def control_logits(param, c):
-    B, T, _ = param.predictor_shape
-    return (kernel_features(param, param.X) @ c).reshape(B, T, T)
+    """The control's B x T x T logits sum_j basis_j(t - s) x_s^T C_j x_t (C_j the d x d blocks
+    of c in the layout of ``kernel_features``), one d x d product per basis function."""
+    T, d = param.tokens, param.d
+    delta = np.arange(T)[None, :] - np.arange(T)[:, None]
+    ang = delta[..., None] * param.frequencies
+    basis = np.concatenate([np.cos(ang), np.sin(ang)], axis=-1)
+    X = param.X
+    out = np.zeros(param.predictor_shape)
+    for j, C in enumerate(np.asarray(c).reshape(-1, d, d)):
+        out += basis[None, :, :, j] * ((X @ C) @ np.swapaxes(X, 1, 2))
+    return out
 
 
 # ---------------------------------------------------------------- carrier and dilution
+def offset_kernel(param, c, deltas):
+    """F[delta] = vec(sum_i cos(delta omega_i) A_i + sin(delta omega_i) B_i), len(deltas) x
+    d^2; column 0 is the position-only logit f(delta) between constant features."""
+    ang = np.asarray(deltas)[:, None] * param.frequencies[None]
+    return np.concatenate([np.cos(ang), np.sin(ang)], axis=1) @ c.reshape(param.r, -1)
+
+
 def offset_kernel_spectrum(param, c, train_len):
     """Singular values (normalised by the largest) of F[delta] = vec(sum_i cos(delta omega_i)
     A_i + sin(delta omega_i) B_i), delta = -(train_len - 1)..0, a train_len x d^2 matrix; the
     count above 1e-2 and the entropy effective rank exp(-sum p_i log p_i), p = sv / sum sv."""
-    half, dd = param.r // 2, param.d ** 2
-    coef = c.reshape(param.r, dd)
-    ang = -np.arange(train_len)[:, None] * param.frequencies[None]
-    F = np.concatenate([np.cos(ang), np.sin(ang)], axis=1) @ coef  # train_len x d^2
+    F = offset_kernel(param, c, -np.arange(train_len))  # train_len x d^2
     sv = np.linalg.svd(F, compute_uv=False)
     p = sv / sv.sum()
     p = p[p > 0]
     constant = np.linalg.norm(F[:, 0]) / np.linalg.norm(F)  # the (1, 1) entry: position only
-    del half
     return {"sv": sv / sv[0], "rank_1e-2": int((sv > 1e-2 * sv[0]).sum()),
             "effective_rank": float(np.exp(-(p * np.log(p)).sum())), "constant_share": constant}
 
@@ -219,12 +231,15 @@ def last_row_logits(param, theta):
     return np.einsum("bqr,btr->bt", q, K)
 
 
-def dilution_fit(d, r, theta, k, train_len, sequences, seed, boot=200):
+def dilution_fit(d, r, theta, k, train_len, sequences, seed, kernel, boot=200):
     """Attention mass w(T) on the target at the last query (fresh sequences, T in
     DILUTION_LENGTHS), the mean margin m(T) of the target logit over the competitors, and two
     fits with bootstrap error bars over the sequences: the free exponent log(1/w - 1) = log a +
     beta log T over T >= 2 T_train (the law says beta = 1), and the law 1/w - 1 = b + a (T -
-    T_train) over all T (b: the T_train trained offsets, a = c e^-m per untrained one)."""
+    T_train) over all T (b: the T_train trained offsets, a = c e^-m per untrained one). Second
+    route for a, from the carrier alone (no sequences): the mean of e^{f(delta) - f(-k)} over
+    the untrained offsets delta = -(T-1)..-T_train of the position-only logit f = column 0 of
+    ``kernel`` (a callable deltas -> F), at the largest T."""
     per_len = []
     for T in DILUTION_LENGTHS:
         p = head("rotary", d, r, T, sequences, seed)
@@ -251,7 +266,9 @@ def dilution_fit(d, r, theta, k, train_len, sequences, seed, boot=200):
     boots = np.array([fit(rng.integers(0, sequences, sequences))[1:] for _ in range(boot)])
     law = 1.0 / (1.0 + b + a * (lengths - train_len))
     m = np.array([row["m"].mean() for row in per_len])
-    return {"lengths": DILUTION_LENGTHS, "w": w, "law_w": law, "m": m,
+    f = kernel(-np.arange(DILUTION_LENGTHS[-1]))[:, 0]
+    a_carrier = float(np.mean(np.exp(f[train_len:] - f[k])))
+    return {"a_carrier": a_carrier, "lengths": DILUTION_LENGTHS, "w": w, "law_w": law, "m": m,
             "acc": [float(row["hit"].mean()) for row in per_len],
             "a_per_T": (1.0 / w - 1.0) / lengths,
             "beta": beta, "beta_err": boots[:, 0].std(), "beta_range": (2 * train_len,
@@ -304,13 +321,16 @@ def run(d=8, r=8, k=3, train_len=16, sequences=64, steps=2000, lr=0.2, seed=0,
                  softmax=False)
     rot = head("rotary", d, r, train_len, 2, seed)
     c_rot = rotary_kernel(rot, thetas["rotary"])
-    # the rotary head is the kernel model at c(theta): the same logits by both routes
+    # the rotary head is the kernel model at c(theta): the same logits by three routes
     np.testing.assert_allclose(control_logits(rot, c_rot), rot.forward(thetas["rotary"]),
                                rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose((kernel_features(rot, rot.X) @ c_rot).reshape(rot.predictor_shape),
+                               rot.forward(thetas["rotary"]), rtol=1e-9, atol=1e-9)
     carrier = {"rotary": offset_kernel_spectrum(rot, c_rot, train_len)}
     carrier.update({label: offset_kernel_spectrum(rot, c, train_len)
                     for label, (c, _) in controls.items()})
-    dilution = dilution_fit(d, r, thetas["rotary"], k, train_len, 2 * sequences, seed + 1)
+    dilution = dilution_fit(d, r, thetas["rotary"], k, train_len, 2 * sequences, seed + 1,
+                            lambda deltas: offset_kernel(rot, c_rot, deltas))
     return rows, patterns, {"control": {label: info for label, (_, info) in controls.items()},
                             "carrier": carrier, "dilution": dilution}
 
@@ -367,7 +387,9 @@ def write_outputs(rows, patterns, extra, out, k, train_len, plot):
               f"the target. Free exponent over T = {lo}..{hi}: log(1/w - 1) = log a + beta log T, "
               f"beta = {dil['beta']:.3f} +- {dil['beta_err']:.3f}. Law over all T: 1/w - 1 = b + "
               f"a (T - {train_len}), a = c e^-m = {dil['a']:.4f} +- {dil['a_err']:.4f}, b = "
-              f"{dil['b']:.3f} +- {dil['b_err']:.3f}, c = a e^m(T = {hi}) = {dil['c']:.3g}.", "",
+              f"{dil['b']:.3f} +- {dil['b_err']:.3f}, c = a e^m(T = {hi}) = {dil['c']:.3g}. From the "
+              "carrier alone (position-only logit f, untrained offsets up to "
+              f"{hi}): a = mean e^(f(delta) - f(-{k})) = {dil['a_carrier']:.4f}.", "",
               "| T | mass on target w | law 1/(1 + b + a (T - T_train)) | relative deviation | "
               "(1/w - 1) / T | accuracy | mean margin m |",
               "|---|---|---|---|---|---|---|"]
