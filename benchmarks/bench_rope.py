@@ -1,7 +1,7 @@
 """Benchmark rows for the rope-attention plugin: the closed-form JVP and VJP (one batched matrix
 product of the stacked rotated factors; Z^T g as one BLAS product) against autograd's forward
-and reverse mode through ``forward`` (target: at least as fast, ratio >= 1), rotary and
-absolute encodings; and the rotation R_p alone against the JVP it is part of (its share)."""
+and reverse mode through ``forward`` (target: at least as fast, ratio >= 1), rotary,
+absolute and learned encodings; and the rotation R_p alone against the JVP it is part of (its share)."""
 
 import numpy as np
 
@@ -12,7 +12,8 @@ from paramgeo import Parameterization
 def bench(row, repeats):
     rng = np.random.default_rng(0)
     for sizes in (dict(d=16, r=8, tokens=16), dict(d=64, r=32, tokens=128, sequences=4),
-                  dict(d=64, r=32, tokens=128, sequences=4, encoding="absolute")):
+                  dict(d=64, r=32, tokens=128, sequences=4, encoding="absolute"),
+                  dict(d=64, r=32, tokens=128, sequences=4, encoding="learned")):
         p = paramgeo.get("rope-attention", **sizes)
         theta = p.random_point(rng)
         v, w = rng.standard_normal(p.n), rng.standard_normal(p.m)

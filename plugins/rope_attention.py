@@ -67,8 +67,9 @@ SHIFTS = (1, 2, 5, -3)
 
 
 class RopeAttention(Parameterization):
-    """Attention logits x_s^T W_Q R_{t-s} W_K^T x_t (rotary) or (x_s + e_s)^T W_Q W_K^T
-    (x_t + e_t) (absolute) on B seeded token sequences of length T; shape B x T x T."""
+    """Attention logits x_s^T W_Q R_{t-s} W_K^T x_t (rotary), (x_s + e_s)^T W_Q W_K^T (x_t + e_t)
+    (absolute, sinusoidal e) or with learned e = P (learned) on B seeded token sequences of
+    length T; shape B x T x T."""
 
     name = "rope-attention"
     size_params = {
