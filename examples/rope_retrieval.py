@@ -21,11 +21,13 @@ by the unconstrained kernel of the same frequency basis,
 
     L[s, t] = sum_i x_s^T (cos(delta omega_i) A_i + sin(delta omega_i) B_i) x_t,  delta = t - s,
 
-linear in the parameters c = (A_i, B_i) (r d^2 of them), trained by gradient descent from c = 0
-on the square loss (1/2N) sum_{b, s >= k, t <= s} (L[b, s, t] - [t = s - k])^2 over N causal
-entries. With fewer equations than parameters gradient descent from 0 converges to the
-minimum-norm interpolant c* = Phi^+ y (the iterates stay in the row space of Phi), which the
-example computes in closed form and compares.
+linear in the parameters c = (A_i, B_i) (r d^2 of them), L = Phi c, with the square loss
+(1/2N) sum_{b, s >= k, t <= s} (L[b, s, t] - [t = s - k])^2 over N causal entries. Gradient
+descent from c = 0 stays in the row space of Phi and converges to the minimum-norm
+least-squares solution c* = Phi^+ y. On the B training sequences of the softmax heads the
+problem is overdetermined and of full rank, and the control is c* (the unique solution, the
+limit of gradient descent); on 2 sequences (fewer equations than parameters: an interpolation
+problem) gradient descent with heavy-ball momentum is run from 0 and compared with c*.
 
 Carrier analysis: the trained rotary head equals such a kernel with A_i = q_{2i} k_{2i}^T +
 q_{2i+1} k_{2i+1}^T, B_i = q_{2i+1} k_{2i}^T - q_{2i} k_{2i+1}^T (q_a, k_a the columns of
@@ -36,8 +38,10 @@ dilution: at the last query of a sequence of length T the softmax mass on the ta
     w(T) = e^{L*} / (e^{L*} + sum_{t != target} e^{L_t}) ~ 1 / (1 + c T e^{-m}),
 
 with m the margin of the target logit over the competitors' mean and c = mean e^{L_t - mean L}
-(about T competitors); log(1/w - 1) = log(c e^{-m}) + beta log T is fitted over T = 16..512
-(the law: beta = 1), with bootstrap error bars over the test sequences.
+(about T competitors): 1/w - 1 = b + a (T - T_train), a = c e^{-m}, is fitted over T =
+16..512 and log(1/w - 1) = log a + beta log T over T >= 2 T_train (the law: beta = 1), with
+bootstrap error bars over the test sequences; a is also computed from the position-only
+profile of the kernel alone.
 
 Run:  python examples/rope_retrieval.py [--d 8] [--r 8] [--offset 3] [--train-len 16]
       [--sequences 64] [--steps 2000] [--lr 0.2] [--out DIR] [--plot]
@@ -284,9 +288,8 @@ def run(d=8, r=8, k=3, train_len=16, sequences=64, steps=2000, lr=0.2, seed=0,
 
     def add_rows(label, L_of, train_loss, shift_error, invariant, softmax=True):
         for T in TEST_LENGTHS:
-            test = head("learned" if label == "learned" else
-                        label if label in ENCODINGS else "rotary", d, r, T, sequences,
-                        seed + 1)  # fresh token sequences
+            test = head(label if label in ENCODINGS else "rotary", d, r, T, sequences,
+                        seed + 1)  # fresh token sequences (the controls: rotary's tokens)
             L = L_of(test)
             for window in (False, True):
                 ev = evaluate(L, test.X, k, train_len, window, softmax)

@@ -309,3 +309,10 @@ def test_retrieval_metrics_on_a_hand_built_attention():
     assert ev["acc_seen"] == 1.0 and ev["acc_unseen"] == 0.0
     assert ev["argmax_in_train_range"] == 1.0 and ev["argmax_mode"] == 1
     assert ev["out_err_seen"] < 1e-12 and ev["out_err_unseen"] > 0.1
+
+
+def test_learned_single_sequence_logits_are_the_rank_r_matrices():
+    """B = 1: Z = X + P ranges over all T x d matrices, so the logits Z W_Q W_K^T Z^T are the
+    rank-r T x T matrices, of dimension r (2T - r) (Absil, Mahony, Sepulchre 2008)."""
+    p = paramgeo.get("rope-attention", d=4, r=2, tokens=5, encoding="learned", positions=8)
+    assert paramgeo.generic_rank(p) == 2 * (2 * 5 - 2)
