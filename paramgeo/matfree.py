@@ -414,16 +414,17 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
 
 
 def _assemble(apply, dim):
-    """The PSD operator ``apply`` as a symmetric dim x dim array, column by column (dim
-    products), symmetrised; in Fortran order, so LAPACK factors it in place."""
+    """The PSD operator ``apply`` as a dim x dim array, column by column (dim products), in
+    Fortran order, so LAPACK factors it in place. Not symmetrised: LAPACK's symmetric routines
+    read one triangle (eigh the lower, dpstrf with lower=0 the upper), so the rounding
+    asymmetry of the columns, of order eps lambda_max, is a backward error of that size, and a
+    transposed pass over dim^2 entries (with a temporary as large) is saved."""
     A = np.empty((dim, dim), order="F")
     e = np.zeros(dim)
     for i in range(dim):
         e[i] = 1.0
         A[:, i] = apply(e)
         e[i] = 0.0
-    A += A.T
-    A *= 0.5
     return A
 
 
@@ -455,7 +456,8 @@ def _null_space_assembled(apply, sigmas, dim, tol):
     del A
     N = np.zeros((dim, dim - rank))
     N[piv[rank:] - 1] = np.eye(dim - rank)
-    N[piv[:rank] - 1] = -solve_triangular(np.triu(R[:rank, :rank]), R[:rank, rank:],
+    # the triangular solve reads R11's upper triangle only (below it A's lower one is left)
+    N[piv[:rank] - 1] = -solve_triangular(R[:rank, :rank], R[:rank, rank:], lower=False,
                                           check_finite=False)
     del R
     N, _ = np.linalg.qr(N)
