@@ -354,10 +354,10 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
     if dim <= ASSEMBLE_MAX_DIM and not use_sparse and np.any(sigma <= tol):
         per_product = first_run / max(J.count - counted, 1)
         # the factor's route adds a Lanczos run for the margin with the null space locked and a
-        # Rayleigh-Ritz step on it: about six first runs (uut at n = 576 ... 2048, products
-        # counted: the locked run converges slowly onto the cluster just above the null space)
+        # Rayleigh-Ritz step on it: two to four first runs (uut at n = 576 ... 2048, products
+        # counted), priced at four
         dense = {"eigh": _eigh_seconds(dim),
-                 "pivoted Cholesky": _factor_seconds(dim) + 6 * first_run}
+                 "pivoted Cholesky": _factor_seconds(dim) + 4 * first_run}
         how = min(dense, key=dense.get)
         assemble_price = 2 * dim * per_product + dense[how]
     # A rank drop. Single-vector Lanczos sees one vector of each eigenspace (in exact
@@ -370,8 +370,10 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
     assembled = ""
     while np.any(sigma <= tol) and Z.shape[1] <= max_deficiency:
         small = np.flatnonzero(sigma <= tol)
-        # ask for more while many come back (after the factor: the margin only)
-        block = min(4 if assembled else 32, max(4, 2 * len(small)), dim - 1)
+        # ask for more while many come back; after the factor only the margin, the smallest
+        # eigenvalue left: one Ritz pair (the eigenvalue above the null space is often a
+        # cluster, and single-vector Lanczos finds copies of a multiple eigenvalue slowly)
+        block = 1 if assembled else min(32, max(4, 2 * len(small)), dim - 1)
         if (assemble_price is not None and time.process_time() - started + round_seconds * min(
                 dim, 2 * block + 16) / ncv >= SWITCH_AT * assemble_price):
             if how == "eigh":
@@ -381,7 +383,7 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
             small = np.arange(len(lam))
             Z = np.zeros((dim, 0))
             locked_lam, locked_sigma = [], []
-            assemble_price, assembled, block = None, how, min(4, dim - 1)
+            assemble_price, assembled, block = None, how, 1
         for i in small:  # Gram-Schmidt twice; a vector already in span Z adds nothing
             x = vec[:, i] - Z @ (Z.T @ vec[:, i])
             x = x - Z @ (Z.T @ x)
