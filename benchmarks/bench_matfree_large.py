@@ -25,11 +25,16 @@ HEAVY = True
 
 def bench(row, repeats):
     bench_rank_drops(row, repeats, sizes=((512, 16),), lanczos=False, lobpcg=False)
+    floors(512, 16, 15)
+
+
+def floors(d, r, k):
+    """Print the chosen route's CPU seconds at uut (d, r) with a U of rank k beside the block
+    floor and the assembled floor (see the module docstring)."""
     from scipy.linalg import lapack
 
     from paramgeo import matfree
 
-    d, r, k = 512, 16, 15
     rng = np.random.default_rng(4)
     p = paramgeo.get("uut", d=d, r=r)
     theta = (rng.standard_normal((d, k)) @ rng.standard_normal((k, r))).ravel()
