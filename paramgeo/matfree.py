@@ -311,7 +311,7 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
     one locked Lanczos run for the margin, whichever is priced lower."""
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
-    started, counted = time.perf_counter(), J.count
+    started, counted = time.process_time(), J.count
     op = LinearOperator((dim, dim), dtype=float, matvec=lambda x: apply(np.ravel(x)))
     # the smallest eigenvalues of A are the largest of c I - A, c > lambda_max(A): ARPACK's
     # convergence test is relative to the Ritz value, which c keeps away from 0 (on A itself a
@@ -340,17 +340,24 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
     # Counting a rank drop by locked Lanczos costs about 100-200 products per zero vector; the
     # assembled operator costs dim products and either one symmetric eigensolve (4/3 dim^3
     # flops of tridiagonalisation) or one pivoted Cholesky factorisation (dim^3 / 3 flops) and
-    # a Lanczos run like the first for the margin. All are priced from what this call measured
-    # (seconds per product and of the first run, and LAPACK's rates on small problems), and
+    # a locked Lanczos run for the margin. All are priced from what this call measured
+    # (CPU seconds per product and of the first run, and LAPACK's rates, _lapack_rates), and
     # the count switches to assembling once the first run and the locked rounds have spent
     # SWITCH_AT of the assembled price while zero vectors keep coming (the drop is not known in
     # advance: this bounds the total at (1 + SWITCH_AT) times the assembled price when the drop
-    # is large, and a drop that the first rounds end costs nothing extra).
+    # is large, and a drop that the first rounds end costs nothing extra). A round starts only
+    # if it fits in that share at the price of the last one (scaled by its Krylov size), so a
+    # small operator, whose assembled price is a few first runs, is assembled at once. Prices
+    # are CPU seconds (process_time): steadier than wall time on a shared machine.
     assemble_price = None
+    round_seconds = first_run = time.process_time() - started  # the next round's price
     if dim <= ASSEMBLE_MAX_DIM and not use_sparse and np.any(sigma <= tol):
-        first_run = time.perf_counter() - started
         per_product = first_run / max(J.count - counted, 1)
-        dense = {"eigh": _eigh_seconds(dim), "pivoted Cholesky": _factor_seconds(dim) + first_run}
+        # the factor's route adds a Lanczos run for the margin with the null space locked and a
+        # Rayleigh-Ritz step on it: two to four first runs (uut at n = 576 ... 2048, products
+        # counted), priced at four
+        dense = {"eigh": _eigh_seconds(dim),
+                 "pivoted Cholesky": _factor_seconds(dim) + 4 * first_run}
         how = min(dense, key=dense.get)
         assemble_price = 2 * dim * per_product + dense[how]
     # A rank drop. Single-vector Lanczos sees one vector of each eigenspace (in exact
@@ -361,11 +368,14 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
     Z = np.zeros((dim, 0))
     locked_lam, locked_sigma = [], []
     assembled = ""
-    block = 4
     while np.any(sigma <= tol) and Z.shape[1] <= max_deficiency:
         small = np.flatnonzero(sigma <= tol)
-        if (assemble_price is not None
-                and time.perf_counter() - started >= SWITCH_AT * assemble_price):
+        # ask for more while many come back; after the factor only the margin, the smallest
+        # eigenvalue left: one Ritz pair (the eigenvalue above the null space is often a
+        # cluster, and single-vector Lanczos finds copies of a multiple eigenvalue slowly)
+        block = 1 if assembled else min(32, max(4, 2 * len(small)), dim - 1)
+        if (assemble_price is not None and time.process_time() - started + round_seconds * min(
+                dim, 2 * block + 16) / ncv >= SWITCH_AT * assemble_price):
             if how == "eigh":
                 return (*_assembled(apply, sigmas, dim, lam_max, max_deficiency), how)
             # the whole null space at once; the Lanczos round below then finds the margin
@@ -373,9 +383,7 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
             small = np.arange(len(lam))
             Z = np.zeros((dim, 0))
             locked_lam, locked_sigma = [], []
-            assemble_price, assembled = None, how
-        # ask for more while many come back (after the factor: the margin only)
-        block = min(4 if assembled else 32, max(4, 2 * len(small)), dim - 1)
+            assemble_price, assembled, block = None, how, 1
         for i in small:  # Gram-Schmidt twice; a vector already in span Z adds nothing
             x = vec[:, i] - Z @ (Z.T @ vec[:, i])
             x = x - Z @ (Z.T @ x)
@@ -391,14 +399,16 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
             x = np.ravel(x)
             return c * x - apply(x) - c * (Z @ (Z.T @ x))
 
+        ncv, round_start = min(dim, 2 * block + 16), time.process_time()
         try:
             lam, vec = eigsh(LinearOperator((dim, dim), dtype=float, matvec=locked),
-                             k=block, which="LA", ncv=min(dim, 2 * block + 16), tol=1e-13,
+                             k=block, which="LA", ncv=ncv, tol=1e-13,
                              maxiter=50 * dim, v0=rng.standard_normal(dim))
         except ArpackNoConvergence:
             raise RankCertificateError(
                 f"Lanczos did not converge while counting a rank drop ({Z.shape[1]} found); "
                 "use route='dense' if m x n fits") from None
+        round_seconds = time.process_time() - round_start
         fresh = np.linalg.norm(Z.T @ vec, axis=0) < 0.5  # not a locked vector found again
         lam, vec, sigma, res = _ritz(apply, sigmas, c - lam[fresh], vec[:, fresh])
     return (np.concatenate([locked_lam, lam]), np.concatenate([locked_sigma, sigma]),
@@ -406,16 +416,17 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
 
 
 def _assemble(apply, dim):
-    """The PSD operator ``apply`` as a symmetric dim x dim array, column by column (dim
-    products), symmetrised; in Fortran order, so LAPACK factors it in place."""
+    """The PSD operator ``apply`` as a dim x dim array, column by column (dim products), in
+    Fortran order, so LAPACK factors it in place. Not symmetrised: LAPACK's symmetric routines
+    read one triangle (eigh the lower, dpstrf with lower=0 the upper), so the rounding
+    asymmetry of the columns, of order eps lambda_max, is a backward error of that size, and a
+    transposed pass over dim^2 entries (with a temporary as large) is saved."""
     A = np.empty((dim, dim), order="F")
     e = np.zeros(dim)
     for i in range(dim):
         e[i] = 1.0
         A[:, i] = apply(e)
         e[i] = 0.0
-    A += A.T
-    A *= 0.5
     return A
 
 
@@ -447,7 +458,8 @@ def _null_space_assembled(apply, sigmas, dim, tol):
     del A
     N = np.zeros((dim, dim - rank))
     N[piv[rank:] - 1] = np.eye(dim - rank)
-    N[piv[:rank] - 1] = -solve_triangular(np.triu(R[:rank, :rank]), R[:rank, rank:],
+    # the triangular solve reads R11's upper triangle only (below it A's lower one is left)
+    N[piv[:rank] - 1] = -solve_triangular(R[:rank, :rank], R[:rank, rank:], lower=False,
                                           check_finite=False)
     del R
     N, _ = np.linalg.qr(N)
@@ -459,38 +471,48 @@ def _null_space_assembled(apply, sigmas, dim, tol):
     return lam[keep], vec[:, keep], sigma[keep]
 
 
-_EIGH_RATE = []
+#: side of the PSD matrix on which this process measures LAPACK's rates once (after a warm-up
+#: call: a process's first call of a LAPACK routine pays for loading it, ten times the call)
+CALIBRATION_DIM = 512
+_RATES = {}
+
+
+def _lapack_rates():
+    """CPU seconds per dim^3 of the symmetric eigensolve (scipy.linalg.eigh of the 65
+    smallest pairs, as _assembled calls it: 4/3 dim^3 flops of tridiagonalisation) and of the
+    pivoted Cholesky factorisation (dpstrf, dim^3 / 3 flops), measured once in this process on
+    a CALIBRATION_DIM x CALIBRATION_DIM PSD matrix, each after a warm-up call on a 32 x 32 one.
+    Per dim^3 both rates fall slowly with dim (blocking pays more on larger matrices: on one
+    core 2.2e-10 and 9e-11 s at 512, 1.6e-10 and 4.4e-11 s at 2048), so the prices err high,
+    which lets locked Lanczos explore a little longer than needed."""
+    from scipy.linalg import eigh, lapack
+
+    if not _RATES:
+        rng = np.random.default_rng(0)
+        for size in (32, CALIBRATION_DIM):
+            X = rng.standard_normal((size, size // 2))
+            A = np.asfortranarray(X @ X.T)
+            B = A.copy(order="F")
+            start = time.process_time()
+            eigh(A, subset_by_index=[0, min(64, size - 1)], overwrite_a=True,
+                 check_finite=False)
+            middle = time.process_time()
+            lapack.dpstrf(B, tol=-1.0, lower=0, overwrite_a=1)
+            end = time.process_time()
+            _RATES["eigh"], _RATES["factor"] = (middle - start) / size ** 3, (
+                end - middle) / size ** 3
+    return _RATES["eigh"], _RATES["factor"]
 
 
 def _eigh_seconds(dim):
-    """Predicted seconds of a dim x dim symmetric eigensolve (the 4/3 dim^3 flops of the
-    tridiagonalisation at the rate this process measured once on a 256 x 256 matrix)."""
-    from scipy.linalg import eigh
-
-    if not _EIGH_RATE:
-        A = np.random.default_rng(0).standard_normal((256, 256))
-        A = A + A.T
-        start = time.perf_counter()
-        eigh(A, subset_by_index=[0, 0], check_finite=False)
-        _EIGH_RATE.append((time.perf_counter() - start) / 256 ** 3)
-    return _EIGH_RATE[0] * dim ** 3
-
-
-_FACTOR_RATE = []
+    """Predicted CPU seconds of a dim x dim symmetric eigensolve (:func:`_lapack_rates`)."""
+    return _lapack_rates()[0] * dim ** 3
 
 
 def _factor_seconds(dim):
-    """Predicted seconds of the pivoted Cholesky factorisation of a dim x dim PSD matrix (its
-    dim^3 / 3 flops at the rate this process measured once on a 512 x 512 matrix)."""
-    from scipy.linalg import lapack
-
-    if not _FACTOR_RATE:
-        X = np.random.default_rng(0).standard_normal((512, 512))
-        A = X @ X.T
-        start = time.perf_counter()
-        lapack.dpstrf(A, tol=-1.0, lower=0, overwrite_a=1)
-        _FACTOR_RATE.append((time.perf_counter() - start) / 512 ** 3)
-    return _FACTOR_RATE[0] * dim ** 3
+    """Predicted CPU seconds of the pivoted Cholesky factorisation of a dim x dim PSD matrix
+    (:func:`_lapack_rates`)."""
+    return _lapack_rates()[1] * dim ** 3
 
 
 def _ritz(apply, sigmas, lam, vec):

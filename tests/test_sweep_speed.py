@@ -77,3 +77,24 @@ def test_cells_travel_in_batches_with_the_same_table():
     tasks = [k for k in keys if str(k).startswith("paramgeo-cells-")]
     assert len(tasks) == sweep_run.BATCHES_PER_WORKER == 4
     assert s.done == 12 and s.table.equals(sweep(grid, workers=0).table)
+
+
+def test_workers_at_least_cores_get_a_hint(monkeypatch):
+    """--workers N with N >= the cores: the summary says once that the workers share the cores
+    with this process; fewer workers, --workers 0 and the chosen default get no such line."""
+    ran = []
+
+    def fake_dask(cells, finished, workers, scheduler, client):
+        ran.append(workers)
+        for cell in cells:
+            finished(sweep_run.run_cell(cell.task()))
+        return workers, "a local Dask cluster"
+
+    monkeypatch.setattr(sweep_run, "_run_dask", fake_dask)
+    monkeypatch.setattr(sweep_run, "default_workers", lambda: 2)
+    s = sweep(GRID, workers=2)
+    assert ran == [2] and s.why.startswith("2 worker(s) on 2 core(s): the workers share")
+    assert "--workers 0" in s.why and str(s).count("share the cores") == 1
+    assert sweep(GRID, workers=1).why == "" and sweep(GRID, workers=0).why == ""
+    assert sweep_run.crowded_cores_hint(3).startswith("3 worker(s) on 2 core(s)")
+    assert sweep_run.crowded_cores_hint(None) == ""

@@ -50,7 +50,8 @@ class SweepSummary(Result):
     scheduler: str
     wall_time: float
     table: object = dataclasses.field(default=None, repr=False, compare=False)
-    #: why the cells ran where they did (set when the sweep chose for itself)
+    #: why the cells ran where they did (set when the sweep chose for itself), or what to expect
+    #: of a local cluster asked for with as many workers as cores (:func:`crowded_cores_hint`)
     why: str = ""
 
     def to_dict(self):
@@ -155,6 +156,22 @@ def max_local_workers():
     return 4 * default_workers()
 
 
+def crowded_cores_hint(workers):
+    """The hint a local cluster of ``workers`` processes gets when they are at least as many as
+    the cores this process may use (empty otherwise, or for workers None / 0): the workers
+    share those cores with this process, which sends the cells and writes the rows, and with
+    the Dask scheduler, so each worker gets less than a core and cells of milliseconds mostly
+    pay the cluster's own traffic."""
+    cores = default_workers()
+    if not workers or workers < cores:
+        return ""
+    return (f"{workers} worker(s) on {cores} core(s): the workers share the cores with this "
+            "process (it sends the cells and writes the rows) and the Dask scheduler, so each "
+            "gets less than a core: expect at most about "
+            f"{max(cores - 1, 1)}x the speed of one worker for long cells, and a slower sweep "
+            "than --workers 0 for cells of milliseconds (pass fewer workers, or --workers 0)")
+
+
 def sweep(spec, output=None, *, workers=None, scheduler=None, client=None, resume=False,
           overwrite=False, progress=None, cell_time_limit=DEFAULT_CELL_TIME_LIMIT):
     """Run the sweep ``spec`` (a TOML path, a dict or a SweepSpec) and return a
@@ -165,7 +182,8 @@ def sweep(spec, output=None, *, workers=None, scheduler=None, client=None, resum
     0 runs the cells in this process without Dask; by default the first cell runs here and the
     rest follow it here when they would take less than starting a cluster
     (CLUSTER_START_SECONDS; always on one core), else on a local cluster of one worker per
-    core (``SweepSummary.why`` says which and why). ``scheduler``: the
+    core (``SweepSummary.why`` says which and why; with ``workers`` at least the cores, it
+    says what to expect of workers sharing them, :func:`crowded_cores_hint`). ``scheduler``: the
     address of a running Dask scheduler instead; ``client``: an existing
     ``distributed.Client``. ``resume``: skip cells already in ``output`` or its journal
     (failed cells are retried); without it an existing output is an error unless
@@ -245,6 +263,7 @@ def _sweep(spec, output, workers, scheduler, client, resume, overwrite, progress
             for cell in todo:
                 finished(run_cell(cell.task()))
         else:
+            why = why or crowded_cores_hint(workers)
             n_workers, where = _run_dask(todo, finished, workers, scheduler, client)
     finally:
         if journal is not None:
