@@ -7,6 +7,10 @@ Writes examples/output/online_attention.png and online_attention.json (or to --o
    order parameters of one run to t = 2 against the exact high-d equations and their finite-d
    form, and its moments Tr(S^3)/d, Tr(S^4)/d against the free-convolution prediction
    (docs/online-sgd.md).
+1b. Tied S = W W^T / sqrt(r d) (uut), linear link, label noise 0.5, r = d / 2, start W0 with
+   entries N(0, 0.09), d = 200: the truncated moment hierarchy (order 12) against one run at
+   eta = 0.02 to t = 2.5 and at eta = 0.1 to t = 0.5, and the truncation error against the
+   order (orders 3..13 against order 15), with its exponential fit.
 2. Link |h| (even), centered tied teacher S* = W W^T / sqrt(r d) - mean, r = d / 2, d = 48:
    tied S = W W^T / sqrt(r d) (uut) and untied S = U V^T / sqrt(r d) (uvt) from Gaussian
    factors, eta = 0.1; direct S from S = 0 and from a random symmetric S with eta = 1.5 / d.
@@ -30,9 +34,11 @@ from paramgeo import get
 from paramgeo.flows import (
     AttentionIndexed,
     Teacher,
+    compare_with_hierarchy,
     compare_with_odes,
     fit_weak_recovery,
     online_sgd,
+    tied_moment_odes,
 )
 
 
@@ -55,6 +61,39 @@ def exact_case(d, out):
                     "sim": {k: run.order[k].tolist() for k in ("mean", "norm", "overlap")},
                     "ode": {k: ode.order[k].tolist() for k in ("mean", "norm", "overlap")}}
     return run, ode
+
+
+def tied_hierarchy(d, out, orders=range(3, 14), reference=15):
+    r = d // 2
+    rng = np.random.default_rng(0)
+    teacher = Teacher.planted(d, r, rng)
+    p = get("uut", d=d, r=r)
+    W0 = 0.3 * rng.standard_normal(p.n)
+    scale = 1 / math.sqrt(r * d)
+    model = AttentionIndexed(d, link="linear", noise=0.5)
+    out["tied_hierarchy"] = {"d": d}
+    names = ("mean", "norm", "overlap", "moment_3", "mixed_2")
+    for lr, horizon in ((0.02, 2.5), (0.1, 0.5)):
+        run = online_sgd(p, model, teacher, W0, samples=int(horizon * d * d), lr=lr, scale=scale,
+                         batch=20, seed=1, record_at=np.linspace(0, horizon, 11), test_samples=0)
+        ode, cmp = compare_with_hierarchy(run, teacher, order=12, names=names)
+        print(f"[1b] eta = {lr}, t <= {horizon}: {cmp}", flush=True)
+        S0 = scale * p.forward_flat(W0).reshape(d, d)
+        ref = tied_moment_odes(model, teacher.S, S0, lr, scale, run.t, order=reference)
+        err = []
+        for K in orders:
+            o = tied_moment_odes(model, teacher.S, S0, lr, scale, run.t, order=K)
+            err.append(max(np.max(np.abs(o.order[n] - ref.order[n])) / np.max(np.abs(ref.order[n]))
+                           for n in ("mean", "norm", "overlap")))
+        slope, icpt = np.polyfit(list(orders), np.log(err), 1)
+        print(f"[1b] truncation error (mean, norm, overlap vs order {reference}): "
+              + ", ".join(f"K={K} {e:.1e}" for K, e in zip(orders, err))
+              + f"; fit exp({icpt:.2f} {slope:+.3f} K)", flush=True)
+        out["tied_hierarchy"][f"eta={lr}"] = {
+            "horizon": horizon, "deviation": cmp.deviation, "orders": list(orders),
+            "truncation_error": err, "fit_rate": -slope, "t": run.t.tolist(),
+            "sim": {n: run.order[n].tolist() for n in ("mean", "norm", "overlap")},
+            "ode": {n: ode.order[n].tolist() for n in ("mean", "norm", "overlap")}}
 
 
 def variants(d, horizon, out):
@@ -180,10 +219,12 @@ def main(argv=None):
     out = {}
     if args.quick:
         exact = exact_case(30, out)
+        tied_hierarchy(30, out, orders=range(3, 7), reference=8)
         runs = variants(16, 4.0, out)
         fit = scaling([8, 12, 16], 1, out, horizon=20.0)
     else:
         exact = exact_case(200, out)
+        tied_hierarchy(200, out)
         runs = variants(48, 10.0, out)
         fit = scaling([16, 24, 32, 48, 64, 96], 8, out)
     figure(out_dir / "online_attention.png", exact, runs, fit)
