@@ -17,6 +17,9 @@ Writes examples/output/online_attention.png and online_attention.json (or to --o
 3. Tied S to weak recovery (|cosine| >= 0.25) over d in {16, 24, 32, 48, 64, 96}, eight seeds
    each: the fit of n / log d ~ d^gamma and of t = n / d^2 against log d; direct S over the
    same horizon.
+4. Direct S from a random symmetric start, eta = 1.5 / d, link |h|, centered tied teacher, to
+   t = 6 over d in {16, 24, 32, 48, 64, 96}, four seeds each: its |cosine| against the noise
+   level (the rms cosine of its final S with 20 fresh independent teachers), with power fits.
 
 Run: python examples/online_attention.py [--out DIR] [--quick]
 """
@@ -38,6 +41,7 @@ from paramgeo.flows import (
     compare_with_odes,
     fit_weak_recovery,
     online_sgd,
+    order_parameters,
     tied_moment_odes,
 )
 
@@ -172,6 +176,43 @@ def scaling(ds, seeds, out, threshold=0.25, horizon=30.0):
     return fit
 
 
+def direct_noise_level(ds, seeds, out, horizon=6.0):
+    rows = {}
+    for d in ds:
+        r = d // 2
+        m = get("matrix", d=d)
+        rows[d] = []
+        for seed in range(seeds):
+            rng = np.random.default_rng(200 + seed)
+            teacher = Teacher.planted(d, r, rng, centered=True)
+            run = online_sgd(m, AttentionIndexed(d, link="abs"), teacher, m.random_point(rng),
+                             samples=int(horizon * d * d), lr=1.5, lr_exponent=1, batch=4,
+                             seed=3 + seed, test_samples=0, threshold=0.99,
+                             record_at=np.linspace(0, horizon, 101))
+            c = np.abs(run.order["cosine"])
+            S = run.trajectory.thetas[-1].reshape(d, d)
+            null = [order_parameters(S, Teacher.planted(d, r, rng, centered=True).S)["cosine"]
+                    for _ in range(20)]
+            rows[d].append((float(c.max()), float(c[len(c) // 2:].mean()),
+                            float(np.sqrt(np.mean(np.square(null))))))
+        a = np.array(rows[d])
+        print(f"[4] d = {d:3d}: direct S max |cosine| (t <= {horizon:g}) median {np.median(a[:, 0]):.3f}, "
+              f"mean |cosine| over the second half {np.median(a[:, 1]):.3f}, noise level "
+              f"{np.median(a[:, 2]):.3f}", flush=True)
+    fits = {}
+    for j, name in enumerate(("max", "late_mean", "noise_level")):
+        x = np.log([d for d in ds for _ in rows[d]])
+        y = np.log([row[j] for d in ds for row in rows[d]])
+        A = np.column_stack([np.ones_like(x), x])
+        coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+        res = y - A @ coef
+        err = math.sqrt(res @ res / max(len(x) - 2, 1) * np.linalg.inv(A.T @ A)[1, 1])
+        fits[name] = (float(math.exp(coef[0])), float(coef[1]), err)
+        print(f"[4] {name}: {fits[name][0]:.2f} d^({coef[1]:.2f} +- {err:.2f})")
+    out["direct_noise_level"] = {"rows": {str(d): v for d, v in rows.items()}, "fits": fits,
+                                 "horizon": horizon}
+
+
 def figure(path, exact, runs, fit):
     import matplotlib
 
@@ -222,11 +263,13 @@ def main(argv=None):
         tied_hierarchy(30, out, orders=range(3, 7), reference=8)
         runs = variants(16, 4.0, out)
         fit = scaling([8, 12, 16], 1, out, horizon=20.0)
+        direct_noise_level([8, 12, 16], 2, out, horizon=2.0)
     else:
         exact = exact_case(200, out)
         tied_hierarchy(200, out)
         runs = variants(48, 10.0, out)
         fit = scaling([16, 24, 32, 48, 64, 96], 8, out)
+        direct_noise_level([16, 24, 32, 48, 64, 96], 4, out)
     figure(out_dir / "online_attention.png", exact, runs, fit)
     (out_dir / "online_attention.json").write_text(json.dumps(out, indent=1))
     print(f"wrote {out_dir / 'online_attention.png'} and {out_dir / 'online_attention.json'}")
