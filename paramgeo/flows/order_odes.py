@@ -380,7 +380,10 @@ def tied_moment_odes(model, S_star, S0, lr, scale, t, *, order=10):
     sol = solve_ivp(lambda _, y: hier.rhs(y), (0.0, float(t[-1])), hier.values(S0, S_star),
                     t_eval=t, rtol=1e-9, atol=1e-12, method="LSODA")
     if not sol.success:
-        raise ParamgeoError(f"solve_ivp failed on the moment hierarchy: {sol.message}")
+        raise ParamgeoError(f"the moment hierarchy of order {K} diverged before t = "
+                            f"{float(t[-1]):g} ({sol.message}): the truncation holds while the "
+                            f"spectrum of S stays small (docs/online-sgd.md); integrate to a "
+                            f"shorter horizon")
     word = {w: sol.y[hier.index(w)] for w in ("s", "ss", "st")}
     tau_s, P = float(np.mean(ev)), float(np.mean(ev ** 2))
     out = {"mean": word["s"], "norm": word["ss"], "overlap": word["st"],
