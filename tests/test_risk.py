@@ -180,3 +180,30 @@ def test_early_stopping_sweep_query_trains_through_the_plugin():
     direct = early_stopping(model, 15, 200, seed=0)
     assert row["oracle_excess"] == pytest.approx(direct.oracle_excess, abs=1e-12)
     assert row["max_margin_excess"] == pytest.approx(direct.max_margin_excess, rel=1e-6)
+
+
+def test_spectral_filters_sweep_query_matches_the_engine():
+    """The sweep query `spectral-filters` on the plugin's predictor length d: its row equals
+    spiked_filter_risks on the same sample, over a grid of N through paramgeo.sweep, and bad
+    options or d <= N are refused before or in the cell with the engine's message."""
+    from paramgeo.sweeps.queries import get_query
+
+    query = get_query("spectral-filters")
+    p = paramgeo.get("matrix", d=8)  # predictor length d = 64
+    row = query.run(p, N=20, spike=10.0, noise=0.3, steps=200, seed=1)
+    direct = spiked_filter_risks(SpikedModel(64, spike=10.0, noise=0.3), 20, 1, 200)
+    assert row["d"] == 64 and row["N"] == 20
+    for key in ("ridge_risk", "gd_risk", "shifted_risk", "interpolator_risk", "implicit_penalty",
+                "mp_lower", "s_min"):
+        assert row[key] == direct.__getattribute__(key), key
+    assert row["shifted_risk"] <= row["gd_risk"] + 1e-12
+    spec = {"query": "spectral-filters", "plugin": "matrix",
+            "options": {"steps": 100, "spike": 10.0},
+            "grid": {"sizes": {"d": [6]}, "options": {"N": [10, 20]}}}
+    table = paramgeo.sweep(spec, workers=0).table
+    assert sorted(table["N"]) == [10, 20]
+    assert all(r < i for r, i in zip(table["ridge_risk"], table["interpolator_risk"]))
+    with pytest.raises(ValueError, match="non-negative"):
+        query.options["spike"].convert(-1.0)
+    with pytest.raises(ShapeError, match="d > N"):
+        query.run(paramgeo.get("matrix", d=4), N=20, spike=1.0, noise=0.1, steps=10, seed=0)

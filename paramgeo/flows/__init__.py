@@ -68,9 +68,12 @@ from .online import (
 from .order_odes import (
     ODEComparison,
     OrderODE,
+    TiedMomentHierarchy,
+    compare_with_hierarchy,
     compare_with_odes,
     free_cumulants,
     free_moments,
     linear_teacher_moments,
     linear_teacher_odes,
+    tied_moment_odes,
 )

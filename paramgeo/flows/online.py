@@ -196,7 +196,8 @@ class OnlineRun(Result):
     """An online SGD run: the recorded parameters as a :class:`~paramgeo.trajectory.Trajectory`
     (times = samples seen; loss = test risk on held-out samples), the record times t = n / d^2,
     the order parameters at each record (name -> array), the teacher's own order parameters,
-    the step size eta actually used, and the weak-recovery sample count (None if not reached)."""
+    the step size eta actually used, the weak-recovery sample count (None if not reached), and
+    the scale of S = scale * phi(theta)."""
 
     trajectory: object
     t: np.ndarray
@@ -208,6 +209,7 @@ class OnlineRun(Result):
     threshold: float
     weak_recovery: object
     model: AttentionIndexed
+    scale: float = 1.0
 
     @property
     def weak_recovery_time(self):
@@ -377,7 +379,7 @@ def online_sgd(param, model, teacher, theta0, samples, lr, *, lr_exponent=0.0, s
     return OnlineRun(traj, np.asarray(times, float) / d ** 2,
                      {n: np.asarray(v) for n, v in order.items()},
                      order_parameters(S_star, S_star, moments), eta, batch, times[-1],
-                     float(threshold), recovery, model)
+                     float(threshold), recovery, model, float(scale))
 
 
 @dataclasses.dataclass(frozen=True)

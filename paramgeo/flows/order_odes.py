@@ -53,6 +53,7 @@ the teacher-student setup"; Maillard, Troiani, Martin, Krzakala, Zdeborova (2024
 """
 
 import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -242,3 +243,177 @@ def linear_teacher_moments(ode, S_star, S0, moments=4):
         for k in range(2, K + 1):
             out[f"moment_{k}"][i] = m[k - 1]
     return OrderODE(ode.equations + ", moments by free convolution", ode.t, out)
+
+
+# --- tied S = W W^T / sqrt(r d): the matrix-moment hierarchy -----------------------------------
+
+def _canonical_word(w):
+    """The representative of a trace word over s (S) and t (S*): Tr is invariant under rotation
+    and, S and S* being symmetric, under reversal; the least rotation of w or its reverse."""
+    if not w:
+        return ""
+    return min(x[i:] + x[:i] for x in (w, w[::-1]) for i in range(len(x)))
+
+
+def _word_traces(words, S, T):
+    """Tr(w(S, T)) / d for each word (a string over s, t), from the products of all words of
+    length <= ceil(K / 2): Tr(A B) = sum(A * B^T), B^T the reversed product."""
+    d = S.shape[0]
+    h = (max(len(w) for w in words) + 1) // 2
+    prod = {"": np.eye(d)}
+    for w in sorted({w[:k] for w in words for k in range(1, h + 1)} |
+                    {w[h:][::-1][:k] for w in words for k in range(1, h + 1)} - {""}, key=len):
+        prod[w] = prod[w[:-1]] @ (S if w[-1] == "s" else T)
+    return np.array([np.sum(prod[w[:h]] * prod[w[h:][::-1]]) / d for w in words])
+
+
+class TiedMomentHierarchy:
+    """The trace-moment hierarchy of online SGD for tied S = scale W W^T with the linear link,
+    one token and label noise sigma, truncated at word length ``order`` (K): the state is
+    tr(w) = Tr(w(S, S*)) / d for every word w over S and S* with at least one S and length <= K
+    (up to rotation and reversal), with the teacher's words Tr(S*^k) / d as constants.
+
+    With D = S - S*, beta = 2 eta scale d, tau = Tr S / d, q = Tr(D^2) / d and t = n / d^2, the
+    high-d drift of a word is (docs/online-sgd.md, "The moment hierarchy of tied S")
+
+        d tr(w) / dt = sum_{S at i} tr(w[S_i -> V]) + beta^2 (2 q + sigma^2)
+                       sum_{S at i < j} [tr(S W1) tr(S W2) + tr(S W1 S) tr(W2)
+                                         + tr(W1) tr(S W2 S) + tr(W1 S) tr(W2 S)],
+        V = -2 beta (D S + S D) + beta^2 tau (2 q + sigma^2) I,
+
+    W1, W2 the two arcs of w between the S's at i and j. Words longer than K (those the drift
+    of a length-K word creates through D S + S D) are set to 0: the truncation.
+    """
+
+    def __init__(self, order, beta, noise, teacher_moments):
+        K = int(order)
+        if K < 2:
+            raise ParamgeoError(f"the truncation order must be at least 2, got {order}")
+        tm = np.asarray(teacher_moments, float)
+        if tm.ndim != 1 or len(tm) < K + 1:
+            raise ParamgeoError(f"teacher_moments must list Tr(S*^k)/d for k = 1..{K + 1}")
+        words = {_canonical_word("".join(w)) for L in range(1, K + 1)
+                 for w in itertools.product("st", repeat=L) if "s" in w}
+        self.order, self.beta, self.noise = K, float(beta), float(noise)
+        self.words = tuple(sorted(words, key=lambda w: (len(w), w)))
+        N = len(self.words)
+        self._index = {w: i + 1 for i, w in enumerate(self.words)}
+        # extended vector: [1 (empty word), state (N), 0 (truncated), Tr(S*^k)/d, k = 1..K+1]
+        self._tail = np.concatenate([[0.0], tm[:K + 1]])
+
+        def ix(w):
+            if not w:
+                return 0
+            if "s" not in w:
+                return N + 1 + len(w)
+            return N + 1 if len(w) > K else self._index[_canonical_word(w)]
+
+        lin, ident, pair = [], [], []
+        for tg, w in enumerate(self.words):
+            for i in (i for i, a in enumerate(w) if a == "s"):
+                u = w[i + 1:] + w[:i]      # the word read from just after the S at i
+                lin += [(tg, ix("ss" + u), -4.0 * beta), (tg, ix("ts" + u), 2.0 * beta),
+                        (tg, ix("st" + u), 2.0 * beta)]
+                ident.append((tg, ix(u)))
+                for j in (j for j in range(i + 1, len(w)) if w[j] == "s"):
+                    w1, w2 = w[i + 1:j], w[j + 1:] + w[:i]
+                    pair += [(tg, ix("s" + w1), ix("s" + w2)), (tg, ix("s" + w1 + "s"), ix(w2)),
+                             (tg, ix(w1), ix("s" + w2 + "s")), (tg, ix(w1 + "s"), ix(w2 + "s"))]
+        self._lin = tuple(np.array(a) for a in zip(*lin))
+        self._ident = tuple(np.array(a) for a in zip(*ident))
+        self._pair = tuple(np.array(a) for a in zip(*pair)) if pair else None
+        self._s, self._ss, self._st = ix("s"), ix("ss"), ix("st")
+        self._P = tm[1]
+
+    def index(self, word):
+        """Position of ``word`` (a string over s, t) in the state vector."""
+        w = _canonical_word(word)
+        if w not in self._index:
+            raise ParamgeoError(f"{word!r} is not a word of this hierarchy (order "
+                                f"{self.order}, at least one s)")
+        return self._index[w] - 1
+
+    def values(self, S, S_star):
+        """The state vector of the matrices S and S*: Tr(w(S, S*)) / d for each word."""
+        return _word_traces(self.words, np.asarray(S, float), np.asarray(S_star, float))
+
+    def rhs(self, y):
+        """d y / dt at the state y (class docstring)."""
+        N = len(self.words)
+        e = np.concatenate([[1.0], y, self._tail])
+        tau, q = e[self._s], e[self._ss] - 2.0 * e[self._st] + self._P
+        kick = self.beta ** 2 * (2.0 * q + self.noise ** 2)
+        tg, src, cf = self._lin
+        out = np.bincount(tg, cf * e[src], N)
+        tg, src = self._ident
+        out += kick * tau * np.bincount(tg, e[src], N)
+        if self._pair is not None:
+            tg, a, b = self._pair
+            out += kick * np.bincount(tg, e[a] * e[b], N)
+        return out
+
+
+def tied_moment_odes(model, S_star, S0, lr, scale, t, *, order=10):
+    """Integrate the truncated moment hierarchy of tied S (:class:`TiedMomentHierarchy`) from
+    S0 (a d x d matrix, e.g. the run's start scale * W0 W0^T) for the teacher S*, step size
+    ``lr`` (eta, not scaled with d) and S = ``scale`` W W^T, at the times ``t`` (t = n / d^2;
+    ``scipy.integrate.solve_ivp``, LSODA at rtol 1e-9). Returns an :class:`OrderODE` with mean,
+    norm, overlap, cosine, moment_k = Tr(S^k) / d and mixed_k = Tr(S^k S*) / d, k <= K - 1,
+    (build a :class:`TiedMomentHierarchy` to read other words)."""
+    from scipy.integrate import solve_ivp
+
+    if model.link != "linear" or model.tokens != 1:
+        raise ParamgeoError(f"the moment hierarchy is derived for the linear link with one "
+                            f"token; got link {model.link!r} with {model.tokens} tokens")
+    if not (math.isfinite(lr) and lr > 0 and math.isfinite(scale) and scale > 0):
+        raise ParamgeoError(f"lr and scale must be positive numbers, got {lr} and {scale}")
+    S_star, S0 = np.asarray(S_star, float), np.asarray(S0, float)
+    d = model.d
+    if S_star.shape != (d, d) or S0.shape != (d, d):
+        raise ParamgeoError(f"S* and S0 must be {d} x {d} matrices, got {S_star.shape} and "
+                            f"{S0.shape}")
+    K = int(order)
+    ev = np.linalg.eigvalsh((S_star + S_star.T) / 2.0)
+    hier = TiedMomentHierarchy(K, 2.0 * lr * scale * d, model.noise,
+                               [np.mean(ev ** k) for k in range(1, K + 2)])
+    t = np.asarray(t, float)
+    sol = solve_ivp(lambda _, y: hier.rhs(y), (0.0, float(t[-1])), hier.values(S0, S_star),
+                    t_eval=t, rtol=1e-9, atol=1e-12, method="LSODA")
+    if not sol.success:
+        raise ParamgeoError(f"the moment hierarchy of order {K} diverged before t = "
+                            f"{float(t[-1]):g} ({sol.message}): the truncation holds while the "
+                            f"spectrum of S stays small (docs/online-sgd.md); integrate to a "
+                            f"shorter horizon")
+    word = {w: sol.y[hier.index(w)] for w in ("s", "ss", "st")}
+    tau_s, P = float(np.mean(ev)), float(np.mean(ev ** 2))
+    out = {"mean": word["s"], "norm": word["ss"], "overlap": word["st"],
+           "cosine": _centered(word["s"], word["ss"], word["st"], tau_s, P)}
+    for k in range(3, K + 1):
+        out[f"moment_{k}"] = sol.y[hier.index("s" * k)]
+    for k in range(1, K):
+        out[f"mixed_{k}"] = sol.y[hier.index("s" * k + "t")]
+    return OrderODE(f"tied S moment hierarchy (order {K})", t, out)
+
+
+def compare_with_hierarchy(run, teacher, order=10, names=("mean", "norm", "overlap")):
+    """Integrate :func:`tied_moment_odes` from the first record of a tied-S ``run``
+    (:func:`~paramgeo.flows.online_sgd` through ``uut``, lr_exponent 0) and compare the words
+    ``names`` (order-parameter names of :func:`tied_moment_odes`) with the same traces of the
+    recorded S: max_t |sim - ode| / max_t |ode|."""
+    if run.model.link != "linear" or run.model.tokens != 1:
+        raise ParamgeoError("compare_with_hierarchy needs a run with the linear link and one "
+                            "token")
+    d = run.model.d
+    S_star = np.asarray(getattr(teacher, "S", teacher), float)
+    preds = np.asarray(run.trajectory.predictors, float).reshape(-1, d, d) * run.scale
+    ode = tied_moment_odes(run.model, S_star, preds[0], run.eta, run.scale, run.t, order=order)
+    spec = {"mean": "s", "norm": "ss", "overlap": "st"}
+    spec.update({f"moment_{k}": "s" * k for k in range(3, order + 1)})
+    spec.update({f"mixed_{k}": "s" * k + "t" for k in range(1, order)})
+    unknown = [n for n in names if n not in spec]
+    if unknown:
+        raise ParamgeoError(f"unknown order parameters {unknown}; choose from {sorted(spec)}")
+    sim = np.array([_word_traces([spec[n] for n in names], S, S_star) for S in preds]).T
+    dev = {n: float(np.max(np.abs(sim[i] - ode.order[n])) / np.max(np.abs(ode.order[n])))
+           for i, n in enumerate(names)}
+    return ode, ODEComparison(ode.equations, dev)

@@ -329,6 +329,29 @@ def early_stopping_query(param, N, spectrum, decay, snr, support, flip, steps, s
             "bayes_risk": res.bayes_risk}
 
 
+def non_negative(value):
+    """A finite number >= 0."""
+    value = number()(value)
+    if value < 0:
+        raise ValueError(f"must be a non-negative number, got {value}")
+    return value
+
+
+@register_query("spectral-filters", {
+    "N": Option(REQUIRED, integer(2), "training samples (d > N, d the predictor's length)"),
+    "spike": Option(20.0, non_negative, "spike strength theta"),
+    "noise": Option(0.5, non_negative, "label noise standard deviation"),
+    "steps": Option(4000, integer(1), "GD steps scanned for the stopping time"),
+    "seed": _seed("seed of the sample")}, dense=False)
+def spectral_filters_query(param, N, spike, noise, steps, seed):
+    """Risk of ridge, GD and negatively shifted GD in a spike-plus-flat model of dimension d =
+    the plugin's predictor length (paramgeo spectral-filters)."""
+    from ..risk import SpikedModel, spiked_filter_risks
+
+    res = spiked_filter_risks(SpikedModel(param.m, spike=spike, noise=noise), N, seed, steps)
+    return {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}
+
+
 def scale_value(value):
     """A float, or the string "1/sqrt(rd)" (1 / sqrt(r d) from the plugin's sizes r and d)."""
     if value == "1/sqrt(rd)":
