@@ -2,7 +2,11 @@
 ``paramgeo.from_jax`` models (host numpy float64 in and out) against the framework's own
 product on its own arrays (torch.func.jvp/vjp on tensors, jitted jax.jvp/vjp on device
 arrays), at n of about 1e5 parameters. The ratio framework / adapter is the adapter's overhead
-(target: >= 1/1.3, the adapter within 1.3x of the framework)."""
+(target: >= 1/1.3, the adapter within 1.3x of the framework). Both run on one CPU thread
+(torch by OMP_NUM_THREADS=1 from run.py, XLA by the flags below, set before jax is imported):
+threaded runtimes on a loaded machine add noise that is neither's."""
+
+import os
 
 import numpy as np
 
@@ -11,6 +15,9 @@ import paramgeo
 WIDTHS = (100, 300, 200, 10)  # 92,510 parameters with biases
 BATCH = 32
 TARGET = 1 / 1.3
+
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                      "intra_op_parallelism_threads=1")
 
 
 def _torch_rows(row, repeats, rng):

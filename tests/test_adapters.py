@@ -280,6 +280,55 @@ def test_other_modules_get_no_graph_but_their_discovered_symmetry():
         q.jvp(q.theta0, np.ones(50))
 
 
+def test_a_wrong_length_vector_is_one_line_naming_the_model_and_argument(rng):
+    models = [paramgeo.from_torch(deep_linear_torch(), torch.eye(6), name="dl-torch"),
+              paramgeo.from_jax(linear_chain, [rng.standard_normal((b, a)) for a, b in
+                                               zip(WIDTHS, WIDTHS[1:])], np.eye(6),
+                                name="dl-jax")]
+    for p in models:
+        calls = {"jvp: argument v must have 51 entries": lambda: p.jvp(p.theta0, np.ones(50)),
+                 "vjp: argument w must have 30 entries": lambda: p.vjp(p.theta0, np.ones(31)),
+                 "vjp: argument theta must have 51 entries": lambda: p.vjp(np.ones(5),
+                                                                           np.ones(30))}
+        for message, call in calls.items():
+            with pytest.raises(ShapeError) as info:
+                call()
+            assert str(info.value).startswith(f"{p.name}.{message}"), str(info.value)
+            assert "\n" not in str(info.value)
+
+
+def test_products_of_strided_and_integer_inputs_are_those_of_their_values(rng):
+    # the guard hands the products float vectors; the backends convert them for the framework
+    q = deep_linear_jax(rng)
+    theta, v = q.random_point(rng), rng.standard_normal(2 * q.n)[::2]
+    np.testing.assert_allclose(q.jvp(theta, v), q.jacobian(theta) @ v, rtol=1e-12, atol=1e-12)
+    w = np.arange(q.m)
+    np.testing.assert_allclose(q.vjp(theta, w), q.jacobian(theta).T @ w, rtol=1e-12,
+                               atol=1e-12)
+    t = paramgeo.from_torch(deep_linear_torch(), torch.eye(6))
+    assert t.jvp(theta, v).flags.writeable
+    np.testing.assert_allclose(t.jvp(theta, v), t.jacobian(theta) @ v, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(t.vjp(theta, w), t.jacobian(theta).T @ w, rtol=1e-12,
+                               atol=1e-12)
+
+
+class Itself(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(5))
+
+    def forward(self, x):
+        return self.w
+
+
+def test_a_product_is_never_a_view_of_the_callers_vector(rng):
+    p = paramgeo.from_torch(Itself(), torch.zeros(1), layers=False)
+    v, w = rng.standard_normal(5), rng.standard_normal(5)
+    for out, given in ((p.jvp(p.theta0, v), v), (p.vjp(p.theta0, w), w)):
+        np.testing.assert_array_equal(out, given)
+        assert not np.may_share_memory(out, given)
+
+
 def test_jax_dense_layers_with_a_wrong_activation_are_refused(rng):
     params = [{"W": rng.standard_normal((4, 3)), "b": rng.standard_normal(4)},
               {"W": rng.standard_normal((2, 4)), "b": rng.standard_normal(2)}]

@@ -31,7 +31,7 @@ host with numpy.
 import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 
-from ..errors import ContractError, ParamgeoError, ShapeError
+from ..errors import ContractError, ParamgeoError
 from ..parameterization import Parameterization, ParamSpec
 
 
@@ -200,19 +200,15 @@ class FrameworkModel(Parameterization):
     def jacobian(self, theta):
         return self._f.jacobian(self.as_theta(theta))
 
-    def _vector(self, what, vec, size):
-        vec = np.asarray(vec, dtype=float).ravel()
-        if vec.size != size:
-            raise ShapeError(f"{self.name}: {what} must have {size} entries, got {vec.size}")
-        return vec
-
+    # theta, v and w arrive checked by the guard (paramgeo.guard: float vectors of lengths
+    # n and m, else one line naming the argument), as in the base class's products
     def jvp(self, theta, v):
         """J(theta) v by the framework's forward mode."""
-        return self._f.jvp(self.as_theta(theta), self._vector("the tangent v", v, self.n))
+        return self._f.jvp(theta, v)
 
     def vjp(self, theta, w):
         """J(theta)^T w by the framework's reverse mode."""
-        return self._f.vjp(self.as_theta(theta), self._vector("the cotangent w", w, self.m))
+        return self._f.vjp(theta, w)
 
     def hessian_vp(self, theta, w, v):
         """(sum_i w_i Hess phi_i(theta)) v: the framework's JVP of (theta, w) -> J^T w along

@@ -47,7 +47,11 @@ class TorchBackend(Backend):
 
     def run(self, fn, *arrays):
         out = fn(*(self.tensor(a) for a in arrays))
-        return out.detach().cpu().numpy() if not self._cpu else out.detach().numpy()
+        if not self._cpu:
+            return out.detach().cpu().numpy()
+        out = out.detach().numpy()
+        # a model returning its parameters gives its tangent back: not the caller's array
+        return out.copy() if any(np.may_share_memory(out, a) for a in arrays) else out
 
     def jvp_pair(self, fn):
         jvp = self.torch.func.jvp
