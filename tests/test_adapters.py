@@ -472,14 +472,19 @@ def test_strata_of_an_adapted_network_delete_neurons():
 
 
 def test_devices_are_checked_and_the_cpu_runs(rng):
-    p = paramgeo.from_torch(deep_linear_torch(), torch.eye(6), device="cpu")
+    p = paramgeo.from_torch(deep_linear_torch(), torch.eye(6), device=torch.device("cpu"))
     assert str(p.device) == "cpu"
+    theta, w = p.random_point(rng), rng.standard_normal(p.m)
+    assert rel(p.jvp(theta, theta), p.jacobian(theta) @ theta) < 1e-13
+    assert rel(p.vjp(theta, w), p.jacobian(theta).T @ w) < 1e-13
     with pytest.raises(ParamgeoError, match="torch cannot use the device"):
         paramgeo.from_torch(deep_linear_torch(), torch.eye(6), device="no-such-device")
     q = paramgeo.from_jax(linear_chain, [rng.standard_normal((2, 3))], np.eye(3),
                           device=jax.devices("cpu")[0])
     theta = q.random_point(rng)
     assert rel(q.jvp(theta, theta), q.jacobian(theta) @ theta) < 1e-13
+    w = rng.standard_normal(q.m)
+    assert rel(q.vjp(theta, w), q.jacobian(theta).T @ w) < 1e-13
     with pytest.raises(ParamgeoError, match="must be a jax.Device"):
         paramgeo.from_jax(linear_chain, [np.ones((2, 3))], np.eye(3), device="gpu")
 

@@ -95,8 +95,9 @@ def from_torch(module, probe, name=None, device=None, layers="auto"):
     traces it with autograd runs (the pattern of curvlinops' torch Jacobian operators).
 
     ``device``: where the products run ("cpu" by default, "cuda" for a GPU); theta and the
-    results stay float64 numpy arrays on the host, where the eigensolvers run. Consumer GPUs
-    run float64 at 1/32 or 1/64 of their float32 rate (data-centre GPUs at 1/2); rank
+    results stay float64 numpy arrays on the host, where the eigensolvers run. By NVIDIA's
+    published peak rates (quoted, not measured by paramgeo), consumer GPUs run float64 at 1/32
+    or 1/64 of their float32 rate (data-centre GPUs at 1/2); rank
     decisions need float64.
 
     ``layers="auto"``: for an ``nn.Sequential`` of ``Linear`` layers and elementwise
