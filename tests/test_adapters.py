@@ -22,7 +22,7 @@ from click.testing import CliRunner
 import paramgeo
 from paramgeo import critical
 from paramgeo.cli import main
-from paramgeo.errors import ContractError, ParamgeoError, ShapeError
+from paramgeo.errors import ParamgeoError, PluginError, ShapeError
 from paramgeo.registry import validate_declaration
 
 if os.environ.get("CI"):  # CI installs both (make test): there a missing framework fails
@@ -415,12 +415,19 @@ def test_a_framework_failure_in_a_product_names_the_model_and_method(tmp_path, o
             return torch.from_numpy(np.tanh((x * self.w).detach().numpy()))
 
     p = paramgeo.from_torch(Through(), np.ones((3, 2)), name="through-numpy")
-    for method, call in (("JVP", lambda: p.jvp(p.theta0, np.ones(2))),
-                         ("VJP", lambda: p.vjp(p.theta0, np.ones(6))),
-                         ("Jacobian", lambda: p.jacobian(p.theta0))):
-        with pytest.raises(ContractError, match=rf"through-numpy \(torch model\): the {method} "
-                                                r"of forward failed in torch: .*numpy"):
+    for method, product, call in (
+            ("jvp", "JVP", lambda: p.jvp(p.theta0, np.ones(2))),
+            ("vjp", "VJP", lambda: p.vjp(p.theta0, np.ones(6))),
+            ("jacobian", "Jacobian", lambda: p.jacobian(p.theta0)),
+            ("hessian_vp", "JVP of the VJP", lambda: p.hessian_vp(p.theta0, np.ones(6),
+                                                                   np.ones(2)))):
+        with pytest.raises(PluginError, match=rf"plugin 'through-numpy': {method}\(\) failed in "
+                                              rf"torch \(the {product} of forward of the torch "
+                                              r"model\): .*; fix: .*no round trips through "
+                                              "numpy"):
             call()
+    report = paramgeo.check(p)  # the model's fault is a failed property, not a crash
+    assert not report.passed and "jacobian" in {i.property for i in report.failures()}
     path = tmp_path / "through.py"
     path.write_text(textwrap.dedent("""\
         import numpy as np
@@ -438,7 +445,7 @@ def test_a_framework_failure_in_a_product_names_the_model_and_method(tmp_path, o
         model = paramgeo.from_torch(Through(), np.ones((3, 2)), name="through-numpy")
         """))
     res = CliRunner().invoke(main, ["--plugin", str(path), "rank", "through-numpy"])
-    assert res.exit_code == 2 and res.output.startswith("Error: through-numpy (torch model)")
+    assert res.exit_code == 2 and res.output.startswith("Error: plugin 'through-numpy': ")
     assert len(res.output.strip().splitlines()) == 1, res.output
 
 
