@@ -4,7 +4,12 @@ product on its own arrays (torch.func.jvp/vjp on tensors, jitted jax.jvp/vjp on 
 arrays), at n of about 1e5 parameters. The ratio framework / adapter is the adapter's overhead
 (target: >= 1/1.3, the adapter within 1.3x of the framework). Both run on one CPU thread
 (torch by OMP_NUM_THREADS=1 from run.py, XLA by the flags below, set before jax is imported):
-threaded runtimes on a loaded machine add noise that is neither's."""
+threaded runtimes on a loaded machine add noise that is neither's.
+
+What the JAX rows' ratio below 1 is: XLA's CPU client uses a host buffer in place only when it
+is 64-byte aligned, and numpy's large arrays are 16-byte aligned, so JAX copies theta and the
+tangent (or cotangent) into buffers of its own on every call; torch.from_numpy shares the
+array. The framework's own product here gets arrays already on its device."""
 
 import os
 
