@@ -7,9 +7,10 @@ arrays), at n of about 1e5 parameters. The ratio framework / adapter is the adap
 threaded runtimes on a loaded machine add noise that is neither's.
 
 What the JAX rows' ratio below 1 is: XLA's CPU client uses a host buffer in place only when it
-is 64-byte aligned, and numpy's large arrays are usually only 16-byte aligned, so JAX copies the
-point and the tangent (or cotangent) into buffers of its own on every call; torch.from_numpy shares the
-array. The framework's own product here gets arrays already on its device."""
+is 64-byte aligned, and numpy's large arrays are usually only 16-byte aligned, so JAX copies
+the point and the tangent (or cotangent) into buffers of its own on every call;
+torch.from_numpy shares the array. The framework's own product here gets arrays already on
+its device."""
 
 import os
 
