@@ -69,8 +69,9 @@ def many(label, fast, baselines, repeats, targets=None):
     t_fast, *t_slows = median_times([fast, *baselines.values()], repeats)
     for name, out, t_slow in zip(baselines, outs[1:], t_slows):
         ratio, target = t_slow / t_fast, targets.get(name)
-        verdict = "" if target is None else (
-            "  target %.3gx: %s" % (target, "met" if ratio >= target else "MISSED"))
+        verdict = "" if target is None else "  target %.3gx%s: %s" % (
+            target, f" (within {1 / target:.3g}x)" if target < 1 else "",
+            "met" if ratio >= target else "MISSED")
         text = f"{label} vs {name}" if name else label
         print(f"{text:<60} {t_fast * 1e3:10.3f} ms {t_slow * 1e3:10.3f} ms {ratio:9.2f}x "
               f"{rel(outs[0], out):9.1e}{verdict}", flush=True)

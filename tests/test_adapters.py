@@ -22,7 +22,7 @@ from click.testing import CliRunner
 import paramgeo
 from paramgeo import critical
 from paramgeo.cli import main
-from paramgeo.errors import ContractError, ParamgeoError, ShapeError
+from paramgeo.errors import ParamgeoError, PluginError, ShapeError
 from paramgeo.registry import validate_declaration
 
 if os.environ.get("CI"):  # CI installs both (make test): there a missing framework fails
@@ -280,6 +280,55 @@ def test_other_modules_get_no_graph_but_their_discovered_symmetry():
         q.jvp(q.theta0, np.ones(50))
 
 
+def test_a_wrong_length_vector_is_one_line_naming_the_model_and_argument(rng):
+    models = [paramgeo.from_torch(deep_linear_torch(), torch.eye(6), name="dl-torch"),
+              paramgeo.from_jax(linear_chain, [rng.standard_normal((b, a)) for a, b in
+                                               zip(WIDTHS, WIDTHS[1:])], np.eye(6),
+                                name="dl-jax")]
+    for p in models:
+        calls = {"jvp: argument v must have 51 entries": lambda: p.jvp(p.theta0, np.ones(50)),
+                 "vjp: argument w must have 30 entries": lambda: p.vjp(p.theta0, np.ones(31)),
+                 "vjp: argument theta must have 51 entries": lambda: p.vjp(np.ones(5),
+                                                                           np.ones(30))}
+        for message, call in calls.items():
+            with pytest.raises(ShapeError) as info:
+                call()
+            assert str(info.value).startswith(f"{p.name}.{message}"), str(info.value)
+            assert "\n" not in str(info.value)
+
+
+def test_products_of_strided_and_integer_inputs_are_those_of_their_values(rng):
+    # the guard hands the products float vectors; the backends convert them for the framework
+    q = deep_linear_jax(rng)
+    theta, v = q.random_point(rng), rng.standard_normal(2 * q.n)[::2]
+    np.testing.assert_allclose(q.jvp(theta, v), q.jacobian(theta) @ v, rtol=1e-12, atol=1e-12)
+    w = np.arange(q.m)
+    np.testing.assert_allclose(q.vjp(theta, w), q.jacobian(theta).T @ w, rtol=1e-12,
+                               atol=1e-12)
+    t = paramgeo.from_torch(deep_linear_torch(), torch.eye(6))
+    assert t.jvp(theta, v).flags.writeable
+    np.testing.assert_allclose(t.jvp(theta, v), t.jacobian(theta) @ v, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(t.vjp(theta, w), t.jacobian(theta).T @ w, rtol=1e-12,
+                               atol=1e-12)
+
+
+class Itself(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(5))
+
+    def forward(self, x):
+        return self.w
+
+
+def test_a_product_is_never_a_view_of_the_callers_vector(rng):
+    p = paramgeo.from_torch(Itself(), torch.zeros(1), layers=False)
+    v, w = rng.standard_normal(5), rng.standard_normal(5)
+    for out, given in ((p.jvp(p.theta0, v), v), (p.vjp(p.theta0, w), w)):
+        np.testing.assert_array_equal(out, given)
+        assert not np.may_share_memory(out, given)
+
+
 def test_jax_dense_layers_with_a_wrong_activation_are_refused(rng):
     params = [{"W": rng.standard_normal((4, 3)), "b": rng.standard_normal(4)},
               {"W": rng.standard_normal((2, 4)), "b": rng.standard_normal(2)}]
@@ -366,12 +415,19 @@ def test_a_framework_failure_in_a_product_names_the_model_and_method(tmp_path, o
             return torch.from_numpy(np.tanh((x * self.w).detach().numpy()))
 
     p = paramgeo.from_torch(Through(), np.ones((3, 2)), name="through-numpy")
-    for method, call in (("JVP", lambda: p.jvp(p.theta0, np.ones(2))),
-                         ("VJP", lambda: p.vjp(p.theta0, np.ones(6))),
-                         ("Jacobian", lambda: p.jacobian(p.theta0))):
-        with pytest.raises(ContractError, match=rf"through-numpy \(torch model\): the {method} "
-                                                r"of forward failed in torch: .*numpy"):
+    for method, product, call in (
+            ("jvp", "JVP", lambda: p.jvp(p.theta0, np.ones(2))),
+            ("vjp", "VJP", lambda: p.vjp(p.theta0, np.ones(6))),
+            ("jacobian", "Jacobian", lambda: p.jacobian(p.theta0)),
+            ("hessian_vp", "JVP of the VJP", lambda: p.hessian_vp(p.theta0, np.ones(6),
+                                                                   np.ones(2)))):
+        with pytest.raises(PluginError, match=rf"plugin 'through-numpy': {method}\(\) failed in "
+                                              rf"torch \(the {product} of forward of the torch "
+                                              r"model\): .*; fix: .*no round trips through "
+                                              "numpy"):
             call()
+    report = paramgeo.check(p)  # the model's fault is a failed property, not a crash
+    assert not report.passed and "jacobian" in {i.property for i in report.failures()}
     path = tmp_path / "through.py"
     path.write_text(textwrap.dedent("""\
         import numpy as np
@@ -389,7 +445,7 @@ def test_a_framework_failure_in_a_product_names_the_model_and_method(tmp_path, o
         model = paramgeo.from_torch(Through(), np.ones((3, 2)), name="through-numpy")
         """))
     res = CliRunner().invoke(main, ["--plugin", str(path), "rank", "through-numpy"])
-    assert res.exit_code == 2 and res.output.startswith("Error: through-numpy (torch model)")
+    assert res.exit_code == 2 and res.output.startswith("Error: plugin 'through-numpy': ")
     assert len(res.output.strip().splitlines()) == 1, res.output
 
 
@@ -423,14 +479,19 @@ def test_strata_of_an_adapted_network_delete_neurons():
 
 
 def test_devices_are_checked_and_the_cpu_runs(rng):
-    p = paramgeo.from_torch(deep_linear_torch(), torch.eye(6), device="cpu")
+    p = paramgeo.from_torch(deep_linear_torch(), torch.eye(6), device=torch.device("cpu"))
     assert str(p.device) == "cpu"
+    theta, w = p.random_point(rng), rng.standard_normal(p.m)
+    assert rel(p.jvp(theta, theta), p.jacobian(theta) @ theta) < 1e-13
+    assert rel(p.vjp(theta, w), p.jacobian(theta).T @ w) < 1e-13
     with pytest.raises(ParamgeoError, match="torch cannot use the device"):
         paramgeo.from_torch(deep_linear_torch(), torch.eye(6), device="no-such-device")
     q = paramgeo.from_jax(linear_chain, [rng.standard_normal((2, 3))], np.eye(3),
                           device=jax.devices("cpu")[0])
     theta = q.random_point(rng)
     assert rel(q.jvp(theta, theta), q.jacobian(theta) @ theta) < 1e-13
+    w = rng.standard_normal(q.m)
+    assert rel(q.vjp(theta, w), q.jacobian(theta).T @ w) < 1e-13
     with pytest.raises(ParamgeoError, match="must be a jax.Device"):
         paramgeo.from_jax(linear_chain, [np.ones((2, 3))], np.eye(3), device="gpu")
 

@@ -231,6 +231,81 @@ def test_uvt_numeric_route_agrees_with_exact_brackets(rng):
     assert uvt_expected_laws(2, 2, 1) <= set(laws.laws)
 
 
+_TANH_INPUTS = np.random.default_rng(3).standard_normal((40, 2))
+
+
+class _TanhMLP(Parameterization):
+    """x -> W2 tanh(W1 x + b1) + b2 (widths 2, 3, 1) on 40 fixed inputs: n = 13 = rank J, so
+    the algebra of the fields is all of R^13 and there is no conservation law at all (its
+    symmetries, the sign flips and permutations of hidden neurons, are discrete)."""
+
+    name = "test-tanh-mlp-laws"
+
+    def make_spec(self):
+        return ParamSpec(W1=(3, 2), b1=(3,), W2=(1, 3), b2=(1,))
+
+    def make_predictor_shape(self):
+        return (40,)
+
+    def forward(self, theta):
+        import autograd.numpy as anp
+
+        W1, b1, W2, b2 = self.spec.unpack(theta).values()
+        return anp.reshape(anp.dot(anp.tanh(anp.dot(_TANH_INPUTS, W1.T) + b1), W2.T) + b2, -1)
+
+
+def test_numeric_laws_of_a_full_rank_tanh_mlp_are_none():
+    # m = 40 rows per point, but each point constrains grad h only through rank J = 13 of
+    # them: sampling 2 * 104 monomials / m + 3 = 9 points left every quadratic h whose Hessian
+    # vanishes on the 8 point differences (a space of dimension 5 * 6 / 2 = 15) as a "law"
+    par = _TanhMLP()
+    alg = M.lie_algebra(par, method="numeric")
+    assert (alg.dim, alg.n_laws) == (13, 0)
+    laws = M.conservation_laws(par, method="numeric", algebra=alg)
+    assert laws.laws == () and laws.independent == 0 and laws.complete
+
+
+def test_spurious_laws_of_too_few_points_have_the_predicted_dimension():
+    # the count behind the sampling rule: at k <= n points of a full-rank field, the sampled
+    # system's null space is {b + H theta_j = 0 for all j}, of dimension s (s + 1) / 2 with
+    # s = n + 1 - k (symmetric H vanishing on the k - 1 differences theta_j - theta_1)
+    from paramgeo.mirror.laws import _exponents, _monomial_grads, _null_rows
+
+    par, rng = _TanhMLP(), np.random.default_rng(5)
+    exps = _exponents(par.n, 2)
+    for k in (11,):
+        blocks = []
+        for _ in range(k):
+            th = par.random_point(rng)
+            blocks.append(M.vector_fields(par, th) @ _monomial_grads(exps, th).T)
+        s = par.n + 1 - k
+        assert _null_rows(blocks, None).shape[0] == s * (s + 1) // 2
+
+
+def test_numeric_laws_of_deep_linear_span_the_balancedness_entries(rng):
+    # widths 2, 3, 2, 2: the laws are the entries of W1 W1^T - W2^T W2 (3 x 3 symmetric: 6)
+    # and W2 W2^T - W3^T W3 (2 x 2: 3), Arora, Cohen, Hazan (2018); Marcotte et al. (2023)
+    par = paramgeo.get("deep-linear", widths="2,3,2,2")
+    alg = M.lie_algebra(par, bound=par.n - 9, partial=True)
+    laws = M.conservation_laws(par, method="numeric", algebra=alg)
+    assert len(laws.laws) == 9 and laws.independent == 9
+    symbols = [sympy.Symbol(lab.replace("[", "_").replace("]", "").replace(",", "_"), real=True)
+               for lab in par.spec.labels()]
+    found = [sympy.lambdify(symbols, sympy.sympify(law, locals=dict(
+        (str(x), x) for x in symbols))) for law in laws.laws]
+    points = [par.random_point(rng) for _ in range(30)]
+
+    def exact(theta):
+        W1, W2, W3 = par.spec.unpack(theta).values()
+        A, B = W1 @ W1.T - W2.T @ W2, W2 @ W2.T - W3.T @ W3
+        return np.concatenate([A[np.triu_indices(3)], B[np.triu_indices(2)]])
+
+    F = np.array([[f(*theta) for f in found] for theta in points])  # 30 x 9
+    E = np.array([exact(theta) for theta in points])  # 30 x 9
+    assert np.linalg.matrix_rank(F) == np.linalg.matrix_rank(E) == 9
+    assert np.linalg.matrix_rank(np.hstack([F, E])) == 9  # the same space of functions
+
+
 def test_laws_are_conserved_along_gradient_flow(rng):
     """Independent of the algebra: the laws found stay constant along an actual flow."""
     par = paramgeo.get("uvt", m=3, n=3, r=2)

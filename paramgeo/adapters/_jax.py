@@ -183,7 +183,8 @@ def from_jax(fn, params, probe, name=None, device=None, activation=None):
 
     ``device``: a ``jax.Device`` (e.g. ``jax.devices("gpu")[0]``) on which the products run
     (default: JAX's default device); theta and the results stay float64 numpy arrays on the
-    host. Consumer GPUs run float64 at 1/32 or 1/64 of their float32 rate.
+    host. By NVIDIA's published peak rates (quoted, not measured by paramgeo), consumer GPUs
+    run float64 at 1/32 or 1/64 of their float32 rate, data-centre GPUs at 1/2.
 
     ``activation``: declares ``params`` a list of dense layers x -> act(x W + b) (each layer
     a dict with ``W``/``w``/``weight`` (out, in) or ``kernel`` (in, out) and optional

@@ -31,7 +31,7 @@ host with numpy.
 import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 
-from ..errors import ContractError, ParamgeoError, ShapeError
+from ..errors import ContractError, ParamgeoError, PluginError
 from ..parameterization import Parameterization, ParamSpec
 
 
@@ -152,20 +152,28 @@ class FrameworkModel(Parameterization):
         self._f = _Op(self.backend, built["forward"], self.n, self.m, self, "forward")
         self._check_forward()
 
-    # the model's fault is the model's: one line naming it, the method and a fix
+    #: the contract method a product of the tower is reported under (the outermost product)
+    _METHODS = (("the JVP of the VJP of", "hessian_vp"),
+                ("the Jacobian of the JVP of", "jacobian_derivative"),
+                ("the Jacobian of", "jacobian"), ("the JVP of", "jvp"), ("the VJP of", "vjp"))
+
+    # the model's fault is the model's: a PluginError (one line naming it, the method and a
+    # fix; `paramgeo check` reports it as a failed property)
     def _run(self, what, fn, *args):
         try:
             return self.backend.run(fn, *args)
         except ParamgeoError:
             raise
         except Exception as exc:
-            raise ContractError(
-                f"{self.name} ({self.framework} model): {what} failed in {self.framework}: "
-                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}; the "
-                f"model must run on the probe with float64 parameters and be differentiable "
-                f"by {self.backend.transforms}: {self.framework} operations only (no "
-                "round trips through numpy, no in-place updates of its parameters, no Python "
-                "control flow on their values)") from exc
+            method = next((m for head, m in self._METHODS if what.startswith(head)), "forward")
+            raise PluginError(
+                self.name, method,
+                f"failed in {self.framework} ({what} of the {self.framework} model): "
+                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                f"the model must run on the probe with float64 parameters and be "
+                f"differentiable by {self.backend.transforms}: {self.framework} operations "
+                "only (no round trips through numpy, no in-place updates of its parameters, "
+                "no Python control flow on their values)") from exc
 
     def _check_forward(self):
         out = self._f(self.theta0)
@@ -200,19 +208,15 @@ class FrameworkModel(Parameterization):
     def jacobian(self, theta):
         return self._f.jacobian(self.as_theta(theta))
 
-    def _vector(self, what, vec, size):
-        vec = np.asarray(vec, dtype=float).ravel()
-        if vec.size != size:
-            raise ShapeError(f"{self.name}: {what} must have {size} entries, got {vec.size}")
-        return vec
-
+    # theta, v and w arrive checked by the guard (paramgeo.guard: float vectors of lengths
+    # n and m, else one line naming the argument), as in the base class's products
     def jvp(self, theta, v):
         """J(theta) v by the framework's forward mode."""
-        return self._f.jvp(self.as_theta(theta), self._vector("the tangent v", v, self.n))
+        return self._f.jvp(theta, v)
 
     def vjp(self, theta, w):
         """J(theta)^T w by the framework's reverse mode."""
-        return self._f.vjp(self.as_theta(theta), self._vector("the cotangent w", w, self.m))
+        return self._f.vjp(theta, w)
 
     def hessian_vp(self, theta, w, v):
         """(sum_i w_i Hess phi_i(theta)) v: the framework's JVP of (theta, w) -> J^T w along

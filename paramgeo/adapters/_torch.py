@@ -47,7 +47,11 @@ class TorchBackend(Backend):
 
     def run(self, fn, *arrays):
         out = fn(*(self.tensor(a) for a in arrays))
-        return out.detach().cpu().numpy() if not self._cpu else out.detach().numpy()
+        if not self._cpu:
+            return out.detach().cpu().numpy()
+        out = out.detach().numpy()
+        # a model returning its parameters gives its tangent back: not the caller's array
+        return out.copy() if any(np.may_share_memory(out, a) for a in arrays) else out
 
     def jvp_pair(self, fn):
         jvp = self.torch.func.jvp
@@ -91,8 +95,9 @@ def from_torch(module, probe, name=None, device=None, layers="auto"):
     traces it with autograd runs (the pattern of curvlinops' torch Jacobian operators).
 
     ``device``: where the products run ("cpu" by default, "cuda" for a GPU); theta and the
-    results stay float64 numpy arrays on the host, where the eigensolvers run. Consumer GPUs
-    run float64 at 1/32 or 1/64 of their float32 rate (data-centre GPUs at 1/2); rank
+    results stay float64 numpy arrays on the host, where the eigensolvers run. By NVIDIA's
+    published peak rates (quoted, not measured by paramgeo), consumer GPUs run float64 at 1/32
+    or 1/64 of their float32 rate (data-centre GPUs at 1/2); rank
     decisions need float64.
 
     ``layers="auto"``: for an ``nn.Sequential`` of ``Linear`` layers and elementwise

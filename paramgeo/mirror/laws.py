@@ -9,6 +9,7 @@ this is a linear system in the coefficients, solved exactly over the rationals w
 import dataclasses
 import fractions
 import itertools
+import math
 
 import numpy as np
 
@@ -152,24 +153,59 @@ def _monomial_grads(exps, theta):
     return out
 
 
-def _laws_numeric(param, exps, degree, seed, policy):
-    rng = as_rng(seed + 1 if isinstance(seed, int) else seed)
-    n_mono = len(exps)
-    n_points = int(np.ceil(2 * n_mono / max(param.m, 1))) + 3
-    blocks = []
-    for _ in range(n_points):
-        th = param.random_point(rng)
-        X = vector_fields(param, th)  # m x n
-        G = _monomial_grads(exps, th)  # c x n
-        blocks.append(X @ G.T)  # (m, c): <grad mono_k, X_i>
+def _points_needed(n, n_mono, degree, rank):
+    """How many random points the sampled system starts from.
+
+    At a point theta the identity <grad h, X_i>(theta) = 0 (i = 1..m) says only that
+    grad h(theta) is orthogonal to the span of the fields, at most rank X(theta) <= n
+    conditions, however large m is; and the points must determine grad h, a vector of
+    polynomials of degree D - 1 in n variables (C(n + D - 1, D - 1) coefficients each). With
+    fewer points the null space is spuriously large: at k <= n points where X has full rank n,
+    every quadratic h = b.theta + theta^T H theta / 2 with H (theta_j - theta_1) = 0 and
+    b = -H theta_1 passes, a space of dimension s (s + 1) / 2 with s = n + 1 - k. So: at least
+    C(n + D - 1, D - 1) points and twice as many conditions as monomials, plus a margin."""
+    conditions = int(np.ceil(2 * n_mono / max(rank, 1)))
+    return max(conditions, math.comb(n + degree - 1, degree - 1)) + 3
+
+
+def _null_rows(blocks, policy):
+    """Rows spanning the null space of the stacked blocks (in the original coordinates)."""
     A = np.vstack(blocks)
-    A = A / np.maximum(np.linalg.norm(A, axis=0, keepdims=True), 1e-300)
-    _, s, vt = np.linalg.svd(A, full_matrices=True)
+    norms = np.maximum(np.linalg.norm(A, axis=0, keepdims=True), 1e-300)
+    # all of V (the null space) without the rows x rows U of a tall system
+    _, s, vt = np.linalg.svd(A / norms, full_matrices=A.shape[0] < A.shape[1])
     rank = decide_rank(s, policy, what="conservation-law system", warn=False).rank
-    N = vt[rank:]  # rows span the null space (in column-normalised coordinates)
+    return vt[rank:] / norms
+
+
+def _laws_numeric(param, exps, degree, seed, policy):
+    """The laws from the identity at random points: the null space of the stacked
+    (m x monomials) blocks <grad mono_k, X_i>(theta_j), sampled until it is stable (a further
+    batch of points leaves its dimension unchanged)."""
+    rng = as_rng(seed + 1 if isinstance(seed, int) else seed)
+    blocks = []
+
+    def sample(count):
+        for _ in range(count):
+            th = param.random_point(rng)
+            X = vector_fields(param, th)  # m x n
+            blocks.append(X @ _monomial_grads(exps, th).T)  # (m, c): <grad mono_k, X_i>
+        return decide_rank(X, policy, warn=False).rank
+
+    rank = sample(1)
+    start = _points_needed(param.n, len(exps), degree, rank)
+    sample(start - 1)
+    N = _null_rows(blocks, policy)
+    extra = max(3, start // 4)
+    while N.shape[0]:
+        sample(extra)
+        M = _null_rows(blocks, policy)
+        stable = M.shape[0] == N.shape[0]
+        N = M
+        if stable or len(blocks) > 8 * start:
+            break
     if N.shape[0] == 0:
         return []
-    N = N / np.maximum(np.linalg.norm(np.vstack(blocks), axis=0, keepdims=True), 1e-300)
     # snapped to rationals with denominator <= 1000 within 1e-9, so exact laws print exactly
     return rational_rref(N, pivot_tol=1e-8, max_den=1000, snap_tol=1e-9)
 
