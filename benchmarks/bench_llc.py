@@ -1,7 +1,7 @@
 """Calibration of the LLC estimator against the exact Aoyagi-Watanabe values, beside devinterp.
 
 Usage: python benchmarks/bench_llc.py [--ns 1000,10000,100000] [--datasets 5]
-       [--sampler sgld|mala] [--devinterp N] [--out DIR]
+       [--sampler mala|sgld] [--devinterp N] [--out DIR]
 
 The five reduced-rank-regression cases (M, H, N) = (5,3,5), (5,4,5), (4,3,8), (8,3,4), (3,8,4)
 of devinterp's own test, true map 0: x ~ N(0, I_M) and y ~ N(0, I_N) independent, n samples,
@@ -50,7 +50,7 @@ def dataset(M, N, n, seed):
     return rng.standard_normal((n, M)), rng.standard_normal((n, N))
 
 
-def paramgeo_run(M, H, N, X, Y, sampler="sgld", seed=0):
+def paramgeo_run(M, H, N, X, Y, sampler="mala", seed=0):
     import paramgeo
     from paramgeo.llc import LLCWarning, estimate_llc
     from paramgeo.losses import Regression
@@ -64,7 +64,7 @@ def paramgeo_run(M, H, N, X, Y, sampler="sgld", seed=0):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LLCWarning)
         est = estimate_llc(param, loss, theta, sampler=sampler, seed=seed)
-    return est, W1, W2
+    return est, W1, W2, loss.value(np.zeros(M * N)) - est.loss_star
 
 
 def ensure_devinterp():
@@ -89,24 +89,34 @@ def devinterp_run(python, X, Y, W1, W2, seed, workdir):
     return json.loads(dst.read_text())
 
 
-def calibrate(ns, datasets, sampler, devinterp_sets, out):
+def calibrate(ns, datasets, sampler, devinterp_sets, out, cases=CASES, devinterp_ns=None):
     from paramgeo.llc import reduced_rank_regression
 
     out.mkdir(parents=True, exist_ok=True)
     python = ensure_devinterp() if devinterp_sets else None
+    devinterp_ns = [min(ns)] if devinterp_ns is None else devinterp_ns
     rows = []
-    for M, H, N in CASES:
+    for M, H, N in cases:
         exact = reduced_rank_regression(M, H, N).lam
         for n in ns:
             for s in range(datasets):
                 X, Y = dataset(M, N, n, s)
-                est, W1, W2 = paramgeo_run(M, H, N, X, Y, sampler, seed=s)
+                cpu = time.process_time()
+                est, W1, W2, gap = paramgeo_run(M, H, N, X, Y, sampler, seed=s)
+                cpu = time.process_time() - cpu
+                # per temperature: n beta_k (E_k[L_n] - L_n(w*)) and the same centred at the
+                # true map 0, n beta_k (E_k[L_n] - L_n(0)) (the one-temperature estimators)
+                single = [lv["llc"] for lv in est.levels]
+                single0 = [lv["llc"] - lv["nbeta"] * gap for lv in est.levels]
                 row = dict(case=[M, H, N], n=n, dataset=s, exact=exact, llc=est.llc,
-                           se=est.se, seconds=est.seconds, rhat=est.rhat, step=est.step)
-                if python is not None and n == min(ns) and s < devinterp_sets:
+                           se=est.se, seconds=est.seconds, cpu_seconds=cpu, rhat=est.rhat,
+                           step=est.step, temperatures=list(est.temperatures), single=single,
+                           single_se=[lv["se"] for lv in est.levels], single_at_truth=single0)
+                if python is not None and n in devinterp_ns and s < devinterp_sets:
                     di = devinterp_run(python, X, Y, W1, W2, s, out)
                     row.update(devinterp_llc=di["llc"], devinterp_std=di["std"],
-                               devinterp_seconds=di["seconds"])
+                               devinterp_seconds=di["seconds"],
+                               devinterp_cpu_seconds=di.get("cpu_seconds"))
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 (out / "results.json").write_text(json.dumps(rows, indent=1))
@@ -213,7 +223,7 @@ def bench(row, repeats):
 
     X, Y = dataset(5, 5, 1000, 0)
     start = time.perf_counter()
-    est, *_ = paramgeo_run(5, 3, 5, X, Y)
+    est = paramgeo_run(5, 3, 5, X, Y)[0]
     exact = reduced_rank_regression(5, 3, 5).lam
     print(f"{'llc: RRR (5,3,5) n=1e3, 4 chains x 2500 steps':<60} "
           f"{time.perf_counter() - start:10.3f} s   estimate {est.llc:.3f} +- {est.se:.2f} "
@@ -224,9 +234,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ns", default="1000,10000,100000")
     parser.add_argument("--datasets", type=int, default=5)
-    parser.add_argument("--sampler", default="sgld", choices=("sgld", "mala"))
+    parser.add_argument("--sampler", default="mala", choices=("mala", "sgld"))
     parser.add_argument("--devinterp", type=int, default=0,
-                        help="data sets per case run through devinterp at the smallest n")
+                        help="data sets per case run through devinterp (at --devinterp-ns)")
+    parser.add_argument("--devinterp-ns", default=None,
+                        help="the n at which devinterp runs [the smallest of --ns]")
+    parser.add_argument("--cases", default=None,
+                        help="a subset of the cases, e.g. '4,3,8;8,3,4' [all five]")
+    parser.add_argument("--merge", default=None,
+                        help="with --summary-only: comma-separated output folders to merge")
     parser.add_argument("--out", default=str(Path(__file__).with_name("out-llc")))
     parser.add_argument("--large", action="store_true",
                         help="only the regular case with 1000 parameters (regular_large)")
@@ -239,10 +255,16 @@ def main(argv=None):
     if args.large:
         print(json.dumps(regular_large(), indent=1))
         return
+    cases = CASES if args.cases is None else tuple(
+        tuple(int(v) for v in c.split(",")) for c in args.cases.split(";"))
     if args.summary_only:
-        rows = json.loads((out / "results.json").read_text())
+        folders = [out] if args.merge is None else [Path(f) for f in args.merge.split(",")]
+        rows = [r for f in folders for r in json.loads((f / "results.json").read_text())]
+        out.mkdir(parents=True, exist_ok=True)
     else:
-        rows = calibrate(ns, args.datasets, args.sampler, args.devinterp, out)
+        di_ns = None if args.devinterp_ns is None else [
+            int(float(v)) for v in args.devinterp_ns.split(",")]
+        rows = calibrate(ns, args.datasets, args.sampler, args.devinterp, out, cases, di_ns)
     text = summarise(rows, ns)
     (out / "table.md").write_text(text + "\n")
     figure(rows, ns, out / "figure.png")
