@@ -290,6 +290,9 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
             raise ParamgeoError(f"estimate_llc: {name}={value_!r} must be an integer >= {low}")
     temps = _temperatures(temperatures)
     value, grad, w_star, n, nbeta, L_star = _setup(param, loss, theta_star, n, nbeta, gamma)
+    from ..losses import value_and_grad
+
+    value_grad = value_and_grad(param, loss)
     started = time.perf_counter()
     seeds = np.random.SeedSequence(seed).spawn(len(temps) * (chains + 1))
     if step == "auto":
@@ -311,9 +314,9 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
                    if step == "auto" else float(step) / t)
             steps_used, accepted, chain_notes = [], [], []
             for k in range(chains):
-                done = _run_chain(k, seeds[i * chains + k], sampler, value, grad_U, w_star, eps,
-                                  nb, gamma, L_star, burn, draws, traces[i], chain_notes,
-                                  steps_used, accepted, progress, done, total)
+                done = _run_chain(k, seeds[i * chains + k], sampler, value, value_grad, grad_U,
+                                  w_star, eps, nb, gamma, L_star, burn, draws, traces[i],
+                                  chain_notes, steps_used, accepted, progress, done, total)
         label = f"at n beta = {nb:.4g}: " if len(temps) > 1 else ""
         notes += [label + note for note in chain_notes]
         if accepted and min(accepted) < 0.2:
@@ -378,8 +381,8 @@ def _temperatures(temperatures):
     return temps
 
 
-def _run_chain(k, seed, sampler, value, grad_U, w_star, step, nbeta, gamma, L_star, burn,
-               draws, traces, notes, steps_used, accepted, progress, done, total):
+def _run_chain(k, seed, sampler, value, value_grad, grad_U, w_star, step, nbeta, gamma,
+               L_star, burn, draws, traces, notes, steps_used, accepted, progress, done, total):
     """Chain k from w*: fills traces[k] with n beta (L_n(w_t) - L_n(w*)), appends its final
     step (and, for MALA, its acceptance rate after burn-in) and any blow-up note; returns the
     running count of finished steps (for the progress bar)."""
@@ -388,8 +391,8 @@ def _run_chain(k, seed, sampler, value, grad_U, w_star, step, nbeta, gamma, L_st
     eps = step
     U_w = None
     if sampler == "mala":
-        L_w = value(w)
-        g_w = grad_U(w)
+        L_w, g_w = value_grad(w)
+        g_w = nbeta * g_w + gamma * (w - w_star)
         U_w = nbeta * L_w
     acc = 0
     for t in range(burn + draws):
@@ -398,9 +401,9 @@ def _run_chain(k, seed, sampler, value, grad_U, w_star, step, nbeta, gamma, L_st
             loss_t = value(w)
         else:
             prop = w - 0.5 * eps * g_w + math.sqrt(eps) * rng.standard_normal(w.size)
-            L_p = value(prop)
+            L_p, g_p = value_grad(prop)
             if math.isfinite(L_p):
-                g_p = grad_U(prop)
+                g_p = nbeta * g_p + gamma * (prop - w_star)
                 U_p = nbeta * L_p + 0.5 * gamma * float((prop - w_star) @ (prop - w_star))
                 U_here = U_w + 0.5 * gamma * float((w - w_star) @ (w - w_star))
                 fwd = prop - w + 0.5 * eps * g_w
