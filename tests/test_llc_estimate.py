@@ -226,6 +226,14 @@ def test_cli_exact_and_estimate(tmp_path):
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert data["exact"]["exact"] == "2" and data["chains"] == 2 and "traces" not in data
+    assert [lv["temperature"] for lv in data["levels"]] == [0.5, 2.0]
+    out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
+                               "--data", str(path), "--draws", "20", "--burn", "0",
+                               "--chains", "1", "--temperatures", "1", "--json"])
+    assert out.exit_code == 0 and len(json.loads(out.output)["levels"]) == 1, out.output
+    out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
+                               "--data", str(path), "--temperatures", "0.5,x"])
+    assert out.exit_code == 2 and "--temperatures" in out.output and "Traceback" not in out.output
     out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
                                "--data", str(path), "--draws", "50", "--burn", "0",
                                "--chains", "1", "--truth-zero", "--plot", str(tmp_path / "t.png")])
