@@ -118,7 +118,8 @@ def test_seeds_repeat_and_differ():
     c = estimate_llc(param, loss, w_star, chains=2, draws=100, burn=10, seed=4)
     assert np.array_equal(a.traces, b.traces) and a.llc == b.llc
     assert a.llc != c.llc
-    assert a.traces.shape == (2, 2, 110) and a.n == 50 and a.nbeta == pytest.approx(50 / math.log(50))
+    assert a.traces.shape == (2, 2, 110) and a.n == 50
+    assert a.nbeta == pytest.approx(50 / math.log(50))
 
 
 def test_effective_sample_size_of_known_chains():

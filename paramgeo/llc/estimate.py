@@ -14,8 +14,9 @@ estimators:
 
 * one temperature (``temperatures=(1,)``): lambda_1 = n beta (E_beta[L_n] - L_n(w*)) at
   n beta = n / log n (Lau, Furman, Wang, Murfet, Wei 2023/2024, "The local learning
-  coefficient: a singularity-aware complexity measure", Definition 1). It carries beta (n L_n(w0) - n L_n(w*)) (positive, O_p(1 / log n): the
-  fit of the noise by the minimiser w*) and the data-set term U_n sqrt(lambda beta / 2);
+  coefficient: a singularity-aware complexity measure", Definition 1). It carries
+  beta (n L_n(w0) - n L_n(w*)) (positive, O_p(1 / log n): the fit of the noise by the
+  minimiser w*) and the data-set term U_n sqrt(lambda beta / 2);
 * the slope (default, ``temperatures=(1/2, 2)``; the thermodynamic relation above read as
   lambda = d E_beta[n L_n] / d(1 / beta)): lambda_hat = the least-squares slope of
   E_k[L_n] - L_n(w*) against 1 / (n beta_k) over n beta_k = t_k n beta. Every term of
