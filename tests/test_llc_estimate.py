@@ -167,6 +167,12 @@ def test_regression_loss_against_the_samples_and_autograd():
     assert np.allclose(loss.hessian(B.ravel()), Loss.hessian(loss, B.ravel()))
     param = paramgeo.get("uvt", m=2, n=3, r=1)
     assert loss_from_arrays("regression", {"X": X, "Y": Y}, param).N == 40
+    from paramgeo.losses import pullback, value_and_grad
+
+    theta = rng.standard_normal(param.n)
+    value, grad = pullback(param, loss)
+    both = value_and_grad(param, loss)(theta)
+    assert both[0] == value(theta) and np.array_equal(both[1], grad(theta))
     with pytest.raises(paramgeo.ShapeError, match="2 x 3 predictors"):
         loss_from_arrays("regression", {"X": X, "Y": Y}, paramgeo.get("uvt", m=3, n=3, r=1))
     with pytest.raises(paramgeo.ShapeError, match="no array 'Y'"):
