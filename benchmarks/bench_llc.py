@@ -1,7 +1,7 @@
 """Calibration of the LLC estimator against the exact Aoyagi-Watanabe values, beside devinterp.
 
 Usage: python benchmarks/bench_llc.py [--ns 1000,10000,100000] [--datasets 5]
-       [--sampler sgld|mala] [--devinterp N] [--out DIR]
+       [--sampler mala|sgld] [--devinterp N] [--out DIR]
 
 The five reduced-rank-regression cases (M, H, N) = (5,3,5), (5,4,5), (4,3,8), (8,3,4), (3,8,4)
 of devinterp's own test, true map 0: x ~ N(0, I_M) and y ~ N(0, I_N) independent, n samples,
@@ -50,7 +50,7 @@ def dataset(M, N, n, seed):
     return rng.standard_normal((n, M)), rng.standard_normal((n, N))
 
 
-def paramgeo_run(M, H, N, X, Y, sampler="sgld", seed=0):
+def paramgeo_run(M, H, N, X, Y, sampler="mala", seed=0):
     import paramgeo
     from paramgeo.llc import LLCWarning, estimate_llc
     from paramgeo.losses import Regression
@@ -64,7 +64,7 @@ def paramgeo_run(M, H, N, X, Y, sampler="sgld", seed=0):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LLCWarning)
         est = estimate_llc(param, loss, theta, sampler=sampler, seed=seed)
-    return est, W1, W2
+    return est, W1, W2, loss.value(np.zeros(M * N)) - est.loss_star
 
 
 def ensure_devinterp():
@@ -84,29 +84,39 @@ def devinterp_run(python, X, Y, W1, W2, seed, workdir):
     src, dst = workdir / f"di-{seed}.npz", workdir / f"di-{seed}.json"
     np.savez(src, X=X, Y=Y, W1=W1, W2=W2, seed=seed)
     worker = Path(__file__).with_name("_devinterp_worker.py")
-    subprocess.run(["nice", str(python), str(worker), str(src), str(dst)], check=True,
+    subprocess.run([str(python), str(worker), str(src), str(dst)], check=True,
                    capture_output=True)
     return json.loads(dst.read_text())
 
 
-def calibrate(ns, datasets, sampler, devinterp_sets, out):
+def calibrate(ns, datasets, sampler, devinterp_sets, out, cases=CASES, devinterp_ns=None):
     from paramgeo.llc import reduced_rank_regression
 
     out.mkdir(parents=True, exist_ok=True)
     python = ensure_devinterp() if devinterp_sets else None
+    devinterp_ns = [min(ns)] if devinterp_ns is None else devinterp_ns
     rows = []
-    for M, H, N in CASES:
+    for M, H, N in cases:
         exact = reduced_rank_regression(M, H, N).lam
         for n in ns:
             for s in range(datasets):
                 X, Y = dataset(M, N, n, s)
-                est, W1, W2 = paramgeo_run(M, H, N, X, Y, sampler, seed=s)
+                cpu = time.process_time()
+                est, W1, W2, gap = paramgeo_run(M, H, N, X, Y, sampler, seed=s)
+                cpu = time.process_time() - cpu
+                # per temperature: n beta_k (E_k[L_n] - L_n(w*)) and the same centred at the
+                # true map 0, n beta_k (E_k[L_n] - L_n(0)) (the one-temperature estimators)
+                single = [lv["llc"] for lv in est.levels]
+                single0 = [lv["llc"] - lv["nbeta"] * gap for lv in est.levels]
                 row = dict(case=[M, H, N], n=n, dataset=s, exact=exact, llc=est.llc,
-                           se=est.se, seconds=est.seconds, rhat=est.rhat, step=est.step)
-                if python is not None and n == min(ns) and s < devinterp_sets:
+                           se=est.se, seconds=est.seconds, cpu_seconds=cpu, rhat=est.rhat,
+                           step=est.step, temperatures=list(est.temperatures), single=single,
+                           single_se=[lv["se"] for lv in est.levels], single_at_truth=single0)
+                if python is not None and n in devinterp_ns and s < devinterp_sets:
                     di = devinterp_run(python, X, Y, W1, W2, s, out)
                     row.update(devinterp_llc=di["llc"], devinterp_std=di["std"],
-                               devinterp_seconds=di["seconds"])
+                               devinterp_seconds=di["seconds"],
+                               devinterp_cpu_seconds=di.get("cpu_seconds"))
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 (out / "results.json").write_text(json.dumps(rows, indent=1))
@@ -115,7 +125,7 @@ def calibrate(ns, datasets, sampler, devinterp_sets, out):
 
 def summarise(rows, ns):
     lines = ["| case (M,H,N) | n | exact | estimates (one per data set) | mean s.e. | spread "
-             "over data sets (sd) | mean rel. error | time / estimate |",
+             "over data sets (sd) | mean rel. error | CPU time / estimate |",
              "|---|---|---|---|---|---|---|---|"]
     for case in CASES:
         for n in ns:
@@ -127,7 +137,9 @@ def summarise(rows, ns):
             lines.append(
                 f"| {case} | {n:.0e} | {ex:g} | {', '.join(f'{e:.2f}' for e in est)} | "
                 f"{np.mean([r['se'] for r in sel]):.2f} | {est.std(ddof=1) if est.size > 1 else 0:.2f} "
-                f"| {np.mean(est - ex) / ex:+.1%} | {np.mean([r['seconds'] for r in sel]):.1f} s |")
+                f"| {np.mean(est - ex) / ex:+.1%} | "
+                f"{np.mean([r.get('cpu_seconds', r['seconds']) for r in sel]):.1f} s |")
+    lines += data_set_part(rows, ns)
     big = [r for r in rows if r["n"] == max(ns)]
     mare = np.mean([abs(r["llc"] - r["exact"]) / r["exact"] for r in big])
     cover = np.mean([abs(r["llc"] - r["exact"]) <= 2 * r["se"] for r in rows])
@@ -138,24 +150,64 @@ def summarise(rows, ns):
                  f"{'met' if cover >= 0.8 else 'MISSED'})")
     di = [r for r in rows if "devinterp_llc" in r]
     if di:
-        lines += ["", "| case | n | data set | exact | paramgeo | devinterp | paramgeo time | "
-                  "devinterp time | speed-up |", "|---|---|---|---|---|---|---|---|---|"]
+        def cpu(r, who):  # CPU seconds where recorded (wall-clock is inflated by load)
+            key = f"{who}cpu_seconds"
+            return r[key] if r.get(key) is not None else r[f"{who}seconds"]
+
+        lines += ["", "| case | n | data set | exact | paramgeo | devinterp | paramgeo CPU time | "
+                  "devinterp CPU time | speed-up |", "|---|---|---|---|---|---|---|---|---|"]
         for r in di:
             lines.append(
                 f"| {tuple(r['case'])} | {r['n']:.0e} | {r['dataset']} | {r['exact']:g} | "
                 f"{r['llc']:.2f} +- {r['se']:.2f} ({(r['llc'] - r['exact']) / r['exact']:+.1%}) | "
                 f"{r['devinterp_llc']:.2f} +- {r['devinterp_std']:.2f} "
                 f"({(r['devinterp_llc'] - r['exact']) / r['exact']:+.1%}) | "
-                f"{r['seconds']:.1f} s | {r['devinterp_seconds']:.1f} s | "
-                f"{r['devinterp_seconds'] / r['seconds']:.1f}x |")
-        ours = np.mean([abs(r["llc"] - r["exact"]) / r["exact"] for r in di])
-        theirs = np.mean([abs(r["devinterp_llc"] - r["exact"]) / r["exact"] for r in di])
-        speed = np.median([r["devinterp_seconds"] / r["seconds"] for r in di])
+                f"{cpu(r, ''):.1f} s | {cpu(r, 'devinterp_'):.1f} s | "
+                f"{cpu(r, 'devinterp_') / cpu(r, ''):.1f}x |")
         lines.append("")
-        lines.append(f"on the same {len(di)} data sets: mean absolute relative error paramgeo "
-                     f"{ours:.1%}, devinterp {theirs:.1%}; median speed-up {speed:.1f}x "
-                     f"(target >= 10x: {'met' if speed >= 10 else 'MISSED'})")
+        for n in sorted({r["n"] for r in di}):
+            sel = [r for r in di if r["n"] == n]
+            ours = np.mean([abs(r["llc"] - r["exact"]) / r["exact"] for r in sel])
+            theirs = np.mean([abs(r["devinterp_llc"] - r["exact"]) / r["exact"] for r in sel])
+            speed = [cpu(r, "devinterp_") / cpu(r, "") for r in sel]
+            lines.append(f"n = {n:.0e}, the same {len(sel)} data sets: mean absolute relative "
+                         f"error paramgeo {ours:.1%}, devinterp {theirs:.1%}; CPU speed-up "
+                         f"{min(speed):.1f}x to {max(speed):.1f}x (target >= 10x each: "
+                         f"{'met' if min(speed) >= 10 else 'MISSED'})")
     return "\n".join(lines)
+
+
+def data_set_part(rows, ns):
+    """Per case and n, the spread over data sets of the slope estimate and of the
+    one-temperature estimates centred at the truth 0, n beta_k (E_k[L_n] - L_n(0)), with the
+    part the Monte Carlo error does not explain, sqrt(max(sd^2 - mean se^2, 0)). Watanabe's
+    U_n term predicts the ratio (data-set part of one temperature t) / (that of the slope)
+    = sqrt(t) (sqrt(1 / t_1) + sqrt(1 / t_2)) (docs/learning-coefficients.md)."""
+    out = ["", "| case (M,H,N) | n | slope: sd (data-set part) | one temperature at the truth, "
+           "per t: mean, sd (data-set part) | ratio of data-set parts, seen (U_n predicts) |",
+           "|---|---|---|---|---|"]
+    for case in CASES:
+        for n in ns:
+            sel = [r for r in rows if tuple(r["case"]) == case and r["n"] == n]
+            if len(sel) < 2 or "single_at_truth" not in sel[0]:
+                continue
+            temps = sel[0]["temperatures"]
+
+            def part(values, ses):
+                sd = float(np.std(values, ddof=1))
+                return sd, math.sqrt(max(sd ** 2 - float(np.mean(np.square(ses))), 0.0))
+
+            sd, dp = part([r["llc"] for r in sel], [r["se"] for r in sel])
+            cells, ratios = [], []
+            for k, t in enumerate(temps):
+                vals = [r["single_at_truth"][k] for r in sel]
+                sdk, dpk = part(vals, [r["single_se"][k] for r in sel])
+                cells.append(f"t = {t:g}: {np.mean(vals):.2f}, {sdk:.2f} ({dpk:.2f})")
+                pred = math.sqrt(t) * sum(1 / math.sqrt(u) for u in temps)
+                ratios.append(f"{dpk / dp:.1f} ({pred:.1f})" if dp > 0 else f"- ({pred:.1f})")
+            out.append(f"| {case} | {n:.0e} | {sd:.2f} ({dp:.2f}) | {'; '.join(cells)} | "
+                       f"{', '.join(ratios)} |")
+    return out
 
 
 def figure(rows, ns, path):
@@ -213,9 +265,9 @@ def bench(row, repeats):
 
     X, Y = dataset(5, 5, 1000, 0)
     start = time.perf_counter()
-    est, *_ = paramgeo_run(5, 3, 5, X, Y)
+    est = paramgeo_run(5, 3, 5, X, Y)[0]
     exact = reduced_rank_regression(5, 3, 5).lam
-    print(f"{'llc: RRR (5,3,5) n=1e3, 4 chains x 2500 steps':<60} "
+    print(f"{'llc: RRR (5,3,5) n=1e3, 2 temperatures x 4 chains x 3500 steps':<60} "
           f"{time.perf_counter() - start:10.3f} s   estimate {est.llc:.3f} +- {est.se:.2f} "
           f"(exact {exact:g})", flush=True)
 
@@ -224,9 +276,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ns", default="1000,10000,100000")
     parser.add_argument("--datasets", type=int, default=5)
-    parser.add_argument("--sampler", default="sgld", choices=("sgld", "mala"))
+    parser.add_argument("--sampler", default="mala", choices=("mala", "sgld"))
     parser.add_argument("--devinterp", type=int, default=0,
-                        help="data sets per case run through devinterp at the smallest n")
+                        help="data sets per case run through devinterp (at --devinterp-ns)")
+    parser.add_argument("--devinterp-ns", default=None,
+                        help="the n at which devinterp runs [the smallest of --ns]")
+    parser.add_argument("--cases", default=None,
+                        help="a subset of the cases, e.g. '4,3,8;8,3,4' [all five]")
+    parser.add_argument("--merge", default=None,
+                        help="with --summary-only: output folders to merge, separated by colons")
     parser.add_argument("--out", default=str(Path(__file__).with_name("out-llc")))
     parser.add_argument("--large", action="store_true",
                         help="only the regular case with 1000 parameters (regular_large)")
@@ -239,10 +297,16 @@ def main(argv=None):
     if args.large:
         print(json.dumps(regular_large(), indent=1))
         return
+    cases = CASES if args.cases is None else tuple(
+        tuple(int(v) for v in c.split(",")) for c in args.cases.split(";"))
     if args.summary_only:
-        rows = json.loads((out / "results.json").read_text())
+        folders = [out] if args.merge is None else [Path(f) for f in args.merge.split(":")]
+        rows = [r for f in folders for r in json.loads((f / "results.json").read_text())]
+        out.mkdir(parents=True, exist_ok=True)
     else:
-        rows = calibrate(ns, args.datasets, args.sampler, args.devinterp, out)
+        di_ns = None if args.devinterp_ns is None else [
+            int(float(v)) for v in args.devinterp_ns.split(",")]
+        rows = calibrate(ns, args.datasets, args.sampler, args.devinterp, out, cases, di_ns)
     text = summarise(rows, ns)
     (out / "table.md").write_text(text + "\n")
     figure(rows, ns, out / "figure.png")

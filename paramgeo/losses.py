@@ -427,6 +427,21 @@ def pullback(param, loss):
     return value, grad
 
 
+def value_and_grad(param, loss):
+    """theta -> (L(theta), grad L(theta)) for L = ell(phi(theta)): one forward pass for both
+    (grad L = J^T grad ell(phi(theta)) by VJP), or the pair of :func:`pullback` where the loss
+    has a ``structured_pullback`` for this plugin."""
+    value, grad = pullback(param, loss)
+    if loss.structured_pullback(param) is not None:
+        return lambda theta: (value(theta), grad(theta))
+
+    def both(theta):
+        beta = np.asarray(param.forward_flat(theta))
+        return float(loss.value(beta)), param.vjp(theta, loss.grad(beta))
+
+    return both
+
+
 #: loss kinds of :func:`loss_from_arrays` -> (class, required arrays, description)
 LOSS_KINDS = {
     "squared": (LinearMeasurements, ("A", "y"),

@@ -15,7 +15,7 @@ from paramgeo import Parameterization, ParamSpec, Size
 from paramgeo.cli import main
 from paramgeo.errors import ParamgeoError
 from paramgeo.llc import LLCWarning, estimate_llc, step_sweep
-from paramgeo.llc.estimate import effective_sample_size
+from paramgeo.llc.estimate import effective_sample_size, slope_weights
 from paramgeo.losses import LinearMeasurements, Regression, loss_from_arrays
 
 
@@ -43,19 +43,72 @@ def _gaussian_case(seed=0, N=50, p=3):
     return Identity(p=p), LinearMeasurements(A, y), w_star, A.T @ A / N
 
 
+def _gaussian_mean_loss(H, nbeta, gamma):
+    """E[L - L*] under the Gaussian localized posterior of precision n beta H + gamma I."""
+    return 0.5 * np.trace(H @ np.linalg.inv(nbeta * H + gamma * np.eye(len(H))))
+
+
 def test_gaussian_posterior_in_closed_form():
     # L(w) - L(w*) = (w - w*)^T H (w - w*) / 2: the localized posterior is Gaussian with
     # precision n beta H + gamma I, so E[n beta (L - L*)] = (n beta / 2) tr(H (n beta H +
     # gamma I)^-1) exactly; MALA samples it without step bias
     param, loss, w_star, H = _gaussian_case()
     nbeta, gamma = 200.0, 5.0
-    exact = 0.5 * nbeta * np.trace(H @ np.linalg.inv(nbeta * H + gamma * np.eye(3)))
+    exact = nbeta * _gaussian_mean_loss(H, nbeta, gamma)
     est = estimate_llc(param, loss, w_star, nbeta=nbeta, gamma=gamma, sampler="mala",
-                       chains=2, draws=800, burn=200, seed=1)
+                       chains=2, draws=800, burn=200, seed=1, temperatures=(1,))
     assert abs(est.llc - exact) < 3 * est.se and est.se < 0.1 * exact
-    sgld = estimate_llc(param, loss, w_star, nbeta=nbeta, gamma=gamma, chains=2, draws=800,
-                        burn=200, seed=1)  # step bias O(step_scale) = 5% at most here
-    assert abs(sgld.llc - exact) < 3 * sgld.se + 0.05 * exact
+    sgld = estimate_llc(param, loss, w_star, nbeta=nbeta, gamma=gamma, sampler="sgld",
+                        chains=2, draws=800, burn=200, seed=1, temperatures=(1,))
+    assert abs(sgld.llc - exact) < 3 * sgld.se + 0.05 * exact  # step bias O(step_scale)
+    # the slope over n beta / 2 and 2 n beta: (y_1 - y_2) / (x_1 - x_2), y = E[L - L*],
+    # x = 1 / (n beta_k), from the closed form (gamma makes it differ from p / 2 = 1.5)
+    y1, y2 = (_gaussian_mean_loss(H, t * nbeta, gamma) for t in (0.5, 2.0))
+    slope = (y1 - y2) / (1 / (0.5 * nbeta) - 1 / (2 * nbeta))
+    est = estimate_llc(param, loss, w_star, nbeta=nbeta, gamma=gamma, chains=2, draws=800,
+                       burn=200, seed=1)
+    assert est.temperatures == (0.5, 2.0) and abs(slope - 1.5) > 0.05
+    assert abs(est.llc - slope) < 3 * est.se and est.se < 0.15 * slope
+    for level, t in zip(est.levels, (0.5, 2.0)):
+        exact = t * nbeta * _gaussian_mean_loss(H, t * nbeta, gamma)
+        assert level["nbeta"] == t * nbeta and abs(level["llc"] - exact) < 3 * level["se"]
+
+
+def test_slope_weights_are_the_least_squares_slope():
+    nbetas = np.array([100.0, 250.0, 900.0])
+    lams = np.array([3.1, 2.7, 2.2])
+    slope = np.polyfit(1 / nbetas, lams / nbetas, 1)[0]
+    assert float(np.dot(slope_weights(nbetas), lams)) == pytest.approx(slope, rel=1e-10)
+    assert slope_weights([7.0]) == (1.0,)
+
+
+def test_singular_posterior_by_quadrature():
+    # hadamard p = 1 on one noiseless measurement direction: L = c (u v)^2 / 2, c = mean a^2,
+    # a singular model (lambda = 1/2, m = 2 at 0). Integrating v in closed form,
+    # E[(u v)^2] = int e^{-g u^2/2} (b u^2 + g)^{-1/2} u^2 / (b u^2 + g) du / int e^{-g u^2/2}
+    # (b u^2 + g)^{-1/2} du with b = n beta c: the localized posterior's exact means
+    from scipy.integrate import quad
+
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((30, 1))
+    c = float(np.mean(A[:, 0] ** 2))
+    param, loss = paramgeo.get("hadamard", p=1), LinearMeasurements(A, np.zeros(30))
+    nbeta, gamma = 400.0, 4.0  # gamma = 1 gives long arms along u = 0 and v = 0: slow mixing
+
+    def mean_loss(nb):
+        b = nb * c
+        w = lambda u: math.exp(-gamma * u * u / 2) / math.sqrt(b * u * u + gamma)  # noqa: E731
+        num = quad(lambda u: w(u) * u * u / (b * u * u + gamma), 0, np.inf, limit=200)[0]
+        return 0.5 * c * num / quad(w, 0, np.inf, limit=200)[0]
+
+    est = estimate_llc(param, loss, np.zeros(2), nbeta=nbeta, gamma=gamma, chains=4,
+                       draws=1500, burn=500, seed=0)
+    for level in est.levels:
+        exact = level["nbeta"] * mean_loss(level["nbeta"])
+        assert abs(level["llc"] - exact) < 4 * level["se"] < exact, (level, exact)
+    y1, y2 = mean_loss(0.5 * nbeta), mean_loss(2 * nbeta)
+    slope = (y1 - y2) / (2 / nbeta - 0.5 / nbeta)  # far below lambda = 1/2 at this n beta
+    assert abs(est.llc - slope) < 4 * est.se and est.se < 0.1 * slope
 
 
 def test_seeds_repeat_and_differ():
@@ -65,7 +118,8 @@ def test_seeds_repeat_and_differ():
     c = estimate_llc(param, loss, w_star, chains=2, draws=100, burn=10, seed=4)
     assert np.array_equal(a.traces, b.traces) and a.llc == b.llc
     assert a.llc != c.llc
-    assert a.traces.shape == (2, 110) and a.n == 50 and a.nbeta == pytest.approx(50 / math.log(50))
+    assert a.traces.shape == (2, 2, 110) and a.n == 50
+    assert a.nbeta == pytest.approx(50 / math.log(50))
 
 
 def test_effective_sample_size_of_known_chains():
@@ -89,12 +143,14 @@ def test_blow_up_drift_and_bad_settings_are_reported():
     with pytest.raises(ParamgeoError, match="every chain blew up"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LLCWarning)
-            estimate_llc(param, loss, w_star, step=10.0, chains=2, draws=400, burn=0)
+            estimate_llc(param, loss, w_star, step=10.0, chains=2, draws=400, burn=0,
+                         sampler="sgld")
     with pytest.warns(LLCWarning, match="not a local minimum"):
         est = estimate_llc(param, loss, w_star + 1.0, chains=2, draws=200, burn=0)
-    assert est.llc < 0 and est.warnings
+    assert min(level["llc"] for level in est.levels) < 0 and est.warnings
     for bad in (dict(chains=0), dict(draws=2), dict(gamma=-1.0), dict(step=0.0),
-                dict(sampler="hmc"), dict(nbeta=float("nan"))):
+                dict(sampler="hmc"), dict(nbeta=float("nan")), dict(temperatures=()),
+                dict(temperatures=(1.0, 1.0)), dict(temperatures=(0.5, -2.0))):
         with pytest.raises(ParamgeoError):
             estimate_llc(param, loss, w_star, **bad)
 
@@ -111,6 +167,12 @@ def test_regression_loss_against_the_samples_and_autograd():
     assert np.allclose(loss.hessian(B.ravel()), Loss.hessian(loss, B.ravel()))
     param = paramgeo.get("uvt", m=2, n=3, r=1)
     assert loss_from_arrays("regression", {"X": X, "Y": Y}, param).N == 40
+    from paramgeo.losses import pullback, value_and_grad
+
+    theta = rng.standard_normal(param.n)
+    value, grad = pullback(param, loss)
+    both = value_and_grad(param, loss)(theta)
+    assert both[0] == value(theta) and np.array_equal(both[1], grad(theta))
     with pytest.raises(paramgeo.ShapeError, match="2 x 3 predictors"):
         loss_from_arrays("regression", {"X": X, "Y": Y}, paramgeo.get("uvt", m=3, n=3, r=1))
     with pytest.raises(paramgeo.ShapeError, match="no array 'Y'"):
@@ -171,6 +233,14 @@ def test_cli_exact_and_estimate(tmp_path):
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert data["exact"]["exact"] == "2" and data["chains"] == 2 and "traces" not in data
+    assert [lv["temperature"] for lv in data["levels"]] == [0.5, 2.0]
+    out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
+                               "--data", str(path), "--draws", "20", "--burn", "0",
+                               "--chains", "1", "--temperatures", "1", "--json"])
+    assert out.exit_code == 0 and len(json.loads(out.output)["levels"]) == 1, out.output
+    out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
+                               "--data", str(path), "--temperatures", "0.5,x"])
+    assert out.exit_code == 2 and "--temperatures" in out.output and "Traceback" not in out.output
     out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
                                "--data", str(path), "--draws", "50", "--burn", "0",
                                "--chains", "1", "--truth-zero", "--plot", str(tmp_path / "t.png")])

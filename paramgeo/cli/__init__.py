@@ -53,7 +53,7 @@ SHORT_HELP = {
     "flow": 'Train a parameterization on a loss of its predictors: gradient descent or flow.',
     "implicit-bias": 'Compare argmin R_alpha(beta) subject to X beta = y with the gradient-flow limit.',
     "list": 'List the registered parameterizations with their sizes.',
-    "llc": 'Learning coefficients: exact (lambda, m) where theory has them, and the LLC estimated by localized SGLD at a local minimum.',
+    "llc": 'Learning coefficients: exact (lambda, m) where theory has them, and the LLC estimated by localized Langevin sampling at a local minimum.',
     "mirror": 'Lie algebra of the fields grad phi_i, conservation laws and mirror potential.',
     "pacbayes": 'KL(Q||P) and KL(Q_bar||P_bar) for the neutral prior N(0, s^2 I) and the orbit-volume implicit-bias prior, with McAllester, Maurer-Seeger and Catoni certificates.',
     "rank": 'Rank of the Jacobian at a point, the generic rank and the singular values.',

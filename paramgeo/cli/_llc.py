@@ -13,7 +13,7 @@ LOSSES = ("regression", "squared", "quadratic", "logistic", "exponential")
 @click.group("llc")
 def llc_cmd():
     """Learning coefficients: exact (lambda, m) where theory has them, and the LLC estimated
-    by localized SGLD at a local minimum.
+    by localized Langevin sampling at a local minimum.
 
     \b
     Examples:
@@ -86,11 +86,15 @@ def llc_estimate(param, loss_kind, arrays, data_path, theta_star, truth=None, **
 @click.option("--step-scale", type=click.FloatRange(0, 2, min_open=True, max_open=True),
               default=0.05, show_default=True, help="eps times the curvature, for the "
               "automatic step.")
-@click.option("--sampler", type=click.Choice(["sgld", "mala"]), default="sgld",
-              show_default=True, help="SGLD, or MALA (Metropolis-adjusted, no step bias).")
+@click.option("--sampler", type=click.Choice(["mala", "sgld"]), default="mala",
+              show_default=True, help="MALA (Metropolis-adjusted, no step bias) or SGLD.")
+@click.option("--temperatures", default="0.5,2", show_default=True,
+              help="Multipliers of n beta, comma-separated: the estimate is the slope of the "
+                   "mean loss against 1 / (n beta) over them (one value: n beta (E[L_n] - "
+                   "L_n(w*)) at that temperature).")
 @click.option("--chains", type=click.IntRange(1, 1000), default=4, show_default=True)
 @click.option("--draws", type=click.IntRange(4, 10_000_000), default=2000, show_default=True)
-@click.option("--burn", type=click.IntRange(0, 10_000_000), default=500, show_default=True,
+@click.option("--burn", type=click.IntRange(0, 10_000_000), default=1500, show_default=True,
               help="Burn-in steps per chain (not counted).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the chains (the same seed repeats the run).")
@@ -105,11 +109,12 @@ def llc_estimate(param, loss_kind, arrays, data_path, theta_star, truth=None, **
 @progress_option
 @json_option
 def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step_scale,
-                 sampler, chains, draws, burn, seed, truth_path, truth_zero, sweep_steps,
-                 plot_path, progress, as_json):
-    """Estimate the local learning coefficient at a local minimum w* by localized SGLD:
-    n beta (mean loss over the draws - loss at w*), with a Monte Carlo standard error from the
-    effective sample size across chains and warnings when a chain drifts or blows up.
+                 sampler, temperatures, chains, draws, burn, seed, truth_path, truth_zero,
+                 sweep_steps, plot_path, progress, as_json):
+    """Estimate the local learning coefficient at a local minimum w* by localized Langevin
+    chains (MALA or SGLD): the slope of the mean loss against 1 / (n beta) over the
+    temperatures, with a Monte Carlo standard error from the effective sample size across
+    chains and warnings when a chain drifts or blows up.
 
     Example: paramgeo llc estimate deep-linear -p widths=5,3,5 --data rrr.npz --truth-zero
     """
@@ -123,7 +128,8 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
     arrays = load_data(data_path)
     theta_star = None if at is None else load_point(param, at, 0)
     options = dict(nbeta=nbeta, gamma=gamma, step_scale=step_scale, chains=chains,
-                   draws=draws, burn=burn, sampler=sampler, seed=seed)
+                   draws=draws, burn=burn, sampler=sampler, seed=seed,
+                   temperatures=parse_temperatures(temperatures))
     if step is not None and sweep_steps:
         raise click.UsageError("give --step or --sweep-steps, not both")
     truth = None
@@ -155,6 +161,18 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
     if plot_path:
         text += f"\nfigure written to {plot_path}"
     emit(result, False, text)
+
+
+def parse_temperatures(text):
+    """The multipliers of n beta from "0.5,2" (a UsageError naming the value otherwise)."""
+    try:
+        values = tuple(float(v) for v in str(text).split(","))
+    except ValueError:
+        values = ()
+    if not values or not all(np.isfinite(v) and v > 0 for v in values):
+        raise click.UsageError(f"--temperatures {text!r}: give positive numbers separated by "
+                               "commas, e.g. 0.5,2")
+    return values
 
 
 def llc_theta_star(param, arrays, data_path):

@@ -1,31 +1,52 @@
-"""The local learning coefficient (LLC) estimated by localized SGLD.
+"""The local learning coefficient (LLC) estimated by localized Langevin sampling.
 
 For a loss L_n (an average negative log-likelihood of n samples) and a local minimum w* of it,
-the LLC is estimated from the tempered, localized posterior
+the localized, tempered posterior at inverse temperature beta is
 
-    p(w) ~ exp(-n beta L_n(w) - gamma / 2 |w - w*|^2),   n beta = n / log n by default,
+    p_beta(w) ~ exp(-n beta L_n(w) - gamma / 2 |w - w*|^2),
 
-as lambda_hat = n beta (E_p[L_n(w)] - L_n(w*)) (Lau, Furman, Wang, Murfet, Wei 2023, "The local
-learning coefficient: a singularity-aware complexity measure", Definition 1 and Sec. 4; the
-tempered expectation is Watanabe's WBIC identity, Watanabe 2013, JMLR 14, Theorem 4). The
-expectation is sampled with stochastic-gradient Langevin dynamics (Welling and Teh 2011):
+and its free energy F(beta) = -log of its normalizer satisfies dF/dbeta = E_beta[n L_n(w)].
+Watanabe's expansion F(beta) = n beta L_n(w0) + lambda log(n beta) - (m - 1) log log(n beta)
++ O_p(1) (Watanabe 2009, "Algebraic geometry and statistical learning theory", Theorem 6.1;
+Watanabe 2013, "A widely applicable Bayesian information criterion", JMLR 14, Theorem 4:
+E_beta[n L_n] = n L_n(w0) + lambda / beta + U_n sqrt(lambda / (2 beta)) + O_p(1)) gives two
+estimators:
+
+* one temperature (``temperatures=(1,)``): lambda_1 = n beta (E_beta[L_n] - L_n(w*)) at
+  n beta = n / log n (Lau, Furman, Wang, Murfet, Wei 2023/2024, "The local learning
+  coefficient: a singularity-aware complexity measure", Definition 1). It carries
+  beta (n L_n(w0) - n L_n(w*)) (positive, O_p(1 / log n): the fit of the noise by the
+  minimiser w*) and the data-set term U_n sqrt(lambda beta / 2);
+* the slope (default, ``temperatures=(1/2, 2)``; the thermodynamic relation above read as
+  lambda = d E_beta[n L_n] / d(1 / beta)): lambda_hat = the least-squares slope of
+  E_k[L_n] - L_n(w*) against 1 / (n beta_k) over n beta_k = t_k n beta. Every term of
+  E_beta[n L_n] that does not depend on beta (n L_n(w0), n L_n(w*), the constant part of the
+  remainder) cancels; the data-set term becomes U_n sqrt(lambda / 2) / (sqrt(1 / beta_1) +
+  sqrt(1 / beta_2)), 2.1 times smaller than at one temperature for t = (1/2, 2); the
+  multiplicity leaves -(m - 1) (1 / log(n beta) + 1 / log(n beta)^2), which vanishes as n grows.
+
+The expectations are sampled by MALA (the Langevin proposal with a Metropolis-Hastings
+correction, Roberts and Tweedie 1996) or by SGLD (Welling and Teh 2011):
 
     w_{t+1} = w_t - (eps / 2) (n beta grad L_n(w_t) + gamma (w_t - w*)) + sqrt(eps) xi_t,
 
-xi_t ~ N(0, I), in float64 numpy, several independent chains from w*. Only the loss, its
-gradient (through the contract's VJP, :func:`paramgeo.losses.pullback`) and theta are used, so
-any parameterization works, user models included.
+xi_t ~ N(0, I), in float64 numpy, several independent chains from w* per temperature. Only
+the loss, its gradient (through the contract's VJP, :func:`paramgeo.losses.pullback`) and
+theta are used, so any parameterization works, user models included.
 
-Error bar: ``se`` is the Monte Carlo standard error of lambda_hat on this data set,
-sqrt(var / ESS) with the effective sample size of all chains together (Gelman et al. 2013,
-"Bayesian data analysis", 3rd ed., Sec. 11.5: within- and between-chain variances and the
-autocorrelations of every chain, summed with Geyer's initial monotone sequence). It does not
-cover the data set: lambda_hat's target itself depends on the sample (docs/learning-coefficients.md).
+Error bar: ``se`` is the Monte Carlo standard error of lambda_hat on this data set: per
+temperature sqrt(var / ESS) with the effective sample size of all chains together (Gelman et
+al. 2013, "Bayesian data analysis", 3rd ed., Sec. 11.5: within- and between-chain variances and
+the autocorrelations of every chain, summed with Geyer's initial monotone sequence), combined
+through the slope's weights (the temperatures are sampled independently). It does not cover
+the data set: lambda_hat's target itself depends on the sample (the U_n term above;
+docs/learning-coefficients.md measures both parts).
 
 Step size ``"auto"``: eps = step_scale / h with h the largest curvature (power iteration on
 Hessian-vector products by central differences of the gradient) of the potential
 n beta L_n(w) + gamma |w - w*|^2 / 2, measured at w* and again at the end of short pilot runs
-until it stops growing (the curvature a singular model shows grows as the chain leaves w*).
+until it stops growing (the curvature a singular model shows grows as the chain leaves w*);
+MALA then adapts it during burn-in.
 """
 
 import dataclasses
@@ -45,10 +66,14 @@ class LLCWarning(UserWarning):
 
 @dataclasses.dataclass(frozen=True)
 class LLCEstimate(Result):
-    """lambda_hat = n beta (mean of L_n over the draws - L_n(w*)) with its Monte Carlo standard
-    error ``se`` (effective sample size ``ess`` across chains), split R-hat ``rhat``, the
-    per-chain estimates, the settings and the traces n beta (L_n(w_t) - L_n(w*)) of every chain
-    (``traces``, chains x (burn + draws), burn-in first). ``warnings`` lists what the
+    """lambda_hat (``llc``) with its Monte Carlo standard error ``se``: the slope estimate
+    over the inverse temperatures n beta_k = t_k n beta (``temperatures`` t_k, ``nbeta`` the
+    base), or the single-temperature estimate where one is given. ``levels`` holds, per
+    temperature, n beta_k, the single-temperature estimate lambda_k = n beta_k (E_k[L_n] -
+    L_n(w*)) with its s.e., effective sample size and split R-hat, and the step; ``ess`` is
+    the smallest and ``rhat`` the largest of those. ``chain_llc``: the estimate of each chain
+    (chain j at every temperature). ``traces`` (temperatures x chains x (burn + draws),
+    burn-in first) holds n beta_k (L_n(w_t) - L_n(w*)). ``warnings`` lists what the
     diagnostics found (drift, blow-up, poor mixing)."""
 
     llc: float
@@ -68,6 +93,8 @@ class LLCEstimate(Result):
     loss_star: float
     seconds: float
     warnings: tuple
+    temperatures: tuple
+    levels: tuple
     traces: np.ndarray = dataclasses.field(repr=False)
 
     def to_dict(self, traces=False):
@@ -77,39 +104,54 @@ class LLCEstimate(Result):
         return out
 
     def __str__(self):
-        lines = [f"LLC estimate {self.llc:.4g} +- {self.se:.2g} (Monte Carlo s.e.; ESS "
-                 f"{self.ess:.0f} of {self.chains} x {self.draws} draws, R-hat {self.rhat:.3f})",
-                 f"  per chain: {', '.join(f'{c:.4g}' for c in self.chain_llc)}",
-                 f"  n = {self.n}, n beta = {self.nbeta:.5g}, gamma = {self.gamma:g}, step "
-                 f"{self.step:.3g} ({self.sampler}), burn-in {self.burn}, seed {self.seed}, {self.seconds:.2f} s"]
+        kind = ("slope over n beta = " + ", ".join(f"{lv['nbeta']:.4g}" for lv in self.levels)
+                if len(self.levels) > 1 else f"n beta = {self.nbeta:.5g}")
+        lines = [f"LLC estimate {self.llc:.4g} +- {self.se:.2g} (Monte Carlo s.e., this data "
+                 f"set; {kind}; {self.chains} chains x {self.draws} draws, smallest ESS "
+                 f"{self.ess:.0f}, largest R-hat {self.rhat:.3f})",
+                 f"  per chain: {', '.join(f'{c:.4g}' for c in self.chain_llc)}"]
+        if len(self.levels) > 1:
+            lines += [f"  at n beta = {lv['nbeta']:.5g}: n beta (E[L_n] - L_n(w*)) = "
+                      f"{lv['llc']:.4g} +- {lv['se']:.2g} (ESS {lv['ess']:.0f}, R-hat "
+                      f"{lv['rhat']:.3f}, step {lv['step']:.3g})" for lv in self.levels]
+        lines.append(f"  n = {self.n}, gamma = {self.gamma:g}, step {self.step:.3g} at n beta = "
+                     f"{self.nbeta:.5g} ({self.sampler}), burn-in {self.burn}, seed {self.seed}, "
+                     f"{self.seconds:.2f} s")
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
     def plot(self, path=None, ax=None):
-        """Loss traces n beta (L_n(w_t) - L_n(w*)) of every chain with their running means
-        after burn-in, and the estimate +- 2 s.e.; written to ``path`` (.png, .svg, .pdf) or
-        drawn on ``ax``. Returns the matplotlib figure."""
+        """Loss traces n beta_k (L_n(w_t) - L_n(w*)) of every chain with their running means
+        after burn-in, one panel per temperature (on ``ax``: the first temperature only),
+        written to ``path`` (.png, .svg, .pdf). Returns the matplotlib figure."""
         import matplotlib
 
         if ax is None:
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
 
-            fig, ax = plt.subplots(figsize=(7, 3.6))
+            fig, axes = plt.subplots(1, len(self.levels), figsize=(6 * len(self.levels), 3.6),
+                                     squeeze=False)
+            axes = list(axes[0])
         else:
-            fig = ax.figure
-        steps = np.arange(self.traces.shape[1])
-        for k, trace in enumerate(self.traces):
-            line, = ax.plot(steps, trace, lw=0.4, alpha=0.5)
-            post = trace[self.burn:]
-            ax.plot(steps[self.burn:], np.cumsum(post) / np.arange(1, post.size + 1),
-                    color=line.get_color(), lw=1.5, label=f"chain {k} running mean")
-        ax.axvline(self.burn, color="0.5", ls=":", lw=1)
-        ax.axhspan(self.llc - 2 * self.se, self.llc + 2 * self.se, color="k", alpha=0.12,
-                   label=f"estimate {self.llc:.3g} +- 2 s.e.")
-        ax.set_xlabel("SGLD step (burn-in left of the dotted line)")
-        ax.set_ylabel("n beta (L_n(w) - L_n(w*))")
-        ax.legend(fontsize=7, loc="upper right")
+            fig, axes = ax.figure, [ax]
+        steps = np.arange(self.traces.shape[2])
+        for ax_, level, traces in zip(axes, self.levels, self.traces):
+            for k, trace in enumerate(traces):
+                line, = ax_.plot(steps, trace, lw=0.4, alpha=0.5)
+                post = trace[self.burn:]
+                ax_.plot(steps[self.burn:], np.cumsum(post) / np.arange(1, post.size + 1),
+                         color=line.get_color(), lw=1.5, label=f"chain {k} running mean")
+            ax_.axvline(self.burn, color="0.5", ls=":", lw=1)
+            lo, hi = level["llc"] - 2 * level["se"], level["llc"] + 2 * level["se"]
+            ax_.axhspan(lo, hi, color="k", alpha=0.12,
+                        label=f"n beta (E[L_n] - L_n(w*)) {level['llc']:.3g} +- 2 s.e.")
+            ax_.set_title(f"n beta = {level['nbeta']:.4g}", fontsize=9)
+            ax_.set_xlabel("step (burn-in left of the dotted line)")
+            ax_.set_ylabel("n beta (L_n(w) - L_n(w*))")
+            ax_.legend(fontsize=7, loc="upper right")
+        if len(self.levels) > 1:
+            fig.suptitle(f"LLC estimate (slope) {self.llc:.3g} +- {self.se:.2g}", fontsize=10)
         if path is not None:
             fig.tight_layout()
             fig.savefig(path, dpi=110)
@@ -170,7 +212,10 @@ def _curvature(grad_U, w, rng, iters=12):
     return max(est, norm if math.isfinite(norm) else 0.0)
 
 
-SAMPLERS = ("sgld", "mala")
+SAMPLERS = ("mala", "sgld")
+
+#: the default multipliers t_k of n beta (see the module docstring)
+TEMPERATURES = (0.5, 2.0)
 
 
 def _setup(param, loss, theta_star, n, nbeta, gamma):
@@ -195,38 +240,48 @@ def _setup(param, loss, theta_star, n, nbeta, gamma):
         raise ParamgeoError(f"estimate_llc: the loss at theta_star is {L_star}; give a point "
                             "where the loss is finite")
 
+    return value, grad, w_star, n, float(nbeta), float(L_star)
+
+
+def _potential_gradient(grad, w_star, nbeta, gamma):
+    """grad U for U(w) = n beta L_n(w) + gamma |w - w*|^2 / 2."""
+
     def grad_U(w):
         return nbeta * grad(w) + gamma * (w - w_star)
 
-    return value, grad_U, w_star, n, float(nbeta), float(L_star)
+    return grad_U
 
 
 def auto_step(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step_scale=0.05, seed=0):
     """The automatic SGLD step eps = step_scale / h of :func:`estimate_llc` (h the largest
     curvature of the potential n beta L_n + gamma |w - w*|^2 / 2 seen near w*)."""
-    _, grad_U, w_star, *_ = _setup(param, loss, theta_star, n, nbeta, gamma)
+    _, grad, w_star, _, nbeta, _ = _setup(param, loss, theta_star, n, nbeta, gamma)
+    grad_U = _potential_gradient(grad, w_star, nbeta, gamma)
     return _auto_step(grad_U, w_star, step_scale,
                       np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]))
 
 
 def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="auto",
-                 step_scale=0.05, chains=4, draws=2000, burn=500, sampler="sgld", seed=0,
-                 progress=None):
+                 step_scale=0.05, chains=4, draws=2000, burn=1500, sampler="mala", seed=0,
+                 temperatures=TEMPERATURES, progress=None):
     """Estimate the local learning coefficient of ``loss`` through ``param`` at the local
-    minimum ``theta_star`` (see the module docstring): lambda_hat = n beta (E[L_n] - L_n(w*))
-    over ``chains`` localized chains of ``burn + draws`` steps each.
+    minimum ``theta_star`` (see the module docstring): ``chains`` localized chains of
+    ``burn + draws`` steps at each inverse temperature n beta_k = t_k n beta, t_k in
+    ``temperatures``; lambda_hat is the least-squares slope of E_k[L_n] - L_n(w*) against
+    1 / (n beta_k) (two temperatures or more), or n beta (E[L_n] - L_n(w*)) (one temperature).
 
-    ``n``: the number of samples (default ``loss.N``); ``nbeta``: the inverse temperature times
-    n (default n / log n); ``gamma``: the localization strength; ``step``: the step eps, or
-    "auto" (``step_scale`` / the largest curvature of the potential, see the module docstring);
-    ``sampler``: "sgld" (Welling and Teh 2011) or "mala" (the same Langevin proposal with a
-    Metropolis-Hastings correction, Roberts and Tweedie 1996, so the chain samples the
-    localized posterior without discretization bias; its step adapts during burn-in towards
-    the acceptance rate 0.574 of Roberts and Rosenthal 1998); ``seed`` makes the run repeatable
-    (each chain draws from its own child of the seed); ``progress(done, total)`` is called as
-    steps finish. Returns an :class:`LLCEstimate`; a chain that drifts, blows up (non-finite
-    loss) or chains that disagree (R-hat > 1.1) warn with :class:`LLCWarning` and are listed
-    in ``warnings``.
+    ``n``: the number of samples (default ``loss.N``); ``nbeta``: the base inverse temperature
+    times n (default n / log n); ``gamma``: the localization strength; ``step``: the step eps
+    at the base temperature (eps / t_k at temperature t_k), or "auto" (``step_scale`` / the
+    largest curvature of each temperature's potential, see the module docstring);
+    ``sampler``: "mala" (the Langevin proposal with a Metropolis-Hastings correction, Roberts
+    and Tweedie 1996, so the chain samples the localized posterior without discretization
+    bias; its step adapts during burn-in towards the acceptance rate 0.574 of Roberts and
+    Rosenthal 1998) or "sgld" (Welling and Teh 2011); ``seed`` makes the run repeatable (each
+    chain draws from its own child of the seed); ``progress(done, total)`` is called as steps
+    finish. Returns an :class:`LLCEstimate`; a chain that drifts, blows up (non-finite loss)
+    or chains that disagree (R-hat > 1.1) warn with :class:`LLCWarning` and are listed in
+    ``warnings``.
     """
     if sampler not in SAMPLERS:
         raise ParamgeoError(f"estimate_llc: unknown sampler {sampler!r}; choose one of "
@@ -234,52 +289,101 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     for name, value_, low in (("chains", chains, 1), ("draws", draws, 4), ("burn", burn, 0)):
         if isinstance(value_, bool) or int(value_) != value_ or value_ < low:
             raise ParamgeoError(f"estimate_llc: {name}={value_!r} must be an integer >= {low}")
-    value, grad_U, w_star, n, nbeta, L_star = _setup(param, loss, theta_star, n, nbeta, gamma)
+    temps = _temperatures(temperatures)
+    value, grad, w_star, n, nbeta, L_star = _setup(param, loss, theta_star, n, nbeta, gamma)
+    from ..losses import value_and_grad
+
+    value_grad = value_and_grad(param, loss)
     started = time.perf_counter()
-    seeds = np.random.SeedSequence(seed).spawn(chains + 1)
+    seeds = np.random.SeedSequence(seed).spawn(len(temps) * (chains + 1))
     if step == "auto":
         if isinstance(step_scale, bool) or not (isinstance(step_scale, (int, float))
                                                 and 0 < step_scale < 2):
             raise ParamgeoError(f"estimate_llc: step_scale={step_scale!r} must lie in (0, 2)")
-        step = _auto_step(grad_U, w_star, step_scale, np.random.default_rng(seeds[-1]))
     elif isinstance(step, bool) or not (isinstance(step, (int, float)) and math.isfinite(step)
                                         and step > 0):
         raise ParamgeoError(f"estimate_llc: step={step!r} must be a positive number or 'auto'")
-    step = float(step)
-    total = chains * (burn + draws)
-    traces = np.full((chains, burn + draws), np.nan)
-    notes, steps_used, accepted = [], [], []
+    total = len(temps) * chains * (burn + draws)
+    traces = np.full((len(temps), chains, burn + draws), np.nan)
+    notes, levels, finite = [], [], np.ones(chains, bool)
     done = 0
-    with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
-        for k in range(chains):
-            done = _run_chain(k, seeds[k], sampler, value, grad_U, w_star, step, nbeta, gamma,
-                              L_star, burn, draws, traces, notes, steps_used, accepted,
-                              progress, done, total)
+    for i, t in enumerate(temps):
+        nb = t * nbeta
+        grad_U = _potential_gradient(grad, w_star, nb, gamma)
+        with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
+            eps = (_auto_step(grad_U, w_star, step_scale, np.random.default_rng(seeds[-1 - i]))
+                   if step == "auto" else float(step) / t)
+            steps_used, accepted, chain_notes = [], [], []
+            for k in range(chains):
+                done = _run_chain(k, seeds[i * chains + k], sampler, value, value_grad, grad_U,
+                                  w_star, eps, nb, gamma, L_star, burn, draws, traces[i],
+                                  chain_notes, steps_used, accepted, progress, done, total)
+        label = f"at n beta = {nb:.4g}: " if len(temps) > 1 else ""
+        notes += [label + note for note in chain_notes]
+        if accepted and min(accepted) < 0.2:
+            notes.append(f"{label}MALA accepted only {min(accepted):.0%} of proposals in a "
+                         "chain; run a longer burn-in so the step can adapt")
+        finite &= np.all(np.isfinite(traces[i]), axis=1)
+        levels.append(dict(temperature=t, nbeta=nb, step=float(np.median(steps_used))))
     if progress is not None:
         progress(total, total)
-    good = [k for k in range(chains) if np.all(np.isfinite(traces[k]))]
+    good = [k for k in range(chains) if finite[k]]
     if not good:
         raise ParamgeoError("estimate_llc: every chain blew up (non-finite loss); lower the "
-                            f"step (was {step:.3g}) or raise gamma (was {gamma:g})")
-    post = traces[good, burn:]
-    chain_llc = tuple(float(c) for c in post.mean(axis=1))
-    ess, rhat = effective_sample_size(post)
-    var = float(post.var(ddof=1)) if post.size > 1 else 0.0
-    se = math.sqrt(var / ess) if ess > 0 else float("nan")
-    llc = float(post.mean())
-    notes += _diagnose(post, good, llc, se, rhat)
-    if accepted and min(accepted) < 0.2:
-        notes.append(f"MALA accepted only {min(accepted):.0%} of proposals in a chain; run a "
-                     "longer burn-in so the step can adapt")
+                            f"step (step_scale was {step_scale:g}, step {step}) or raise gamma "
+                            f"(was {gamma:g})")
+    for i, level in enumerate(levels):
+        post = traces[i][good, burn:]
+        ess, rhat = effective_sample_size(post)
+        var = float(post.var(ddof=1)) if post.size > 1 else 0.0
+        level.update(llc=float(post.mean()), se=math.sqrt(var / ess) if ess > 0 else math.nan,
+                     ess=ess, rhat=rhat, chain_llc=post.mean(axis=1))
+        label = f"at n beta = {level['nbeta']:.4g}: " if len(temps) > 1 else ""
+        notes += [label + note for note in _diagnose(post, good, level["llc"], level["se"],
+                                                     rhat)]
+    weights = slope_weights([lv["nbeta"] for lv in levels])
+    llc = float(sum(w * lv["llc"] for w, lv in zip(weights, levels)))
+    se = math.sqrt(sum((w * lv["se"]) ** 2 for w, lv in zip(weights, levels)))
+    chain_llc = tuple(float(c) for c in sum(w * lv["chain_llc"]
+                                            for w, lv in zip(weights, levels)))
     for note in notes:
         warnings.warn(f"LLC estimator: {note}", LLCWarning, stacklevel=2)
-    return LLCEstimate(llc, se, ess, rhat, chain_llc, n, nbeta, float(gamma),
-                       float(np.median(steps_used)), chains, draws, burn, sampler, int(seed),
-                       L_star, time.perf_counter() - started, tuple(notes), traces)
+    public = tuple({k: (float(v) if k != "temperature" else v) for k, v in lv.items()
+                    if k != "chain_llc"} for lv in levels)
+    return LLCEstimate(llc, se, min(lv["ess"] for lv in levels),
+                       max(lv["rhat"] for lv in levels), chain_llc, n, nbeta, float(gamma),
+                       float(np.median([lv["step"] * lv["temperature"] for lv in levels])),
+                       chains, draws, burn, sampler, int(seed), L_star,
+                       time.perf_counter() - started, tuple(notes), temps, public, traces)
 
 
-def _run_chain(k, seed, sampler, value, grad_U, w_star, step, nbeta, gamma, L_star, burn,
-               draws, traces, notes, steps_used, accepted, progress, done, total):
+def slope_weights(nbetas):
+    """Weights c_k with lambda_hat = sum_k c_k lambda_k, lambda_k = n beta_k (E_k[L_n] -
+    L_n(w*)) the single-temperature estimates: the least-squares slope of
+    y_k = lambda_k / (n beta_k) against x_k = 1 / (n beta_k), c_k = (x_k - mean x) /
+    (n beta_k sum_j (x_j - mean x)^2); one temperature gives c = (1,)."""
+    nbetas = np.asarray(nbetas, float)
+    if nbetas.size == 1:
+        return (1.0,)
+    x = 1.0 / nbetas
+    dx = x - x.mean()
+    return tuple(float(c) for c in dx / (nbetas * float(dx @ dx)))
+
+
+def _temperatures(temperatures):
+    try:
+        temps = tuple(float(t) for t in temperatures)
+    except (TypeError, ValueError):
+        temps = ()
+    if (not temps or not all(math.isfinite(t) and t > 0 for t in temps)
+            or len(set(temps)) != len(temps)):
+        raise ParamgeoError(f"estimate_llc: temperatures={temperatures!r} must be distinct "
+                            "positive numbers (multipliers of n beta), e.g. (0.5, 2)")
+    return temps
+
+
+def _run_chain(k, seed, sampler, value, value_grad, grad_U, w_star, step, nbeta, gamma,
+               L_star, burn, draws, traces, notes, steps_used, accepted, progress, done, total):
     """Chain k from w*: fills traces[k] with n beta (L_n(w_t) - L_n(w*)), appends its final
     step (and, for MALA, its acceptance rate after burn-in) and any blow-up note; returns the
     running count of finished steps (for the progress bar)."""
@@ -288,8 +392,8 @@ def _run_chain(k, seed, sampler, value, grad_U, w_star, step, nbeta, gamma, L_st
     eps = step
     U_w = None
     if sampler == "mala":
-        L_w = value(w)
-        g_w = grad_U(w)
+        L_w, g_w = value_grad(w)
+        g_w = nbeta * g_w + gamma * (w - w_star)
         U_w = nbeta * L_w
     acc = 0
     for t in range(burn + draws):
@@ -298,9 +402,9 @@ def _run_chain(k, seed, sampler, value, grad_U, w_star, step, nbeta, gamma, L_st
             loss_t = value(w)
         else:
             prop = w - 0.5 * eps * g_w + math.sqrt(eps) * rng.standard_normal(w.size)
-            L_p = value(prop)
+            L_p, g_p = value_grad(prop)
             if math.isfinite(L_p):
-                g_p = grad_U(prop)
+                g_p = nbeta * g_p + gamma * (prop - w_star)
                 U_p = nbeta * L_p + 0.5 * gamma * float((prop - w_star) @ (prop - w_star))
                 U_here = U_w + 0.5 * gamma * float((w - w_star) @ (w - w_star))
                 fwd = prop - w + 0.5 * eps * g_w
@@ -420,8 +524,9 @@ class StepSweep(Result):
 
 
 def step_sweep(param, loss, theta_star, steps=None, progress=None, **options):
-    """:func:`estimate_llc` at each step of ``steps`` (default: the automatic step times
-    1/8, 1/4, 1/2, 1, 2), the other ``options`` shared; returns a :class:`StepSweep`."""
+    """:func:`estimate_llc` at each step of ``steps`` (the step at the base temperature;
+    default: the automatic step times 1/8, 1/4, 1/2, 1, 2), the other ``options`` shared;
+    returns a :class:`StepSweep`."""
     if steps is None:
         keys = ("n", "nbeta", "gamma", "step_scale", "seed")
         auto = auto_step(param, loss, theta_star, **{k: options[k] for k in keys

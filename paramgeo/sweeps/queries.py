@@ -393,18 +393,18 @@ def online_sgd_query(param, **options):
                  path=True),
     "nbeta": Option(None, number(positive=True, optional=True), "n beta [n / log n]"),
     "gamma": Option(1.0, number(positive=True)),
-    "step": Option(None, number(positive=True, optional=True), "SGLD step [automatic]"),
+    "step": Option(None, number(positive=True, optional=True), "Langevin step [automatic]"),
     "step_scale": Option(0.05, number(positive=True)),
-    "sampler": Option("sgld", choice("sgld", "mala")),
+    "sampler": Option("mala", choice("mala", "sgld")),
     "chains": Option(4, integer(1)),
     "draws": Option(2000, integer(4)),
-    "burn": Option(500, integer(0)),
+    "burn": Option(1500, integer(0)),
     "truth_zero": Option(False, flag, "record the exact value at the true parameter 0"),
     "seed": _seed("seed of the chains")}, dense=False)
 def llc_query(param, loss, data, at, nbeta, gamma, step, step_scale, sampler, chains, draws,
               burn, truth_zero, seed):
-    """The local learning coefficient by localized SGLD, with the exact value where known
-    (paramgeo llc estimate)."""
+    """The local learning coefficient by localized Langevin sampling (the slope over the
+    default temperatures), with the exact value where known (paramgeo llc estimate)."""
     from ..cli._common import load_point
     from ..cli._flow import load_data
     import numpy as np
