@@ -124,11 +124,17 @@ def exit_if_interrupted(result, how_far):
     ``Error: interrupted {how_far}`` (e.g. "after 3 of 20 starts") and exit code 130 (the
     shell's code for an interrupt); the output above holds what was finished."""
     if getattr(result, "interrupted", False):
-        from . import UserError
+        raise_interrupted(f"interrupted {how_far}; the output above holds the finished ones")
 
-        error = UserError(f"interrupted {how_far}; the output above holds the finished ones")
-        error.exit_code = 130
-        raise error
+
+def raise_interrupted(message):
+    """End with the one line ``Error: {message}`` and exit code 130 (the shell's code for an
+    interrupt, Ctrl-C)."""
+    from . import UserError
+
+    error = UserError(message)
+    error.exit_code = 130
+    raise error from None
 
 
 def parse_sizes(pairs):
