@@ -915,3 +915,38 @@ def test_pacbayes_cli_prints_the_finished_priors_then_exits_130(tmp_path, monkey
     assert "McAllester" in result.stdout and "neutral" in result.stdout
     assert result.stderr.strip().splitlines()[-1].startswith(
         "Error: interrupted during the orbit integrals")
+
+
+class _BrokenForAll(Parameterization):
+    name = "a-broken-one"
+
+    def make_spec(self):
+        return ParamSpec(u=(2,))
+
+    def make_predictor_shape(self):
+        return (2,)
+
+    def forward(self, theta):
+        raise RuntimeError("broken on purpose")
+
+
+def test_describe_all_reports_a_broken_plugin_and_goes_on(monkeypatch):
+    from paramgeo import registry
+    from paramgeo.registry import register, unregister
+
+    keep = {"uut", "hadamard"}  # a short registry: the broken plugin and two good ones
+    real = registry.available
+    monkeypatch.setattr(registry, "available", lambda: [n for n in real() if n in keep]
+                        + ["a-broken-one"])
+    register(_BrokenForAll, replace=True)
+    try:
+        result = _cli("describe", "--all")
+    finally:
+        unregister("a-broken-one")
+    assert result.exit_code == 2, result.output
+    assert "uut" in result.stdout and "hadamard" in result.stdout  # the others are described
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("Error:")]
+    assert errors[0].startswith("Error: plugin 'a-broken-one': forward() raised RuntimeError")
+    assert errors[-1] == ("Error: 1 of 3 plugins failed (a-broken-one; their errors are above); "
+                          "the others are shown")
+    assert "internal error" not in result.output
