@@ -950,3 +950,32 @@ def test_describe_all_reports_a_broken_plugin_and_goes_on(monkeypatch):
     assert errors[-1] == ("Error: 1 of 3 plugins failed (a-broken-one; their errors are above); "
                           "the others are shown")
     assert "internal error" not in result.output
+
+
+def test_a_grid_is_validated_once_per_axis_value(sweep_dir, monkeypatch):
+    """A product grid resolves each plugin size once and converts each option value once, so
+    a grid at the cell cap starts quickly; a bad value anywhere is still refused."""
+    import paramgeo.cli._common as common
+    from paramgeo.sweeps.spec import load_spec
+
+    calls = {"resolve": 0}
+    real = common.resolve
+
+    def counting(*args, **kwargs):
+        calls["resolve"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(common, "resolve", counting)
+    seeds = ", ".join(map(str, range(200)))
+    (sweep_dir / "g.toml").write_text(f'query = "rank"\nplugin = "uut"\n[grid]\n'
+                                      f'sizes = {{ d = [2, 3, 4, 5, 6] }}\n'
+                                      f'options = {{ seed = [{seeds}] }}\n')
+    spec = load_spec("g.toml")
+    assert len(spec.cells) == 1000 and calls["resolve"] == 5
+    assert len({c.key for c in spec.cells}) == 1000
+    assert {c.options["seed"] for c in spec.cells} == set(range(200))
+    (sweep_dir / "bad.toml").write_text(f'query = "rank"\nplugin = "uut"\n[grid]\n'
+                                        f'sizes = {{ d = [2, 3] }}\n'
+                                        f'options = {{ seed = [{seeds}, "x"] }}\n')
+    with pytest.raises(ParamgeoError, match=r"cell 200 .*options.seed"):
+        load_spec("bad.toml")
