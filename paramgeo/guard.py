@@ -235,15 +235,31 @@ def guarded(fn, method, plugin_code=True):
     if getattr(fn, "__paramgeo_guarded__", False):
         return fn
     names, shape_of = ARRAY_METHODS.get(method, ((), None))
+    #: the attribute holding each vector argument's length ("n" or "m")
+    lengths = tuple("m" if name == "w" else "n" for name in names)
+    has_theta = bool(names) and names[0] in ("theta", "theta0")
 
     @functools.wraps(fn)
     def call(self, *args, **kwargs):
-        ready = "predictor_shape" in self.__dict__  # sizes, spec and shape known (after __init__)
-        if names and ready:
-            args = _check_args(self, method, names, args)
-        theta = args[0] if names and args and names[0] in ("theta", "theta0") else None
-        traced = any(isinstance(a, Box) for a in args)
-        exotic = any(isinstance(a, np.ndarray) and a.dtype == object for a in args)
+        state = self.__dict__
+        ready = "predictor_shape" in state  # sizes, spec and shape known (after __init__)
+        # the common case, checked at the cost of a few comparisons: every vector argument a
+        # float array of its length (then nothing is traced and nothing is exotic)
+        plain = ready and len(args) == len(names)
+        if plain:
+            for value, length in zip(args, lengths):
+                if (type(value) is not np.ndarray or value.dtype.kind != "f"
+                        or value.shape != (state[length],)):
+                    plain = False
+                    break
+        if plain:
+            traced = exotic = False
+        else:
+            if names and ready:
+                args = _check_args(self, method, names, args)
+            traced = any(isinstance(a, Box) for a in args)
+            exotic = any(isinstance(a, np.ndarray) and a.dtype == object for a in args)
+        theta = args[0] if has_theta and args else None
         try:
             out = fn(self, *args, **kwargs)
         except (ParamgeoError, MemoryError):
@@ -260,6 +276,10 @@ def guarded(fn, method, plugin_code=True):
                          f"{plugin_label(self)}` tests every method of the contract)", exc)
         if (not ready or exotic) and method not in OTHER_METHODS:
             return out  # object arrays in, object arrays out: their caller checks them
+        if (plain and type(out) is np.ndarray and out.dtype.kind == "f"
+                and shape_of is not None and out.shape == shape_of(self)
+                and math.isfinite(out.sum())):
+            return out  # the common result: one reduction (see _result_problem for the rest)
         if shape_of is not None:
             problem = _result_problem(self, method, out, shape_of, theta, traced)
         else:
