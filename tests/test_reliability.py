@@ -979,3 +979,17 @@ def test_a_grid_is_validated_once_per_axis_value(sweep_dir, monkeypatch):
                                         f'options = {{ seed = [{seeds}, "x"] }}\n')
     with pytest.raises(ParamgeoError, match=r"cell 200 .*options.seed"):
         load_spec("bad.toml")
+
+
+@pytest.mark.parametrize("where", ["sweep", "describe"])
+def test_a_400_digit_size_is_refused_in_one_line(sweep_dir, where):
+    huge = "9" * 400
+    if where == "sweep":
+        (sweep_dir / "big.toml").write_text(f'query = "describe"\nplugin = "uut"\n'
+                                            f'sizes = {{ d = {huge} }}\n')
+        result = _cli("sweep", "big.toml", "-o", "b.csv", "--workers", "0")
+    else:
+        result = _cli("describe", "uut", "-p", f"d={huge}")
+    assert result.exit_code == 2, result.output
+    assert "n = ~1e+400 parameters, more than paramgeo handles" in result.stderr
+    assert "internal error" not in result.output

@@ -29,7 +29,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from ..errors import ParamgeoError
+from ..errors import ParamgeoError, approx
 from ..results import to_jsonable
 from .queries import REQUIRED, get_query
 
@@ -147,7 +147,7 @@ def expand(data, source, base):
     _load_plugin_files(files, where)
     total = len(cases) * math.prod(len(values) for values in axes.values())
     if total > MAX_CELLS:  # counted before a single cell is validated
-        raise SweepSpecError(f"{where}: the grid has {total:.3g} cells, more than one sweep runs "
+        raise SweepSpecError(f"{where}: the grid has {approx(total)} cells, more than one sweep runs "
                              f"({MAX_CELLS:,}); split it into several sweep files")
     # each axis value is validated once: the resolved plugins and the converted options are
     # kept by value (the grid is a product, so its cells repeat them)
