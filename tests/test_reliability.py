@@ -791,8 +791,13 @@ GROUP_COMMANDS = {
 }
 
 
-@pytest.mark.parametrize("command", sorted(GROUP_COMMANDS))
-@pytest.mark.parametrize("mode", sorted(GROUP_FAULTS))
+#: every engine once, the faults taken in turn (describe, the cheapest, with each of them)
+GROUP_CASES = [("describe", mode) for mode in sorted(GROUP_FAULTS)] + [
+    ("critical", "nan"), ("search", "shape"), ("mirror", "raise"), ("flow", "dim"),
+    ("pacbayes", "nan"), ("implicit-bias", "raise"), ("rank", "shape"), ("discover", "dim")]
+
+
+@pytest.mark.parametrize("command, mode", GROUP_CASES)
 def test_a_broken_group_is_the_plugins_fault_in_every_engine(group_files, command, mode):
     args = [a.replace("FOLDER", str(group_files)) for a in GROUP_COMMANDS[command]]
     result = _cli("--plugin", group_files / "group.py", command, "b-group", "-p",
@@ -823,7 +828,7 @@ def test_a_broken_group_in_the_api_names_the_plugin(group_files):
     assert np.isnan(group.act(2.0, np.full(4, 1e300))).all()
 
 
-# ------------------------------------------------- Ctrl-C: every long command prints what it finished
+# ------------------------------------------- Ctrl-C: every long command prints what it finished
 
 def _interrupt_at(k):
     """A progress callback that presses Ctrl-C when ``k`` units are done."""
@@ -993,3 +998,22 @@ def test_a_400_digit_size_is_refused_in_one_line(sweep_dir, where):
     assert result.exit_code == 2, result.output
     assert "n = ~1e+400 parameters, more than paramgeo handles" in result.stderr
     assert "internal error" not in result.output
+
+
+def test_online_sgd_prints_the_finished_records_then_exits_130(monkeypatch):
+    import paramgeo.flows.online as online
+
+    real, calls = online.AttentionIndexed.labels, {"n": 0}
+
+    def labels_then_interrupt(self, *args):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(self, *args)
+
+    monkeypatch.setattr(online.AttentionIndexed, "labels", labels_then_interrupt)
+    result = _cli("online-sgd", "uut", "-p", "d=6", "-p", "r=2", "--horizon", "2",
+                  "--threshold", "0.99")
+    assert result.exit_code == 130, result.output
+    assert "INTERRUPTED (Ctrl-C)" in result.stdout and "cosine" in result.stdout
+    assert result.stderr.strip().splitlines()[-1].startswith("Error: interrupted after ")

@@ -211,8 +211,8 @@ def resolve(name, sizes, dense=True):
                 f"{where}: the dense Jacobian would have m x n = {param.m} x {param.n} = "
                 f"{approx(param.n * param.m)} entries ({approx(param.n * param.m * 8 // 10**9)} "
                 f"GB), more than the limit {max_entries:.3g}; use smaller sizes, or `paramgeo "
-                "describe`, `rank` or `critical`, which take the matrix-free route at this size (or raise "
-                "PARAMGEO_MAX_JACOBIAN_ENTRIES if you have the memory and time)")
+                "describe`, `rank` or `critical`, which take the matrix-free route at this size "
+                "(or raise PARAMGEO_MAX_JACOBIAN_ENTRIES if you have the memory and time)")
         work = param.n * param.m * min(param.n, param.m)
         if work > SLOW_SVD_WORK:
             faster = ("`--route matrix-free` avoids it" if dense == "auto" else

@@ -147,8 +147,8 @@ def expand(data, source, base):
     _load_plugin_files(files, where)
     total = len(cases) * math.prod(len(values) for values in axes.values())
     if total > MAX_CELLS:  # counted before a single cell is validated
-        raise SweepSpecError(f"{where}: the grid has {approx(total)} cells, more than one sweep runs "
-                             f"({MAX_CELLS:,}); split it into several sweep files")
+        raise SweepSpecError(f"{where}: the grid has {approx(total)} cells, more than one sweep "
+                             f"runs ({MAX_CELLS:,}); split it into several sweep files")
     # each axis value is validated once: the resolved plugins and the converted options are
     # kept by value (the grid is a product, so its cells repeat them)
     cells, seen, params, converted = [], {}, {}, {}
