@@ -212,3 +212,19 @@ def test_check_compares_the_declared_coefficient():
     report = check(Wrong(p=1), n_points=1)
     item = next(i for i in report.items if i.property == "learning-coefficient")
     assert not item.passed and "test-wrong-lc" in item.hint
+
+
+def test_an_interrupted_estimate_uses_the_finished_chains():
+    param, loss, w_star, _ = _gaussian_case()
+
+    def interrupt(done, total):  # Ctrl-C in the second chain (progress every 200 steps)
+        if done == 200:
+            raise KeyboardInterrupt
+
+    full = estimate_llc(param, loss, w_star, chains=3, draws=100, burn=10, seed=3)
+    with pytest.warns(UserWarning, match="interrupted"):
+        part = estimate_llc(param, loss, w_star, chains=3, draws=100, burn=10, seed=3,
+                            progress=interrupt)
+    assert part.interrupted and not full.interrupted and part.chains == 1
+    assert np.array_equal(part.traces, full.traces[:1])
+    assert part.llc == pytest.approx(full.chain_llc[0])

@@ -69,6 +69,8 @@ class LLCEstimate(Result):
     seconds: float
     warnings: tuple
     traces: np.ndarray = dataclasses.field(repr=False)
+    #: True when Ctrl-C (KeyboardInterrupt) stopped the run: ``chains`` counts those finished
+    interrupted: bool = False
 
     def to_dict(self, traces=False):
         out = super().to_dict()
@@ -249,15 +251,22 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     total = chains * (burn + draws)
     traces = np.full((chains, burn + draws), np.nan)
     notes, steps_used, accepted = [], [], []
-    done = 0
+    done, finished = 0, chains
     with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
-        for k in range(chains):
-            done = _run_chain(k, seeds[k], sampler, value, grad_U, w_star, step, nbeta, gamma,
-                              L_star, burn, draws, traces, notes, steps_used, accepted,
-                              progress, done, total)
-    if progress is not None:
+        try:
+            for k in range(chains):
+                done = _run_chain(k, seeds[k], sampler, value, grad_U, w_star, step, nbeta,
+                                  gamma, L_star, burn, draws, traces, notes, steps_used,
+                                  accepted, progress, done, total)
+        except KeyboardInterrupt:  # Ctrl-C: the estimate from the chains finished
+            if k == 0:
+                raise
+            finished, traces = k, traces[:k]
+            notes.append(f"interrupted (Ctrl-C) after {k} of {chains} chains; the estimate "
+                         "uses the finished ones")
+    if progress is not None and finished == chains:
         progress(total, total)
-    good = [k for k in range(chains) if np.all(np.isfinite(traces[k]))]
+    good = [k for k in range(finished) if np.all(np.isfinite(traces[k]))]
     if not good:
         raise ParamgeoError("estimate_llc: every chain blew up (non-finite loss); lower the "
                             f"step (was {step:.3g}) or raise gamma (was {gamma:g})")
@@ -274,8 +283,9 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     for note in notes:
         warnings.warn(f"LLC estimator: {note}", LLCWarning, stacklevel=2)
     return LLCEstimate(llc, se, ess, rhat, chain_llc, n, nbeta, float(gamma),
-                       float(np.median(steps_used)), chains, draws, burn, sampler, int(seed),
-                       L_star, time.perf_counter() - started, tuple(notes), traces)
+                       float(np.median(steps_used)), finished, draws, burn, sampler, int(seed),
+                       L_star, time.perf_counter() - started, tuple(notes), traces,
+                       finished < chains)
 
 
 def _run_chain(k, seed, sampler, value, grad_U, w_star, step, nbeta, gamma, L_star, burn,
