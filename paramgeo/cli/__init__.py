@@ -102,9 +102,9 @@ class LazyGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt:  # Ctrl-C before an engine finished anything it could print
-            from ._common import raise_interrupted
-
-            raise_interrupted("interrupted before any result was finished")
+            error = UserError("interrupted before any result was finished")
+            error.exit_code = 130  # the shell's code for an interrupt
+            raise error from None
         except MemoryError as exc:  # sizes beyond this machine's memory: the user's to change
             raise UserError(f"out of memory ({exc or 'an allocation failed'}); use smaller "
                             "sizes") from None
