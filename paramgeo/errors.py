@@ -6,6 +6,15 @@ surface as the bug it is.
 """
 
 
+def approx(count):
+    """A count for a message, to three digits (``4e+09``); an integer too large for a float
+    (a 400-digit size) as ``~1e+399`` instead of an OverflowError."""
+    try:
+        return f"{count:.3g}"
+    except OverflowError:
+        return f"~1e+{len(str(abs(int(count)))) - 1}"
+
+
 class ParamgeoError(Exception):
     """Base class of all errors paramgeo raises on bad input or a broken plugin."""
 

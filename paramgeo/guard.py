@@ -235,15 +235,31 @@ def guarded(fn, method, plugin_code=True):
     if getattr(fn, "__paramgeo_guarded__", False):
         return fn
     names, shape_of = ARRAY_METHODS.get(method, ((), None))
+    #: the attribute holding each vector argument's length ("n" or "m")
+    lengths = tuple("m" if name == "w" else "n" for name in names)
+    has_theta = bool(names) and names[0] in ("theta", "theta0")
 
     @functools.wraps(fn)
     def call(self, *args, **kwargs):
-        ready = "predictor_shape" in self.__dict__  # sizes, spec and shape known (after __init__)
-        if names and ready:
-            args = _check_args(self, method, names, args)
-        theta = args[0] if names and args and names[0] in ("theta", "theta0") else None
-        traced = any(isinstance(a, Box) for a in args)
-        exotic = any(isinstance(a, np.ndarray) and a.dtype == object for a in args)
+        state = self.__dict__
+        ready = "predictor_shape" in state  # sizes, spec and shape known (after __init__)
+        # the common case, checked at the cost of a few comparisons: every vector argument a
+        # float array of its length (then nothing is traced and nothing is exotic)
+        plain = ready and len(args) == len(names)
+        if plain:
+            for value, length in zip(args, lengths):
+                if (type(value) is not np.ndarray or value.dtype.kind != "f"
+                        or value.shape != (state[length],)):
+                    plain = False
+                    break
+        if plain:
+            traced = exotic = False
+        else:
+            if names and ready:
+                args = _check_args(self, method, names, args)
+            traced = any(isinstance(a, Box) for a in args)
+            exotic = any(isinstance(a, np.ndarray) and a.dtype == object for a in args)
+        theta = args[0] if has_theta and args else None
         try:
             out = fn(self, *args, **kwargs)
         except (ParamgeoError, MemoryError):
@@ -260,12 +276,18 @@ def guarded(fn, method, plugin_code=True):
                          f"{plugin_label(self)}` tests every method of the contract)", exc)
         if (not ready or exotic) and method not in OTHER_METHODS:
             return out  # object arrays in, object arrays out: their caller checks them
+        if (plain and type(out) is np.ndarray and out.dtype.kind == "f"
+                and shape_of is not None and out.shape == shape_of(self)
+                and math.isfinite(out.sum())):
+            return out  # the common result: one reduction (see _result_problem for the rest)
         if shape_of is not None:
             problem = _result_problem(self, method, out, shape_of, theta, traced)
         else:
             problem = _structure_problem(self, method, out)
         if problem is not None:
             _raise_fault(self, method, *problem)
+        if method == "symmetry":
+            claim_group(out, plugin_label(self))
         return out
 
     call.__paramgeo_guarded__ = True
@@ -292,3 +314,160 @@ def guard_class(cls):
         fn = cls.__dict__.get(method)
         if callable(fn) and not isinstance(fn, (staticmethod, classmethod, type)):
             setattr(cls, method, guarded(fn, method))
+
+
+# ------------------------------------------------------------------ a plugin's own symmetry group
+#: the SymmetryGroup methods guarded in a subclass defined outside paramgeo (a plugin's own group)
+GROUP_METHODS = ("act", "random_element", "generators", "sparse_generators", "support",
+                 "vertical_projector")
+GROUP_FIX = ("fix {cls}.{method} (`paramgeo check {plugin}` tests the declared group: invariance, "
+             "generators in ker J, generator rank = dim)")
+
+
+def group_owner(group):
+    """The plugin label of the parameterization whose ``symmetry()`` returned ``group``, else
+    the group's class name (a group used on its own)."""
+    return getattr(group, "_paramgeo_plugin", None) or type(group).__name__
+
+
+def claim_group(group, label):
+    """Mark ``group`` (and the factors of a product) as returned by the plugin ``label``, so
+    that a fault of its methods names that plugin."""
+    for g in (group, *getattr(group, "factors", ())):
+        try:
+            object.__setattr__(g, "_paramgeo_plugin", label)
+        except (AttributeError, TypeError):  # __slots__ or a frozen object: named by its class
+            pass
+
+
+def _group_fault(group, method, problem, fix=None, cause=None):
+    plugin = group_owner(group)
+    fix = fix or GROUP_FIX.format(cls=type(group).__name__, method=method, plugin=plugin)
+    error = PluginError(plugin, f"symmetry().{method}", problem, fix)
+    if cause is not None:
+        raise error from cause
+    raise error
+
+
+def _group_result_problem(group, method, out, theta, dim):
+    """What is wrong with ``out`` = group.method(..., theta) (None when nothing is)."""
+    if method == "random_element":
+        return None  # opaque to paramgeo: act() is checked
+    if method == "vertical_projector":
+        if not all(hasattr(out, a) for a in ("dim", "apply", "decision")):
+            return (f"returned an object of type {type(out).__name__}, not a "
+                    "paramgeo.symmetry.VerticalProjector",
+                    "return sparse_projector(generators, policy) or drop the override")
+        return None
+    n = np.size(getval(theta))
+    if method == "sparse_generators":
+        shape = getattr(out, "shape", None)
+        data = getattr(out, "data", None)
+        if shape is None or data is None:
+            return (f"returned an object of type {type(out).__name__}, not a scipy.sparse "
+                    "matrix", "return scipy.sparse.csc_matrix(generators)")
+        value, expected = np.asarray(data), (n, dim)
+        shape = tuple(shape)
+    else:
+        value = getval(out)
+        expected = {"act": np.shape(getval(theta)), "generators": (n, dim),
+                    "support": (n,)}[method]
+        if isinstance(value, str) or not isinstance(value, (np.ndarray, np.generic, list, tuple,
+                                                            float, int)):
+            return (f"returned an object of type {type(value).__name__}, not an array",
+                    None)
+        try:
+            value = np.asarray(value)
+        except ValueError as exc:
+            return f"returned something that is not an array ({exc})", None
+        shape = value.shape
+    if method == "act" and shape != expected and value.size == n:
+        shape = expected  # g . theta flat or in the block's shape: both are theta
+    if shape != expected:
+        what = {"act": "theta's", "generators": "(n, dim)", "sparse_generators": "(n, dim)",
+                "support": "(n,)"}[method]
+        return f"returned shape {shape}, expected {what} shape {expected}", None
+    kinds = "b" if method == "support" else "biuf"
+    if value.dtype.kind not in kinds:
+        return (f"returned an array of dtype {value.dtype}, expected "
+                f"{'booleans' if method == 'support' else 'real floats'}", None)
+    if (method != "support" and value.size and not math.isfinite(float(np.sum(value)))
+            and not np.all(np.isfinite(value)) and _moderate(theta)):
+        what = "nan" if np.any(np.isnan(value)) else "inf"
+        return f"returned {what} at the finite point {_preview(theta)}", None
+    return None
+
+
+def _guarded_group_method(fn, method):
+    @functools.wraps(fn)
+    def call(self, *args, **kwargs):
+        try:
+            out = fn(self, *args, **kwargs)
+        except (ParamgeoError, MemoryError):
+            raise
+        except Exception as exc:
+            _group_fault(self, method, f"raised {type(exc).__name__}: {_short(exc)}", cause=exc)
+        if method == "random_element":
+            return out
+        at = 1 if method == "act" else 0
+        theta = args[at] if len(args) > at else kwargs.get("theta")
+        if theta is None:
+            return out
+        dim = _group_dim(self) if method in ("generators", "sparse_generators") else 0
+        problem = _group_result_problem(self, method, out, theta, dim)
+        if problem is not None:
+            _group_fault(self, method, problem[0], problem[1])
+        return out
+
+    call.__paramgeo_guarded__ = True
+    return call
+
+
+def _dim_problem(out):
+    if isinstance(out, bool) or not isinstance(out, (int, np.integer)) or out < 0:
+        return (f"returned {out!r}, not a non-negative integer",
+                "return the dimension of the group as a manifold (0 for a finite group) as an "
+                "int")
+    return None
+
+
+def _group_dim(group):
+    """group.dim, checked (a plain class attribute as well as a property)."""
+    out = group.dim
+    problem = _dim_problem(out)
+    if problem is not None:
+        _group_fault(group, "dim", *problem)
+    return int(out)
+
+
+def _guarded_dim(fget):
+    @functools.wraps(fget)
+    def dim(self):
+        try:
+            out = fget(self)
+        except (ParamgeoError, MemoryError):
+            raise
+        except Exception as exc:
+            _group_fault(self, "dim", f"raised {type(exc).__name__}: {_short(exc)}", cause=exc)
+        problem = _dim_problem(out)
+        if problem is not None:
+            _group_fault(self, "dim", *problem)
+        return int(out)
+
+    dim.__paramgeo_guarded__ = True
+    return dim
+
+
+def guard_group_class(cls):
+    """Wrap the methods of the SymmetryGroup subclass ``cls`` that it defines itself (see
+    GROUP_METHODS, and the ``dim`` property): an exception inside them, or a result of the wrong
+    shape, dtype or with NaN/inf at a finite theta, becomes a :class:`PluginError` naming the
+    plugin whose ``symmetry()`` returned the group, ``symmetry().METHOD``, the problem and the
+    fix."""
+    for method in GROUP_METHODS:
+        fn = cls.__dict__.get(method)
+        if callable(fn) and not getattr(fn, "__paramgeo_guarded__", False):
+            setattr(cls, method, _guarded_group_method(fn, method))
+    prop = cls.__dict__.get("dim")
+    if isinstance(prop, property) and not getattr(prop.fget, "__paramgeo_guarded__", False):
+        setattr(cls, "dim", property(_guarded_dim(prop.fget), doc=prop.__doc__))

@@ -27,7 +27,7 @@ import autograd
 import autograd.numpy as anp
 import numpy as np
 
-from .errors import NotProvidedError, ShapeError, SizeError
+from .errors import NotProvidedError, ShapeError, SizeError, approx
 from .guard import guard_class, guarded
 
 #: Optional capabilities a plugin may declare, with the method each one promises.
@@ -143,7 +143,7 @@ def require_entries(owner, **counts):
     building anything. The counts are exact Python integers (no overflow)."""
     for what, count in counts.items():
         if count > MAX_BUILD_ENTRIES:
-            raise SizeError(f"{owner}: the {what.replace('_', ' ')} would have {count:.3g} "
+            raise SizeError(f"{owner}: the {what.replace('_', ' ')} would have {approx(count)} "
                             f"entries at these sizes, more than paramgeo builds "
                             f"({MAX_BUILD_ENTRIES:.3g}); use smaller sizes")
 

@@ -282,3 +282,41 @@ def test_check_compares_the_declared_coefficient():
     report = check(Wrong(p=1), n_points=1)
     item = next(i for i in report.items if i.property == "learning-coefficient")
     assert not item.passed and "test-wrong-lc" in item.hint
+
+
+def test_an_interrupted_estimate_uses_the_finished_chains():
+    param, loss, w_star, _ = _gaussian_case()
+    options = dict(chains=3, draws=100, burn=10, seed=3, temperatures=(1,))
+
+    def interrupt(done, total):  # Ctrl-C in the second chain (progress every 200 steps)
+        if done == 200:
+            raise KeyboardInterrupt
+
+    full = estimate_llc(param, loss, w_star, **options)
+    with pytest.warns(UserWarning, match="interrupted"):
+        part = estimate_llc(param, loss, w_star, progress=interrupt, **options)
+    assert part.interrupted and not full.interrupted and part.chains == 1
+    assert np.array_equal(part.traces, full.traces[:, :1])
+    assert part.llc == pytest.approx(full.chain_llc[0])
+
+
+def test_an_interrupt_at_the_last_temperature_keeps_the_chains_run_at_every_level():
+    param, loss, w_star, _ = _gaussian_case()
+    options = dict(chains=3, draws=90, burn=10, seed=3, temperatures=(0.5, 2))
+
+    def interrupt(done, total):  # 100 steps a chain: Ctrl-C in the third chain of level 2
+        if done == 600:
+            raise KeyboardInterrupt
+
+    def too_early(done, total):  # Ctrl-C at the first level: nothing finished at every level
+        if done == 200:
+            raise KeyboardInterrupt
+
+    full = estimate_llc(param, loss, w_star, **options)
+    with pytest.warns(UserWarning, match="interrupted"):
+        part = estimate_llc(param, loss, w_star, progress=interrupt, **options)
+    assert part.interrupted and part.chains == 2
+    assert np.array_equal(part.traces, full.traces[:, :2])
+    assert part.llc == pytest.approx(np.mean(full.chain_llc[:2]))
+    with pytest.raises(KeyboardInterrupt):
+        estimate_llc(param, loss, w_star, progress=too_early, **options)

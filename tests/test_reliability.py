@@ -713,3 +713,305 @@ def test_a_cell_past_its_time_limit_records_an_error_and_the_sweep_goes_on(sweep
     rows = {str(r["m"]): r for r in summary.table.to_dict("records")}
     assert rows["2"]["status"] == "ok"
     assert rows["3"]["status"] == "error" and "time limit of 0.5 s" in rows["3"]["error"]
+
+
+# ------------------------------------------------- a plugin's own symmetry group, in every engine
+
+BROKEN_GROUP = textwrap.dedent('''
+    import autograd.numpy as anp
+    import numpy as np
+    from paramgeo import Parameterization, ParamSpec, Size
+    from paramgeo.symmetry import SymmetryGroup
+
+    class Rescale(SymmetryGroup):
+        """u v invariant under (u, v) -> (g u, v / g); broken as MODE says."""
+        name = "R*"
+        def __init__(self, mode):
+            self.mode = mode
+        @property
+        def dim(self):
+            return -1 if self.mode == "dim" else 1
+        def act(self, g, theta):
+            if self.mode == "raise":
+                raise RuntimeError("act failed")
+            t = np.array(theta, float)
+            t[0], t[1] = g * t[0], t[1] / g
+            return t * np.nan if self.mode == "nan" else t
+        def random_element(self, rng):
+            return float(np.exp(rng.normal()))
+        def generators(self, theta):
+            if self.mode == "raise":
+                raise RuntimeError("generators failed")
+            if self.mode == "shape":
+                return np.ones((2, 2))
+            g = np.zeros((len(theta), 1))
+            g[0, 0], g[1, 0] = theta[0], -theta[1]
+            return g * np.nan if self.mode == "nan" else g
+
+    class BrokenGroup(Parameterization):
+        name = "b-group"
+        size_params = {"mode": Size("choice", default="raise",
+                                    choices=("raise", "nan", "shape", "dim"))}
+        capabilities = frozenset({"symmetry"})
+        def make_spec(self): return ParamSpec(u=(1,), v=(1,), w=(2,))
+        def make_predictor_shape(self): return (2,)
+        def forward(self, theta):
+            return anp.stack([theta[0] * theta[1], theta[2] * theta[3]])
+        def symmetry(self): return Rescale(self.mode)
+''')
+
+#: what each mode breaks: the method named in the error, and the problem
+GROUP_FAULTS = {"raise": ("generators", "raised RuntimeError"),
+                "nan": ("generators", "returned nan at the finite point"),
+                "shape": ("generators", "returned shape (2, 2), expected (n, dim) shape (4, 1)"),
+                "dim": ("dim", "returned -1, not a non-negative integer")}
+
+
+@pytest.fixture(scope="module")
+def group_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("group")
+    plugin = folder / "group.py"
+    plugin.write_text(BROKEN_GROUP)
+    rng = np.random.default_rng(0)
+    np.save(folder / "theta.npy", rng.standard_normal(4))
+    np.savez(folder / "flow.npz", A=rng.standard_normal((3, 2)), y=np.ones(3))
+    np.savez(folder / "q.npz", mean=rng.standard_normal(4), std=0.1, empirical_risk=0.1)
+    return folder
+
+
+#: each engine that uses the declared group, with its arguments (FOLDER: the fixture's folder)
+GROUP_COMMANDS = {
+    "describe": [], "critical": ["--at", "FOLDER/theta.npy"], "search": ["--starts", "1"],
+    "mirror": [], "flow": ["--data", "FOLDER/flow.npz", "--steps", "3"],
+    "pacbayes": ["--posterior", "FOLDER/q.npz", "--prior-scale", "1", "--n", "100",
+                 "--delta", "0.05", "--samples", "4"],
+    "rank": ["--route", "matrix-free"], "discover": [],
+}
+
+
+#: every engine once, the faults taken in turn (describe, the cheapest, with each of them)
+GROUP_CASES = [("describe", mode) for mode in sorted(GROUP_FAULTS)] + [
+    ("critical", "nan"), ("search", "shape"), ("mirror", "raise"), ("flow", "dim"),
+    ("pacbayes", "nan"), ("rank", "shape"), ("discover", "dim")]
+
+
+@pytest.mark.parametrize("command, mode", GROUP_CASES)
+def test_a_broken_group_is_the_plugins_fault_in_every_engine(group_files, command, mode):
+    args = [a.replace("FOLDER", str(group_files)) for a in GROUP_COMMANDS[command]]
+    result = _cli("--plugin", group_files / "group.py", command, "b-group", "-p",
+                  f"mode={mode}", *args)
+    assert "internal error" not in result.output and "report it" not in result.output
+    if command in ("rank", "discover") and result.exit_code == 0:
+        return  # these read only what they need of the group (discover: its name and dim)
+    assert result.exit_code == 2, result.output
+    method, problem = GROUP_FAULTS[mode]
+    line = [ln for ln in result.stderr.splitlines() if ln.startswith("Error:")]
+    assert len(line) == 1, result.stderr
+    assert f"plugin 'b-group': symmetry().{method}() {problem}" in line[0]
+    assert "fix:" in line[0]
+
+
+def test_a_broken_group_in_the_api_names_the_plugin(group_files):
+    from paramgeo.geometry import vertical_space
+
+    load_plugin_file(group_files / "group.py")
+    p = paramgeo.get("b-group", mode="nan")
+    group = p.symmetry()
+    theta = np.ones(4)
+    with pytest.raises(PluginError, match=r"plugin 'b-group': symmetry\(\)\.act\(\) returned nan"):
+        group.act(2.0, theta)
+    with pytest.raises(PluginError, match=r"symmetry\(\)\.generators\(\)"):
+        vertical_space(p, theta)
+    # a huge theta may overflow without blame, as for forward
+    assert np.isnan(group.act(2.0, np.full(4, 1e300))).all()
+
+
+# ------------------------------------------- Ctrl-C: every long command prints what it finished
+
+def _interrupt_at(k):
+    """A progress callback that presses Ctrl-C when ``k`` units are done."""
+    def progress(done, total):
+        if done == k:
+            raise KeyboardInterrupt
+    return progress
+
+
+def test_an_interrupted_mirror_returns_the_finished_levels():
+    p = paramgeo.get("hadamard", p=3)
+    full = mirror(p, method="numeric")
+    part = mirror(p, method="numeric", progress=_interrupt_at(2))
+    assert part.interrupted and not full.interrupted
+    assert part.algebra_levels == full.algebra_levels[:1] and not part.algebra_stabilised
+    assert part.laws == ("(search skipped: interrupted)",) and not part.laws_complete
+    assert "INTERRUPTED (Ctrl-C)" in str(part) and "interrupted (Ctrl-C) during" in str(part)
+
+
+def test_mirror_cli_prints_the_algebra_then_exits_130(monkeypatch):
+    import paramgeo.mirror.report as report
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "conservation_laws", interrupted)
+    result = _cli("mirror", "hadamard", "-p", "p=3")
+    assert result.exit_code == 130, result.output
+    assert "generated Lie algebra: dimension" in result.stdout
+    assert "(search interrupted)" in result.stdout
+    assert result.stderr.strip().splitlines()[-1] == (
+        "Error: interrupted during the mirror computation; the output above holds the "
+        "finished ones")
+
+
+def test_an_interrupt_before_anything_finished_is_one_line_and_130(monkeypatch):
+    import paramgeo.mirror.report as report
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "commuting_test", interrupted)
+    result = _cli("mirror", "hadamard", "-p", "p=3")
+    assert result.exit_code == 130
+    assert result.stdout == ""
+    assert result.stderr.strip() == "Error: interrupted before any result was finished"
+
+
+def test_an_interrupted_pacbayes_keeps_the_finished_priors(tmp_path):
+    from paramgeo.pacbayes import DiagonalGaussian, pacbayes_report
+
+    p = paramgeo.get("uvt", m=2, n=2, r=1)
+    q = DiagonalGaussian(np.random.default_rng(0).standard_normal(p.n), 0.3)
+    args = (p, q, [1.0, 2.0], 1000, 0.05, 0.1)
+    kwargs = dict(method="montecarlo", samples=6, seed=1, inner_samples=16)
+    full = pacbayes_report(*args, **kwargs)
+    part = pacbayes_report(*args, progress=_interrupt_at(4), **kwargs)  # 3 of 6 posterior samples
+    assert part.interrupted and not full.interrupted and "INTERRUPTED (Ctrl-C)" in part.detail
+    assert [pk.prior for pk in part.priors] == ["neutral", "neutral"]
+    assert len(part.certificates) == 2 and all(math.isfinite(c.catoni)
+                                               for _, _, c in part.certificates)
+    later = pacbayes_report(*args, progress=_interrupt_at(8), **kwargs)  # in scale 1's log Z
+    assert [pk.prior for pk in later.priors] == ["neutral", "neutral"]
+    last = pacbayes_report(*args, progress=_interrupt_at(14), **kwargs)  # in scale 2's log Z
+    assert [(pk.prior, pk.scale) for pk in last.priors] == [
+        ("neutral", 1.0), ("implicit-bias", 1.0), ("neutral", 2.0)]
+    assert last.priors[:2] == full.priors[:2]  # the finished ones are the full run's
+
+
+def test_pacbayes_cli_prints_the_finished_priors_then_exits_130(tmp_path, monkeypatch):
+    import paramgeo.pacbayes.engine as engine
+
+    real, calls = engine.orbit_log_integral, {"n": 0}
+
+    def orbit_then_interrupt(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "orbit_log_integral", orbit_then_interrupt)
+    post = tmp_path / "q.npz"
+    np.savez(post, mean=np.ones(4), std=0.3, empirical_risk=0.1)
+    result = _cli("pacbayes", "uvt", "-p", "m=2", "-p", "n=2", "-p", "r=1", "--posterior",
+                  post, "--prior-scale", "1", "--n", "1000", "--delta", "0.05", "--method",
+                  "montecarlo", "--samples", "6")
+    assert result.exit_code == 130, result.output
+    assert "INTERRUPTED (Ctrl-C) after 3 of 12 orbit integrals" in result.stdout
+    assert "McAllester" in result.stdout and "neutral" in result.stdout
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "Error: interrupted during the orbit integrals")
+
+
+class _BrokenForAll(Parameterization):
+    name = "a-broken-one"
+
+    def make_spec(self):
+        return ParamSpec(u=(2,))
+
+    def make_predictor_shape(self):
+        return (2,)
+
+    def forward(self, theta):
+        raise RuntimeError("broken on purpose")
+
+
+def test_describe_all_reports_a_broken_plugin_and_goes_on(monkeypatch):
+    from paramgeo import registry
+    from paramgeo.registry import register, unregister
+
+    keep = {"uut", "hadamard"}  # a short registry: the broken plugin and two good ones
+    real = registry.available
+    monkeypatch.setattr(registry, "available", lambda: [n for n in real() if n in keep]
+                        + ["a-broken-one"])
+    register(_BrokenForAll, replace=True)
+    try:
+        result = _cli("describe", "--all")
+    finally:
+        unregister("a-broken-one")
+    assert result.exit_code == 2, result.output
+    assert "uut" in result.stdout and "hadamard" in result.stdout  # the others are described
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("Error:")]
+    assert errors[0].startswith("Error: plugin 'a-broken-one': forward() raised RuntimeError")
+    assert errors[-1] == ("Error: 1 of 3 plugins failed (a-broken-one; their errors are above); "
+                          "the others are shown")
+    assert "internal error" not in result.output
+
+
+def test_a_grid_is_validated_once_per_axis_value(sweep_dir, monkeypatch):
+    """A product grid resolves each plugin size once and converts each option value once, so
+    a grid at the cell cap starts quickly; a bad value anywhere is still refused."""
+    import paramgeo.cli._common as common
+    from paramgeo.sweeps.spec import load_spec
+
+    calls = {"resolve": 0}
+    real = common.resolve
+
+    def counting(*args, **kwargs):
+        calls["resolve"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(common, "resolve", counting)
+    seeds = ", ".join(map(str, range(200)))
+    (sweep_dir / "g.toml").write_text(f'query = "rank"\nplugin = "uut"\n[grid]\n'
+                                      f'sizes = {{ d = [2, 3, 4, 5, 6] }}\n'
+                                      f'options = {{ seed = [{seeds}] }}\n')
+    spec = load_spec("g.toml")
+    assert len(spec.cells) == 1000 and calls["resolve"] == 5
+    assert len({c.key for c in spec.cells}) == 1000
+    assert {c.options["seed"] for c in spec.cells} == set(range(200))
+    (sweep_dir / "bad.toml").write_text(f'query = "rank"\nplugin = "uut"\n[grid]\n'
+                                        f'sizes = {{ d = [2, 3] }}\n'
+                                        f'options = {{ seed = [{seeds}, "x"] }}\n')
+    with pytest.raises(ParamgeoError, match=r"cell 200 .*options.seed"):
+        load_spec("bad.toml")
+
+
+@pytest.mark.parametrize("where", ["sweep", "describe"])
+def test_a_400_digit_size_is_refused_in_one_line(sweep_dir, where):
+    huge = "9" * 400
+    if where == "sweep":
+        (sweep_dir / "big.toml").write_text(f'query = "describe"\nplugin = "uut"\n'
+                                            f'sizes = {{ d = {huge} }}\n')
+        result = _cli("sweep", "big.toml", "-o", "b.csv", "--workers", "0")
+    else:
+        result = _cli("describe", "uut", "-p", f"d={huge}")
+    assert result.exit_code == 2, result.output
+    assert "n = ~1e+400 parameters, more than paramgeo handles" in result.stderr
+    assert "internal error" not in result.output
+
+
+def test_online_sgd_prints_the_finished_records_then_exits_130(monkeypatch):
+    import paramgeo.flows.online as online
+
+    real, calls = online.AttentionIndexed.labels, {"n": 0}
+
+    def labels_then_interrupt(self, *args):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(self, *args)
+
+    monkeypatch.setattr(online.AttentionIndexed, "labels", labels_then_interrupt)
+    result = _cli("online-sgd", "uut", "-p", "d=6", "-p", "r=2", "--horizon", "2",
+                  "--threshold", "0.99")
+    assert result.exit_code == 130, result.output
+    assert "INTERRUPTED (Ctrl-C)" in result.stdout and "cosine" in result.stdout
+    assert result.stderr.strip().splitlines()[-1].startswith("Error: interrupted after ")

@@ -99,8 +99,12 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except ParamgeoError as exc:
             raise UserError(str(exc)) from None
-        except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt:  # Ctrl-C before an engine finished anything it could print
+            error = UserError("interrupted before any result was finished")
+            error.exit_code = 130  # the shell's code for an interrupt
+            raise error from None
         except MemoryError as exc:  # sizes beyond this machine's memory: the user's to change
             raise UserError(f"out of memory ({exc or 'an allocation failed'}); use smaller "
                             "sizes") from None

@@ -8,7 +8,7 @@ import sys
 import click
 import numpy as np
 
-from ..errors import ParamgeoError, SizeError
+from ..errors import ParamgeoError, SizeError, approx
 
 
 def json_option(f):
@@ -124,11 +124,17 @@ def exit_if_interrupted(result, how_far):
     ``Error: interrupted {how_far}`` (e.g. "after 3 of 20 starts") and exit code 130 (the
     shell's code for an interrupt); the output above holds what was finished."""
     if getattr(result, "interrupted", False):
-        from . import UserError
+        raise_interrupted(f"interrupted {how_far}; the output above holds the finished ones")
 
-        error = UserError(f"interrupted {how_far}; the output above holds the finished ones")
-        error.exit_code = 130
-        raise error
+
+def raise_interrupted(message):
+    """End with the one line ``Error: {message}`` and exit code 130 (the shell's code for an
+    interrupt, Ctrl-C)."""
+    from . import UserError
+
+    error = UserError(message)
+    error.exit_code = 130
+    raise error from None
 
 
 def parse_sizes(pairs):
@@ -195,18 +201,18 @@ def resolve(name, sizes, dense=True):
     max_n = _limit("PARAMGEO_MAX_PARAMS", MAX_PARAMS)
     where = f"{param.name} {param.sizes}"
     if param.n > max_n:
-        raise SizeError(f"{where} has n = {param.n:.3g} parameters, more than paramgeo handles "
-                        f"({max_n:.3g}, PARAMGEO_MAX_PARAMS); use smaller sizes")
+        raise SizeError(f"{where} has n = {approx(param.n)} parameters, more than paramgeo "
+                        f"handles ({max_n:.3g}, PARAMGEO_MAX_PARAMS); use smaller sizes")
     route = choose_route(param) if dense == "auto" else ("dense" if dense else None)
     if route == "dense":
         max_entries = _limit("PARAMGEO_MAX_JACOBIAN_ENTRIES", MAX_JACOBIAN_ENTRIES)
         if param.n * param.m > max_entries:
             raise SizeError(
                 f"{where}: the dense Jacobian would have m x n = {param.m} x {param.n} = "
-                f"{param.n * param.m:.3g} entries ({8e-9 * param.n * param.m:.3g} GB), more "
-                f"than the limit {max_entries:.3g}; use smaller sizes, or `paramgeo describe`, "
-                "`rank` or `critical`, which take the matrix-free route at this size (or raise "
-                "PARAMGEO_MAX_JACOBIAN_ENTRIES if you have the memory and time)")
+                f"{approx(param.n * param.m)} entries ({approx(param.n * param.m * 8 // 10**9)} "
+                f"GB), more than the limit {max_entries:.3g}; use smaller sizes, or `paramgeo "
+                "describe`, `rank` or `critical`, which take the matrix-free route at this size "
+                "(or raise PARAMGEO_MAX_JACOBIAN_ENTRIES if you have the memory and time)")
         work = param.n * param.m * min(param.n, param.m)
         if work > SLOW_SVD_WORK:
             faster = ("`--route matrix-free` avoids it" if dense == "auto" else
@@ -223,7 +229,7 @@ def resolve(name, sizes, dense=True):
         if need > max_bytes:
             raise SizeError(
                 f"{where}: the {route} route would keep {need / 1e9:.3g} GB of work vectors "
-                f"(n = {param.n:.3g}, m = {param.m:.3g}), more than the limit "
+                f"(n = {approx(param.n)}, m = {approx(param.m)}), more than the limit "
                 f"{max_bytes / 1e9:.3g} GB; use smaller sizes (or raise "
                 "PARAMGEO_MAX_MATRIX_FREE_BYTES if you have the memory)")
     return param

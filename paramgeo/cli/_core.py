@@ -41,9 +41,10 @@ def list_cmd(as_json):
     ))
 
 
-def _loadable():
+def _loadable(failed=None):
     """name -> class for every plugin that loads; a broken one is skipped with a warning line
-    (one bad third-party plugin must not hide the others)."""
+    (one bad third-party plugin must not hide the others), or with an ``Error:`` line and its
+    name added to the list ``failed``."""
     from ..errors import ParamgeoError
     from ..registry import available, get_class
 
@@ -52,8 +53,38 @@ def _loadable():
         try:
             out[name] = get_class(name)
         except ParamgeoError as exc:
-            click.echo(f"Warning: skipping {name}: {exc}", err=True)
+            if failed is None:
+                click.echo(f"Warning: skipping {name}: {exc}", err=True)
+            else:
+                click.echo(f"Error: {exc}", err=True)
+                failed.append(name)
     return out
+
+
+def _describe_all(seed, route):
+    """describe() of every plugin at its default sizes, a failing one reported in one
+    ``Error:`` line and skipped; (results, names of the failed plugins)."""
+    from ..describe import describe
+    from ..errors import ParamgeoError
+
+    failed, results = [], []
+    for name, cls in _loadable(failed).items():
+        try:
+            results.append(describe(cls(), seed=seed, route=route))
+        except ParamgeoError as exc:
+            text = str(exc)
+            click.echo(f"Error: {text if name in text else f'{name}: {text}'}", err=True)
+            failed.append(name)
+    return results, failed
+
+
+def _fail_some(failed, done):
+    """Exit code 2 after the table when some plugins failed (each named above)."""
+    if failed:
+        from . import UserError
+
+        raise UserError(f"{len(failed)} of {len(failed) + done} plugins failed "
+                        f"({', '.join(failed)}; their errors are above); the others are shown")
 
 
 def _primary_sizes(name, sizes):
@@ -86,9 +117,10 @@ def describe_cmd(name, sizes, all_, seed, route, as_json):
         raise click.UsageError("--all describes every plugin at its default sizes; give either "
                                "--all or a NAME with its -p sizes, not both")
     if all_:
-        results = [describe(cls(), seed=seed, route=route) for cls in _loadable().values()]
+        results, failed = _describe_all(seed, route)
         if as_json:
             click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+            _fail_some(failed, len(results))
             return
         click.echo(table(
             [(r.name, _primary_sizes(r.name, r.sizes), r.param_dim,
@@ -100,6 +132,7 @@ def describe_cmd(name, sizes, all_, seed, route, as_json):
              "quotient dim", "rank = quotient dim"],
         ))
         click.echo(DESCRIBE_LEGEND)
+        _fail_some(failed, len(results))
         return
     if not name:
         raise click.UsageError("give a parameterization NAME or --all")

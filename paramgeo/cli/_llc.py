@@ -3,8 +3,8 @@
 import click
 import numpy as np
 
-from ._common import (emit, json_option, load_point, progress_bar, progress_enabled,
-                      progress_option, resolve, sizes_option)
+from ._common import (emit, exit_if_interrupted, json_option, load_point, progress_bar,
+                      progress_enabled, progress_option, resolve, sizes_option)
 
 #: the loss kinds ``llc estimate`` accepts (paramgeo.losses.LOSS_KINDS)
 LOSSES = ("regression", "squared", "quadratic", "logistic", "exponential")
@@ -153,6 +153,7 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
         if not sweep_steps:
             out["exact"] = None if exact is None else exact.to_dict()
         click.echo(json.dumps(out, indent=2))
+        exit_if_interrupted(result, f"after {getattr(result, 'chains', 0)} chains")
         return
     text = str(result)
     if exact is not None:
@@ -161,6 +162,7 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
     if plot_path:
         text += f"\nfigure written to {plot_path}"
     emit(result, False, text)
+    exit_if_interrupted(result, f"after {getattr(result, 'chains', 0)} chains")
 
 
 def parse_temperatures(text):

@@ -5,8 +5,8 @@ import click
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ._common import (emit, json_option, progress_bar, progress_enabled, progress_option, resolve,
-                      seed_option, sizes_option)
+from ._common import (emit, exit_if_interrupted, json_option, progress_bar, progress_enabled,
+                      progress_option, resolve, seed_option, sizes_option)
 
 
 @click.command("mirror")
@@ -42,6 +42,7 @@ def mirror_cmd(name, sizes, alpha, degree, method, budget, seed, progress, as_js
         report = mirror(param, alpha=alpha, degree=degree, seed=seed, method=method,
                         budget=MIRROR_BUDGET if budget is None else budget, progress=update)
     emit(report, as_json)
+    exit_if_interrupted(report, "during the mirror computation")
 
 
 def load_regression(path):

@@ -7,8 +7,8 @@ import click
 import numpy as np
 
 from ..errors import ParamgeoError
-from ._common import (json_option, progress_bar, progress_enabled, progress_option, resolve,
-                      seed_option, sizes_option, table)
+from ._common import (exit_if_interrupted, json_option, progress_bar, progress_enabled,
+                      progress_option, resolve, seed_option, sizes_option, table)
 
 LINK_NAMES = ("linear", "quadratic", "tanh", "relu", "abs", "softmax")
 
@@ -129,6 +129,7 @@ def online_sgd_cmd(name, sizes, link, tokens, noise, beta, teacher, teacher_rank
     summary = online_summary(param, run)
     if as_json:
         click.echo(json.dumps(dict(summary, plot=plot_path), indent=2, default=str))
+        exit_if_interrupted(run, run.trajectory.message.removeprefix("interrupted "))
         return
     click.echo(str(run))
     idx = np.unique(np.linspace(0, len(run.t) - 1, min(8, len(run.t))).astype(int))
@@ -137,3 +138,4 @@ def online_sgd_cmd(name, sizes, link, tokens, noise, beta, teacher, teacher_rank
                       for i in idx], ["t = n/d^2", "mean", "norm", "cosine"]))
     if plot_path:
         click.echo(f"figure written to {plot_path}")
+    exit_if_interrupted(run, run.trajectory.message.removeprefix("interrupted "))

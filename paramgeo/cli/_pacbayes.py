@@ -4,8 +4,8 @@ import json
 
 import click
 
-from ._common import (json_option, progress_bar, progress_enabled, progress_option, resolve,
-                      seed_option, sizes_option, table)
+from ._common import (exit_if_interrupted, json_option, progress_bar, progress_enabled,
+                      progress_option, resolve, seed_option, sizes_option, table)
 
 
 @click.command("pacbayes")
@@ -66,6 +66,7 @@ def pacbayes_cmd(name, sizes, posterior_file, scales, n, delta, method, samples,
           f"{c.catoni:.6g}") for prior, scale, c in report.certificates],
         ["prior", "scale", "KL used", "McAllester", "Maurer-Seeger", "Catoni"],
     ))
+    exit_if_interrupted(report, "during the orbit integrals")
 
 
 def _int(value):

@@ -4,7 +4,8 @@ import json
 
 import click
 
-from ._common import json_option, progress_bar, progress_enabled, progress_option
+from ._common import (json_option, progress_bar, progress_enabled, progress_option,
+                      raise_interrupted)
 
 
 @click.command("sweep")
@@ -54,9 +55,8 @@ def sweep_cmd(spec_file, output, workers, scheduler, resume, overwrite, cell_tim
                             resume=resume, overwrite=overwrite, progress=update,
                             cell_time_limit=cell_time_limit)
         except KeyboardInterrupt:
-            click.echo(f"\ninterrupted: the finished cells are in {output}.partial.jsonl; "
-                       "continue with --resume", err=True)
-            raise
+            raise_interrupted(f"interrupted: the finished cells are in {output}.partial.jsonl; "
+                              "continue with --resume")
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2))
     else:

@@ -210,6 +210,8 @@ class OnlineRun(Result):
     weak_recovery: object
     model: AttentionIndexed
     scale: float = 1.0
+    #: True when Ctrl-C (KeyboardInterrupt) stopped the run: the records are those finished
+    interrupted: bool = False
 
     @property
     def weak_recovery_time(self):
@@ -233,7 +235,7 @@ class OnlineRun(Result):
         return (f"online SGD ({self.model.link} link, d = {self.model.d}, T = "
                 f"{self.model.tokens}): {self.samples} samples in batches of {self.batch}, "
                 f"eta = {self.eta:.4g}; weak recovery (|cosine| >= {self.threshold}) {wr}; "
-                f"final {last}")
+                f"final {last}" + ("; INTERRUPTED (Ctrl-C)" if self.interrupted else ""))
 
     def plot(self, path, *, title=None):
         """Order parameters against t = n / d^2 (teacher values dashed). Needs matplotlib."""
@@ -330,7 +332,7 @@ def online_sgd(param, model, teacher, theta0, samples, lr, *, lr_exponent=0.0, s
             order.setdefault(name, []).append(v)
 
     report, close = _progress_callback(progress, f"online SGD, {samples} samples")
-    k = 0
+    k, interrupted = 0, False
     try:
         if record_steps[0] == 0:
             record(0, student(theta))
@@ -359,6 +361,12 @@ def online_sgd(param, model, teacher, theta0, samples, lr, *, lr_exponent=0.0, s
                     break
             if report is not None:
                 report(k, steps)
+    except KeyboardInterrupt:  # Ctrl-C: keep the records finished, and the state reached
+        if not thetas:
+            raise
+        interrupted = True
+        if times[-1] != min(k * batch, samples):
+            record(k, student(theta))
     finally:
         close()
 
@@ -372,14 +380,15 @@ def online_sgd(param, model, teacher, theta0, samples, lr, *, lr_exponent=0.0, s
             return np.full(param.n, np.nan)
         return step_grad(th, X_test, y_test)[1] / len(X_test)
 
-    message = (f"weak recovery after {recovery} samples" if recovery is not None and
+    message = (f"interrupted after {times[-1]} of {samples} samples" if interrupted else
+               f"weak recovery after {recovery} samples" if recovery is not None and
                stop_at_recovery else f"completed {times[-1]} samples")
-    traj = _finish(param, value, grad, f"online sgd (batch {batch})", times, thetas, True,
-                   message, k, False)
+    traj = _finish(param, value, grad, f"online sgd (batch {batch})", times, thetas,
+                   not interrupted, message, k, False, interrupted)
     return OnlineRun(traj, np.asarray(times, float) / d ** 2,
                      {n: np.asarray(v) for n, v in order.items()},
                      order_parameters(S_star, S_star, moments), eta, batch, times[-1],
-                     float(threshold), recovery, model, float(scale))
+                     float(threshold), recovery, model, float(scale), interrupted)
 
 
 @dataclasses.dataclass(frozen=True)

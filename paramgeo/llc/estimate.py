@@ -96,6 +96,8 @@ class LLCEstimate(Result):
     temperatures: tuple
     levels: tuple
     traces: np.ndarray = dataclasses.field(repr=False)
+    #: True when Ctrl-C (KeyboardInterrupt) stopped the run: ``chains`` counts those finished
+    interrupted: bool = False
 
     def to_dict(self, traces=False):
         out = super().to_dict()
@@ -306,7 +308,7 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     total = len(temps) * chains * (burn + draws)
     traces = np.full((len(temps), chains, burn + draws), np.nan)
     notes, levels, finite = [], [], np.ones(chains, bool)
-    done = 0
+    done, finished = 0, chains
     for i, t in enumerate(temps):
         nb = t * nbeta
         grad_U = _potential_gradient(grad, w_star, nb, gamma)
@@ -314,10 +316,18 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
             eps = (_auto_step(grad_U, w_star, step_scale, np.random.default_rng(seeds[-1 - i]))
                    if step == "auto" else float(step) / t)
             steps_used, accepted, chain_notes = [], [], []
-            for k in range(chains):
-                done = _run_chain(k, seeds[i * chains + k], sampler, value, value_grad, grad_U,
-                                  w_star, eps, nb, gamma, L_star, burn, draws, traces[i],
-                                  chain_notes, steps_used, accepted, progress, done, total)
+            try:
+                for k in range(chains):
+                    done = _run_chain(k, seeds[i * chains + k], sampler, value, value_grad,
+                                      grad_U, w_star, eps, nb, gamma, L_star, burn, draws,
+                                      traces[i], chain_notes, steps_used, accepted, progress,
+                                      done, total)
+            except KeyboardInterrupt:  # Ctrl-C: the estimate from the chains run at every level
+                if i < len(temps) - 1 or k == 0:
+                    raise
+                finished = k
+                chain_notes.append(f"interrupted (Ctrl-C) after {k} of {chains} chains; the "
+                                   "estimate uses the chains finished at every temperature")
         label = f"at n beta = {nb:.4g}: " if len(temps) > 1 else ""
         notes += [label + note for note in chain_notes]
         if accepted and min(accepted) < 0.2:
@@ -325,9 +335,10 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
                          "chain; run a longer burn-in so the step can adapt")
         finite &= np.all(np.isfinite(traces[i]), axis=1)
         levels.append(dict(temperature=t, nbeta=nb, step=float(np.median(steps_used))))
-    if progress is not None:
+    if progress is not None and finished == chains:
         progress(total, total)
-    good = [k for k in range(chains) if finite[k]]
+    traces = traces[:, :finished]
+    good = [k for k in range(finished) if finite[k]]
     if not good:
         raise ParamgeoError("estimate_llc: every chain blew up (non-finite loss); lower the "
                             f"step (step_scale was {step_scale:g}, step {step}) or raise gamma "
@@ -353,8 +364,9 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     return LLCEstimate(llc, se, min(lv["ess"] for lv in levels),
                        max(lv["rhat"] for lv in levels), chain_llc, n, nbeta, float(gamma),
                        float(np.median([lv["step"] * lv["temperature"] for lv in levels])),
-                       chains, draws, burn, sampler, int(seed), L_star,
-                       time.perf_counter() - started, tuple(notes), temps, public, traces)
+                       finished, draws, burn, sampler, int(seed), L_star,
+                       time.perf_counter() - started, tuple(notes), temps, public, traces,
+                       finished < chains)
 
 
 def slope_weights(nbetas):

@@ -78,7 +78,7 @@ class _Budget:
 
     def __init__(self, param, budget, progress, partial=False):
         self.name, self.budget, self.callback = param.name, budget, progress
-        self.partial, self.stopped = partial, ""
+        self.partial, self.stopped, self.interrupted = partial, "", False
         self.start = time.perf_counter()
         self.hint = ("declare a symmetry made of GL(r) factors, whose matrix conservation laws "
                      "bound the algebra")
@@ -103,6 +103,10 @@ class _Budget:
     def progress(self, done, total):
         if self.callback is not None:
             self.callback(done, total)
+
+    def interrupt(self, what):
+        """Record a Ctrl-C (KeyboardInterrupt) during ``what``: the levels finished are kept."""
+        self.stopped, self.interrupted = f"interrupted (Ctrl-C) during {what}", True
 
 
 def _sketched_bracket(param, theta, rng):
@@ -240,6 +244,8 @@ class LieAlgebra(Result):
     n_fields: tuple
     stabilised: bool
     method: str
+    #: True when Ctrl-C (KeyboardInterrupt) stopped the levels: ``dim`` is then a lower bound
+    interrupted: bool = False
 
     @property
     def n_laws(self):
@@ -325,13 +331,15 @@ def lie_algebra(param, theta=None, seed=0, max_depth=5, policy=None, method="aut
     at_point = None
     if bound is not None:
         at_point = _bounded_at_point(param, np.asarray(point, float), int(bound), policy, clock)
-        if at_point.stabilised:
+        if at_point.stabilised or at_point.interrupted:
             return at_point
     found = _lie_by_levels(param, point, extra, exact, max_depth, policy, method, rng, clock)
+    found = dataclasses.replace(found, interrupted=clock.interrupted)
     if at_point is not None and clock.stopped and found.dim < at_point.dim:
-        # stopped by the budget below what the brackets at the point already span
+        # stopped by the budget (or Ctrl-C) below what the brackets at the point already span
         return dataclasses.replace(at_point, method=f"brackets at the point; stopped: "
-                                                    f"{clock.stopped}")
+                                                    f"{clock.stopped}",
+                                   interrupted=clock.interrupted)
     return found
 
 
@@ -374,9 +382,14 @@ def _bounded_at_point(param, point, bound, policy, clock):
     clock.check((time.perf_counter() - tic) * (m - 1),
                  f"{m} second-derivative products (brackets at the point)")
     clock.progress(1, m)
-    for i in range(1, m):
-        D.append(np.asarray(param.jacobian_derivative(point, J[i]), float))
-        clock.progress(i + 1, m)
+    try:
+        for i in range(1, m):
+            D.append(np.asarray(param.jacobian_derivative(point, J[i]), float))
+            clock.progress(i + 1, m)
+    except KeyboardInterrupt:  # the fields at the point are finished: a lower bound
+        clock.interrupt(f"the brackets at the point ({len(D)} of {m} products)")
+        return LieAlgebra(rank_J, n, m, rank_J, (rank_J,), (m,), False,
+                          f"fields at the point; stopped: {clock.stopped}", True)
     D = np.stack(D)
     B = (D - D.transpose(1, 0, 2))[np.triu_indices(m, 1)]
     rank = decide_rank(np.vstack([J, B]), policy, warn=False).rank
@@ -406,16 +419,28 @@ def _grow_algebra(fields, values, bracket, take, max_depth, policy, n, m, method
     kept_stack = [v1[k].ravel() for k in keep]
     rank_J = decide_rank(np.asarray(v1[:, 0]), policy, warn=False).rank
     levels, counts = [rank_J], [len(keep)]
-    current, stabilised = first, False
+    stabilised = False
+    try:
+        stabilised = _grow_levels(first, first, values, bracket, take, max_depth, policy, n,
+                                  clock, last, keep, levels, counts, kept_at_point, kept_stack)
+    except KeyboardInterrupt:  # the levels appended so far are finished
+        clock.interrupt(f"bracket level {len(levels) + 1}")
+    return LieAlgebra(levels[-1], n, m, rank_J, tuple(levels), tuple(counts), stabilised,
+                      method + (f"; stopped: {clock.stopped}" if clock.stopped else ""))
+
+
+def _grow_levels(first, current, values, bracket, take, max_depth, policy, n, clock, last, keep,
+                 levels, counts, kept_at_point, kept_stack):
+    """The bracket levels 2, 3, ... of :func:`_grow_algebra`, appending each finished level to
+    ``levels`` and ``counts``; True when the algebra stabilised."""
     for depth in range(2, max_depth + 1):
         if levels[-1] == n:
-            stabilised = True
-            break
+            return True
         size = counts[-1]  # the family bracketed with the first one
         if not clock.check(last * size * n, f"bracket level {depth} ({len(keep)} x {size} "
                                             f"brackets, n = {n}; extrapolated from {last:.2g} s "
                                             f"for level {depth - 1})"):
-            break
+            return False
         tic = time.perf_counter()
         H = bracket(first, current)
         vh = values(H)
@@ -423,18 +448,17 @@ def _grow_algebra(fields, values, bracket, take, max_depth, policy, n, m, method
         clock.progress(depth, max_depth)
         new = _select_independent([v.ravel() for v in vh], kept_stack, policy)
         if not new:
-            stabilised = True
-            break
-        kept_stack += [vh[k].ravel() for k in new]
+            return True
+        rank = decide_rank(np.asarray(kept_at_point + [vh[k, 0] for k in new]), policy,
+                           warn=False).rank
+        kept_stack += [vh[k].ravel() for k in new]  # the level is finished: record it
         kept_at_point += [vh[k, 0] for k in new]
-        levels.append(decide_rank(np.asarray(kept_at_point), policy, warn=False).rank)
+        levels.append(rank)
         counts.append(len(new))
         current = take(H, new)
         if levels[-1] == levels[-2]:
-            stabilised = True
-            break
-    return LieAlgebra(levels[-1], n, m, rank_J, tuple(levels), tuple(counts), stabilised,
-                      method + (f"; stopped: {clock.stopped}" if clock.stopped else ""))
+            return True
+    return False
 
 
 def _linear_field_matrices(param, rng, tol=1e-10):
@@ -492,36 +516,51 @@ def _lie_symbolic(param, point, extra, exact, max_depth, policy, clock):
     levels, counts = [rank_J], [len(first)]
     current, stabilised = first, False
     clock.progress(1, max_depth)
-    for depth in range(2, max_depth + 1):
-        if levels[-1] == n:
-            stabilised = True
-            break
-        pairs = [(x, w) for x in first for w in current]
-        tic = time.perf_counter()
-        cand = [_sym_bracket(*pairs[0], symbols)]  # the first bracket of the level times the rest
-        if not clock.check((time.perf_counter() - tic) * (len(pairs) - 1),
-                           f"{len(pairs)} symbolic brackets at level {depth} (n = {n})"):
-            break
-        cand += [_sym_bracket(x, w, symbols) for x, w in pairs[1:]]
-        clock.progress(depth, max_depth)
-        cand = [c for c in cand if any(e != 0 for e in c)]
-        if not cand:
-            stabilised = True
-            break
-        cl = [sympy.lambdify([symbols], list(c), "numpy") for c in cand]
-        cs = stacked(cl)
-        new = _select_independent(cs, kept_stack, policy)
-        if not new:
-            stabilised = True
-            break
-        kept += [cand[k] for k in new]
-        kept_stack += [cs[k] for k in new]
-        levels.append(rank(kept))
-        counts.append(len(new))
-        current = [cand[k] for k in new]
-        if levels[-1] == levels[-2]:
-            stabilised = True
-            break
+    depth = 1
+    try:
+        for depth in range(2, max_depth + 1):
+            if levels[-1] == n:
+                stabilised = True
+                break
+            done = _sym_level(first, current, symbols, depth, n, stacked, rank, kept, kept_stack,
+                              levels, counts, policy, clock, max_depth)
+            if done is None:  # refused by the budget
+                break
+            stabilised, current = done
+            if stabilised:
+                break
+    except KeyboardInterrupt:  # the levels appended so far are finished
+        clock.interrupt(f"symbolic bracket level {depth}")
     return LieAlgebra(levels[-1], n, param.m, rank_J, tuple(levels), tuple(counts),
                       stabilised, "symbolic" + (f"; stopped: {clock.stopped}" if clock.stopped
                                                 else ""))
+
+
+def _sym_level(first, current, symbols, depth, n, stacked, rank, kept, kept_stack, levels,
+               counts, policy, clock, max_depth):
+    """Symbolic bracket level ``depth`` of :func:`_lie_symbolic`: None when the budget refuses
+    it, else (stabilised, the new family), the level appended to ``levels`` once finished."""
+    import sympy
+
+    pairs = [(x, w) for x in first for w in current]
+    tic = time.perf_counter()
+    cand = [_sym_bracket(*pairs[0], symbols)]  # the first bracket of the level times the rest
+    if not clock.check((time.perf_counter() - tic) * (len(pairs) - 1),
+                       f"{len(pairs)} symbolic brackets at level {depth} (n = {n})"):
+        return None
+    cand += [_sym_bracket(x, w, symbols) for x, w in pairs[1:]]
+    clock.progress(depth, max_depth)
+    cand = [c for c in cand if any(e != 0 for e in c)]
+    if not cand:
+        return True, current
+    cl = [sympy.lambdify([symbols], list(c), "numpy") for c in cand]
+    cs = stacked(cl)
+    new = _select_independent(cs, kept_stack, policy)
+    if not new:
+        return True, current
+    level = rank(kept + [cand[k] for k in new])
+    kept += [cand[k] for k in new]  # the level is finished: record it
+    kept_stack += [cs[k] for k in new]
+    levels.append(level)
+    counts.append(len(new))
+    return levels[-1] == levels[-2], [cand[k] for k in new]

@@ -40,6 +40,9 @@ class MirrorReport(Result):
     #: False when the algebra was not computed to the end (the budget stopped it): then
     #: ``algebra_dim`` is a lower bound and ``n_laws`` an upper bound
     algebra_stabilised: bool = True
+    #: True when Ctrl-C (KeyboardInterrupt) stopped the computation: what is shown was
+    #: finished (the algebra a lower bound), the rest was skipped
+    interrupted: bool = False
 
     def __str__(self):
         sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
@@ -71,6 +74,8 @@ class MirrorReport(Result):
         else:
             lines.append("mirror potential: none (the fields do not commute, so gradient flow "
                          "is not a mirror flow for every loss)")
+        if self.interrupted:
+            lines.append("INTERRUPTED (Ctrl-C): the parts above were finished, the rest skipped")
         return "\n".join(lines)
 
 
@@ -86,7 +91,9 @@ def mirror(param, alpha=None, theta0=None, degree=2, seed=0, policy=None, method
     polynomial search is skipped, and a Lie algebra stopped by the budget is reported as a lower
     bound (completeness of the laws then not certified). ``budget`` and ``progress`` go to
     :func:`lie_algebra` (otherwise a :class:`paramgeo.errors.BudgetError` when its estimate
-    exceeds the budget).
+    exceeds the budget). A KeyboardInterrupt (Ctrl-C) after the commuting test returns what
+    was finished, ``interrupted`` True: the algebra levels done (a lower bound), the laws and
+    the potential only if they were reached.
     """
     from ..arguments import number, parameterization
 
@@ -109,25 +116,34 @@ def mirror(param, alpha=None, theta0=None, degree=2, seed=0, policy=None, method
         alg = lie_algebra(param, seed=seed, policy=policy, method=method, budget=budget,
                           progress=progress)
         form = "polynomial"
+        law_list, complete = ("(search skipped: interrupted)",), False
         try:
-            laws = conservation_laws(param, degree=degree, seed=seed, policy=policy,
-                                     method=method, algebra=alg)
-            law_list, complete = laws.laws, laws.complete
+            if not alg.interrupted:
+                laws = conservation_laws(param, degree=degree, seed=seed, policy=policy,
+                                         method=method, algebra=alg)
+                law_list, complete = laws.laws, laws.complete
         except ParamgeoError as exc:
             law_list, complete = (f"(search skipped: {exc})",), False
+        except KeyboardInterrupt:  # Ctrl-C: the algebra is finished, the laws are not
+            law_list, alg = ("(search interrupted)",), dataclasses.replace(alg, interrupted=True)
+    interrupted = alg.interrupted
     formula = source = None
     if test.commuting:
+        formula, source = "none: interrupted", "interrupted"
         if theta0 is None:
             theta0 = param.init_at_scale(1.0 if alpha is None else alpha)
         try:
-            pot = mirror_potential(param, theta0, check=False, policy=policy)
-            formula, source = pot.formula, pot.source
+            if not interrupted:
+                pot = mirror_potential(param, theta0, check=False, policy=policy)
+                formula, source = pot.formula, pot.source
         except ParamgeoError as exc:
             formula, source = f"none: {exc}", "unavailable"
+        except KeyboardInterrupt:
+            interrupted = True
     return MirrorReport(param.name, dict(param.sizes), param.n, param.m, test.commuting,
                         max_b, rel, alg.dim, alg.levels, alg.n_laws, law_list, complete,
                         degree, formula, source, None if alpha is None else float(alpha),
-                        test.method, form, alg.method, alg.stabilised)
+                        test.method, form, alg.method, alg.stabilised, interrupted)
 
 
 def _matrix_laws(param, seed, policy):

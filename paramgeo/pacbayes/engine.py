@@ -98,6 +98,9 @@ class QuotientKLReport(Result):
     method: str
     detail: str
     priors: tuple
+    #: True when Ctrl-C (KeyboardInterrupt) stopped the Monte Carlo estimate: ``priors`` holds
+    #: the finished ones (the neutral KLs from the posterior samples done)
+    interrupted: bool = False
 
 
 def quotient_kls(param, posterior, scales, method="auto", samples=200, seed=0,
@@ -195,32 +198,50 @@ def _montecarlo_report(param, posterior, scales, samples, seed, orbit_method="au
             progress(len(inner), total)
         return val
 
-    logs = np.array([orbit(th, [posterior.logpdf] + [p.logpdf for p in priors])
-                     for th in thetas])  # (samples, 1 + J)
+    logs = []  # (samples, 1 + J) log orbit integrals of q and of each prior
+    try:
+        for th in thetas:
+            logs.append(orbit(th, [posterior.logpdf] + [p.logpdf for p in priors]))
+    except KeyboardInterrupt:  # Ctrl-C: the neutral KLs from the samples finished (>= 2)
+        if len(logs) < 2:
+            raise
+    done = len(logs)
+    logs, thetas = np.array(logs), thetas[:done]
     lq = logs[:, 0]
-    kl_n, kl_ib, se_n, se_ib = [], [], [], []
-    rt = math.sqrt(samples)
+    stopped = done < samples
+    priors_kl = []
+    rt = math.sqrt(done)
     for j, prior in enumerate(priors):
         lp = logs[:, 1 + j]
         fibre = (posterior.logpdf(thetas) - prior.logpdf(thetas)) - (lq - lp)
         kp = kl_gaussian(posterior, prior)
-        lu = np.array([implicit_bias_log_unnormalized(param, prior, th) for th in thetas])
-        pth = prior.sample(rng, samples)
-        ratio = np.array([implicit_bias_log_unnormalized(param, prior, th)
-                          - orbit(th, [prior.logpdf])[0] for th in pth])
+        kl_n = kp - fibre.mean()
+        priors_kl.append(PriorKL("neutral", scales[j], kp, float(kl_n),
+                                 float(fibre.std(ddof=1) / rt)))
+        if stopped:
+            continue
+        try:
+            lu = np.array([implicit_bias_log_unnormalized(param, prior, th) for th in thetas])
+            pth = prior.sample(rng, samples)
+            ratio = np.array([implicit_bias_log_unnormalized(param, prior, th)
+                              - orbit(th, [prior.logpdf])[0] for th in pth])
+        except KeyboardInterrupt:  # Ctrl-C: the implicit-bias priors of the scales finished
+            stopped = True
+            continue
         logZ = float(special.logsumexp(ratio) - math.log(samples))
         wz = np.exp(ratio - ratio.max())
         se_logZ = float(np.std(wz, ddof=1) / rt / np.mean(wz))
         g = -fibre + (lp - lu)
-        kl_n.append(kp - fibre.mean())
-        kl_ib.append(kp + g.mean() + logZ)
-        se_n.append(fibre.std(ddof=1) / rt)
-        se_ib.append(math.hypot(g.std(ddof=1) / rt, se_logZ))
+        kl_ib = kp + g.mean() + logZ
+        priors_kl.append(PriorKL("implicit-bias", scales[j], kp - float(kl_n - kl_ib),
+                                 float(kl_ib), math.hypot(g.std(ddof=1) / rt, se_logZ)))
     how = _orbit_method_text(param, orbit_method, inner_samples, max(inner))
-    return _report(param, posterior, scales, "montecarlo", np.array(kl_n), np.array(kl_ib),
-                   np.array(se_n), np.array(se_ib),
-                   f"{samples} posterior samples (chain-rule control variate), {samples} prior "
-                   f"samples per scale for log Z; orbit integrals by {how}")
+    detail = (f"{done} posterior samples (chain-rule control variate), {samples} prior "
+              f"samples per scale for log Z; orbit integrals by {how}")
+    if stopped:
+        detail += (f"; INTERRUPTED (Ctrl-C) after {len(inner)} of {total} orbit integrals: "
+                   f"{len(priors_kl)} of {2 * len(priors)} priors finished")
+    return QuotientKLReport(param.name, "montecarlo", detail, tuple(priors_kl), stopped)
 
 
 def _orbit_method_text(param, orbit_method, inner_samples, worst):
@@ -252,13 +273,16 @@ class PacBayesReport(Result):
     certificates: tuple  # (prior, scale, Certificates) computed from the quotient KL
     best: dict  # per prior: the smallest Maurer-Seeger certificate over the scales
     detail: str  # how the quotient KL was computed
+    interrupted: bool = False  # Ctrl-C: the priors and certificates finished, see detail
 
 
 def pacbayes_report(param, posterior, scales, n, delta, empirical_risk, method="auto",
                     samples=200, seed=0, orbit_method="auto", inner_samples=128, progress=None):
     """Quotient KLs (see :func:`quotient_kls`) and certificates (see :func:`certificates`) with a
     union bound over the prior scales; the certificates use the quotient KL (for the Monte
-    Carlo estimate, the estimate plus two standard errors)."""
+    Carlo estimate, the estimate plus two standard errors). A KeyboardInterrupt (Ctrl-C)
+    during the Monte Carlo estimate after two posterior samples returns the priors finished
+    and their certificates (``interrupted`` True)."""
     _check_cert_inputs(empirical_risk, 0.0, n, delta)
     kls = quotient_kls(param, posterior, scales, method=method, samples=samples, seed=seed,
                        orbit_method=orbit_method, inner_samples=inner_samples, progress=progress)
@@ -274,7 +298,7 @@ def pacbayes_report(param, posterior, scales, n, delta, empirical_risk, method="
                               "catoni": c.catoni}
     return PacBayesReport(param.name, kls.method, int(n), float(delta), float(empirical_risk),
                           tuple(float(s) for s in np.atleast_1d(scales)), kls.priors,
-                          tuple(certs), best, kls.detail)
+                          tuple(certs), best, kls.detail, kls.interrupted)
 
 
 def load_posterior(param, path):

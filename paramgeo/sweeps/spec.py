@@ -29,7 +29,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from ..errors import ParamgeoError
+from ..errors import ParamgeoError, approx
 from ..results import to_jsonable
 from .queries import REQUIRED, get_query
 
@@ -147,9 +147,11 @@ def expand(data, source, base):
     _load_plugin_files(files, where)
     total = len(cases) * math.prod(len(values) for values in axes.values())
     if total > MAX_CELLS:  # counted before a single cell is validated
-        raise SweepSpecError(f"{where}: the grid has {total:.3g} cells, more than one sweep runs "
-                             f"({MAX_CELLS:,}); split it into several sweep files")
-    cells, seen, params = [], {}, {}
+        raise SweepSpecError(f"{where}: the grid has {approx(total)} cells, more than one sweep "
+                             f"runs ({MAX_CELLS:,}); split it into several sweep files")
+    # each axis value is validated once: the resolved plugins and the converted options are
+    # kept by value (the grid is a product, so its cells repeat them)
+    cells, seen, params, converted = [], {}, {}, {}
     for case in cases:
         for point in itertools.product(*axes.values()):
             raw = dict(fixed)
@@ -159,7 +161,8 @@ def expand(data, source, base):
                         raise SweepSpecError(f"{where}: {k} is set twice (at the top level or "
                                              f"in [grid], and in {label}); set it in one place")
                     raw[k] = v
-            cell = _cell(len(cells), raw, files, base, f"{where}, cell {len(cells)}", params)
+            cell = _cell(len(cells), raw, files, base, f"{where}, cell {len(cells)}", params,
+                         converted)
             if cell.key in seen:
                 raise SweepSpecError(f"{where}: cells {seen[cell.key]} and {cell.index} are the "
                                      f"same computation ({_describe(raw)}); remove one")
@@ -214,6 +217,13 @@ def _load_plugin_files(files, where):
             raise SweepSpecError(f"{where}: {exc}") from None
 
 
+def _file_digests(files, cache):
+    """The digests of the plugin files, read once per sweep file (kept in ``cache``)."""
+    if ("files", files) not in cache:
+        cache[("files", files)] = [_digest(f) for f in files]
+    return cache[("files", files)]
+
+
 def _digest(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -231,8 +241,23 @@ def _single_name(path, where):
     return names[0]
 
 
-def _cell(index, raw, files, base, where, params):
-    """Validate one cell's raw parameters and build the Cell (with its key)."""
+class _Where:
+    """``where (the cell's parameters)`` for an error message, written out only when one is
+    raised."""
+
+    def __init__(self, where, raw):
+        self.where, self.raw = where, raw
+
+    def __str__(self):
+        return f"{self.where} ({_describe(self.raw)})"
+
+    def __format__(self, spec):
+        return format(str(self), spec)
+
+
+def _cell(index, raw, files, base, where, params, converted):
+    """Validate one cell's raw parameters and build the Cell (with its key); ``params`` and
+    ``converted`` keep the plugins resolved and the option values converted so far."""
     from ..cli._common import resolve
 
     for k in ("query", "plugin"):
@@ -241,7 +266,7 @@ def _cell(index, raw, files, base, where, params):
                                  "[grid] or in the cell")
         if not isinstance(raw[k], str):
             raise SweepSpecError(f"{where}: {k} must be a string, got {raw[k]!r}")
-    where = f"{where} ({_describe(raw)})"
+    where = _Where(where, raw)
     try:
         query = get_query(raw["query"])
     except ParamgeoError as exc:
@@ -255,8 +280,9 @@ def _cell(index, raw, files, base, where, params):
         pairs = tuple(f"{k}={_size_text(v)}" for k, v in sizes.items())
         cache_key = (plugin, pairs, query.dense)
         if cache_key not in params:
-            params[cache_key] = resolve(plugin, pairs, dense=query.dense)
-        param = params[cache_key]
+            resolved = resolve(plugin, pairs, dense=query.dense)
+            params[cache_key] = resolved, to_jsonable(dict(resolved.sizes))
+        param, full_sizes = params[cache_key]
     except ParamgeoError as exc:
         raise SweepSpecError(f"{where}: {exc}") from None
     given = {k[8:]: v for k, v in raw.items() if k.startswith("options.")}
@@ -281,17 +307,24 @@ def _cell(index, raw, files, base, where, params):
                                      f"({opt.help or 'required'})")
             options[name] = opt.default
             continue
-        try:
-            value = opt.convert(given[name])
-        except (ValueError, ParamgeoError) as exc:
-            raise SweepSpecError(f"{where}: options.{name} {exc}") from None
-        if opt.path and value is not None:
-            value = str(_existing(base, value, where))
-            digests[name] = _digest(value)
+        given_key = (query.name, name, type(given[name]), repr(given[name]))
+        if given_key not in converted:
+            try:
+                value = opt.convert(given[name])
+            except (ValueError, ParamgeoError) as exc:
+                raise SweepSpecError(f"{where}: options.{name} {exc}") from None
+            digest = None
+            if opt.path and value is not None:
+                value = str(_existing(base, value, where))
+                digest = _digest(value)
+            converted[given_key] = value, digest
+        value, digest = converted[given_key]
+        if digest is not None:
+            digests[name] = digest
         options[name] = value
-    full_sizes = to_jsonable(dict(param.sizes))
     canonical = json.dumps({"query": query.name, "plugin": param.name, "sizes": full_sizes,
                             "options": {k: (digests.get(k) or v) for k, v in options.items()},
-                            "plugin_files": [_digest(f) for f in files]}, sort_keys=True)
+                            "plugin_files": _file_digests(files, converted)},
+                           sort_keys=True)
     key = hashlib.sha256(canonical.encode()).hexdigest()[:16]
     return Cell(index, query.name, plugin, full_sizes, options, files, key)

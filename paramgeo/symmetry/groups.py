@@ -16,6 +16,8 @@ import functools
 
 import numpy as np
 
+from ..guard import guard_group_class
+
 from .projectors import (  # noqa: F401  (re-exported: part of the groups' public API)
     MAX_PROJECTOR_BLOCK_ENTRIES,
     VerticalProjector,
@@ -29,6 +31,13 @@ class SymmetryGroup(abc.ABC):
 
     #: Display name, e.g. "O(2)", "GL(3)", "(R\\{0})^5".
     name = ""
+
+    def __init_subclass__(cls, **kwargs):
+        """A group defined outside paramgeo (a plugin's own) has its methods guarded
+        (:func:`paramgeo.guard.guard_group_class`): their faults are that plugin's."""
+        super().__init_subclass__(**kwargs)
+        if not cls.__module__.startswith("paramgeo."):
+            guard_group_class(cls)
 
     @property
     @abc.abstractmethod
