@@ -21,9 +21,13 @@ Setup (each (sparsity, seed) takes a few seconds on two cores):
   |u_i| = |v_i|: the same predictor, paramgeo.pacbayes.canonical_point);
 * loss min(1, (y_hat - y)^2) in [0, 1]; Gibbs risk a Monte Carlo mean over 1000 draws.
 
-Reported per (sparsity, mean): the reductions 1 - KL_IB / KL_neutral and 1 - B_IB / B_neutral
-(both quotient, each prior at its own fitted posterior and best scale), mean +- sd over seeds,
-and the same per prior scale (posterior fitted at that scale) for the figure.
+Reported per (sparsity, mean), for every implicit-bias construction C (``ib``, ``section``)
+against every baseline B (``neutral``, ``predictor``): the relative changes
+(KL_C - KL_B) / KL_B and (cert_C - cert_B) / cert_B (quotient KLs, each prior at its own fitted
+posterior and best scale; negative = the implicit-bias prior is better), mean +- sd over seeds,
+and the KL change per prior scale (posterior fitted at that scale). The seed paper's figures
+in this convention: KL -40.69%, certificate -21.40% (its implicit-bias prior 40.69% / 21.40%
+lower than its neutral one).
 
 Run:  python examples/fourier_hadamard_pacbayes.py [--seeds 10] [--out DIR] [--plot]
 Writes DIR/fourier_hadamard_pacbayes.csv, .md and (with --plot, needs matplotlib) .png.
@@ -46,7 +50,8 @@ SCALES = (0.25, 0.5, 1.0, 2.0)
 SIGMA_GRID = (0.02, 0.05, 0.1, 0.2)
 SPARSITY = (1, 4, 16, 32)
 MEANS = ("sgd", "canonical")
-SEED_PAPER = {"kl_reduction": 0.4069, "cert_reduction": 0.2140}
+#: the seed paper's figures as changes (its implicit-bias prior 40.69% / 21.40% lower)
+SEED_PAPER = {"kl": -0.4069, "cert": -0.2140}
 #: the prior constructions (paramgeo.pacbayes.PRIOR_CONSTRUCTIONS): two implicit-bias priors
 #: (the canonical section with the orbit-volume factor, ``ib``; the section's own arc-length
 #: measure, ``section``) and two neutral baselines (the push-forward of the parameter-space
@@ -102,7 +107,7 @@ def fit(gibbs, kls, n, delta):
 
 def one_seed(seed, active=3, freqs=16, n_train=100, alpha=0.1, lr=0.02, steps=20000,
              delta=0.05):
-    """Train one seed and return its row (KLs, certificates, reductions; see module doc)."""
+    """Train one seed and return its row (KLs, certificates, changes; see module doc)."""
     rng = np.random.default_rng(seed)
     p = 2 * freqs
     h = paramgeo.get("hadamard", p=p)
@@ -135,17 +140,13 @@ def one_seed(seed, active=3, freqs=16, n_train=100, alpha=0.1, lr=0.02, steps=20
                 ii = int(np.argmin(certs[:, jj]))
                 row[f"{key}_kl_s{s:g}"] = float(kls.sum(1)[ii, jj])
                 row[f"{key}_cert_s{s:g}"] = float(certs[ii, jj])
-        row[f"{mean_name}_kl_reduction"] = 1 - fitted["ib"][0] / fitted["neutral"][0]
-        row[f"{mean_name}_cert_reduction"] = 1 - fitted["ib"][1] / fitted["neutral"][1]
         for ib_name, base in CONTRASTS:  # every construction against every neutral baseline
             key = f"{mean_name}_{ib_name}_vs_{base}"
-            row[f"{key}_kl_reduction"] = 1 - fitted[ib_name][0] / fitted[base][0]
-            row[f"{key}_cert_reduction"] = 1 - fitted[ib_name][1] / fitted[base][1]
-        for s in SCALES:
-            row[f"{mean_name}_kl_reduction_s{s:g}"] = \
-                1 - row[f"{mean_name}_ib_kl_s{s:g}"] / row[f"{mean_name}_neutral_kl_s{s:g}"]
-            row[f"{mean_name}_cert_reduction_s{s:g}"] = \
-                1 - row[f"{mean_name}_ib_cert_s{s:g}"] / row[f"{mean_name}_neutral_cert_s{s:g}"]
+            row[f"{key}_kl_change"] = fitted[ib_name][0] / fitted[base][0] - 1
+            row[f"{key}_cert_change"] = fitted[ib_name][1] / fitted[base][1] - 1
+            for s in SCALES:
+                row[f"{key}_kl_change_s{s:g}"] = \
+                    row[f"{mean_name}_{ib_name}_kl_s{s:g}"] / row[f"{mean_name}_{base}_kl_s{s:g}"] - 1
     return row
 
 
@@ -174,12 +175,11 @@ def run(seeds=10, out=".", plot=False, workers=2, verbose=False, sparsity=SPARSI
         for r in mapper(work, jobs):
             rows.append(r)
             if verbose:
-                print(f"active {r['active']} seed {r['seed']}: IB vs neutral (quotient) KL "
-                      f"{100 * r['sgd_kl_reduction']:+.1f}% / cert "
-                      f"{100 * r['sgd_cert_reduction']:+.1f}% (sgd mean), "
-                      f"{100 * r['canonical_kl_reduction']:+.1f}% / "
-                      f"{100 * r['canonical_cert_reduction']:+.1f}% (canonical) "
-                      f"[{time.time() - t:.0f} s]", flush=True)
+                print(f"active {r['active']} seed {r['seed']}: KL / cert change (sgd mean) " +
+                      ", ".join(f"{c} vs {b} {100 * r[f'sgd_{c}_vs_{b}_kl_change']:+.1f}% / "
+                                f"{100 * r[f'sgd_{c}_vs_{b}_cert_change']:+.1f}%"
+                                for c, b in CONTRASTS) + f" [{time.time() - t:.0f} s]",
+                      flush=True)
     with open(out / "fourier_hadamard_pacbayes.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
@@ -194,54 +194,62 @@ def _job(job, setup):
     return one_seed(job[0], active=job[1], **setup)
 
 
+CONVENTION = ("change = (X_C - X_B) / X_B for the implicit-bias construction C against the "
+              "baseline B, X the quotient KL or the Maurer-Seeger certificate; negative = the "
+              "implicit-bias prior is better")
+
+
 def _tables(rows, seeds):
     by = {a: [r for r in rows if r["active"] == a] for a in sorted({r["active"] for r in rows})}
+    mean = lambda rs, k: _summary(rs, k)[0]  # noqa: E731
     lines = [
         f"Fourier-Hadamard, {seeds} seeds per sparsity, p = {rows[0]['p']}, n = "
         f"{rows[0]['n_train']}, delta = 0.05, union bound over the prior scales {SCALES}; "
-        "posterior sigma fitted per prior over "
-        f"{SIGMA_GRID}; bound = Maurer-Seeger; mean +- sd over seeds",
+        f"posterior sigma fitted per prior over {SIGMA_GRID}; bound = Maurer-Seeger; "
+        "mean +- sd over seeds. Priors: ib = canonical section with the orbit-volume factor "
+        "(Laplace), section = canonical section with its own arc-length measure, neutral = "
+        "push-forward of N(0, s^2 I) (K_0), predictor = N(0, s^4) on the predictor.",
         "",
-        "| active | posterior mean | KL neutral | KL IB | IB vs neutral KL | cert neutral | "
-        "cert IB | IB vs neutral cert | scale N / IB | sigma N / IB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"KL and certificate change, {CONVENTION}:",
+        "",
+        "| active | posterior mean | " + " | ".join(
+            f"{c} vs {b} KL change | {c} vs {b} cert change" for c, b in CONTRASTS) + " |",
+        "|---|---|" + "---|---|" * len(CONTRASTS),
     ]
     for a, rs in by.items():
         for m in MEANS:
-            mean = lambda k: _summary(rs, f"{m}_{k}")[0]  # noqa: E731
-            lines.append(
-                f"| {a} | {m} | {mean('neutral_kl'):.1f} | {mean('ib_kl'):.1f} | "
-                f"{_pct(rs, f'{m}_kl_reduction')} | {mean('neutral_cert'):.4f} | "
-                f"{mean('ib_cert'):.4f} | {_pct(rs, f'{m}_cert_reduction')} | "
-                f"{mean('neutral_scale'):.2f} / {mean('ib_scale'):.2f} | "
-                f"{mean('neutral_sigma'):.3f} / {mean('ib_sigma'):.3f} |")
-    lines += ["", "Every construction against every neutral baseline (each prior at its own "
-              "fitted posterior sigma and scale), KL and certificate reductions, mean +- sd:",
-              "", "| active | mean | " + " | ".join(f"{a} vs {b}" for a, b in CONTRASTS) + " |",
-              "|---|---|" + "---|" * len(CONTRASTS)]
+            lines.append(f"| {a} | {m} | " + " | ".join(
+                f"{_pct(rs, f'{m}_{c}_vs_{b}_kl_change')} | "
+                f"{_pct(rs, f'{m}_{c}_vs_{b}_cert_change')}" for c, b in CONTRASTS) + " |")
+    lines += ["", "seed paper (its implicit-bias prior against its neutral prior, the pair not "
+              f"specified further in its abstract): KL change {100 * SEED_PAPER['kl']:+.2f}%, "
+              f"certificate change {100 * SEED_PAPER['cert']:+.2f}%", "",
+              "Each prior at its fitted posterior: quotient KL, certificate, scale s and sigma "
+              "(mean over seeds):", "",
+              "| active | posterior mean | " + " | ".join(
+                  f"{p} KL | {p} cert | {p} s / sigma" for p in PRIORS) + " |",
+              "|---|---|" + "---|---|---|" * len(PRIORS)]
     for a, rs in by.items():
         for m in MEANS:
             lines.append(f"| {a} | {m} | " + " | ".join(
-                f"KL {_pct(rs, f'{m}_{i}_vs_{b}_kl_reduction')}, cert "
-                f"{_pct(rs, f'{m}_{i}_vs_{b}_cert_reduction')}" for i, b in CONTRASTS) + " |")
-    lines += ["", f"seed paper (implicit-bias vs neutral): KL "
-              f"{100 * SEED_PAPER['kl_reduction']:.2f}%, certificate "
-              f"{100 * SEED_PAPER['cert_reduction']:.2f}%", "",
-              "Per prior scale (posterior fitted at that scale), IB vs neutral KL reduction:", "",
-              "| active | mean | " + " | ".join(f"s = {s:g}" for s in SCALES) + " |",
+                f"{mean(rs, f'{m}_{p}_kl'):.1f} | {mean(rs, f'{m}_{p}_cert'):.4f} | "
+                f"{mean(rs, f'{m}_{p}_scale'):.2f} / {mean(rs, f'{m}_{p}_sigma'):.3f}"
+                for p in PRIORS) + " |")
+    lines += ["", "KL change per prior scale (posterior fitted at that scale), sgd mean:", "",
+              "| active | contrast | " + " | ".join(f"s = {s:g}" for s in SCALES) + " |",
               "|---|---|" + "---|" * len(SCALES)]
     for a, rs in by.items():
-        for m in MEANS:
-            lines.append(f"| {a} | {m} | " + " | ".join(
-                _pct(rs, f"{m}_kl_reduction_s{s:g}") for s in SCALES) + " |")
-    lines += ["", "Quotient KL split at the fitted posterior (mean over seeds, sgd mean):", "",
-              "| active | support neutral | support IB | off-support neutral | off-support IB |",
-              "|---|---|---|---|---|"]
+        for c, b in CONTRASTS:
+            lines.append(f"| {a} | {c} vs {b} | " + " | ".join(
+                _pct(rs, f"sgd_{c}_vs_{b}_kl_change_s{s:g}") for s in SCALES) + " |")
+    lines += ["", "Quotient KL split at each prior's fitted posterior (mean over seeds, sgd "
+              "mean), on / off the target's support:", "",
+              "| active | " + " | ".join(f"{p} on | {p} off" for p in PRIORS) + " |",
+              "|---|" + "---|---|" * len(PRIORS)]
     for a, rs in by.items():
         lines.append(f"| {a} | " + " | ".join(
-            f"{_summary(rs, k)[0]:.1f}" for k in ("sgd_neutral_kl_support", "sgd_ib_kl_support",
-                                                  "sgd_neutral_kl_offsupport",
-                                                  "sgd_ib_kl_offsupport")) + " |")
+            f"{mean(rs, f'sgd_{p}_kl_support'):.1f} | {mean(rs, f'sgd_{p}_kl_offsupport'):.1f}"
+            for p in PRIORS) + " |")
     return "\n".join(lines)
 
 
@@ -251,31 +259,33 @@ def _figure(rows, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(1, 3, figsize=(14, 4))
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
     levels = sorted({r["active"] for r in rows})
     for k, what in enumerate(("kl", "cert")):
-        for a in levels:
-            rs = [r for r in rows if r["active"] == a]
-            stats = np.array([_summary(rs, f"sgd_{what}_reduction_s{s:g}") for s in SCALES])
-            ax[k].errorbar(SCALES, 100 * stats[:, 0], 100 * stats[:, 1], marker="o",
-                           capsize=3, label=f"{a} active of {rows[0]['p']}")
-        ax[k].axhline(100 * SEED_PAPER[f"{what}_reduction"], ls="--", c="k", lw=0.8,
+        for (c, b), mk in zip(CONTRASTS, "osD^"):
+            stats = np.array([_summary([r for r in rows if r["active"] == a],
+                                       f"sgd_{c}_vs_{b}_{what}_change") for a in levels])
+            ax[k].errorbar(levels, 100 * stats[:, 0], 100 * stats[:, 1], marker=mk, capsize=3,
+                           label=f"{c} vs {b}")
+        ax[k].axhline(100 * SEED_PAPER[what], ls="--", c="k", lw=0.8,
                       label="seed paper")
         ax[k].axhline(0, c="grey", lw=0.5)
-        ax[k].set(xscale="log", xlabel="prior scale s",
-                  ylabel=f"IB vs neutral {'KL' if what == 'kl' else 'certificate'} reduction [%]",
-                  title=f"{'quotient KL' if what == 'kl' else 'Maurer-Seeger'} (sgd mean)")
+        ax[k].set(xscale="log", xlabel="active coefficients (of 32)",
+                  ylabel=f"{'KL' if what == 'kl' else 'certificate'} change [%] (< 0: IB better)",
+                  title=f"{'quotient KL' if what == 'kl' else 'Maurer-Seeger certificate'}, "
+                        "fitted posterior and scale")
     ax[0].legend(fontsize=7)
-    for m, mk in zip(MEANS, ("o", "s")):
-        for what, ls in (("kl", "-"), ("cert", ":")):
-            stats = np.array([_summary([r for r in rows if r["active"] == a],
-                                       f"{m}_{what}_reduction") for a in levels])
-            ax[2].errorbar(levels, 100 * stats[:, 0], 100 * stats[:, 1], marker=mk, ls=ls,
-                           capsize=3, label=f"{what}, {m} mean")
+    for a in levels:
+        rs = [r for r in rows if r["active"] == a]
+        for (c, b), ls in (((("ib", "neutral")), "-"), ((("ib", "predictor")), ":")):
+            stats = np.array([_summary(rs, f"sgd_{c}_vs_{b}_kl_change_s{s:g}") for s in SCALES])
+            ax[2].errorbar(SCALES, 100 * stats[:, 0], 100 * stats[:, 1], marker="o", ls=ls,
+                           capsize=3, label=f"{a} active, {c} vs {b}")
+    ax[2].axhline(100 * SEED_PAPER["kl"], ls="--", c="k", lw=0.8)
     ax[2].axhline(0, c="grey", lw=0.5)
-    ax[2].set(xscale="log", xlabel="active coefficients", ylabel="reduction at best scale [%]",
-              title="IB vs neutral, fitted posterior and scale")
-    ax[2].legend(fontsize=7)
+    ax[2].set(xscale="log", xlabel="prior scale s", ylabel="KL change [%] (< 0: IB better)",
+              title="per prior scale (sgd mean)")
+    ax[2].legend(fontsize=6, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

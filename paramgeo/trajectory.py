@@ -307,7 +307,7 @@ MAX_T_FINAL = 1e30
 
 def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, atol=1e-10,
                   n_records=200, log_times=False, stop_loss=None, stop_grad=None, t_eval=None,
-                  progress=False, conserved=True):
+                  progress=False, conserved=True, chart="theta", time_scale=1.0):
     """Integrate d theta/dt = -J^T grad ell(phi(theta)) from theta0 to t_final.
 
     ``method`` is any ``solve_ivp`` method: LSODA (default: switches between Adams and BDF, see
@@ -319,18 +319,42 @@ def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, at
     ``progress(done, total)`` called as the integration advances (done of total = 1000 parts of
     [0, t_final]), or True for paramgeo's progress bar on stderr. ``conserved`` records the
     quadratic conserved quantities (:func:`conserved_quantities`).
+
+    ``chart="log"`` integrates the same flow in the coordinates r = log|theta| on the orthant
+    of theta0 (every entry nonzero): theta = s exp(r), s = sign(theta0), and
+    dr/dt = -(J^T grad ell)_j / theta_j; ``atol`` then bounds the relative error of every
+    coordinate, which is what a flow from a small initialisation needs (coordinates of size
+    alpha^L decide the plateaus). A coordinate that reaches 0 in finite time leaves the chart
+    and stops the integration with a message saying so. ``time_scale`` T integrates in
+    tau = t / T (the solver sees d/dtau = T d/dt; times are reported in t), e.g.
+    T = alpha^(2-L), the time scale of the saddle-to-saddle dynamics of depth-L diagonal
+    networks (Pesme and Flammarion 2023; Zhao et al. 2026).
     """
     value, grad = pullback(param, loss)
     theta0 = param.as_theta(theta0)
     return _flow(param, value, grad, grad, theta0, t_final, f"flow ({method})", method=method,
                  rtol=rtol, atol=atol, n_records=n_records, log_times=log_times,
                  stop_loss=stop_loss, stop_grad=stop_grad, t_eval=t_eval, progress=progress,
-                 conserved=conserved)
+                 conserved=conserved, chart=chart, time_scale=time_scale)
 
 
 def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, atol, n_records,
-          log_times, stop_loss, stop_grad, t_eval, progress, conserved):
-    """Integrate d theta/dt = -field(theta); record value and grad (see gradient_flow)."""
+          log_times, stop_loss, stop_grad, t_eval, progress, conserved, chart="theta",
+          time_scale=1.0):
+    """Integrate d theta/dt = -field(theta); record value and grad (see gradient_flow for
+    ``chart`` and ``time_scale``)."""
+    if chart not in ("theta", "log"):
+        raise ParamgeoError(f"unknown chart {chart!r}; choose 'theta' or 'log'")
+    if not (np.isfinite(time_scale) and time_scale > 0):
+        raise ParamgeoError(f"the time scale must be a positive number, got {time_scale}")
+    if chart == "log" and not np.all(theta0 != 0):
+        raise ParamgeoError(
+            f"the log chart needs every entry of theta0 nonzero ({int(np.sum(theta0 == 0))} "
+            "are 0): start off the coordinate hyperplanes or use chart='theta'")
+    sign = np.sign(theta0)
+
+    def to_theta(z):  # the solver's state -> theta
+        return sign * np.exp(z) if chart == "log" else z
     if not (np.isfinite(t_final) and t_final > 0):
         raise ParamgeoError(f"the final time must be a positive number, got {t_final}")
     if t_final > MAX_T_FINAL:
@@ -354,14 +378,17 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
 
     counter = {"n": 0, "shown": 0, "last": (0.0, theta0)}
 
-    def rhs(t, theta):
+    def rhs(tau, z):
         counter["n"] += 1
+        theta = to_theta(z)
+        t = tau * time_scale
         counter["last"] = (t, theta)
         done = int(1000 * min(t, t_final) / t_final)
         if report is not None and done > counter["shown"]:
             report(done, 1000)
             counter["shown"] = done
-        return -field(theta)
+        dtheta = -time_scale * field(theta)
+        return dtheta / theta if chart == "log" else dtheta
 
     if t_eval is not None:
         t_eval = np.asarray(t_eval, float)
@@ -371,21 +398,25 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
         t_eval = np.linspace(0.0, t_final, n_records)
     events, reasons = [], []
     if stop_loss is not None:
-        def below(_, theta):
-            return value(theta) - stop_loss
+        def below(_, z):
+            return value(to_theta(z)) - stop_loss
         below.terminal = True
         events.append(below)
         reasons.append(f"loss below {stop_loss:g}")
     if stop_grad is not None:
-        def flat(_, theta):
-            return np.linalg.norm(grad(theta)) - stop_grad
+        def flat(_, z):
+            return np.linalg.norm(grad(to_theta(z))) - stop_grad
         flat.terminal = True
         events.append(flat)
         reasons.append(f"gradient norm below {stop_grad:g}")
     report, close = _progress_callback(progress, f"gradient flow to t = {t_final:g}")
     try:
-        sol = solve_ivp(rhs, (0.0, t_final), theta0, method=method, t_eval=t_eval, rtol=rtol,
-                        atol=atol, events=events or None)
+        with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+            # (a rejected trial step far off the log chart)
+            sol = solve_ivp(rhs, (0.0, t_final / time_scale),
+                            np.log(np.abs(theta0)) if chart == "log" else theta0,
+                            method=method, t_eval=t_eval / time_scale, rtol=rtol, atol=atol,
+                            events=events or None)
     except ValueError as exc:
         raise ParamgeoError(f"solve_ivp refused the problem: {exc}") from None
     except KeyboardInterrupt:  # Ctrl-C: the start and the last state the integrator reached
@@ -398,13 +429,16 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
                        conserved, interrupted=True)
     finally:
         close()
-    times, thetas, message = sol.t, sol.y.T, str(sol.message)
+    times, thetas, message = sol.t * time_scale, to_theta(sol.y.T), str(sol.message)
     if sol.status == 1:  # a terminal event: record the stopping point too
-        hits = [(te[0], ye[0], why) for te, ye, why in zip(sol.t_events, sol.y_events, reasons)
-                if len(te)]
+        hits = [(te[0] * time_scale, to_theta(ye[0]), why)
+                for te, ye, why in zip(sol.t_events, sol.y_events, reasons) if len(te)]
         t_stop, y_stop, why = min(hits, key=lambda h: h[0])
         if not len(times) or times[-1] < t_stop:
             times, thetas = np.append(times, t_stop), np.vstack([thetas, y_stop])
         message = f"{why} at t = {t_stop:.4g}"
+    elif sol.status < 0 and chart == "log" and np.max(np.abs(sol.y[:, -1])) > 700:
+        message = (f"{message} (a coordinate left the log chart, |log|theta|| > 700: it tends "
+                   "to 0 or infinity; use chart='theta')")
     return _finish(param, value, grad, label, times, thetas, sol.status >= 0, message,
                    counter["n"], conserved)

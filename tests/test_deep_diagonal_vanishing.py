@@ -119,3 +119,36 @@ def test_vanishing_limit_refused_without_a_declared_limit():
     X, y = problem("signed")
     with pytest.raises(ParamgeoError, match="no vanishing-initialisation limit"):
         vanishing_init_limit(paramgeo.get("hadamard", p=X.shape[1]), X, y)
+
+
+def test_log_chart_flow_at_vanishing_init_agrees_with_the_dual_solve():
+    """Signed depth 4 at alpha = 1e-6: gradient flow in log|theta| and in t / alpha^(2-L)
+    ends at argmin R_alpha (solved through the dual in high precision) to 1e-6 relative, at the
+    time of Algorithm 1's last jump."""
+    X, y = problem("signed")
+    alpha, L = 1e-6, 4
+    par = paramgeo.get("deep-diagonal", p=X.shape[1], depth=L, variant="signed")
+    res = M.implicit_bias(par, X, y, alpha, t_final=1e30,
+                          stop_loss=1e-16 * (1 + y @ y / len(y)), chart="log",
+                          time_scale=alpha ** (2 - L), atol=1e-12)
+    assert res.flow_loss < 1e-15 and res.relative_deviation < 1e-6
+    lim = vanishing_init_limit(par, X, y, alpha)
+    assert abs(res.flow_time / lim.time_scale - lim.sequence.times[-1]) < 0.02 * lim.sequence.times[-1]
+
+
+def test_log_chart_is_the_same_flow():
+    """The log chart and the time scale change coordinates, not the flow: same records as the
+    flow in theta at alpha = 0.1; a zero entry is refused with the fix."""
+    from paramgeo.trajectory import gradient_flow
+
+    X, y = problem("product")
+    par = paramgeo.get("deep-diagonal", p=X.shape[1], depth=3)
+    loss = LinearMeasurements(X, y)
+    th0 = par.init_at_scale(0.1)
+    ts = np.geomspace(1.0, 1e3, 5)
+    a = gradient_flow(par, loss, th0, 1e3, t_eval=ts, rtol=1e-11, atol=1e-14)
+    b = gradient_flow(par, loss, th0, 1e3, t_eval=ts, rtol=1e-11, atol=1e-13, chart="log",
+                      time_scale=10.0)
+    assert np.allclose(b.times, ts) and np.allclose(a.thetas, b.thetas, rtol=1e-7, atol=1e-12)
+    with pytest.raises(ParamgeoError, match="log chart needs every entry of theta0 nonzero"):
+        gradient_flow(par, loss, np.r_[0.0, th0[1:]], 10.0, chart="log")
