@@ -25,6 +25,7 @@ from paramgeo.errors import (ArgumentError, ContractError, ParamgeoError, Plugin
 from paramgeo.geometry import generic_rank, horizontal_projection, rank_at
 from paramgeo.mirror import mirror
 from paramgeo.registry import load_plugin_file
+from tests.test_cli_inputs import _interrupt_at
 
 # a NaN forward also makes numpy warn; the guard's error is what is tested
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
@@ -827,14 +828,6 @@ def test_a_broken_group_in_the_api_names_the_plugin(group_files):
 
 
 # ------------------------------------------- Ctrl-C: every long command prints what it finished
-
-def _interrupt_at(k):
-    """A progress callback that presses Ctrl-C when ``k`` units are done."""
-    def progress(done, total):
-        if done == k:
-            raise KeyboardInterrupt
-    return progress
-
 
 def test_an_interrupted_mirror_returns_the_finished_levels():
     p = paramgeo.get("hadamard", p=3)
