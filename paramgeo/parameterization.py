@@ -197,7 +197,11 @@ class ParamSpec:
         )
 
     def pack(self, *arrays, **named):
-        """Flatten blocks (positionally or by name) into one theta of length ``size``."""
+        """Flatten blocks (positionally, by name, or as one mapping such as ``unpack``'s
+        result) into one theta of length ``size``."""
+        if len(arrays) == 1 and isinstance(arrays[0], Mapping) and not named:
+            named = dict(arrays[0])
+            arrays = ()
         if arrays and named:
             raise TypeError("pack takes blocks either positionally or by name, not both")
         if named:

@@ -36,6 +36,9 @@ def test_spec_pack_unpack_roundtrip(rng):
     np.testing.assert_array_equal(parts["U"], U)
     np.testing.assert_array_equal(parts["v"], v)
     np.testing.assert_array_equal(spec.pack(v=v, U=U), theta)
+    np.testing.assert_array_equal(spec.pack(parts), theta)  # unpack's mapping packs back
+    with pytest.raises(paramgeo.ShapeError, match="missing"):
+        spec.pack({"U": U})
     assert spec.labels()[:2] == ["U[0,0]", "U[0,1]"]
     with pytest.raises(paramgeo.ShapeError, match="block 'U' must have shape"):
         spec.pack(U.T, v)
