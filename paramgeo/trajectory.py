@@ -359,6 +359,15 @@ def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, at
                  conserved=conserved, chart=chart, time_scale=time_scale, field_jacobian=hessian)
 
 
+def _chart_jacobian(theta, f, D, chart, time_scale):
+    """The Jacobian of the solver's field -T f (theta chart) or -T f(theta) / theta in
+    r = log|theta| (log chart) from f = field(theta) and D = its n x n Jacobian in theta:
+    -T D, or -T (diag(1/theta) D diag(theta) - diag(f / theta))."""
+    if chart == "theta":
+        return -time_scale * D
+    return -time_scale * (D * (theta[None, :] / theta[:, None]) - np.diag(f / theta))
+
+
 def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, atol, n_records,
           log_times, stop_loss, stop_grad, t_eval, progress, conserved, chart="theta",
           time_scale=1.0, field_jacobian=None):
@@ -412,13 +421,9 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
         dtheta = -time_scale * field(theta)
         return dtheta / theta if chart == "log" else dtheta
 
-    def jac(_, z):  # the Jacobian of rhs in the solver's state
+    def jac(_, z):
         theta = to_theta(z)
-        D = field_jacobian(theta)
-        if chart == "theta":
-            return -time_scale * D
-        return -time_scale * (D * (theta[None, :] / theta[:, None])
-                              - np.diag(field(theta) / theta))
+        return _chart_jacobian(theta, field(theta), field_jacobian(theta), chart, time_scale)
 
     if t_eval is not None:
         t_eval = np.asarray(t_eval, float)
