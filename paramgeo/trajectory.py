@@ -338,8 +338,9 @@ def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, at
     in the log chart, where the field is F(r) = -T grad L(theta) / theta,
     dF/dr = -T (diag(1/theta) Hess L diag(theta) - diag(grad L / theta)). From a small
     initialisation the active coordinates relax at rates of order alpha^(2-L) on the time
-    scale of the plateaus; with this Jacobian LSODA takes its stiff (BDF) branch there instead of
-    creeping through the plateaus in Adams steps bounded by that rate.
+    scale of the plateaus; there LSODA's stiff (BDF) branch took about 100x fewer steps with
+    this Jacobian than with its finite-difference one (deep-diagonal, depth 4, alpha = 1e-6;
+    docs/plugins/deep-diagonal.md).
     """
     value, grad = pullback(param, loss)
     theta0 = param.as_theta(theta0)

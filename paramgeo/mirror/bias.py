@@ -354,7 +354,7 @@ def implicit_bias(param, X, y, alpha=None, theta0=None, *, t_final=1e9, stop_los
     ``paramgeo.trajectory.gradient_flow``): from a small initialisation of a depth-L diagonal
     network, ``chart="log"`` with ``time_scale=alpha**(2 - L)`` and ``atol`` ~ 1e-12 keeps
     every coordinate to relative accuracy on the saddle-to-saddle time scale, and
-    ``exact_jacobian=True`` lets LSODA step through the stiff plateaus.
+    ``exact_jacobian=True`` lets LSODA take long implicit steps on the stiff plateaus.
     """
     from ..trajectory import gradient_flow
     from ..losses import LinearMeasurements
