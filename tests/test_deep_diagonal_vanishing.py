@@ -200,8 +200,8 @@ def test_exact_jacobian_finishes_the_product_flow_at_depth_4():
     assert traj.success and traj.n_evals < 20_000
     res = M.implicit_bias(par, X, y, alpha, trajectory=traj)
     assert res.flow_loss < 1e-15 and res.relative_deviation < 1e-6
-    lim = vanishing_init_limit(par, X, y, alpha)
-    assert abs(res.flow_time / lim.time_scale - lim.sequence.times[-1]) < 0.02 * lim.sequence.times[-1]
+    tau_K = vanishing_init_limit(par, X, y, alpha).sequence.times[-1]
+    assert abs(res.flow_time / alpha ** (2 - L) - tau_K) < 0.02 * tau_K
     with pytest.raises(ParamgeoError, match="exact_jacobian is used by the implicit"):
         gradient_flow(par, LinearMeasurements(X, y), par.init_at_scale(0.1), 1.0,
                       method="RK45", exact_jacobian=True)
