@@ -1,5 +1,5 @@
 """deep-diagonal gradient flow at vanishing initialisation (heavy: run it by name,
-``python benchmarks/run.py --cpu --repeats 1 deep_diagonal_flow``; about two CPU minutes).
+``python benchmarks/run.py --cpu --repeats 1 deep_diagonal_flow``; about 80 CPU seconds).
 
 Product variant, depth 4, alpha = 1e-6, N = 4 samples, p = 8 coordinates, 2 non-zeros (the
 problem of tests/test_deep_diagonal_vanishing.py), integrated by LSODA in the log chart
