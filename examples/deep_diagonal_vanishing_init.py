@@ -10,7 +10,10 @@ For ``deep-diagonal`` (beta = w_1 * ... * w_L and beta = u^L - v^L, depth L = 3 
 * the limit of gradient flow (``paramgeo.mirror.implicit_bias``, stopped at loss
   1e-16 (1 + |y|^2 / N)), integrated in the log chart r = log|theta| (every coordinate keeps its
   sign along this flow, and the error control is relative in every coordinate) and in the time
-  tau = t / alpha^(2-L) of the saddle-to-saddle dynamics, by LSODA;
+  tau = t / alpha^(2-L) of the saddle-to-saddle dynamics, by LSODA with the loss Hessian as
+  the Jacobian of the field (``exact_jacobian=True``; on the plateaus the active coordinates
+  relax at rates of order alpha^(2-L), and LSODA's stiff branch needs far fewer steps with the
+  exact Jacobian than with finite differences);
 * Algorithm 1 (the saddle-to-saddle recursion with the potential's thresholds, in the time
   t / alpha^(2-L); Zhao, Wang, Yang, Bai, Zhang 2026) and the modified l1 problem it converges
   to, solved by linear programming (``paramgeo.flows.vanishing_init_limit``).
@@ -55,7 +58,8 @@ def rows(N, p, active, depths, alphas, verbose=True, variants=("product", "signe
             for alpha in alphas:
                 t = time.process_time()
                 res = implicit_bias(par, X, y, alpha, t_final=1e30, stop_loss=stop, chart="log",
-                                    time_scale=alpha ** (2 - L), atol=1e-12)
+                                    time_scale=alpha ** (2 - L), atol=1e-12,
+                                    exact_jacobian=True)
                 scale = np.abs(res.beta_potential).max()
                 row = dict(
                     variant=variant, depth=L, alpha=alpha,

@@ -49,6 +49,14 @@ def test_closed_forms_against_autograd_and_finite_differences(variant, depth, rn
                                    atol=1e-12)
         np.testing.assert_allclose(param.vjp(theta, w), Parameterization.vjp(param, theta, w),
                                    atol=1e-12)
+        # second derivatives: closed form against autograd's reverse over reverse and against
+        # central differences of the VJP along v (exact zeros included)
+        hv = param.hessian_vp(theta, w, v)
+        np.testing.assert_allclose(hv, Parameterization.hessian_vp(param, theta, w, v),
+                                   atol=1e-11)
+        h = 1e-6
+        fd = (param.vjp(theta + h * v, w) - param.vjp(theta - h * v, w)) / (2 * h)
+        np.testing.assert_allclose(hv, fd, atol=1e-6 * max(1.0, np.abs(fd).max()))
 
 
 def product_rank_formula(W):

@@ -340,7 +340,7 @@ class ImplicitBias(Result):
 
 def implicit_bias(param, X, y, alpha=None, theta0=None, *, t_final=1e9, stop_loss=None,
                   rtol=1e-10, atol=1e-15, potential=None, trajectory=None, chart="theta",
-                  time_scale=1.0):
+                  time_scale=1.0, exact_jacobian=False):
     """Solve argmin R(beta) s.t. X beta = y and compare with the limit of gradient flow.
 
     theta0 is ``param.init_at_scale(alpha)`` unless given. The flow (``paramgeo.flows``) runs on
@@ -348,11 +348,13 @@ def implicit_bias(param, X, y, alpha=None, theta0=None, *, t_final=1e9, stop_los
     ``stop_loss`` (default 1e-26 (1 + |y|^2 / N)). The potential's minimiser is found by
     :func:`solve_implicit_bias`; the references are :func:`min_l1` and :func:`min_l2`
     (Woodworth et al. 2020: the alpha -> 0 and alpha -> infinity limits of the hyperbolic
-    entropy). ``chart`` and ``time_scale`` are passed to the flow (``chart="log"`` integrates
-    in log|theta|, ``time_scale`` in t / time_scale; see ``paramgeo.trajectory.gradient_flow``):
-    from a small initialisation of a depth-L diagonal network, ``chart="log"`` with
-    ``time_scale=alpha**(2 - L)`` and ``atol`` ~ 1e-12 keeps every coordinate to relative
-    accuracy on the saddle-to-saddle time scale.
+    entropy). ``chart``, ``time_scale`` and ``exact_jacobian`` are passed to the flow
+    (``chart="log"`` integrates in log|theta|, ``time_scale`` in t / time_scale,
+    ``exact_jacobian`` gives LSODA the Jacobian of the field from the loss Hessian; see
+    ``paramgeo.trajectory.gradient_flow``): from a small initialisation of a depth-L diagonal
+    network, ``chart="log"`` with ``time_scale=alpha**(2 - L)`` and ``atol`` ~ 1e-12 keeps
+    every coordinate to relative accuracy on the saddle-to-saddle time scale, and
+    ``exact_jacobian=True`` lets LSODA take long implicit steps on the stiff plateaus.
     """
     from ..trajectory import gradient_flow
     from ..losses import LinearMeasurements
@@ -372,7 +374,7 @@ def implicit_bias(param, X, y, alpha=None, theta0=None, *, t_final=1e9, stop_los
         stop = stop_loss if stop_loss is not None else 1e-26 * (1 + y @ y / len(y))
         trajectory = gradient_flow(param, loss, theta0, t_final, rtol=rtol, atol=atol,
                                    n_records=40, log_times=True, stop_loss=stop, chart=chart,
-                                   time_scale=time_scale)
+                                   time_scale=time_scale, exact_jacobian=exact_jacobian)
     beta_flow = trajectory.final_predictor
     beta_R, kkt = solve_implicit_bias(potential, X, y)
     if potential.limit is not None:  # the modified l1 norm of the alpha -> 0 limit
