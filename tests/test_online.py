@@ -13,6 +13,7 @@ from paramgeo.flows import (
     AttentionIndexed,
     Teacher,
     TiedMomentHierarchy,
+    UntiedMomentHierarchy,
     compare_with_hierarchy,
     compare_with_odes,
     fit_weak_recovery,
@@ -20,6 +21,7 @@ from paramgeo.flows import (
     online_sgd,
     order_parameters,
     tied_moment_odes,
+    untied_moment_odes,
 )
 from paramgeo.sweeps.queries import QUERIES
 
@@ -460,3 +462,65 @@ def test_tied_hierarchy_follows_online_sgd_and_converges_in_the_order():
     assert gaps[0] > gaps[1] > gaps[2] > 0
     with pytest.raises(ParamgeoError, match="linear link"):
         tied_moment_odes(AttentionIndexed(d, link="abs"), teacher.S, S0, 0.1, 0.1, [0, 1])
+
+
+def _untied_hierarchy(T, K, beta, noise):
+    ev = np.linalg.eigvalsh(T)
+    return UntiedMomentHierarchy(K, beta, noise, [np.mean(ev ** k) for k in range(1, K + 2)])
+
+
+def test_untied_hierarchy_at_equal_factors_is_the_tied_one():
+    """U = V = W makes A = B = S = S^T: the untied hierarchy at that state must give the tied
+    hierarchy's drift (one step of untied SGD at U = V is a tied step with half the step size,
+    and beta = eta scale d equals the tied 2 (eta / 2) scale d), word by word."""
+    rng = np.random.default_rng(3)
+    d, r, beta, noise = 12, 6, 0.7, 0.4
+    s, T, W, S = _tied_pair(rng, d, r)
+    hu, ht = _untied_hierarchy(T, 5, beta, noise), _hierarchy(T, 5, beta, noise)
+    ru, rt = hu.rhs(hu.values(W, W, T, s)), ht.rhs(ht.values(S, T))
+    for w in ht.words:
+        assert ru[hu.index(w)] == pytest.approx(rt[ht.index(w)], rel=1e-12, abs=1e-12), w
+
+
+def test_untied_hierarchy_rhs_equals_the_matrix_formula():
+    """The bookkeeping with five letters (S, S^T, the Gram matrices A, B and S*; rotations and
+    transposition) against the drift evaluated with matrices, every word of length <= 3, at a
+    state with U != V (docs/online-sgd.md, "The moment hierarchy of untied S")."""
+    rng = np.random.default_rng(4)
+    d, r, beta, noise = 10, 5, 0.6, 0.3
+    s, T, U, _ = _tied_pair(rng, d, r)
+    V = 0.7 * rng.standard_normal((d, r))
+    h = _untied_hierarchy(T, 4, beta, noise)
+    rhs = h.rhs(h.values(U, V, T, s))
+    S, A, B = s * U @ V.T, s * U @ U.T, s * V @ V.T
+    tr = lambda M: np.trace(M) / d
+    D = (S + S.T) / 2 - T
+    kappa = beta ** 2 * (2 * tr(D @ D) + noise ** 2)
+    I = np.eye(d)
+    mat = {"s": S, "S": S.T, "a": A, "b": B, "t": T}
+    drift = {"s": -2 * beta * (A @ D + D @ B) + kappa * tr(S) * I,
+             "a": -2 * beta * (S @ D + D @ S.T) + kappa * tr(B) * I,
+             "b": -2 * beta * (S.T @ D + D @ S) + kappa * tr(A) * I}
+    drift["S"] = drift["s"].T
+    P = {"s": B, "S": A, "a": S.T, "b": S}
+    Q = {"s": A, "S": B, "a": S, "b": S.T}
+    prod = lambda w: np.linalg.multi_dot([I, I] + [mat[c] for c in w])
+    checked = 0
+    for w in h.words:
+        if len(w) > 3:
+            continue
+        want = 0.0
+        pos = [i for i, c in enumerate(w) if c != "t"]
+        for i in pos:
+            want += tr(drift[w[i]] @ prod(w[i + 1:] + w[:i]))
+            for j in (j for j in pos if j > i):
+                w1, w2 = prod(w[i + 1:j]), prod(w[j + 1:] + w[:i])
+                Pi, Qi, Pj, Qj = P[w[i]], Q[w[i]], P[w[j]], Q[w[j]]
+                want += kappa * (tr(Pi @ w1) * tr(Pj @ w2) + tr(Pi @ w1 @ Qj) * tr(w2)
+                                 + tr(w1) * tr(Pj @ w2 @ Qi) + tr(w1 @ Qj) * tr(w2 @ Qi))
+        assert rhs[h.index(w)] == pytest.approx(want, rel=1e-10, abs=1e-12), w
+        assert h.values(U, V, T, s)[h.index(w)] == pytest.approx(tr(prod(w)), rel=1e-10), w
+        checked += 1
+    assert checked == 3 + 10 + 29  # s a b; ss sS sa sb st aa ab at bb bt; 29 of length 3
+    assert h.index("Ss") == h.index("sS") and h.index("sa") == h.index("aS")
+    assert h.index("st") == h.index("St") != h.index("ss")
