@@ -12,6 +12,9 @@ online_attention.json (or to --out; --untied-only runs part 5 alone).
    entries N(0, 0.09), d = 200: the truncated moment hierarchy (order 12) against one run at
    eta = 0.02 to t = 2.5 and at eta = 0.1 to t = 0.5, and the truncation error against the
    order (orders 3..13 against order 15), with its exponential fit.
+1c. Untied S = U V^T / sqrt(r d) (uvt), the same case with U0, V0 independent with entries
+   N(0, 0.09), eta = 0.02 to t = 2.5, d = 100 and 200: the untied moment hierarchy (order 7)
+   against one run, and the truncation error of orders 3..6 against order 7.
 2. Link |h| (even), centered tied teacher S* = W W^T / sqrt(r d) - mean, r = d / 2, d = 48:
    tied S = W W^T / sqrt(r d) (uut) and untied S = U V^T / sqrt(r d) (uvt) from Gaussian
    factors, eta = 0.1; direct S from S = 0 and from a random symmetric S with eta = 1.5 / d.
@@ -50,6 +53,7 @@ from paramgeo.flows import (
     online_sgd,
     order_parameters,
     tied_moment_odes,
+    untied_moment_odes,
 )
 
 
@@ -104,6 +108,40 @@ def tied_hierarchy(d, out, orders=range(3, 14), reference=15):
             "horizon": horizon, "deviation": cmp.deviation, "orders": list(orders),
             "truncation_error": err, "fit_rate": -slope, "t": run.t.tolist(),
             "sim": {n: run.order[n].tolist() for n in ("mean", "norm", "overlap")},
+            "ode": {n: ode.order[n].tolist() for n in ("mean", "norm", "overlap")}}
+
+
+def untied_hierarchy(ds, out, orders=range(3, 7), reference=7, lr=0.02, horizon=2.5):
+    names = ("mean", "norm", "overlap", "moment_2", "gram_u", "mixed_u")
+    out["untied_hierarchy"] = {}
+    for d in ds:
+        r = d // 2
+        rng = np.random.default_rng(0)
+        teacher = Teacher.planted(d, r, rng)
+        p = get("uvt", m=d, n=d, r=r)
+        th0 = 0.3 * rng.standard_normal(p.n)
+        scale = 1 / math.sqrt(r * d)
+        model = AttentionIndexed(d, link="linear", noise=0.5)
+        run = online_sgd(p, model, teacher, th0, samples=int(horizon * d * d), lr=lr,
+                         scale=scale, batch=20, seed=1, record_at=np.linspace(0, horizon, 11),
+                         test_samples=0)
+        ode, cmp = compare_with_hierarchy(run, teacher, order=reference, names=names)
+        print(f"[1c] untied, d = {d}, eta = {lr}, t <= {horizon}: {cmp}; cosine "
+              f"{run.order['cosine'][0]:.3f} -> {run.order['cosine'][-1]:.3f}", flush=True)
+        U0, V0 = th0[:d * r].reshape(d, r), th0[d * r:].reshape(d, r)
+        err = []
+        for K in orders:
+            o = untied_moment_odes(model, teacher.S, U0, V0, lr, scale, run.t, order=K)
+            err.append(max(np.max(np.abs(o.order[n] - ode.order[n])) / np.max(np.abs(ode.order[n]))
+                           for n in ("mean", "norm", "overlap")))
+        slope, icpt = np.polyfit(list(orders), np.log(err), 1)
+        print(f"[1c] truncation error (mean, norm, overlap vs order {reference}): "
+              + ", ".join(f"K={K} {e:.1e}" for K, e in zip(orders, err))
+              + f"; fit exp({icpt:.2f} {slope:+.3f} K)", flush=True)
+        out["untied_hierarchy"][str(d)] = {
+            "eta": lr, "horizon": horizon, "order": reference, "deviation": cmp.deviation,
+            "orders": list(orders), "truncation_error": err, "fit_rate": -slope,
+            "t": run.t.tolist(), "sim": {n: run.order[n].tolist() for n in ("mean", "norm", "overlap")},
             "ode": {n: ode.order[n].tolist() for n in ("mean", "norm", "overlap")}}
 
 
@@ -243,34 +281,51 @@ def _relaxation(t, mean, window=3.0):
     return t_90, float(m_inf), float(t_m)
 
 
+def untied_run(d, seed, batch=8, horizon=30.0):
+    """One run of part 5 to weak recovery: (row, run), row = (d, seed, t_90, t_m, plateau,
+    mean at t = 0, mean at recovery, |cosine| at t_90, weak-recovery t), or None if the run
+    does not recover by ``horizon``."""
+    r = d // 2
+    p = get("uvt", m=d, n=d, r=r)
+    rng = np.random.default_rng(300 + seed)
+    teacher = Teacher.planted(d, r, rng, centered=True)
+    U, Z = rng.standard_normal((2, d, r))
+    th0 = np.concatenate([U.ravel(), ((U + Z) / math.sqrt(2)).ravel()])
+    run = online_sgd(p, AttentionIndexed(d, link="abs"), teacher, th0,
+                     samples=int(horizon * d * d), lr=0.1, scale=1 / math.sqrt(r * d),
+                     batch=batch, seed=seed, record_at=np.arange(0, horizon + 0.01, 0.1),
+                     threshold=0.25, test_samples=0, stop_at_recovery=True, moments=0)
+    if run.weak_recovery is None:
+        print(f"[5] d = {d} seed {seed}: no weak recovery by t = {horizon}")
+        return None, run
+    t90, m_inf, t_m = _relaxation(run.t, run.order["mean"])
+    cos90 = float(np.interp(t90, run.t, np.abs(run.order["cosine"])))
+    print(f"[5] d = {d:3d} seed {seed}: mean {run.order['mean'][0]:.3f} -> plateau "
+          f"{m_inf:.3f} (t_m = {t_m:.2f}), 90% at t = {t90:.2f} with |cosine| "
+          f"{cos90:.3f}; weak recovery at t = {run.weak_recovery_time:.2f} (mean "
+          f"{run.order['mean'][-1]:.3f})", flush=True)
+    return (d, seed, t90, t_m, m_inf, float(run.order["mean"][0]), float(run.order["mean"][-1]),
+            cos90, run.weak_recovery_time), run
+
+
 def untied_fast_slow(ds, seeds, out, batch=8, horizon=30.0, control_d=64):
-    rows, traj = [], {}
+    rows, traj, missed = [], {}, []
     for d in ds:
-        r = d // 2
-        p = get("uvt", m=d, n=d, r=r)
         for seed in range(seeds):
-            rng = np.random.default_rng(300 + seed)
-            teacher = Teacher.planted(d, r, rng, centered=True)
-            U, Z = rng.standard_normal((2, d, r))
-            th0 = np.concatenate([U.ravel(), ((U + Z) / math.sqrt(2)).ravel()])
-            run = online_sgd(p, AttentionIndexed(d, link="abs"), teacher, th0,
-                             samples=int(horizon * d * d), lr=0.1, scale=1 / math.sqrt(r * d),
-                             batch=batch, seed=seed, record_at=np.arange(0, horizon + 0.01, 0.1),
-                             threshold=0.25, test_samples=0, stop_at_recovery=True, moments=0)
-            if run.weak_recovery is None:
-                print(f"[5] d = {d} seed {seed}: no weak recovery by t = {horizon}")
+            row, run = untied_run(d, seed, batch, horizon)
+            if row is None:
+                missed.append((d, seed))
                 continue
-            t90, m_inf, t_m = _relaxation(run.t, run.order["mean"])
-            cos90 = float(np.interp(t90, run.t, np.abs(run.order["cosine"])))
-            rows.append((d, seed, t90, t_m, m_inf, float(run.order["mean"][0]),
-                         float(run.order["mean"][-1]), cos90, run.weak_recovery_time))
+            rows.append(row)
             if seed == 0:
                 traj[d] = {k: run.order[k].tolist() for k in ("mean", "cosine")}
                 traj[d]["t"] = run.t.tolist()
-            print(f"[5] d = {d:3d} seed {seed}: mean {run.order['mean'][0]:.3f} -> plateau "
-                  f"{m_inf:.3f} (t_m = {t_m:.2f}), 90% at t = {t90:.2f} with |cosine| "
-                  f"{cos90:.3f}; weak recovery at t = {run.weak_recovery_time:.2f} (mean "
-                  f"{run.order['mean'][-1]:.3f})", flush=True)
+    untied_summary(ds, rows, missed, out)
+    controls = untied_controls(control_d, batch, out)
+    return np.array(rows), traj, controls
+
+
+def untied_summary(ds, rows, missed, out):
     a = np.array(rows)
     fits = {}
     for name, col in (("t90_mean", 2), ("t_m", 3), ("weak_recovery", 8)):
@@ -285,9 +340,16 @@ def untied_fast_slow(ds, seeds, out, batch=8, horizon=30.0, control_d=64):
         print(f"[5] d = {d:3d}: median t_90(mean) {np.nanmedian(b[:, 2]):.2f}, t_m "
               f"{np.median(b[:, 3]):.2f}, |cosine| then {np.median(b[:, 7]):.3f}; median weak "
               f"recovery t {np.median(b[:, 8]):.2f}")
-    # controls: an uncentered teacher (mean sqrt(r/d)) and independent factors (mean ~ 1/d)
+    out["untied_fast_slow"] = {
+        "columns": ["d", "seed", "t90_mean", "t_m", "mean_plateau", "mean_start",
+                    "mean_at_recovery", "abs_cosine_at_t90", "weak_recovery_time"],
+        "rows": a.tolist(), "no_recovery": missed, "fits_slope_stderr_intercept": fits,
+        "wr_exponent": [fit_wr.exponent, fit_wr.exponent_stderr]}
+
+
+def untied_controls(d, batch, out):
+    """An uncentered teacher (mean sqrt(r/d)) and independent factors (mean ~ 1/d)."""
     controls = {}
-    d = control_d
     r = d // 2
     p = get("uvt", m=d, n=d, r=r)
     for link in ("abs", "relu"):
@@ -306,13 +368,8 @@ def untied_fast_slow(ds, seeds, out, batch=8, horizon=30.0, control_d=64):
                   f"{m:.3f}" for m in run.order["mean"][::5]) + " at t = 0, 1, ..., 6; cosine "
               + ", ".join(f"{c:.3f}" for c in run.order["cosine"][::5])
               + f"; weak recovery t = {run.weak_recovery_time:.2f}", flush=True)
-    out["untied_fast_slow"] = {
-        "columns": ["d", "seed", "t90_mean", "t_m", "mean_plateau", "mean_start",
-                    "mean_at_recovery", "abs_cosine_at_t90", "weak_recovery_time"],
-        "rows": a.tolist(), "trajectories": {str(k): v for k, v in traj.items()},
-        "fits_slope_stderr_intercept": fits,
-        "wr_exponent": [fit_wr.exponent, fit_wr.exponent_stderr], "controls": controls}
-    return a, traj, controls
+    out["untied_controls"] = controls
+    return controls
 
 
 def figure(path, exact, runs, fit):
@@ -387,7 +444,7 @@ def figure_untied(path, untied):
         ax.plot(c["t"], c["cosine"], color=f"C{i}", ls="--", lw=1, label=f"cosine, {link}")
         ax.axhline(c["teacher_mean"], color="k", lw=0.6, ls=":")
     ax.set_xlabel("t = n / d^2")
-    ax.set_title(f"untied S, uncentered teacher, independent U0, V0 (d = {c['d']})")
+    ax.set_title(f"controls: uncentered teacher, independent U0, V0, d = {c['d']}")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -407,6 +464,7 @@ def main(argv=None):
         if not args.untied_only:
             exact = exact_case(30, out)
             tied_hierarchy(30, out, orders=range(3, 7), reference=8)
+            untied_hierarchy([30], out, orders=range(3, 5), reference=5)
             runs = variants(16, 4.0, out)
             fit = scaling([8, 12, 16], 1, out, horizon=20.0)
             direct_noise_level([8, 12, 16], 2, out, horizon=2.0)
@@ -415,10 +473,11 @@ def main(argv=None):
         if not args.untied_only:
             exact = exact_case(200, out)
             tied_hierarchy(200, out)
+            untied_hierarchy([100, 200], out)
             runs = variants(48, 10.0, out)
             fit = scaling([16, 24, 32, 48, 64, 96], 8, out)
             direct_noise_level([16, 24, 32, 48, 64, 96], 4, out)
-        untied = untied_fast_slow([32, 48, 64, 96, 128], 6, out)
+        untied = untied_fast_slow([32, 48, 64, 96, 128], 12, out)
     written = [out_dir / "online_attention_untied.png"]
     figure_untied(written[0], untied)
     name = "online_attention_untied.json" if args.untied_only else "online_attention.json"
