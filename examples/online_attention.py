@@ -26,8 +26,8 @@ online_attention.json (or to --out; --untied-only runs part 5 alone).
    level (the rms cosine of its final S with 20 fresh independent teachers), with power fits.
 5. Untied S = U V^T / sqrt(r d) (uvt), link |h|, centered tied teacher, eta = 0.1, r = d / 2,
    from U0 with i.i.d. N(0, 1) entries and V0 = (U0 + Z) / sqrt(2), Z independent (so S0 has
-   mean sqrt(r / (2 d)) = 0.5), to weak recovery over d in {32, 48, 64, 96, 128}, six seeds
-   each: the relaxation time of the mean (90% of its drop to the plateau of an exponential fit
+   mean sqrt(r / (2 d)) = 0.5), to weak recovery over d in {32, 48, 64, 96, 128}, twelve
+   seeds each: the relaxation time of the mean (90% of its drop to the plateau of an exponential fit
    over t <= 3) against the weak-recovery time, both fitted against log d. Controls: an
    uncentered teacher with independent U0, V0 (links |h| and relu, d = 64).
 
@@ -444,7 +444,7 @@ def figure_untied(path, untied):
         ax.plot(c["t"], c["cosine"], color=f"C{i}", ls="--", lw=1, label=f"cosine, {link}")
         ax.axhline(c["teacher_mean"], color="k", lw=0.6, ls=":")
     ax.set_xlabel("t = n / d^2")
-    ax.set_title(f"controls: uncentered teacher, independent U0, V0, d = {c['d']}")
+    ax.set_title(f"controls (d = {c['d']}): uncentered teacher")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
