@@ -141,7 +141,8 @@ def untied_hierarchy(ds, out, orders=range(3, 7), reference=7, lr=0.02, horizon=
         out["untied_hierarchy"][str(d)] = {
             "eta": lr, "horizon": horizon, "order": reference, "deviation": cmp.deviation,
             "orders": list(orders), "truncation_error": err, "fit_rate": -slope,
-            "t": run.t.tolist(), "sim": {n: run.order[n].tolist() for n in ("mean", "norm", "overlap")},
+            "t": run.t.tolist(),
+            "sim": {n: run.order[n].tolist() for n in ("mean", "norm", "overlap")},
             "ode": {n: ode.order[n].tolist() for n in ("mean", "norm", "overlap")}}
 
 
