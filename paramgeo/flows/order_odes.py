@@ -45,6 +45,12 @@ m_n = sum_s kappa_s [z^{n-s}] (sum_i m_i z^i)^s (:func:`linear_teacher_moments`;
 start free from S*, e.g. a random symmetric S0 or S0 = 0). Nica, Speicher (2006), "Lectures on
 the combinatorics of free probability", Lectures 11-12.
 
+Factored S with the linear link and one token (tied S = scale W W^T, untied S = scale U V^T):
+the traces of words in S (and S^T, the factor Gram matrices A = scale U U^T, B = scale V V^T)
+and S* follow an infinite hierarchy, each word's drift needing words one letter longer;
+:class:`TiedMomentHierarchy` and :class:`UntiedMomentHierarchy` truncate it at a word length
+K (:func:`tied_moment_odes`, :func:`untied_moment_odes`, :func:`compare_with_hierarchy`).
+
 References: Saad, Solla
 (1995), "On-line learning in soft committee machines"; Goldt, Advani, Saxe, Krzakala,
 Zdeborova (2019), "Dynamics of stochastic gradient descent for two-layer neural networks in
@@ -527,7 +533,7 @@ def untied_moment_odes(model, S_star, U0, V0, lr, scale, t, *, order=6):
 def compare_with_hierarchy(run, teacher, order=10, names=("mean", "norm", "overlap")):
     """Integrate the moment hierarchy from the first record of a ``run`` of
     :func:`~paramgeo.flows.online_sgd` (lr_exponent 0) through ``uut`` (:func:`tied_moment_odes`)
-    or ``uvt`` (:func:`untied_moment_odes`, square factors) and compare the words ``names``
+    or ``uvt`` (:func:`untied_moment_odes`) and compare the words ``names``
     (order-parameter names of those functions) with the same traces of the recorded matrices:
     max_t |sim - ode| / max_t |ode|."""
     if run.model.link != "linear" or run.model.tokens != 1:
@@ -536,10 +542,7 @@ def compare_with_hierarchy(run, teacher, order=10, names=("mean", "norm", "overl
     d = run.model.d
     S_star = np.asarray(getattr(teacher, "S", teacher), float)
     param = run.trajectory.evaluate.param
-    if param.name == "uvt":
-        if param.sizes.get("m") != d or param.sizes.get("n") != d:
-            raise ParamgeoError(f"the untied hierarchy needs uvt with m = n = d = {d}, got "
-                                f"{param.sizes}")
+    if param.name == "uvt":  # online_sgd has checked that S = scale U V^T is d x d
         k = d * param.sizes["r"]
         mats = [(th[:k].reshape(d, -1), th[k:].reshape(d, -1)) for th in run.trajectory.thetas]
         ode = untied_moment_odes(run.model, S_star, *mats[0], run.eta, run.scale, run.t,
