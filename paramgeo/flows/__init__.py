@@ -69,6 +69,7 @@ from .order_odes import (
     ODEComparison,
     OrderODE,
     TiedMomentHierarchy,
+    UntiedMomentHierarchy,
     compare_with_hierarchy,
     compare_with_odes,
     free_cumulants,
@@ -76,4 +77,5 @@ from .order_odes import (
     linear_teacher_moments,
     linear_teacher_odes,
     tied_moment_odes,
+    untied_moment_odes,
 )

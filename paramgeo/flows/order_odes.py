@@ -45,6 +45,12 @@ m_n = sum_s kappa_s [z^{n-s}] (sum_i m_i z^i)^s (:func:`linear_teacher_moments`;
 start free from S*, e.g. a random symmetric S0 or S0 = 0). Nica, Speicher (2006), "Lectures on
 the combinatorics of free probability", Lectures 11-12.
 
+Factored S with the linear link and one token (tied S = scale W W^T, untied S = scale U V^T):
+the traces of words in S (and S^T, the factor Gram matrices A = scale U U^T, B = scale V V^T)
+and S* follow an infinite hierarchy, each word's drift needing words one letter longer;
+:class:`TiedMomentHierarchy` and :class:`UntiedMomentHierarchy` truncate it at a word length
+K (:func:`tied_moment_odes`, :func:`untied_moment_odes`, :func:`compare_with_hierarchy`).
+
 References: Saad, Solla
 (1995), "On-line learning in soft committee machines"; Goldt, Advani, Saxe, Krzakala,
 Zdeborova (2019), "Dynamics of stochastic gradient descent for two-layer neural networks in
@@ -245,45 +251,68 @@ def linear_teacher_moments(ode, S_star, S0, moments=4):
     return OrderODE(ode.equations + ", moments by free convolution", ode.t, out)
 
 
-# --- tied S = W W^T / sqrt(r d): the matrix-moment hierarchy -----------------------------------
+# --- factored S: the matrix-moment hierarchies of tied and untied S ---------------------------
 
-def _canonical_word(w):
-    """The representative of a trace word over s (S) and t (S*): Tr is invariant under rotation
-    and, S and S* being symmetric, under reversal; the least rotation of w or its reverse."""
+def _transpose_word(w, transpose):
+    """The word of w(...)^T: reversed, each letter replaced by its transpose's letter."""
+    return "".join(transpose[a] for a in reversed(w))
+
+
+def _canonical_word(w, transpose=None):
+    """The representative of a trace word: Tr is invariant under rotation and under
+    transposition (Tr(w) = Tr(w^T), the reversed word with each letter transposed); the least
+    rotation of w or of its transpose. ``transpose`` maps each letter to its transpose's letter
+    (default: every letter symmetric, so the transpose is the reversal)."""
     if not w:
         return ""
-    return min(x[i:] + x[:i] for x in (w, w[::-1]) for i in range(len(x)))
+    wt = w[::-1] if transpose is None else _transpose_word(w, transpose)
+    return min(x[i:] + x[:i] for x in (w, wt) for i in range(len(x)))
 
 
-def _word_traces(words, S, T):
-    """Tr(w(S, T)) / d for each word (a string over s, t), from the products of all words of
-    length <= ceil(K / 2): Tr(A B) = sum(A * B^T), B^T the reversed product."""
-    d = S.shape[0]
+def _word_traces(words, mats, transpose=None):
+    """Tr(w) / d for each word (a string over the letters of ``mats``, letter -> d x d matrix),
+    from the products of all words of length <= ceil(K / 2): Tr(X Y) = sum(X * Y^T), Y^T the
+    product of the transposed word."""
+    tr = transpose or {a: a for a in mats}
+    d = next(iter(mats.values())).shape[0]
     h = (max(len(w) for w in words) + 1) // 2
+    halves = {w[:k] for w in words for k in range(1, h + 1)}
+    halves |= {_transpose_word(w[h:], tr)[:k] for w in words for k in range(1, h + 1)}
     prod = {"": np.eye(d)}
-    for w in sorted({w[:k] for w in words for k in range(1, h + 1)} |
-                    {w[h:][::-1][:k] for w in words for k in range(1, h + 1)} - {""}, key=len):
-        prod[w] = prod[w[:-1]] @ (S if w[-1] == "s" else T)
-    return np.array([np.sum(prod[w[:h]] * prod[w[h:][::-1]]) / d for w in words])
+    for w in sorted(halves - {""}, key=len):
+        prod[w] = prod[w[:-1]] @ mats[w[-1]]
+    return np.array([np.sum(prod[w[:h]] * prod[_transpose_word(w[h:], tr)]) / d
+                     for w in words])
 
 
-class TiedMomentHierarchy:
-    """The trace-moment hierarchy of online SGD for tied S = scale W W^T with the linear link,
-    one token and label noise sigma, truncated at word length ``order`` (K): the state is
-    tr(w) = Tr(w(S, S*)) / d for every word w over S and S* with at least one S and length <= K
-    (up to rotation and reversal), with the teacher's words Tr(S*^k) / d as constants.
+class _WordHierarchy:
+    """The trace-moment hierarchy of online SGD through a factored S with the linear link, one
+    token and label noise sigma, truncated at word length ``order`` (K). The state is
+    tr(w) = Tr(w) / d for every word w over the letters (d x d matrices) with at least one
+    dynamic letter and length <= K (up to rotation and transposition), with the teacher's
+    words Tr(S*^k) / d (letter t) as constants. A subclass gives, for each dynamic letter L,
+    its high-d drift per unit of t = n / d^2,
 
-    With D = S - S*, beta = 2 eta scale d, tau = Tr S / d, q = Tr(D^2) / d and t = n / d^2, the
-    high-d drift of a word is (docs/online-sgd.md, "The moment hierarchy of tied S")
+        dL/dt = sum_c coef_c * (two-letter word)_c + kappa tr(I_L) I,
+        kappa = beta^2 (2 q + sigma^2),   q = Tr(D^2) / d,
 
-        d tr(w) / dt = sum_{S at i} tr(w[S_i -> V]) + beta^2 (2 q + sigma^2)
-                       sum_{S at i < j} [tr(S W1) tr(S W2) + tr(S W1 S) tr(W2)
-                                         + tr(W1) tr(S W2 S) + tr(W1 S) tr(W2 S)],
-        V = -2 beta (D S + S D) + beta^2 tau (2 q + sigma^2) I,
+    and its zero-mean kick H_L proportional to e (x x^T P_L + Q_L x x^T). Then (Ito)
 
-    W1, W2 the two arcs of w between the S's at i and j. Words longer than K (those the drift
-    of a length-K word creates through D S + S D) are set to 0: the truncation.
-    """
+        d tr(w) / dt = sum_{L at i} tr(w[L_i -> dL/dt])
+                       + kappa sum_{i < j} [tr(P_i W1) tr(P_j W2) + tr(P_i W1 Q_j) tr(W2)
+                                            + tr(W1) tr(P_j W2 Q_i) + tr(W1 Q_j) tr(W2 Q_i)],
+
+    W1, W2 the two arcs of w between the dynamic letters at i and j (docs/online-sgd.md).
+    Longer words (those the drift of a length-K word creates) are set to 0: the truncation."""
+
+    #: letter -> its transpose's letter; the dynamic letters are all but "t" (S*)
+    TRANSPOSE = {}
+    #: the trace words of the mean tau and of q = Tr(D^2) / d (word -> coefficient, + tr(S*^2))
+    MEAN, Q_WORDS = "s", {}
+
+    def rules(self, beta):
+        """letter -> ([(coef, two-letter word)], identity word I_L, P_L, Q_L)."""
+        raise NotImplementedError
 
     def __init__(self, order, beta, noise, teacher_moments):
         K = int(order)
@@ -292,8 +321,16 @@ class TiedMomentHierarchy:
         tm = np.asarray(teacher_moments, float)
         if tm.ndim != 1 or len(tm) < K + 1:
             raise ParamgeoError(f"teacher_moments must list Tr(S*^k)/d for k = 1..{K + 1}")
-        words = {_canonical_word("".join(w)) for L in range(1, K + 1)
-                 for w in itertools.product("st", repeat=L) if "s" in w}
+        T = self.TRANSPOSE
+        canon = {}
+
+        def cw(w):
+            if w not in canon:
+                canon[w] = _canonical_word(w, T)
+            return canon[w]
+
+        words = {cw("".join(w)) for L in range(1, K + 1)
+                 for w in itertools.product(sorted(T), repeat=L) if set(w) != {"t"}}
         self.order, self.beta, self.noise = K, float(beta), float(noise)
         self.words = tuple(sorted(words, key=lambda w: (len(w), w)))
         N = len(self.words)
@@ -304,53 +341,136 @@ class TiedMomentHierarchy:
         def ix(w):
             if not w:
                 return 0
-            if "s" not in w:
+            if set(w) == {"t"}:
                 return N + 1 + len(w)
-            return N + 1 if len(w) > K else self._index[_canonical_word(w)]
+            return N + 1 if len(w) > K else self._index[cw(w)]
 
-        lin, ident, pair = [], [], []
+        rules = self.rules(self.beta)
+        lin, pair = [], []
         for tg, w in enumerate(self.words):
-            for i in (i for i, a in enumerate(w) if a == "s"):
-                u = w[i + 1:] + w[:i]      # the word read from just after the S at i
-                lin += [(tg, ix("ss" + u), -4.0 * beta), (tg, ix("ts" + u), 2.0 * beta),
-                        (tg, ix("st" + u), 2.0 * beta)]
-                ident.append((tg, ix(u)))
-                for j in (j for j in range(i + 1, len(w)) if w[j] == "s"):
+            dyn = [i for i, a in enumerate(w) if a != "t"]
+            for i in dyn:
+                u = w[i + 1:] + w[:i]      # the word read from just after the letter at i
+                terms, ident, Pi, Qi = rules[w[i]]
+                lin += [(tg, ix(v + u), c) for c, v in terms]
+                pair.append((tg, ix(ident), ix(u)))
+                for j in (j for j in dyn if j > i):
+                    _, _, Pj, Qj = rules[w[j]]
                     w1, w2 = w[i + 1:j], w[j + 1:] + w[:i]
-                    pair += [(tg, ix("s" + w1), ix("s" + w2)), (tg, ix("s" + w1 + "s"), ix(w2)),
-                             (tg, ix(w1), ix("s" + w2 + "s")), (tg, ix(w1 + "s"), ix(w2 + "s"))]
+                    pair += [(tg, ix(Pi + w1), ix(Pj + w2)), (tg, ix(Pi + w1 + Qj), ix(w2)),
+                             (tg, ix(w1), ix(Pj + w2 + Qi)), (tg, ix(w1 + Qj), ix(w2 + Qi))]
         self._lin = tuple(np.array(a) for a in zip(*lin))
-        self._ident = tuple(np.array(a) for a in zip(*ident))
-        self._pair = tuple(np.array(a) for a in zip(*pair)) if pair else None
-        self._s, self._ss, self._st = ix("s"), ix("ss"), ix("st")
+        self._pair = tuple(np.array(a) for a in zip(*pair))
+        self._mean = ix(self.MEAN)
+        self._q = [(ix(w), c) for w, c in self.Q_WORDS.items()]
         self._P = tm[1]
 
     def index(self, word):
-        """Position of ``word`` (a string over s, t) in the state vector."""
-        w = _canonical_word(word)
+        """Position of ``word`` in the state vector."""
+        w = _canonical_word(word, self.TRANSPOSE)
         if w not in self._index:
             raise ParamgeoError(f"{word!r} is not a word of this hierarchy (order "
-                                f"{self.order}, at least one s)")
+                                f"{self.order}, at least one dynamic letter)")
         return self._index[w] - 1
-
-    def values(self, S, S_star):
-        """The state vector of the matrices S and S*: Tr(w(S, S*)) / d for each word."""
-        return _word_traces(self.words, np.asarray(S, float), np.asarray(S_star, float))
 
     def rhs(self, y):
         """d y / dt at the state y (class docstring)."""
         N = len(self.words)
         e = np.concatenate([[1.0], y, self._tail])
-        tau, q = e[self._s], e[self._ss] - 2.0 * e[self._st] + self._P
+        q = self._P + sum(c * e[i] for i, c in self._q)
         kick = self.beta ** 2 * (2.0 * q + self.noise ** 2)
         tg, src, cf = self._lin
         out = np.bincount(tg, cf * e[src], N)
-        tg, src = self._ident
-        out += kick * tau * np.bincount(tg, e[src], N)
-        if self._pair is not None:
-            tg, a, b = self._pair
-            out += kick * np.bincount(tg, e[a] * e[b], N)
-        return out
+        tg, a, b = self._pair
+        return out + kick * np.bincount(tg, e[a] * e[b], N)
+
+
+class TiedMomentHierarchy(_WordHierarchy):
+    """The trace-moment hierarchy of online SGD for tied S = scale W W^T (letters s = S,
+    t = S*, both symmetric), truncated at word length ``order``, with beta = 2 eta scale d.
+    With D = S - S*, tau = Tr S / d and q = Tr(D^2) / d (docs/online-sgd.md, "The moment
+    hierarchy of tied S"):
+
+        dS/dt = -2 beta (D S + S D) + beta^2 (2 q + sigma^2) tau I,   H_S ~ x x^T S + S x x^T.
+    """
+
+    TRANSPOSE = {"s": "s", "t": "t"}
+    Q_WORDS = {"ss": 1.0, "st": -2.0}
+
+    def rules(self, beta):
+        return {"s": ([(-4.0 * beta, "ss"), (2.0 * beta, "ts"), (2.0 * beta, "st")], "s",
+                      "s", "s")}
+
+    def values(self, S, S_star):
+        """The state vector of the matrices S and S*: Tr(w(S, S*)) / d for each word."""
+        return _word_traces(self.words, {"s": np.asarray(S, float),
+                                         "t": np.asarray(S_star, float)})
+
+
+class UntiedMomentHierarchy(_WordHierarchy):
+    """The trace-moment hierarchy of online SGD for untied S = scale U V^T, truncated at word
+    length ``order``: letters s = S, S = S^T, a = scale U U^T, b = scale V V^T (the factor
+    Gram matrices, which S alone does not determine) and t = S*, with beta = eta scale d.
+    With D = (S + S^T) / 2 - S*, tau = Tr S / d, q = Tr(D^2) / d and
+    kappa = beta^2 (2 q + sigma^2) (docs/online-sgd.md, "The moment hierarchy of untied S"):
+
+        dS/dt   = -2 beta (A D + D B) + kappa tau I,       H_S ~ A x x^T + x x^T B,
+        dA/dt   = -2 beta (S D + D S^T) + kappa tr(B) I,   H_A ~ S x x^T + x x^T S^T,
+        dB/dt   = -2 beta (S^T D + D S) + kappa tr(A) I,   H_B ~ S^T x x^T + x x^T S,
+
+    and S^T the transpose of the S line.
+    """
+
+    TRANSPOSE = {"s": "S", "S": "s", "a": "a", "b": "b", "t": "t"}
+    Q_WORDS = {"ss": 0.5, "sS": 0.5, "st": -2.0}
+
+    def rules(self, beta):
+        def left(M):   # -2 beta M D with D = (s + S) / 2 - t
+            return [(-beta, M + "s"), (-beta, M + "S"), (2.0 * beta, M + "t")]
+
+        def right(M):  # -2 beta D M
+            return [(-beta, "s" + M), (-beta, "S" + M), (2.0 * beta, "t" + M)]
+
+        return {"s": (left("a") + right("b"), "s", "b", "a"),
+                "S": (left("b") + right("a"), "s", "a", "b"),
+                "a": (left("s") + right("S"), "b", "S", "s"),
+                "b": (left("S") + right("s"), "a", "s", "S")}
+
+    def values(self, U, V, S_star, scale):
+        """The state vector of the factors U, V (d x r) and S*: Tr(w) / d for each word."""
+        U, V = np.asarray(U, float), np.asarray(V, float)
+        S = scale * U @ V.T
+        return _word_traces(self.words, {"s": S, "S": S.T, "a": scale * U @ U.T,
+                                         "b": scale * V @ V.T, "t": np.asarray(S_star, float)},
+                            self.TRANSPOSE)
+
+
+def _check_hierarchy_case(model, lr, scale):
+    if model.link != "linear" or model.tokens != 1:
+        raise ParamgeoError(f"the moment hierarchy is derived for the linear link with one "
+                            f"token; got link {model.link!r} with {model.tokens} tokens")
+    if not (math.isfinite(lr) and lr > 0 and math.isfinite(scale) and scale > 0):
+        raise ParamgeoError(f"lr and scale must be positive numbers, got {lr} and {scale}")
+
+
+def _teacher_moments(S_star, K):
+    ev = np.linalg.eigvalsh((S_star + S_star.T) / 2.0)
+    return [float(np.mean(ev ** k)) for k in range(1, K + 2)]
+
+
+def _integrate_hierarchy(hier, y0, t):
+    """Integrate a truncated hierarchy from y0 at the times t (LSODA at rtol 1e-9)."""
+    from scipy.integrate import solve_ivp
+
+    t = np.asarray(t, float)
+    sol = solve_ivp(lambda _, y: hier.rhs(y), (0.0, float(t[-1])), y0, t_eval=t, rtol=1e-9,
+                    atol=1e-12, method="LSODA")
+    if not sol.success:
+        raise ParamgeoError(f"the moment hierarchy of order {hier.order} diverged before t = "
+                            f"{float(t[-1]):g} ({sol.message}): the truncation holds while the "
+                            f"spectrum of S stays small (docs/online-sgd.md); integrate to a "
+                            f"shorter horizon")
+    return t, sol.y
 
 
 def tied_moment_odes(model, S_star, S0, lr, scale, t, *, order=10):
@@ -360,60 +480,87 @@ def tied_moment_odes(model, S_star, S0, lr, scale, t, *, order=10):
     ``scipy.integrate.solve_ivp``, LSODA at rtol 1e-9). Returns an :class:`OrderODE` with mean,
     norm, overlap, cosine, moment_k = Tr(S^k) / d and mixed_k = Tr(S^k S*) / d, k <= K - 1,
     (build a :class:`TiedMomentHierarchy` to read other words)."""
-    from scipy.integrate import solve_ivp
-
-    if model.link != "linear" or model.tokens != 1:
-        raise ParamgeoError(f"the moment hierarchy is derived for the linear link with one "
-                            f"token; got link {model.link!r} with {model.tokens} tokens")
-    if not (math.isfinite(lr) and lr > 0 and math.isfinite(scale) and scale > 0):
-        raise ParamgeoError(f"lr and scale must be positive numbers, got {lr} and {scale}")
+    _check_hierarchy_case(model, lr, scale)
     S_star, S0 = np.asarray(S_star, float), np.asarray(S0, float)
     d = model.d
     if S_star.shape != (d, d) or S0.shape != (d, d):
         raise ParamgeoError(f"S* and S0 must be {d} x {d} matrices, got {S_star.shape} and "
                             f"{S0.shape}")
     K = int(order)
-    ev = np.linalg.eigvalsh((S_star + S_star.T) / 2.0)
-    hier = TiedMomentHierarchy(K, 2.0 * lr * scale * d, model.noise,
-                               [np.mean(ev ** k) for k in range(1, K + 2)])
-    t = np.asarray(t, float)
-    sol = solve_ivp(lambda _, y: hier.rhs(y), (0.0, float(t[-1])), hier.values(S0, S_star),
-                    t_eval=t, rtol=1e-9, atol=1e-12, method="LSODA")
-    if not sol.success:
-        raise ParamgeoError(f"the moment hierarchy of order {K} diverged before t = "
-                            f"{float(t[-1]):g} ({sol.message}): the truncation holds while the "
-                            f"spectrum of S stays small (docs/online-sgd.md); integrate to a "
-                            f"shorter horizon")
-    word = {w: sol.y[hier.index(w)] for w in ("s", "ss", "st")}
-    tau_s, P = float(np.mean(ev)), float(np.mean(ev ** 2))
-    out = {"mean": word["s"], "norm": word["ss"], "overlap": word["st"],
-           "cosine": _centered(word["s"], word["ss"], word["st"], tau_s, P)}
-    for k in range(3, K + 1):
-        out[f"moment_{k}"] = sol.y[hier.index("s" * k)]
-    for k in range(1, K):
-        out[f"mixed_{k}"] = sol.y[hier.index("s" * k + "t")]
+    tm = _teacher_moments(S_star, K)
+    hier = TiedMomentHierarchy(K, 2.0 * lr * scale * d, model.noise, tm)
+    t, y = _integrate_hierarchy(hier, hier.values(S0, S_star), t)
+    out = {name: y[hier.index(w)] for name, w in _tied_words(K).items()}
+    out["cosine"] = _centered(out["mean"], out["norm"], out["overlap"], tm[0], tm[1])
     return OrderODE(f"tied S moment hierarchy (order {K})", t, out)
 
 
+def _tied_words(K):
+    words = {"mean": "s", "norm": "ss", "overlap": "st"}
+    words.update({f"moment_{k}": "s" * k for k in range(3, K + 1)})
+    words.update({f"mixed_{k}": "s" * k + "t" for k in range(1, K)})
+    return words
+
+
+#: the order parameters of untied S that :func:`untied_moment_odes` returns, as trace words
+_UNTIED_WORDS = {"mean": "s", "norm": "sS", "overlap": "st", "moment_2": "ss",
+                 "gram_u": "a", "gram_v": "b", "mixed_u": "at", "mixed_v": "bt"}
+
+
+def untied_moment_odes(model, S_star, U0, V0, lr, scale, t, *, order=6):
+    """Integrate the truncated moment hierarchy of untied S = ``scale`` U V^T
+    (:class:`UntiedMomentHierarchy`) from the factors U0, V0 (d x r) for the teacher S*, step
+    size ``lr`` (eta, not scaled with d), at the times ``t`` (t = n / d^2; LSODA at rtol 1e-9).
+    Returns an :class:`OrderODE` with mean Tr S / d, norm Tr(S S^T) / d, overlap Tr(S S*) / d,
+    cosine (of the traceless parts), moment_2 = Tr(S^2) / d, gram_u = Tr(A) / d,
+    gram_v = Tr(B) / d, mixed_u = Tr(A S*) / d and mixed_v = Tr(B S*) / d, with
+    A = scale U U^T and B = scale V V^T."""
+    _check_hierarchy_case(model, lr, scale)
+    S_star, U0, V0 = (np.asarray(a, float) for a in (S_star, U0, V0))
+    d = model.d
+    if S_star.shape != (d, d) or U0.ndim != 2 or U0.shape[0] != d or U0.shape != V0.shape:
+        raise ParamgeoError(f"S* must be {d} x {d} and U0, V0 two {d} x r matrices, got "
+                            f"{S_star.shape}, {U0.shape} and {V0.shape}")
+    K = int(order)
+    tm = _teacher_moments(S_star, K)
+    hier = UntiedMomentHierarchy(K, lr * scale * d, model.noise, tm)
+    t, y = _integrate_hierarchy(hier, hier.values(U0, V0, S_star, scale), t)
+    out = {name: y[hier.index(w)] for name, w in _UNTIED_WORDS.items()}
+    out["cosine"] = _centered(out["mean"], out["norm"], out["overlap"], tm[0], tm[1])
+    return OrderODE(f"untied S moment hierarchy (order {K})", t, out)
+
+
 def compare_with_hierarchy(run, teacher, order=10, names=("mean", "norm", "overlap")):
-    """Integrate :func:`tied_moment_odes` from the first record of a tied-S ``run``
-    (:func:`~paramgeo.flows.online_sgd` through ``uut``, lr_exponent 0) and compare the words
-    ``names`` (order-parameter names of :func:`tied_moment_odes`) with the same traces of the
-    recorded S: max_t |sim - ode| / max_t |ode|."""
+    """Integrate the moment hierarchy from the first record of a ``run`` of
+    :func:`~paramgeo.flows.online_sgd` (lr_exponent 0) through ``uut`` (:func:`tied_moment_odes`)
+    or ``uvt`` (:func:`untied_moment_odes`) and compare the words ``names``
+    (order-parameter names of those functions) with the same traces of the recorded matrices:
+    max_t |sim - ode| / max_t |ode|."""
     if run.model.link != "linear" or run.model.tokens != 1:
         raise ParamgeoError("compare_with_hierarchy needs a run with the linear link and one "
                             "token")
     d = run.model.d
     S_star = np.asarray(getattr(teacher, "S", teacher), float)
-    preds = np.asarray(run.trajectory.predictors, float).reshape(-1, d, d) * run.scale
-    ode = tied_moment_odes(run.model, S_star, preds[0], run.eta, run.scale, run.t, order=order)
-    spec = {"mean": "s", "norm": "ss", "overlap": "st"}
-    spec.update({f"moment_{k}": "s" * k for k in range(3, order + 1)})
-    spec.update({f"mixed_{k}": "s" * k + "t" for k in range(1, order)})
+    param = run.trajectory.evaluate.param
+    if param.name == "uvt":  # online_sgd has checked that S = scale U V^T is d x d
+        k = d * param.sizes["r"]
+        mats = [(th[:k].reshape(d, -1), th[k:].reshape(d, -1)) for th in run.trajectory.thetas]
+        ode = untied_moment_odes(run.model, S_star, *mats[0], run.eta, run.scale, run.t,
+                                 order=order)
+        spec, transpose = _UNTIED_WORDS, UntiedMomentHierarchy.TRANSPOSE
+        s = run.scale
+        mats = [{"s": s * U @ V.T, "S": s * V @ U.T, "a": s * U @ U.T, "b": s * V @ V.T,
+                 "t": S_star} for U, V in mats]
+    else:
+        preds = np.asarray(run.trajectory.predictors, float).reshape(-1, d, d) * run.scale
+        ode = tied_moment_odes(run.model, S_star, preds[0], run.eta, run.scale, run.t,
+                               order=order)
+        spec, transpose = _tied_words(order), None
+        mats = [{"s": S, "t": S_star} for S in preds]
     unknown = [n for n in names if n not in spec]
     if unknown:
         raise ParamgeoError(f"unknown order parameters {unknown}; choose from {sorted(spec)}")
-    sim = np.array([_word_traces([spec[n] for n in names], S, S_star) for S in preds]).T
+    sim = np.array([_word_traces([spec[n] for n in names], m, transpose) for m in mats]).T
     dev = {n: float(np.max(np.abs(sim[i] - ode.order[n])) / np.max(np.abs(ode.order[n])))
            for i, n in enumerate(names)}
     return ode, ODEComparison(ode.equations, dev)
