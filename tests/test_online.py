@@ -138,6 +138,10 @@ def test_online_sgd_follows_the_exact_equations_at_small_d():
     assert np.max(np.abs(wrong.order["overlap"] - run.order["overlap"])) \
         > 0.2 * np.max(run.order["overlap"])
     assert np.isfinite(run.trajectory.losses).all()
+    # the moment hierarchies are written in the factors of S = W W^T or U V^T: a direct-S run
+    # is refused by its structure (not by its plugin's name), pointing to compare_with_odes
+    with pytest.raises(ParamgeoError, match="compare_with_odes"):
+        compare_with_hierarchy(run, Teacher.planted(d, d // 2, rng))
     assert run.to_dict()["weak_recovery"] == run.weak_recovery
 
 

@@ -530,6 +530,28 @@ def untied_moment_odes(model, S_star, U0, V0, lr, scale, t, *, order=6):
     return OrderODE(f"untied S moment hierarchy (order {K})", t, out)
 
 
+def _factors(param, theta, d):
+    """The factor blocks of a factorization S = W W^T (one d x r block) or S = U V^T (two d x r
+    blocks) that ``param`` computes, read from its spec and checked on its forward at
+    ``theta``; any other parameterization is refused (the hierarchies are written in these
+    factors)."""
+    blocks = list(param.spec.unpack(np.asarray(theta, float)).values())
+    ok = (len(blocks) in (1, 2) and all(b.ndim == 2 and b.shape[0] == d for b in blocks)
+          and len({b.shape for b in blocks}) == 1)
+    if ok:
+        product = blocks[0] @ blocks[-1].T
+        out = np.asarray(param.forward(np.asarray(theta, float)), float).reshape(-1)
+        ok = out.size == d * d and np.allclose(out, product.ravel(), rtol=1e-10,
+                                               atol=1e-12 * max(1.0, np.abs(product).max()))
+    if not ok:
+        raise ParamgeoError(
+            f"compare_with_hierarchy needs a run through a factorization S = W W^T (one d x r "
+            f"block, e.g. uut) or S = U V^T (two d x r blocks, e.g. uvt); "
+            f"{getattr(param, 'name', type(param).__name__)} is neither (for direct S use "
+            "compare_with_odes)")
+    return blocks
+
+
 def compare_with_hierarchy(run, teacher, order=10, names=("mean", "norm", "overlap")):
     """Integrate the moment hierarchy from the first record of a ``run`` of
     :func:`~paramgeo.flows.online_sgd` (lr_exponent 0) through ``uut`` (:func:`tied_moment_odes`)
@@ -542,16 +564,16 @@ def compare_with_hierarchy(run, teacher, order=10, names=("mean", "norm", "overl
     d = run.model.d
     S_star = np.asarray(getattr(teacher, "S", teacher), float)
     param = run.trajectory.evaluate.param
-    if param.name == "uvt":  # online_sgd has checked that S = scale U V^T is d x d
-        k = d * param.sizes["r"]
-        mats = [(th[:k].reshape(d, -1), th[k:].reshape(d, -1)) for th in run.trajectory.thetas]
+    factors = _factors(param, run.trajectory.thetas[0], d)
+    if len(factors) == 2:  # untied: S = scale U V^T
+        mats = [tuple(param.spec.unpack(th).values()) for th in run.trajectory.thetas]
         ode = untied_moment_odes(run.model, S_star, *mats[0], run.eta, run.scale, run.t,
                                  order=order)
         spec, transpose = _UNTIED_WORDS, UntiedMomentHierarchy.TRANSPOSE
         s = run.scale
         mats = [{"s": s * U @ V.T, "S": s * V @ U.T, "a": s * U @ U.T, "b": s * V @ V.T,
                  "t": S_star} for U, V in mats]
-    else:
+    else:  # tied: S = scale W W^T
         preds = np.asarray(run.trajectory.predictors, float).reshape(-1, d, d) * run.scale
         ode = tied_moment_odes(run.model, S_star, preds[0], run.eta, run.scale, run.t,
                                order=order)
