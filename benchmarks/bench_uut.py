@@ -5,6 +5,9 @@ the closed-form horizontal projection against geomstats' BuresWassersteinBundle,
 dense Jacobian (target: 1000x at (d, r) = (200, 10), same rank at random U and at column ranks
 7 and 1)."""
 
+import statistics
+import time
+
 import numpy as np
 
 import paramgeo
@@ -56,13 +59,13 @@ def bench_rank_at(row, repeats):
 def bench_products_at_scale(row, repeats):
     """uut and uvt products at d = 4000 against the matrix products they are made of (target:
     within 1.2x, ratio >= 0.83) and against one d x d x r product (target 0.83 for uut). uut's
-    products use the symmetry of their d x d side (the JVP fills the lower triangle from the
-    upper one's row panels, the VJP reads W once in tiles S_IJ = W_IJ + W_JI^T), so their flops
-    are those of one product plus a transposed copy or an addition pass over d x d; uvt's need
-    two products' flops (dU V^T + U dV^T as one product of inner size 2r; W V and W^T U), so
-    one product is a bound they cannot reach. The rows also show the expressions the closed
-    forms replaced: P + P^T and (W + W^T) U, each a strided pass over a d x d array. The
-    agreement column compares different quantities for the one-product rows."""
+    JVP is one product of inner size 2r; its VJP reads W once in tiles S_IJ = W_IJ + W_JI^T
+    (one product's flops plus a transposed addition pass over W); uvt's need two products'
+    flops (dU V^T + U dV^T as one product of inner size 2r; W V and W^T U), so one product is a
+    bound they cannot reach. The rows also show the expressions the closed forms replaced:
+    P + P^T and (W + W^T) U, each a strided pass over a d x d array. The agreement column
+    compares different quantities for the one-product rows. A last line prints the parts these
+    products are made of (:func:`floor_parts`)."""
     rng = np.random.default_rng(3)
     d, r = 4000, 16
     reps = max(3, repeats // 3)
@@ -87,6 +90,55 @@ def bench_products_at_scale(row, repeats):
              targets={"dU V^T + U dV^T": 0.83})
     row(f"uvt d={d} r={r}: VJP vs W V, W^T U", lambda: q.vjp(th2, w),
         lambda: np.concatenate([(W @ V).ravel(), (W.T @ U).ravel()]), reps, target=0.83)
+    floor_parts(U, dU, W, reps)
+
+
+def floor_parts(U, dU, W, repeats):
+    """CPU milliseconds (medians, interleaved) of the parts of the d = 4000 products: a fresh
+    d x d output written once (the page faults every product that returns one pays), the
+    product U dU^T (inner r) and [U, dU] [dU, U]^T (inner 2r) into an output already touched,
+    the upper triangle of the latter by row panels and the strided pass that mirrors it, the
+    product W U, and the transposed pass W_IJ + W_JI^T over the tiles I <= J of W. The uut JVP
+    is the fresh output plus the inner-2r product; its floor, one product of inner r, differs
+    by the r extra inner columns (the mirror pass of the half-flops triangle costs more than
+    they do). The uut VJP is W U plus the transposed pass."""
+    d, r = U.shape
+    A, B = np.hstack([U, dU]), np.hstack([dU, U])
+    out, tile = np.empty((d, d)), 256
+    out.fill(0.0)
+
+    def fresh():
+        np.empty((d, d)).fill(0.0)
+
+    def triangle():
+        for i in range(0, d, tile):
+            np.matmul(A[i:i + tile], B[i:].T, out=out[i:i + tile, i:])
+
+    def mirror():
+        for i in range(0, d, tile):
+            e = min(i + tile, d)
+            out[e:, i:e] = out[i:e, e:].T
+
+    def transposed_pass():
+        S = np.empty((tile, tile))
+        for i in range(0, d, tile):
+            for j in range(i, d, tile):
+                blk = W[i:i + tile, j:j + tile]
+                np.add(blk, W[j:j + tile, i:i + tile].T, out=S[:blk.shape[0], :blk.shape[1]])
+
+    parts = {"fresh d x d output": fresh,
+             "U dU^T (inner r)": lambda: np.matmul(U, dU.T, out=out),
+             "[U, dU] [dU, U]^T (inner 2r)": lambda: np.matmul(A, B.T, out=out),
+             "its upper triangle": triangle, "mirror pass": mirror,
+             "W U": lambda: W @ U, "pass W_IJ + W_JI^T": transposed_pass}
+    times = {name: [] for name in parts}
+    for _ in range(repeats):
+        for name, fn in parts.items():
+            start = time.process_time()
+            fn()
+            times[name].append(time.process_time() - start)
+    print(f"uut d={d} r={r} parts (CPU ms): " + ", ".join(
+        f"{name} {statistics.median(ts) * 1e3:.1f}" for name, ts in times.items()), flush=True)
 
 
 def bench(row, repeats):

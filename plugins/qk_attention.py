@@ -184,13 +184,17 @@ class QKAttention(Parameterization):
         """The per-head left and right factors (P_h, R_h) whose product P_h R_h^T is the
         bilinear part of the output: (Q_h, K_h) for scores, the concatenated heads for sum, and
         (Xs Q_h, Xs K_h) for attention (tied: P = R). Linear in theta."""
-        Q, K = self._factors(np.asarray(theta, float))
+        theta = np.asarray(theta, float)
+        if self.output == "attention" and not self.tied:
+            # theta = [Q, K] is 2H heads in a row: one stacked product (a tenth faster than two)
+            heads = self._Xs @ theta.reshape(theta.shape[:-1] + (2 * self.heads, self.d, self.r))
+            return heads[..., :self.heads, :, :], heads[..., self.heads:, :, :]
+        Q, K = self._factors(theta)
         if self.output == "sum":
             Q = self._concat_heads(Q)
             K = Q if self.tied else self._concat_heads(K)
         elif self.output == "attention":
-            Q = self._Xs @ Q
-            K = Q if self.tied else self._Xs @ K
+            Q = K = self._Xs @ Q
         return Q, K
 
     def _primal(self, theta):

@@ -1,4 +1,4 @@
-"""uut's tiled products (the symmetric-panel JVP and the one-pass VJP over tiles of W) against
+"""uut's products (the JVP as one product, the VJP in one pass over tiles of W) against
 autograd's forward / reverse mode and the plugin's closed-form Jacobian, on grids of several
 tiles (d not a multiple of the tile) and below the tile threshold."""
 
@@ -13,6 +13,7 @@ from paramgeo import Parameterization
 def test_tiled_products_match_autograd(monkeypatch, d, r, tile):
     p = paramgeo.get("uut", d=d, r=r)
     monkeypatch.setattr(type(p), "TILE", tile)
+    monkeypatch.setattr(type(p), "TILED_MIN_D", 2 * tile)
     rng = np.random.default_rng(d * r)
     theta, v, w = p.random_point(rng), rng.standard_normal(p.n), rng.standard_normal(p.m)
     J = p.jacobian(theta)
@@ -22,14 +23,15 @@ def test_tiled_products_match_autograd(monkeypatch, d, r, tile):
         assert np.allclose(mine, dense, rtol=1e-12, atol=1e-12)
 
 
-def test_default_tile_at_two_and_a_bit_tiles():
-    """d = 1100 with TILE = 512: two full tiles and a ragged one, against the plain expressions
-    U dU^T + dU U^T and (W + W^T) U."""
-    p = paramgeo.get("uut", d=1100, r=3)
-    assert p.d >= 2 * p.TILE
+def test_default_tiles_past_the_threshold():
+    """d = 2400 with the default TILE = 256 (past TILED_MIN_D): nine full tiles and a ragged
+    one, against the plain expressions U dU^T + dU U^T and (W + W^T) U."""
+    d = 2400
+    p = paramgeo.get("uut", d=d, r=3)
+    assert p.d >= p.TILED_MIN_D and d % p.TILE
     rng = np.random.default_rng(0)
-    U, dU, W = (rng.standard_normal(s) for s in ((1100, 3), (1100, 3), (1100, 1100)))
-    jvp = p.jvp(U.ravel(), dU.ravel()).reshape(1100, 1100)
+    U, dU, W = (rng.standard_normal(s) for s in ((d, 3), (d, 3), (d, d)))
+    jvp = p.jvp(U.ravel(), dU.ravel()).reshape(d, d)
     assert np.allclose(jvp, U @ dU.T + dU @ U.T, rtol=1e-12, atol=1e-12)
-    assert np.allclose(p.vjp(U.ravel(), W.ravel()).reshape(1100, 3), (W + W.T) @ U,
+    assert np.allclose(p.vjp(U.ravel(), W.ravel()).reshape(d, 3), (W + W.T) @ U,
                        rtol=1e-12, atol=1e-11)
