@@ -402,6 +402,23 @@ class CallableLoss(Loss):
         return out
 
 
+def loss_hessian(param, loss, theta):
+    """The n x n Hessian of L = ell o phi: J^T Hess(ell) J + sum_i g_i Hess(phi_i).
+
+    The second term, with g = grad ell(phi(theta)) held fixed, is built column by column from
+    the contract's Hessian-vector product: column j is ``param.hessian_vp(theta, g, e_j)`` =
+    (d/dt J(theta + t e_j))^T g (autograd reverse over reverse unless the plugin overrides it);
+    the tests compare it with ``jacobian_derivative`` and with autograd's Hessian of L."""
+    theta = param.as_theta(theta)
+    beta = np.asarray(param.forward_flat(theta))
+    g = np.asarray(loss.grad(beta))
+    J = param.jacobian(theta)
+    H = J.T @ np.asarray(loss.hessian(beta)) @ J
+    second = np.column_stack([param.hessian_vp(theta, g, e) for e in np.eye(param.n)])
+    H = H + second
+    return 0.5 * (H + H.T)
+
+
 def pullback(param, loss):
     """(L, grad L) for L(theta) = ell(phi(theta)), grad L = J^T grad ell(phi(theta)) by VJP
     (or the loss's ``structured_pullback`` when the plugin declares the structure it uses)."""

@@ -31,7 +31,7 @@ import numpy as np
 
 from .conserved import ConservedQuantities, conserved_quantities
 from .errors import ParamgeoError
-from .losses import pullback
+from .losses import loss_hessian, pullback
 from .results import Result, to_jsonable
 
 
@@ -333,7 +333,7 @@ def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, at
 
     ``exact_jacobian=True`` (implicit methods only) gives the integrator the Jacobian of the
     field instead of its finite differences: d(grad L)/d theta = Hess L = J^T Hess(ell) J +
-    sum_i g_i Hess(phi_i), g = grad ell (``paramgeo.critical.loss_hessian``, n Hessian-vector
+    sum_i g_i Hess(phi_i), g = grad ell (``paramgeo.losses.loss_hessian``, n Hessian-vector
     products of the plugin), carried to the chart and the time scale: -T Hess L in theta, and
     in the log chart, where the field is F(r) = -T grad L(theta) / theta,
     dF/dr = -T (diag(1/theta) Hess L diag(theta) - diag(grad L / theta)). From a small
@@ -350,7 +350,6 @@ def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, at
             raise ParamgeoError(f"exact_jacobian is used by the implicit integrators "
                                 f"{', '.join(IMPLICIT_METHODS)}, not by {method}; choose one of "
                                 "them or drop exact_jacobian")
-        from .critical.loss_points import loss_hessian
 
         def hessian(theta):
             return loss_hessian(param, loss, theta)

@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 
 from ..geometry import DEFAULT_POLICY, decide_rank, null_basis, vertical_space
+from ..losses import loss_hessian
 from ..results import Result
 
 
@@ -51,23 +52,6 @@ class LossPoint(Result):
             text += (f"\n  NEAR-DEGENERATE: eigenvalue {self.closest:.3g} vs tol {self.tol:.3g}; "
                      "the signature is decided near the tolerance")
         return text
-
-
-def loss_hessian(param, loss, theta):
-    """The n x n Hessian of L = ell o phi: J^T Hess(ell) J + sum_i g_i Hess(phi_i).
-
-    The second term, with g = grad ell(phi(theta)) held fixed, is built column by column from
-    the contract's Hessian-vector product: column j is ``param.hessian_vp(theta, g, e_j)`` =
-    (d/dt J(theta + t e_j))^T g (autograd reverse over reverse unless the plugin overrides it);
-    the tests compare it with ``jacobian_derivative`` and with autograd's Hessian of L."""
-    theta = param.as_theta(theta)
-    beta = np.asarray(param.forward_flat(theta))
-    g = np.asarray(loss.grad(beta))
-    J = param.jacobian(theta)
-    H = J.T @ np.asarray(loss.hessian(beta)) @ J
-    second = np.column_stack([param.hessian_vp(theta, g, e) for e in np.eye(param.n)])
-    H = H + second
-    return 0.5 * (H + H.T)
 
 
 def loss_point(param, loss, theta, gtol=1e-8, policy=None):
