@@ -78,6 +78,14 @@ class Loss(abc.ABC):
         chain rule through the flat predictor (the default)."""
         return None
 
+    def value_grad_batch(self, betas):
+        """(ell(beta_k))_k and (grad ell(beta_k))_k for flat predictors betas of shape (K, m):
+        arrays of shape (K,) and (K, m). Default: one value and gradient per row; losses with a
+        closed form override it with one batched array operation."""
+        betas = np.asarray(betas, float)
+        return (np.array([float(self.value(b)) for b in betas]),
+                np.array([self.grad(b) for b in betas]).reshape(betas.shape))
+
     def check_dim(self, param):
         """Raise ShapeError if the loss cannot be applied to the predictors of ``param``."""
         if self.m is not None and self.m != param.m:
@@ -123,6 +131,11 @@ class LinearMeasurements(Loss):
 
     def hessian(self, beta):
         return self.A.T @ self.A / self.N
+
+    def value_grad_batch(self, betas):
+        """Residuals R = betas A^T - y (K x N): values |R_k|^2 / 2N, gradients R A / N."""
+        R = np.asarray(betas, float) @ self.A.T - self.y
+        return 0.5 * np.einsum("kn,kn->k", R, R) / self.N, R @ self.A / self.N
 
     def minibatch(self, indices):
         return type(self)(self.A[indices], self.y[indices])
@@ -225,6 +238,14 @@ class Regression(Loss):
 
     def hessian(self, beta):
         return np.kron(np.eye(self.shape[0]), self.Sxx)
+
+    def value_grad_batch(self, betas):
+        """The value and gradient above for a stack of predictors B_k (betas of shape (K, m)),
+        from the same sufficient statistics in batched products."""
+        B = np.reshape(np.asarray(betas, float), (-1,) + self.shape)
+        BS = B @ self.Sxx
+        values = np.einsum("kij,kij->k", 0.5 * BS - self.Syx, B) + 0.5 * self.syy
+        return values, (BS - self.Syx).reshape(len(B), -1)
 
     def minibatch(self, indices):
         return type(self)(self.X[indices], self.Y[indices])
@@ -440,6 +461,28 @@ def value_and_grad(param, loss):
         return float(loss.value(beta)), param.vjp(theta, loss.grad(beta))
 
     return both
+
+
+def batched_value_and_grad(param, loss):
+    """thetas (K, n) -> (values (K,), gradients (K, n)) of L = ell(phi(theta)) at each row: one
+    batched pass (the plugin's ``batched_vjp`` and the loss's ``value_grad_batch``, grad L_k =
+    J(theta_k)^T grad ell(phi(theta_k))) where the plugin declares ``batched_vjp`` and the loss
+    has no ``structured_pullback`` for it; otherwise :func:`value_and_grad` row by row."""
+    single = value_and_grad(param, loss)  # validates param and loss
+    if param.provides("batched_vjp") and loss.structured_pullback(param) is None:
+        def batch(thetas):
+            phis, vjp = param.batched_vjp(thetas)
+            values, G = loss.value_grad_batch(np.reshape(phis, (len(thetas), -1)))
+            return values, vjp(G)
+
+        return batch
+
+    def rows(thetas):
+        pairs = [single(theta) for theta in thetas]
+        return (np.array([value for value, _ in pairs], float),
+                np.array([grad for _, grad in pairs], float).reshape(np.shape(thetas)))
+
+    return rows
 
 
 #: loss kinds of :func:`loss_from_arrays` -> (class, required arrays, description)

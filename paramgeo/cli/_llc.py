@@ -153,7 +153,7 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
         if not sweep_steps:
             out["exact"] = None if exact is None else exact.to_dict()
         click.echo(json.dumps(out, indent=2))
-        exit_if_interrupted(result, f"after {getattr(result, 'chains', 0)} chains")
+        exit_if_interrupted(result, f"after {getattr(result, 'draws', 0)} draws")
         return
     text = str(result)
     if exact is not None:
@@ -162,7 +162,7 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
     if plot_path:
         text += f"\nfigure written to {plot_path}"
     emit(result, False, text)
-    exit_if_interrupted(result, f"after {getattr(result, 'chains', 0)} chains")
+    exit_if_interrupted(result, f"after {getattr(result, 'draws', 0)} draws")
 
 
 def parse_temperatures(text):

@@ -30,9 +30,12 @@ correction, Roberts and Tweedie 1996) or by SGLD (Welling and Teh 2011):
 
     w_{t+1} = w_t - (eps / 2) (n beta grad L_n(w_t) + gamma (w_t - w*)) + sqrt(eps) xi_t,
 
-xi_t ~ N(0, I), in float64 numpy, several independent chains from w* per temperature. Only
-the loss, its gradient (through the contract's VJP, :func:`paramgeo.losses.pullback`) and
-theta are used, so any parameterization works, user models included.
+xi_t ~ N(0, I), in float64 numpy, several independent chains from w* per temperature, all
+advanced together as one (chains x temperatures, parameters) array: one batched loss and
+gradient per step where the plugin declares ``batched_vjp`` (closed-form losses such as
+``Regression`` evaluate a stack of predictors at once), one per chain otherwise
+(:func:`paramgeo.losses.batched_value_and_grad`). Only the loss, its gradient (through the
+contract's VJP) and theta are used, so any parameterization works, user models included.
 
 Error bar: ``se`` is the Monte Carlo standard error of lambda_hat on this data set: per
 temperature sqrt(var / ESS) with the effective sample size of all chains together (Gelman et
@@ -96,7 +99,7 @@ class LLCEstimate(Result):
     temperatures: tuple
     levels: tuple
     traces: np.ndarray = dataclasses.field(repr=False)
-    #: True when Ctrl-C (KeyboardInterrupt) stopped the run: ``chains`` counts those finished
+    #: True when Ctrl-C (KeyboardInterrupt) stopped the run: ``draws`` counts those made
     interrupted: bool = False
 
     def to_dict(self, traces=False):
@@ -279,11 +282,13 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     ``sampler``: "mala" (the Langevin proposal with a Metropolis-Hastings correction, Roberts
     and Tweedie 1996, so the chain samples the localized posterior without discretization
     bias; its step adapts during burn-in towards the acceptance rate 0.574 of Roberts and
-    Rosenthal 1998) or "sgld" (Welling and Teh 2011); ``seed`` makes the run repeatable (each
-    chain draws from its own child of the seed); ``progress(done, total)`` is called as steps
-    finish. Returns an :class:`LLCEstimate`; a chain that drifts, blows up (non-finite loss)
-    or chains that disagree (R-hat > 1.1) warn with :class:`LLCWarning` and are listed in
-    ``warnings``.
+    Rosenthal 1998) or "sgld" (Welling and Teh 2011); ``seed`` makes the run repeatable;
+    ``progress(done, total)`` is called as steps finish. All chains of all temperatures
+    advance together, one batched loss and gradient per step
+    (:func:`paramgeo.losses.batched_value_and_grad`). Ctrl-C after the burn-in keeps the
+    draws made so far (``interrupted``). Returns an :class:`LLCEstimate`; a chain that
+    drifts, blows up (non-finite loss) or chains that disagree (R-hat > 1.1) warn with
+    :class:`LLCWarning` and are listed in ``warnings``.
     """
     if sampler not in SAMPLERS:
         raise ParamgeoError(f"estimate_llc: unknown sampler {sampler!r}; choose one of "
@@ -292,12 +297,7 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
         if isinstance(value_, bool) or int(value_) != value_ or value_ < low:
             raise ParamgeoError(f"estimate_llc: {name}={value_!r} must be an integer >= {low}")
     temps = _temperatures(temperatures)
-    value, grad, w_star, n, nbeta, L_star = _setup(param, loss, theta_star, n, nbeta, gamma)
-    from ..losses import value_and_grad
-
-    value_grad = value_and_grad(param, loss)
-    started = time.perf_counter()
-    seeds = np.random.SeedSequence(seed).spawn(len(temps) * (chains + 1))
+    _, grad, w_star, n, nbeta, L_star = _setup(param, loss, theta_star, n, nbeta, gamma)
     if step == "auto":
         if isinstance(step_scale, bool) or not (isinstance(step_scale, (int, float))
                                                 and 0 < step_scale < 2):
@@ -305,40 +305,40 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     elif isinstance(step, bool) or not (isinstance(step, (int, float)) and math.isfinite(step)
                                         and step > 0):
         raise ParamgeoError(f"estimate_llc: step={step!r} must be a positive number or 'auto'")
-    total = len(temps) * chains * (burn + draws)
-    traces = np.full((len(temps), chains, burn + draws), np.nan)
-    notes, levels, finite = [], [], np.ones(chains, bool)
-    done, finished = 0, chains
+    from ..losses import batched_value_and_grad
+
+    batch = batched_value_and_grad(param, loss)
+    started = time.perf_counter()
+    seeds = np.random.SeedSequence(seed).spawn(len(temps) + 1)
+    eps = []
+    with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
+        for i, t in enumerate(temps):
+            grad_U = _potential_gradient(grad, w_star, t * nbeta, gamma)
+            eps.append(_auto_step(grad_U, w_star, step_scale, np.random.default_rng(seeds[i]))
+                       if step == "auto" else float(step) / t)
+    nbs = np.repeat([t * nbeta for t in temps], chains)  # row i * chains + k: chain k at t_i
+    run = _sample(batch, sampler, w_star, nbs, np.repeat(eps, chains), float(gamma), L_star,
+                  burn, draws, np.random.default_rng(seeds[-1]), progress)
+    traces = run["traces"].reshape(len(temps), chains, -1)
+    done = traces.shape[2] - burn
+    notes = []
+    if run["interrupted"]:
+        notes.append(f"interrupted (Ctrl-C) after {done} of {draws} draws; the estimate uses "
+                     "the draws made so far")
+    levels = []
     for i, t in enumerate(temps):
-        nb = t * nbeta
-        grad_U = _potential_gradient(grad, w_star, nb, gamma)
-        with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
-            eps = (_auto_step(grad_U, w_star, step_scale, np.random.default_rng(seeds[-1 - i]))
-                   if step == "auto" else float(step) / t)
-            steps_used, accepted, chain_notes = [], [], []
-            try:
-                for k in range(chains):
-                    done = _run_chain(k, seeds[i * chains + k], sampler, value, value_grad,
-                                      grad_U, w_star, eps, nb, gamma, L_star, burn, draws,
-                                      traces[i], chain_notes, steps_used, accepted, progress,
-                                      done, total)
-            except KeyboardInterrupt:  # Ctrl-C: the estimate from the chains run at every level
-                if i < len(temps) - 1 or k == 0:
-                    raise
-                finished = k
-                chain_notes.append(f"interrupted (Ctrl-C) after {k} of {chains} chains; the "
-                                   "estimate uses the chains finished at every temperature")
-        label = f"at n beta = {nb:.4g}: " if len(temps) > 1 else ""
-        notes += [label + note for note in chain_notes]
-        if accepted and min(accepted) < 0.2:
-            notes.append(f"{label}MALA accepted only {min(accepted):.0%} of proposals in a "
+        label = f"at n beta = {t * nbeta:.4g}: " if len(temps) > 1 else ""
+        rows = slice(i * chains, (i + 1) * chains)
+        notes += [label + f"chain {k} blew up at step {at} (loss not finite); lower the step "
+                  f"(now {run['step'][i * chains + k]:.3g}) or raise gamma"
+                  for k, at in enumerate(run["blew_up"][rows]) if at >= 0]
+        accepted = run["accepted"][rows]
+        if sampler == "mala" and done > 0 and accepted.min() < 0.2:
+            notes.append(f"{label}MALA accepted only {accepted.min():.0%} of proposals in a "
                          "chain; run a longer burn-in so the step can adapt")
-        finite &= np.all(np.isfinite(traces[i]), axis=1)
-        levels.append(dict(temperature=t, nbeta=nb, step=float(np.median(steps_used))))
-    if progress is not None and finished == chains:
-        progress(total, total)
-    traces = traces[:, :finished]
-    good = [k for k in range(finished) if finite[k]]
+        levels.append(dict(temperature=t, nbeta=t * nbeta,
+                           step=float(np.median(run["step"][rows]))))
+    good = [k for k in range(chains) if np.all(run["blew_up"].reshape(len(temps), -1)[:, k] < 0)]
     if not good:
         raise ParamgeoError("estimate_llc: every chain blew up (non-finite loss); lower the "
                             f"step (step_scale was {step_scale:g}, step {step}) or raise gamma "
@@ -364,9 +364,9 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     return LLCEstimate(llc, se, min(lv["ess"] for lv in levels),
                        max(lv["rhat"] for lv in levels), chain_llc, n, nbeta, float(gamma),
                        float(np.median([lv["step"] * lv["temperature"] for lv in levels])),
-                       finished, draws, burn, sampler, int(seed), L_star,
+                       chains, done, burn, sampler, int(seed), L_star,
                        time.perf_counter() - started, tuple(notes), temps, public, traces,
-                       finished < chains)
+                       run["interrupted"])
 
 
 def slope_weights(nbetas):
@@ -394,55 +394,69 @@ def _temperatures(temperatures):
     return temps
 
 
-def _run_chain(k, seed, sampler, value, value_grad, grad_U, w_star, step, nbeta, gamma,
-               L_star, burn, draws, traces, notes, steps_used, accepted, progress, done, total):
-    """Chain k from w*: fills traces[k] with n beta (L_n(w_t) - L_n(w*)), appends its final
-    step (and, for MALA, its acceptance rate after burn-in) and any blow-up note; returns the
-    running count of finished steps (for the progress bar)."""
-    rng = np.random.default_rng(seed)
-    w = w_star.copy()
-    eps = step
-    U_w = None
-    if sampler == "mala":
-        L_w, g_w = value_grad(w)
-        g_w = nbeta * g_w + gamma * (w - w_star)
-        U_w = nbeta * L_w
-    acc = 0
-    for t in range(burn + draws):
-        if sampler == "sgld":
-            w = w - 0.5 * eps * grad_U(w) + math.sqrt(eps) * rng.standard_normal(w.size)
-            loss_t = value(w)
-        else:
-            prop = w - 0.5 * eps * g_w + math.sqrt(eps) * rng.standard_normal(w.size)
-            L_p, g_p = value_grad(prop)
-            if math.isfinite(L_p):
-                g_p = nbeta * g_p + gamma * (prop - w_star)
-                U_p = nbeta * L_p + 0.5 * gamma * float((prop - w_star) @ (prop - w_star))
-                U_here = U_w + 0.5 * gamma * float((w - w_star) @ (w - w_star))
-                fwd = prop - w + 0.5 * eps * g_w
-                bwd = w - prop + 0.5 * eps * g_p
-                log_a = U_here - U_p - (bwd @ bwd - fwd @ fwd) / (2 * eps)
-                if math.log(rng.uniform()) < log_a:
-                    w, g_w, L_w, U_w = prop, g_p, L_p, nbeta * L_p
-                    acc += 1
-            if t < burn and (t + 1) % 50 == 0:  # adapt towards acceptance 0.574
-                eps *= math.exp(acc / 50 - 0.574)
-                acc = 0
-            loss_t = L_w
-        if not math.isfinite(loss_t):
-            notes.append(f"chain {k} blew up at step {t} (loss {loss_t}); lower the step "
-                         f"(now {eps:.3g}) or raise gamma")
-            break
-        if t == burn - 1:
-            acc = 0
-        traces[k, t] = nbeta * (loss_t - L_star)
-        done += 1
-        if progress is not None and done % 200 == 0:
-            progress(done, total)
-    steps_used.append(eps)
-    if sampler == "mala":
-        accepted.append(acc / max(draws, 1))
-    return done
+def _sample(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, progress):
+    """Every chain from w*, all advanced together: row r of the (K, n) state samples
+    exp(-nbs[r] L_n(w) - gamma |w - w*|^2 / 2) with the step eps[r] (MALA adapts it every 50
+    burn-in steps towards the acceptance 0.574). ``batch`` maps the states to their losses and
+    gradients in one call. Returns the traces nbs[r] (L_n(w_t) - L_n(w*)) (K x steps made;
+    Ctrl-C after the burn-in ends the run early), the final steps, the acceptance rates after
+    burn-in, the step at which each row blew up (-1: never; such a row is reset to w* and its
+    trace is NaN from there) and whether Ctrl-C stopped it."""
+    K, total = len(nbs), burn + draws
+    W = np.tile(w_star, (K, 1))
+    eps = np.array(eps, float)
+    L, G = batch(W)
+    gU = nbs[:, None] * G
+    traces = np.full((K, total), np.nan)
+    blew_up = np.full(K, -1)
+    acc = np.zeros(K)
+    every = max(1, 200 // K)  # the progress bar moves every ~200 chain steps
+    made, interrupted = 0, False
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
+            for t in range(total):
+                xi = rng.standard_normal(W.shape)
+                root = np.sqrt(eps)[:, None]
+                if sampler == "sgld":
+                    W = W - 0.5 * eps[:, None] * gU + root * xi
+                    L, G = batch(W)
+                    gU = nbs[:, None] * G + gamma * (W - w_star)
+                else:
+                    P = W - 0.5 * eps[:, None] * gU + root * xi
+                    Lp, Gp = batch(P)
+                    Dp, D = P - w_star, W - w_star
+                    gUp = nbs[:, None] * Gp + gamma * Dp
+                    bwd = W - P + 0.5 * eps[:, None] * gUp  # forward move: sqrt(eps) xi
+                    log_a = (nbs * (L - Lp) + 0.5 * gamma * (np.einsum("ij,ij->i", D, D)
+                                                             - np.einsum("ij,ij->i", Dp, Dp))
+                             - (np.einsum("ij,ij->i", bwd, bwd)
+                                - eps * np.einsum("ij,ij->i", xi, xi)) / (2 * eps))
+                    take = np.log(rng.uniform(size=K)) < log_a  # a non-finite proposal: no
+                    W[take], L[take], gU[take] = P[take], Lp[take], gUp[take]
+                    acc += take
+                    if t < burn and (t + 1) % 50 == 0:  # adapt towards acceptance 0.574
+                        eps *= np.exp(acc / 50 - 0.574)
+                        acc[:] = 0
+                    if t == burn - 1:
+                        acc[:] = 0
+                bad = ~np.isfinite(L)
+                if bad.any():
+                    fresh = bad & (blew_up < 0)
+                    blew_up[fresh] = t
+                    W[bad], L[bad], gU[bad] = w_star, L_star, 0.0  # frozen at w*, out of the run
+                traces[:, t] = nbs * (L - L_star)
+                traces[blew_up >= 0, t] = np.nan
+                made = t + 1
+                if progress is not None and made % every == 0:
+                    progress(made * K, total * K)
+    except KeyboardInterrupt:  # Ctrl-C: the draws made so far, if the burn-in is over
+        if made < burn + 4:
+            raise
+        interrupted = True
+    if progress is not None and not interrupted:
+        progress(total * K, total * K)
+    return dict(traces=traces[:, :made], step=eps, accepted=acc / max(made - burn, 1),
+                blew_up=blew_up, interrupted=interrupted)
 
 
 def _auto_step(grad_U, w_star, step_scale, rng, rounds=6, pilot=60):
