@@ -74,6 +74,56 @@ def test_gaussian_posterior_in_closed_form():
         assert level["nbeta"] == t * nbeta and abs(level["llc"] - exact) < 3 * level["se"]
 
 
+def test_data_set_error_against_the_gaussian_closed_form():
+    # the infinitesimal jackknife of the slope from posterior draws against its closed form:
+    # for L - L* = (w - w*)^T H (w - w*) / 2 the slope is sum_k c_k n beta_k tr(H P_k^-1) / 2,
+    # P_k = n beta_k H + gamma I, whose derivative in H is sum_k c_k n beta_k gamma P_k^-2 / 2
+    # and H = (1/N) sum_i omega_i a_i a_i^T: psi_i = a_i^T G a_i / N; the draws are exact
+    # (i.i.d. from the Gaussian posteriors), so only the covariance identity is tested
+    from paramgeo.llc.estimate import data_set_se
+
+    param, loss, w_star, H = _gaussian_case(seed=1, N=40, p=2)
+    gamma, nbs = 2.0, [5.0, 20.0]
+    c = slope_weights(nbs)
+    G = sum(ck * nb * gamma * np.linalg.matrix_power(np.linalg.inv(nb * H + gamma * np.eye(2)),
+                                                      2) / 2 for ck, nb in zip(c, nbs))
+    psi = np.einsum("ij,jk,ik->i", loss.A, G, loss.A) / loss.N
+    exact = math.sqrt(np.sum((psi - psi.mean()) ** 2))
+    rng = np.random.default_rng(0)
+    states, losses = np.empty((2, 2, 25000, 2)), np.empty((2, 2, 25000))
+    for k, nb in enumerate(nbs):
+        cov = np.linalg.inv(nb * H + gamma * np.eye(2))
+        states[k] = w_star + rng.multivariate_normal(np.zeros(2), cov, size=(2, 25000))
+        d = states[k] - w_star
+        losses[k] = loss.value(w_star) + 0.5 * np.einsum("cdi,ij,cdj->cd", d, H, d)
+    f_star = loss.sample_features(w_star[None])[0]
+    assert data_set_se(param, loss, states, losses, nbs, c, f_star) == pytest.approx(exact,
+                                                                                     rel=0.1)
+
+
+def test_error_bars_say_what_they_cover():
+    from paramgeo.losses import Logistic
+
+    rng = np.random.default_rng(1)
+    X, Y = rng.standard_normal((500, 3)), rng.standard_normal((500, 2))
+    param, loss = paramgeo.get("deep-linear", widths=(3, 2, 2)), Regression(X, Y)
+    W1, W2 = loss.reduced_rank_minimiser(2)
+    theta = np.concatenate([W1.ravel(), W2.ravel()])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LLCWarning)
+        est = estimate_llc(param, loss, theta, draws=300, burn=300, seed=0)
+    assert est.chains == 16 and est.se_data > 0  # batched: 16 chains by default
+    assert est.se_total == pytest.approx(math.hypot(est.se, est.se_data))
+    assert "of the data set" in str(est) and est.to_dict()["se_data"] == est.se_data
+    A, y = rng.standard_normal((60, 3)), np.sign(rng.standard_normal(60))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LLCWarning)
+        est = estimate_llc(Identity(p=3), Logistic(A, y), np.zeros(3), n=60, draws=100,
+                           burn=50, seed=0)
+    assert est.chains == 4 and math.isnan(est.se_data) and est.se_total == est.se
+    assert "sampler only" in str(est)
+
+
 def test_slope_weights_are_the_least_squares_slope():
     nbetas = np.array([100.0, 250.0, 900.0])
     lams = np.array([3.1, 2.7, 2.2])

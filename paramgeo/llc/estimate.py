@@ -41,9 +41,14 @@ Error bar: ``se`` is the Monte Carlo standard error of lambda_hat on this data s
 temperature sqrt(var / ESS) with the effective sample size of all chains together (Gelman et
 al. 2013, "Bayesian data analysis", 3rd ed., Sec. 11.5: within- and between-chain variances and
 the autocorrelations of every chain, summed with Geyer's initial monotone sequence), combined
-through the slope's weights (the temperatures are sampled independently). It does not cover
-the data set: lambda_hat's target itself depends on the sample (the U_n term above;
-docs/learning-coefficients.md measures both parts).
+through the slope's weights (the temperatures are sampled independently). ``se_data`` is the
+part of the data set: lambda_hat's target itself depends on the sample (the U_n term above),
+and its standard deviation over data sets is estimated from the one data set by the
+infinitesimal jackknife over samples (:func:`data_set_se`), where the loss writes each
+sample's loss as linear in features of the predictor (``Regression``, ``LinearMeasurements``);
+``se_total`` = sqrt(se^2 + se_data^2). Neither covers the estimator's bias at finite n (the
+multiplicity and the remainder terms above, of order 1 / log n);
+docs/learning-coefficients.md measures all three.
 
 Step size ``"auto"``: eps = step_scale / h with h the largest curvature (power iteration on
 Hessian-vector products by central differences of the gradient) of the potential
@@ -69,7 +74,8 @@ class LLCWarning(UserWarning):
 
 @dataclasses.dataclass(frozen=True)
 class LLCEstimate(Result):
-    """lambda_hat (``llc``) with its Monte Carlo standard error ``se``: the slope estimate
+    """lambda_hat (``llc``) with its Monte Carlo standard error ``se``, its data-set
+    standard error ``se_data`` and both together, ``se_total``: the slope estimate
     over the inverse temperatures n beta_k = t_k n beta (``temperatures`` t_k, ``nbeta`` the
     base), or the single-temperature estimate where one is given. ``levels`` holds, per
     temperature, n beta_k, the single-temperature estimate lambda_k = n beta_k (E_k[L_n] -
@@ -101,6 +107,11 @@ class LLCEstimate(Result):
     traces: np.ndarray = dataclasses.field(repr=False)
     #: True when Ctrl-C (KeyboardInterrupt) stopped the run: ``draws`` counts those made
     interrupted: bool = False
+    #: the data-set standard error (infinitesimal jackknife over samples, :func:`data_set_se`;
+    #: nan where the loss has no per-sample features)
+    se_data: float = math.nan
+    #: sqrt(se^2 + se_data^2): sampler and data set (``se`` where se_data is nan)
+    se_total: float = math.nan
 
     def to_dict(self, traces=False):
         out = super().to_dict()
@@ -111,9 +122,12 @@ class LLCEstimate(Result):
     def __str__(self):
         kind = ("slope over n beta = " + ", ".join(f"{lv['nbeta']:.4g}" for lv in self.levels)
                 if len(self.levels) > 1 else f"n beta = {self.nbeta:.5g}")
-        lines = [f"LLC estimate {self.llc:.4g} +- {self.se:.2g} (Monte Carlo s.e., this data "
-                 f"set; {kind}; {self.chains} chains x {self.draws} draws, smallest ESS "
-                 f"{self.ess:.0f}, largest R-hat {self.rhat:.3f})",
+        cover = (f"s.e. of the sampler {self.se:.2g} and of the data set {self.se_data:.2g}"
+                 if math.isfinite(self.se_data) else "s.e. of the sampler only (no data-set "
+                 "part for this loss)")
+        lines = [f"LLC estimate {self.llc:.4g} +- {self.se_total:.2g} ({cover}; {kind}; "
+                 f"{self.chains} chains x {self.draws} draws, smallest ESS {self.ess:.0f}, "
+                 f"largest R-hat {self.rhat:.3f})",
                  f"  per chain: {', '.join(f'{c:.4g}' for c in self.chain_llc)}"]
         if len(self.levels) > 1:
             lines += [f"  at n beta = {lv['nbeta']:.5g}: n beta (E[L_n] - L_n(w*)) = "
@@ -219,6 +233,9 @@ def _curvature(grad_U, w, rng, iters=12):
 
 SAMPLERS = ("mala", "sgld")
 
+#: states kept per chain after burn-in for the data-set error bar, and the most numbers kept
+KEPT_STATES, STATE_BUDGET = 250, 8_000_000
+
 #: the default multipliers t_k of n beta (see the module docstring)
 TEMPERATURES = (0.5, 2.0)
 
@@ -267,7 +284,7 @@ def auto_step(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step_scale
 
 
 def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="auto",
-                 step_scale=0.05, chains=4, draws=2000, burn=1500, sampler="mala", seed=0,
+                 step_scale=0.05, chains=None, draws=2000, burn=1500, sampler="mala", seed=0,
                  temperatures=TEMPERATURES, progress=None):
     """Estimate the local learning coefficient of ``loss`` through ``param`` at the local
     minimum ``theta_star`` (see the module docstring): ``chains`` localized chains of
@@ -275,7 +292,9 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     ``temperatures``; lambda_hat is the least-squares slope of E_k[L_n] - L_n(w*) against
     1 / (n beta_k) (two temperatures or more), or n beta (E[L_n] - L_n(w*)) (one temperature).
 
-    ``n``: the number of samples (default ``loss.N``); ``nbeta``: the base inverse temperature
+    ``chains``: chains per temperature (default 16 where they run batched, the plugin
+    declaring ``batched_vjp``, so that more chains cost little; 4 otherwise, where each chain
+    costs its own gradients); ``n``: the number of samples (default ``loss.N``); ``nbeta``: the base inverse temperature
     times n (default n / log n); ``gamma``: the localization strength; ``step``: the step eps
     at the base temperature (eps / t_k at temperature t_k), or "auto" (``step_scale`` / the
     largest curvature of each temperature's potential, see the module docstring);
@@ -294,7 +313,10 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
         raise ParamgeoError(f"estimate_llc: unknown sampler {sampler!r}; choose one of "
                             f"{', '.join(SAMPLERS)}")
     for name, value_, low in (("chains", chains, 1), ("draws", draws, 4), ("burn", burn, 0)):
-        if isinstance(value_, bool) or int(value_) != value_ or value_ < low:
+        if value_ is None and name == "chains":
+            continue
+        if (isinstance(value_, bool) or not isinstance(value_, (int, float, np.integer))
+                or int(value_) != value_ or value_ < low):
             raise ParamgeoError(f"estimate_llc: {name}={value_!r} must be an integer >= {low}")
     temps = _temperatures(temperatures)
     _, grad, w_star, n, nbeta, L_star = _setup(param, loss, theta_star, n, nbeta, gamma)
@@ -308,6 +330,8 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     from ..losses import batched_value_and_grad
 
     batch = batched_value_and_grad(param, loss)
+    chains = int(chains) if chains is not None else 16 if batch.batched else 4
+    draws, burn = int(draws), int(burn)
     started = time.perf_counter()
     seeds = np.random.SeedSequence(seed).spawn(len(temps) + 1)
     eps = []
@@ -317,8 +341,11 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
             eps.append(_auto_step(grad_U, w_star, step_scale, np.random.default_rng(seeds[i]))
                        if step == "auto" else float(step) / t)
     nbs = np.repeat([t * nbeta for t in temps], chains)  # row i * chains + k: chain k at t_i
+    f_star = loss.sample_features(np.asarray(param.forward_flat(w_star), float)[None])
+    keep = 0 if f_star is None else min(KEPT_STATES, STATE_BUDGET // (len(nbs) * w_star.size))
     run = _sample(batch, sampler, w_star, nbs, np.repeat(eps, chains), float(gamma), L_star,
-                  burn, draws, np.random.default_rng(seeds[-1]), progress)
+                  burn, draws, np.random.default_rng(seeds[-1]), progress,
+                  keep if keep >= 20 else 0)
     traces = run["traces"].reshape(len(temps), chains, -1)
     done = traces.shape[2] - burn
     notes = []
@@ -357,6 +384,13 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     se = math.sqrt(sum((w * lv["se"]) ** 2 for w, lv in zip(weights, levels)))
     chain_llc = tuple(float(c) for c in sum(w * lv["chain_llc"]
                                             for w, lv in zip(weights, levels)))
+    se_data = math.nan
+    if run["states"].shape[1] >= 2:
+        Ls = run["traces"][:, run["kept_at"]] / nbs[:, None] + L_star
+        shape = (len(temps), chains)
+        se_data = data_set_se(param, loss, run["states"].reshape(shape + run["states"].shape[1:])[
+            :, good], Ls.reshape(shape + Ls.shape[1:])[:, good],
+            [lv["nbeta"] for lv in levels], weights, f_star[0])
     for note in notes:
         warnings.warn(f"LLC estimator: {note}", LLCWarning, stacklevel=2)
     public = tuple({k: (float(v) if k != "temperature" else v) for k, v in lv.items()
@@ -366,7 +400,52 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
                        float(np.median([lv["step"] * lv["temperature"] for lv in levels])),
                        chains, done, burn, sampler, int(seed), L_star,
                        time.perf_counter() - started, tuple(notes), temps, public, traces,
-                       run["interrupted"])
+                       run["interrupted"], se_data,
+                       math.hypot(se, se_data) if math.isfinite(se_data) else se)
+
+
+def data_set_se(param, loss, states, losses, nbetas, weights, f_star):
+    """The data-set standard error of lambda_hat = sum_k c_k n beta_k (E_k[L_n] - L_n(w*))
+    (``weights`` c_k) by the infinitesimal jackknife, the linearised bootstrap over samples
+    (Jaeckel 1972; Efron 1982, "The jackknife, the bootstrap and other resampling plans",
+    Ch. 6; for posterior means Giordano and Broderick 2023, "The Bayesian infinitesimal
+    jackknife for variance"). With sample weights omega_i, L_n = (1/N) sum_i omega_i ell_i and
+    the posterior exp(-n beta_k L_n) p(w), d E_k[L_n] / d omega_i = (E_k[ell_i]
+    - n beta_k Cov_k(ell_i, L_n)) / N and d L_n(w*) / d omega_i = ell_i(w*) / N (w* a
+    minimum), so psi_i = d lambda_hat / d omega_i = <Phi_i, v> / N with
+    v = sum_k c_k n beta_k (E_k[f] - n beta_k Cov_k(f, L_n) - f(w*)) in the loss's
+    per-sample features ell_i = c_i + <Phi_i, f> (``Loss.sample_features``), and
+    Var = sum_i (psi_i - mean psi)^2. The posterior moments come from ``states`` (temperatures
+    x chains x draws x n, their losses ``losses``); Monte Carlo noise in v would inflate the
+    sum of squares, so it is the cross product of v from two disjoint halves of the chains
+    (the two halves of the draws with one chain), unbiased for it. Not covered: the
+    localization centre w* moving with the data set. Returns nan where the loss has no
+    features."""
+    T, C, D, n = states.shape
+    rows = states.reshape(-1, n)
+    if param.provides("batched_vjp"):
+        phis = np.concatenate([np.reshape(param.batched_vjp(rows[i:i + 4096])[0],
+                                          (len(rows[i:i + 4096]), -1))
+                               for i in range(0, len(rows), 4096)])
+    else:
+        phis = np.array([np.asarray(param.forward_flat(r), float) for r in rows])
+    f = loss.sample_features(phis)
+    if f is None:
+        return math.nan
+    f = f.reshape(T, C, D, -1)
+    halves = ([(slice(None), slice(0, D // 2)), (slice(None), slice(D // 2, None))] if C == 1
+              else [(slice(0, None, 2), slice(None)), (slice(1, None, 2), slice(None))])
+    psi = []
+    for chains, draws in halves:
+        v = 0.0
+        for k, (nb, c) in enumerate(zip(nbetas, weights)):
+            fk = f[k, chains, draws].reshape(-1, f.shape[-1])
+            Lk = losses[k, chains, draws].ravel()
+            cov = (fk - fk.mean(axis=0)).T @ (Lk - Lk.mean()) / len(Lk)
+            v = v + c * nb * (fk.mean(axis=0) - nb * cov - f_star)
+        p = loss.sample_pairing(v) / loss.N
+        psi.append(p - p.mean())
+    return math.sqrt(max(float(psi[0] @ psi[1]), 0.0))
 
 
 def slope_weights(nbetas):
@@ -394,14 +473,16 @@ def _temperatures(temperatures):
     return temps
 
 
-def _sample(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, progress):
+def _sample(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, progress,
+            keep=0):
     """Every chain from w*, all advanced together: row r of the (K, n) state samples
     exp(-nbs[r] L_n(w) - gamma |w - w*|^2 / 2) with the step eps[r] (MALA adapts it every 50
     burn-in steps towards the acceptance 0.574). ``batch`` maps the states to their losses and
     gradients in one call. Returns the traces nbs[r] (L_n(w_t) - L_n(w*)) (K x steps made;
     Ctrl-C after the burn-in ends the run early), the final steps, the acceptance rates after
     burn-in, the step at which each row blew up (-1: never; such a row is reset to w* and its
-    trace is NaN from there) and whether Ctrl-C stopped it."""
+    trace is NaN from there), whether Ctrl-C stopped it, and up to ``keep`` states per row
+    after burn-in, evenly thinned (``states``, K x kept x n; ``kept_at``, their steps)."""
     K, total = len(nbs), burn + draws
     W = np.tile(w_star, (K, 1))
     eps = np.array(eps, float)
@@ -412,6 +493,9 @@ def _sample(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, p
     acc = np.zeros(K)
     every = max(1, 200 // K)  # the progress bar moves every ~200 chain steps
     made, interrupted = 0, False
+    thin = max(1, -(-draws // keep)) if keep else 0
+    states = np.empty((K, -(-draws // thin) if keep else 0, W.shape[1]))
+    kept_at = []
     try:
         with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
             for t in range(total):
@@ -446,6 +530,9 @@ def _sample(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, p
                     W[bad], L[bad], gU[bad] = w_star, L_star, 0.0  # frozen at w*, out of the run
                 traces[:, t] = nbs * (L - L_star)
                 traces[blew_up >= 0, t] = np.nan
+                if thin and t >= burn and (t - burn) % thin == 0:
+                    states[:, len(kept_at)] = W
+                    kept_at.append(t)
                 made = t + 1
                 if progress is not None and made % every == 0:
                     progress(made * K, total * K)
@@ -456,7 +543,8 @@ def _sample(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, p
     if progress is not None and not interrupted:
         progress(total * K, total * K)
     return dict(traces=traces[:, :made], step=eps, accepted=acc / max(made - burn, 1),
-                blew_up=blew_up, interrupted=interrupted)
+                blew_up=blew_up, interrupted=interrupted, states=states[:, :len(kept_at)],
+                kept_at=np.array(kept_at, int))
 
 
 def _auto_step(grad_U, w_star, step_scale, rng, rounds=6, pilot=60):
