@@ -417,8 +417,10 @@ def data_set_se(param, loss, states, losses, nbetas, weights, f_star):
     per-sample features ell_i = c_i + <Phi_i, f> (``Loss.sample_features``), and
     Var = sum_i (psi_i - mean psi)^2. The posterior moments come from ``states`` (temperatures
     x chains x draws x n, their losses ``losses``); Monte Carlo noise in v would inflate the
-    sum of squares, so it is the cross product of v from two disjoint halves of the chains
-    (the two halves of the draws with one chain), unbiased for it. Not covered: the
+    sum of squares, so Var is the mean over pairs of distinct chains g != h of the cross
+    products sum_i psi_i^(g) psi_i^(h), psi^(g) from chain g alone (independent chains: an
+    unbiased U-statistic; the two halves of the draws stand for two chains when there is one),
+    clipped at 0. Not covered: the
     localization centre w* moving with the data set. Returns nan where the loss has no
     features."""
     T, C, D, n = states.shape
@@ -433,19 +435,21 @@ def data_set_se(param, loss, states, losses, nbetas, weights, f_star):
     if f is None:
         return math.nan
     f = f.reshape(T, C, D, -1)
-    halves = ([(slice(None), slice(0, D // 2)), (slice(None), slice(D // 2, None))] if C == 1
-              else [(slice(0, None, 2), slice(None)), (slice(1, None, 2), slice(None))])
-    psi = []
-    for chains, draws in halves:
-        v = 0.0
-        for k, (nb, c) in enumerate(zip(nbetas, weights)):
-            fk = f[k, chains, draws].reshape(-1, f.shape[-1])
-            Lk = losses[k, chains, draws].ravel()
-            cov = (fk - fk.mean(axis=0)).T @ (Lk - Lk.mean()) / len(Lk)
-            v = v + c * nb * (fk.mean(axis=0) - nb * cov - f_star)
-        p = loss.sample_pairing(v) / loss.N
-        psi.append(p - p.mean())
-    return math.sqrt(max(float(psi[0] @ psi[1]), 0.0))
+    if C == 1:  # the two halves of the draws stand for two chains
+        f = f[:, :, :D - D % 2].reshape(T, 2, D // 2, -1)
+        losses = losses[:, :, :D - D % 2].reshape(T, 2, D // 2)
+    v = 0.0  # one v per chain: (chains, F)
+    for k, (nb, c) in enumerate(zip(nbetas, weights)):
+        fc = f[k] - f[k].mean(axis=1, keepdims=True)
+        Lc = losses[k] - losses[k].mean(axis=1, keepdims=True)
+        cov = np.einsum("gdf,gd->gf", fc, Lc) / Lc.shape[1]
+        v = v + c * nb * (f[k].mean(axis=1) - nb * cov - f_star)
+    psi = np.array([loss.sample_pairing(vg) for vg in v]) / loss.N
+    psi -= psi.mean(axis=1, keepdims=True)
+    G = len(psi)
+    total = psi.sum(axis=0)
+    cross = (float(total @ total) - float(np.einsum("gi,gi->", psi, psi))) / (G * (G - 1))
+    return math.sqrt(max(cross, 0.0))
 
 
 def slope_weights(nbetas):
