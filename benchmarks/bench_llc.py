@@ -275,10 +275,13 @@ def regular_large(n=100_000, widths=(25, 20, 25), seed=0):
     W1, W2 = Regression(X, Y).reduced_rank_minimiser(H)
     theta = np.concatenate([W1.ravel(), W2.ravel()])
     exact = exact_learning_coefficient(param, theta)
+    cpu = time.process_time()
     with warnings.catch_warnings(record=True) as caught:
         est = estimate_llc(param, Regression(X, Y), theta)
+    cpu = time.process_time() - cpu
     return dict(params=param.n, n=n, exact=exact.lam, case=exact.case, llc=est.llc, se=est.se,
-                se_data=est.se_data, chains=est.chains, seconds=est.seconds, rel_error=(est.llc - exact.lam) / exact.lam,
+                se_data=est.se_data, chains=est.chains, seconds=est.seconds, cpu_seconds=cpu,
+                rel_error=(est.llc - exact.lam) / exact.lam,
                 warnings=[str(w.message) for w in caught])
 
 

@@ -294,8 +294,8 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
 
     ``chains``: chains per temperature (default 16 where they run batched, the plugin
     declaring ``batched_vjp``, so that more chains cost little; 4 otherwise, where each chain
-    costs its own gradients); ``n``: the number of samples (default ``loss.N``); ``nbeta``: the base inverse temperature
-    times n (default n / log n); ``gamma``: the localization strength; ``step``: the step eps
+    costs its own gradients); ``n``: the number of samples (default ``loss.N``); ``nbeta``:
+    the base inverse temperature times n (default n / log n); ``gamma``: the localization strength; ``step``: the step eps
     at the base temperature (eps / t_k at temperature t_k), or "auto" (``step_scale`` / the
     largest curvature of each temperature's potential, see the module docstring);
     ``sampler``: "mala" (the Langevin proposal with a Metropolis-Hastings correction, Roberts
@@ -500,40 +500,47 @@ def _sample(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, p
     thin = max(1, -(-draws // keep)) if keep else 0
     states = np.empty((K, -(-draws // thin) if keep else 0, W.shape[1]))
     kept_at = []
+    nb_col, D, dead = nbs[:, None], W - w_star, False
+    half, root = 0.5 * eps[:, None], np.sqrt(eps)[:, None]
     try:
         with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
             for t in range(total):
-                xi = rng.standard_normal(W.shape)
-                root = np.sqrt(eps)[:, None]
+                fwd = root * rng.standard_normal(W.shape)  # sqrt(eps) xi
                 if sampler == "sgld":
-                    W = W - 0.5 * eps[:, None] * gU + root * xi
+                    W = W - half * gU + fwd
                     L, G = batch(W)
-                    gU = nbs[:, None] * G + gamma * (W - w_star)
+                    D = W - w_star
+                    gU = nb_col * G + gamma * D
                 else:
-                    P = W - 0.5 * eps[:, None] * gU + root * xi
+                    P = W - half * gU + fwd
                     Lp, Gp = batch(P)
-                    Dp, D = P - w_star, W - w_star
-                    gUp = nbs[:, None] * Gp + gamma * Dp
-                    bwd = W - P + 0.5 * eps[:, None] * gUp  # forward move: sqrt(eps) xi
-                    log_a = (nbs * (L - Lp) + 0.5 * gamma * (np.einsum("ij,ij->i", D, D)
-                                                             - np.einsum("ij,ij->i", Dp, Dp))
-                             - (np.einsum("ij,ij->i", bwd, bwd)
-                                - eps * np.einsum("ij,ij->i", xi, xi)) / (2 * eps))
+                    Dp = P - w_star
+                    gUp = nb_col * Gp + gamma * Dp
+                    bwd = half * (gU + gUp) - fwd  # W - P + (eps / 2) grad U(P)
+                    # log a = U(w) - U(p) - (|bwd|^2 - |fwd|^2) / (2 eps)
+                    log_a = (nbs * (L - Lp) + 0.5 * gamma * np.einsum("ij,ij->i", D - Dp, D + Dp)
+                             - np.einsum("ij,ij->i", bwd - fwd, bwd + fwd) / (2 * eps))
                     take = np.log(rng.uniform(size=K)) < log_a  # a non-finite proposal: no
-                    W[take], L[take], gU[take] = P[take], Lp[take], gUp[take]
+                    where = take[:, None]
+                    np.copyto(W, P, where=where)
+                    np.copyto(D, Dp, where=where)
+                    np.copyto(gU, gUp, where=where)
+                    L = np.where(take, Lp, L)
                     acc += take
                     if t < burn and (t + 1) % 50 == 0:  # adapt towards acceptance 0.574
                         eps *= np.exp(acc / 50 - 0.574)
+                        half, root = 0.5 * eps[:, None], np.sqrt(eps)[:, None]
                         acc[:] = 0
                     if t == burn - 1:
                         acc[:] = 0
-                bad = ~np.isfinite(L)
-                if bad.any():
-                    fresh = bad & (blew_up < 0)
-                    blew_up[fresh] = t
-                    W[bad], L[bad], gU[bad] = w_star, L_star, 0.0  # frozen at w*, out of the run
+                if not math.isfinite(L.sum()):
+                    bad = ~np.isfinite(L)
+                    blew_up[bad & (blew_up < 0)] = t
+                    W[bad], D[bad], L[bad], gU[bad] = w_star, 0.0, L_star, 0.0  # out of the run
+                    dead = True
                 traces[:, t] = nbs * (L - L_star)
-                traces[blew_up >= 0, t] = np.nan
+                if dead:
+                    traces[blew_up >= 0, t] = np.nan
                 if thin and t >= burn and (t - burn) % thin == 0:
                     states[:, len(kept_at)] = W
                     kept_at.append(t)
