@@ -173,7 +173,7 @@ def summarise(rows, ns):
         for r in di:
             lines.append(
                 f"| {tuple(r['case'])} | {r['n']:.0e} | {r['dataset']} | {r['exact']:g} | "
-                f"{r['llc']:.2f} +- {r['se']:.2f} ({(r['llc'] - r['exact']) / r['exact']:+.1%}) | "
+                f"{r['llc']:.2f} +- {total(r):.2f} ({(r['llc'] - r['exact']) / r['exact']:+.1%}) | "
                 f"{r['devinterp_llc']:.2f} +- {r['devinterp_std']:.2f} "
                 f"({(r['devinterp_llc'] - r['exact']) / r['exact']:+.1%}) | "
                 f"{cpu(r, ''):.1f} s | {cpu(r, 'devinterp_'):.1f} s | "
