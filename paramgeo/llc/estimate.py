@@ -385,12 +385,13 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     chain_llc = tuple(float(c) for c in sum(w * lv["chain_llc"]
                                             for w, lv in zip(weights, levels)))
     se_data = math.nan
-    if run["states"].shape[1] >= 2:
-        Ls = run["traces"][:, run["kept_at"]] / nbs[:, None] + L_star
-        shape = (len(temps), chains)
-        se_data = data_set_se(param, loss, run["states"].reshape(shape + run["states"].shape[1:])[
-            :, good], Ls.reshape(shape + Ls.shape[1:])[:, good],
-            [lv["nbeta"] for lv in levels], weights, f_star[0])
+    kept = run["states"].shape[1]
+    if kept >= 2:  # the kept states and their losses, temperatures x good chains x kept
+        states = run["states"].reshape(len(temps), chains, kept, -1)[:, good]
+        losses = (run["traces"][:, run["kept_at"]] / nbs[:, None] + L_star).reshape(
+            len(temps), chains, kept)[:, good]
+        se_data = data_set_se(param, loss, states, losses, [lv["nbeta"] for lv in levels],
+                              weights, f_star[0])
     for note in notes:
         warnings.warn(f"LLC estimator: {note}", LLCWarning, stacklevel=2)
     public = tuple({k: (float(v) if k != "temperature" else v) for k, v in lv.items()
