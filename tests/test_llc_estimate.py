@@ -269,6 +269,24 @@ def test_batched_losses_and_gradients_match_the_rows(name, sizes):
         assert np.allclose(rows_v, values, rtol=1e-12) and np.allclose(rows_g, grads)
 
 
+def test_per_sample_features_give_each_sample_its_loss():
+    # ell_i(beta) = c_i + <Phi_i, f(beta)>: the pairing of f(beta) with every Phi_i is each
+    # sample's own loss less its constant, from the samples themselves
+    rng = np.random.default_rng(8)
+    X, Y = rng.standard_normal((25, 3)), rng.standard_normal((25, 2))
+    A, y = rng.standard_normal((25, 4)), rng.standard_normal(25)
+    B, b = rng.standard_normal((2, 3)), rng.standard_normal(4)
+    for loss, beta, per, const in (
+            (Regression(X, Y), B.ravel(), 0.5 * np.sum((Y - X @ B.T) ** 2, axis=1),
+             0.5 * np.sum(Y ** 2, axis=1)),
+            (LinearMeasurements(A, y), b, 0.5 * (A @ b - y) ** 2, 0.5 * y ** 2)):
+        f = loss.sample_features(beta[None])
+        assert f.shape[0] == 1
+        assert np.allclose(loss.sample_pairing(f[0]) + const, per, rtol=1e-12, atol=1e-12)
+    assert LinearMeasurements(np.ones((3, 65)), np.ones(3)).sample_features(np.ones((1, 65))) \
+        is None  # m + m^2 features only up to FEATURE_LIMIT
+
+
 def test_batched_and_row_by_row_chains_agree():
     # the estimator's chains through the batched route and through the per-chain route are
     # the same Markov chains (the same draws), up to rounding
