@@ -293,7 +293,7 @@ def bench(row, repeats):
     est = paramgeo_run(5, 3, 5, X, Y)[0]
     exact = reduced_rank_regression(5, 3, 5).lam
     print(f"{'llc: RRR (5,3,5) n=1e3, 2 temperatures x 16 chains x 3500 steps':<60} "
-          f"{time.perf_counter() - start:10.3f} s   estimate {est.llc:.3f} +- {est.se:.2f} "
+          f"{time.perf_counter() - start:10.3f} s   estimate {est.llc:.3f} +- {est.se_total:.2f} "
           f"(exact {exact:g})", flush=True)
 
 
