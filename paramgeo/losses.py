@@ -515,7 +515,7 @@ def batched_value_and_grad(param, loss):
     if param.provides("batched_vjp") and loss.structured_pullback(param) is None:
         def batch(thetas):
             phis, vjp = param.batched_vjp(thetas)
-            values, G = loss.value_grad_batch(np.reshape(phis, (len(thetas), -1)))
+            values, G = loss.value_grad_batch(np.asarray(phis).reshape(len(thetas), -1))
             return values, vjp(G)
 
         batch.batched = True

@@ -493,7 +493,7 @@ def _sample(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, p
     eps = np.array(eps, float)
     L, G = batch(W)
     gU = nbs[:, None] * G
-    traces = np.full((K, total), np.nan)
+    losses = np.empty((K, total))  # L_n(w_t); the traces n beta (L_n - L_n(w*)) at the end
     blew_up = np.full(K, -1)
     acc = np.zeros(K)
     every = max(1, 200 // K)  # the progress bar moves every ~200 chain steps
@@ -501,8 +501,8 @@ def _sample(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, p
     thin = max(1, -(-draws // keep)) if keep else 0
     states = np.empty((K, -(-draws // thin) if keep else 0, W.shape[1]))
     kept_at = []
-    nb_col, D, dead = nbs[:, None], W - w_star, False
-    half, root = 0.5 * eps[:, None], np.sqrt(eps)[:, None]
+    nb_col, D = nbs[:, None], W - w_star
+    half, root, two_eps = 0.5 * eps[:, None], np.sqrt(eps)[:, None], 2 * eps
     try:
         with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
             for t in range(total):
@@ -520,7 +520,7 @@ def _sample(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, p
                     bwd = half * (gU + gUp) - fwd  # W - P + (eps / 2) grad U(P)
                     # log a = U(w) - U(p) - (|bwd|^2 - |fwd|^2) / (2 eps)
                     log_a = (nbs * (L - Lp) + 0.5 * gamma * np.einsum("ij,ij->i", D - Dp, D + Dp)
-                             - np.einsum("ij,ij->i", bwd - fwd, bwd + fwd) / (2 * eps))
+                             - np.einsum("ij,ij->i", bwd - fwd, bwd + fwd) / two_eps)
                     take = np.log(rng.uniform(size=K)) < log_a  # a non-finite proposal: no
                     where = take[:, None]
                     np.copyto(W, P, where=where)
@@ -530,7 +530,7 @@ def _sample(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, p
                     acc += take
                     if t < burn and (t + 1) % 50 == 0:  # adapt towards acceptance 0.574
                         eps *= np.exp(acc / 50 - 0.574)
-                        half, root = 0.5 * eps[:, None], np.sqrt(eps)[:, None]
+                        half, root, two_eps = 0.5 * eps[:, None], np.sqrt(eps)[:, None], 2 * eps
                         acc[:] = 0
                     if t == burn - 1:
                         acc[:] = 0
@@ -538,10 +538,7 @@ def _sample(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, p
                     bad = ~np.isfinite(L)
                     blew_up[bad & (blew_up < 0)] = t
                     W[bad], D[bad], L[bad], gU[bad] = w_star, 0.0, L_star, 0.0  # out of the run
-                    dead = True
-                traces[:, t] = nbs * (L - L_star)
-                if dead:
-                    traces[blew_up >= 0, t] = np.nan
+                losses[:, t] = L
                 if thin and t >= burn and (t - burn) % thin == 0:
                     states[:, len(kept_at)] = W
                     kept_at.append(t)
@@ -554,7 +551,10 @@ def _sample(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, p
         interrupted = True
     if progress is not None and not interrupted:
         progress(total * K, total * K)
-    return dict(traces=traces[:, :made], step=eps, accepted=acc / max(made - burn, 1),
+    traces = nb_col * (losses[:, :made] - L_star)
+    for k in np.flatnonzero(blew_up >= 0):
+        traces[k, blew_up[k]:] = np.nan
+    return dict(traces=traces, step=eps, accepted=acc / max(made - burn, 1),
                 blew_up=blew_up, interrupted=interrupted, states=states[:, :len(kept_at)],
                 kept_at=np.array(kept_at, int))
 
