@@ -223,6 +223,16 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True):
                 add("quadratic-forms", err, tol, k,
                     "quadratic_forms(theta, X) disagrees with x_i^T phi(theta) x_i or with "
                     "vjp(theta, sum_i c_i x_i x_i^T)")
+            if param.provides("batched_vjp"):
+                thetas = np.stack([theta, -0.5 * theta, theta + v])
+                Ws = np.stack([w, 2 * w, -w])
+                phis, vjp = param.batched_vjp(thetas)
+                err = max(_rel(np.reshape(phis, (3, -1)),
+                               np.stack([param.forward_flat(t) for t in thetas])),
+                          _rel(vjp(Ws), np.stack([param.vjp(t, u) for t, u in zip(thetas, Ws)])))
+                add("batched-vjp", err, tol, k,
+                    "batched_vjp(thetas) disagrees with forward(theta) or vjp(theta, w) at a "
+                    "row of thetas")
             if _overrides(param, "hessian_vp") or _overrides(param, "jacobian_derivative"):
                 h = 1e-5 * (1.0 + np.max(np.abs(theta)))
                 fd = (param.vjp(theta + h * v, w) - param.vjp(theta - h * v, w)) / (2 * h)

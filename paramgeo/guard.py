@@ -69,6 +69,7 @@ ARRAY_METHODS = {
     "kinks": (("theta",), None),
     "mirror_potential": (("theta0",), None),
     "quadratic_forms": (("theta",), None),
+    "batched_vjp": ((), None),
 }
 #: methods that are guarded for their exceptions (and the few structural checks below) only
 OTHER_METHODS = ("make_spec", "make_predictor_shape", "validate_sizes", "symmetry", "symbolic",

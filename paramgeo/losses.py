@@ -78,6 +78,26 @@ class Loss(abc.ABC):
         chain rule through the flat predictor (the default)."""
         return None
 
+    def value_grad_batch(self, betas):
+        """(ell(beta_k))_k and (grad ell(beta_k))_k for flat predictors betas of shape (K, m):
+        arrays of shape (K,) and (K, m). Default: one value and gradient per row; losses with a
+        closed form override it with one batched array operation."""
+        betas = np.asarray(betas, float)
+        return (np.array([float(self.value(b)) for b in betas]),
+                np.array([self.grad(b) for b in betas]).reshape(betas.shape))
+
+    def sample_features(self, betas):
+        """Features f(beta) (shape (T, F) for predictors betas of shape (T, m)) in which every
+        sample's loss is linear, ell_i(beta) = c_i + <Phi_i, f(beta)>, or None where the loss has
+        no such form (the default). With :meth:`sample_pairing` they give the influence of each
+        sample on a posterior mean (the LLC estimator's data-set error bar)."""
+        return None
+
+    def sample_pairing(self, V):
+        """(<Phi_i, V>)_i, shape (N,), for a direction V (shape (F,)) of the feature space of
+        :meth:`sample_features`."""
+        raise ParamgeoError(f"{type(self).__name__} has no per-sample features")
+
     def check_dim(self, param):
         """Raise ShapeError if the loss cannot be applied to the predictors of ``param``."""
         if self.m is not None and self.m != param.m:
@@ -123,6 +143,27 @@ class LinearMeasurements(Loss):
 
     def hessian(self, beta):
         return self.A.T @ self.A / self.N
+
+    def value_grad_batch(self, betas):
+        """Residuals R = betas A^T - y (K x N): values |R_k|^2 / 2N, gradients R A / N."""
+        R = np.asarray(betas, float) @ self.A.T - self.y
+        return 0.5 * np.einsum("kn,kn->k", R, R) / self.N, R @ self.A / self.N
+
+    #: the largest predictor dimension m with per-sample features (there are m + m^2)
+    FEATURE_LIMIT = 64
+
+    def sample_features(self, betas):
+        """f(beta) = (beta, beta beta^T): ell_i = y_i^2 / 2 - y_i <A_i, beta>
+        + <A_i A_i^T, beta beta^T> / 2 (None for m > FEATURE_LIMIT)."""
+        if self.m > self.FEATURE_LIMIT:
+            return None
+        betas = np.asarray(betas, float)
+        return np.hstack([betas, np.einsum("ti,tj->tij", betas, betas).reshape(len(betas), -1)])
+
+    def sample_pairing(self, V):
+        V = np.asarray(V, float)
+        V1, V2 = V[:self.m], V[self.m:].reshape(self.m, self.m)
+        return -self.y * (self.A @ V1) + 0.5 * np.einsum("ij,jk,ik->i", self.A, V2, self.A)
 
     def minibatch(self, indices):
         return type(self)(self.A[indices], self.y[indices])
@@ -225,6 +266,28 @@ class Regression(Loss):
 
     def hessian(self, beta):
         return np.kron(np.eye(self.shape[0]), self.Sxx)
+
+    def value_grad_batch(self, betas):
+        """The value and gradient above for a stack of predictors B_k (betas of shape (K, m)),
+        from the same sufficient statistics in batched products."""
+        B = np.reshape(np.asarray(betas, float), (-1,) + self.shape)
+        BS = B @ self.Sxx
+        values = np.einsum("kij,kij->k", 0.5 * BS - self.Syx, B) + 0.5 * self.syy
+        return values, (BS - self.Syx).reshape(len(B), -1)
+
+    def sample_features(self, betas):
+        """f(B) = (B, B^T B): ell_i(B) = |y_i|^2 / 2 - y_i^T B x_i + x_i^T B^T B x_i / 2, so
+        Phi_i = (-y_i x_i^T, x_i x_i^T / 2)."""
+        B = np.reshape(np.asarray(betas, float), (-1,) + self.shape)
+        return np.hstack([B.reshape(len(B), -1),
+                          (B.transpose(0, 2, 1) @ B).reshape(len(B), -1)])
+
+    def sample_pairing(self, V):
+        V = np.asarray(V, float)
+        k = self.m
+        V1, V2 = V[:k].reshape(self.shape), V[k:].reshape(self.shape[1], self.shape[1])
+        return (-np.einsum("ij,ij->i", self.Y @ V1, self.X)
+                + 0.5 * np.einsum("ij,ij->i", self.X @ V2, self.X))
 
     def minibatch(self, indices):
         return type(self)(self.X[indices], self.Y[indices])
@@ -457,6 +520,31 @@ def value_and_grad(param, loss):
         return float(loss.value(beta)), param.vjp(theta, loss.grad(beta))
 
     return both
+
+
+def batched_value_and_grad(param, loss):
+    """thetas (K, n) -> (values (K,), gradients (K, n)) of L = ell(phi(theta)) at each row: one
+    batched pass (the plugin's ``batched_vjp`` and the loss's ``value_grad_batch``, grad L_k =
+    J(theta_k)^T grad ell(phi(theta_k))) where the plugin declares ``batched_vjp`` and the loss
+    has no ``structured_pullback`` for it; otherwise :func:`value_and_grad` row by row. The
+    function's attribute ``batched`` says which."""
+    single = value_and_grad(param, loss)  # validates param and loss
+    if param.provides("batched_vjp") and loss.structured_pullback(param) is None:
+        def batch(thetas):
+            phis, vjp = param.batched_vjp(thetas)
+            values, G = loss.value_grad_batch(np.asarray(phis).reshape(len(thetas), -1))
+            return values, vjp(G)
+
+        batch.batched = True
+        return batch
+
+    def rows(thetas):
+        pairs = [single(theta) for theta in thetas]
+        return (np.array([value for value, _ in pairs], float),
+                np.array([grad for _, grad in pairs], float).reshape(np.shape(thetas)))
+
+    rows.batched = False
+    return rows
 
 
 #: loss kinds of :func:`loss_from_arrays` -> (class, required arrays, description)

@@ -46,6 +46,7 @@ CAPABILITIES = {
     "kinks": "kinks",  # piecewise-smooth phi: distances to the sets where it is not differentiable
     "input_action": "input_action",  # a group acting on the fixed inputs (positions, data)
     "learning_coefficient": "learning_coefficient",  # exact (lambda, m) at a true parameter
+    "batched_vjp": "batched_vjp",  # phi and its VJP at a batch of points in one array operation
 }
 
 
@@ -442,6 +443,14 @@ class Parameterization(abc.ABC):
         factors without forming Q (for U U^T: f = |U^T x_i|^2, vjp(c) = 2 X^T diag(c) X U). Used
         by ``paramgeo.losses.QuadraticMeasurements`` (quadratic networks f(x) = x^T Q x)."""
         raise NotProvidedError(type(self).__name__, "quadratic_forms", "quadratic_forms")
+
+    def batched_vjp(self, thetas):
+        """(Phi, vjp) at K points at once, thetas of shape (K, n): Phi[k] = phi(thetas[k])
+        (shape (K, *predictor_shape)) and vjp(G) = (J(thetas[k])^T G[k])_k (shape (K, n)) for
+        G of shape (K, m), each one batched array operation instead of K calls (for U V^T:
+        Phi = U V^T, vjp(G) = (G V, G^T U) per point). Used by
+        :func:`paramgeo.losses.batched_value_and_grad` (the LLC estimator's chains)."""
+        raise NotProvidedError(type(self).__name__, "batched_vjp", "batched_vjp")
 
     def rank_at(self, theta, policy=None):
         """rank J(theta) in closed form from the factors, as a

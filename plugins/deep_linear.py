@@ -64,7 +64,7 @@ class DeepLinear(Parameterization):
                        help="widths n_0,...,n_L (input, hidden..., output); predictor n_L x n_0"),
     }
     capabilities = frozenset({"jvp", "vjp", "jacobian", "symmetry", "rank_at", "symbolic",
-                              "learning_coefficient"})
+                              "learning_coefficient", "batched_vjp"})
     references = (
         "Trager, Kohn, Bruna (2020) Pure and spurious critical points: a geometric study of "
         "linear networks (ICLR 2020)",
@@ -144,6 +144,31 @@ class DeepLinear(Parameterization):
         A, B = self._partials(theta)
         G = np.reshape(np.asarray(w, float), self.predictor_shape)
         return np.concatenate([(a.T @ G @ b.T).ravel() for a, b in zip(A, B)])
+
+    def batched_vjp(self, thetas):
+        """Phi[k] = W_L ... W_1 at each row of thetas (K, n) and vjp(G)[k] =
+        (A_i^T G_k B_i^T)_i with the partial products of that row, as stacked matrix products."""
+        thetas = np.asarray(thetas, float)
+        K, w = len(thetas), self.widths
+        Ws = [thetas[:, s].reshape(K, *shape) for s, shape in
+              zip(self.spec.slices.values(), self.spec.blocks.values())]
+        B = [None]  # B[i] = W_i ... W_1 (None: the identity)
+        for W in Ws[:-1]:
+            B.append(W if B[-1] is None else W @ B[-1])
+        A = [None]  # A[j] = W_L ... W_{L-j+1}
+        for W in Ws[:0:-1]:
+            A.append(W if A[-1] is None else A[-1] @ W)
+        A = A[::-1]
+
+        def vjp(G):
+            G = np.reshape(G, (K, w[-1], w[0]))
+            out = []
+            for a, b in zip(A, B):
+                g = G if a is None else a.transpose(0, 2, 1) @ G
+                out.append((g if b is None else g @ b.transpose(0, 2, 1)).reshape(K, -1))
+            return np.concatenate(out, axis=1)
+
+        return Ws[0] if A[0] is None else A[0] @ Ws[0], vjp
 
     def jacobian(self, theta):
         A, B = self._partials(theta)

@@ -91,6 +91,11 @@ class LoRA(UVT):
         W0 = sympy.Matrix(m, n, lambda i, j: sympy.Float(self.W0[i, j], 17))
         return list(B) + list(At), list(B * At.T + W0)
 
+    def batched_vjp(self, thetas):
+        # W0 + B A: uvt's products shifted by the constant W0, the same VJP
+        phis, vjp = super().batched_vjp(thetas)
+        return phis + self.W0, vjp
+
     def quadratic_forms(self, theta, X):
         # x^T (W0 + B A) x = x^T W0 x + <B^T x, A x>; W0 is constant, so the VJP is uvt's
         forms, vjp = super().quadratic_forms(theta, X)

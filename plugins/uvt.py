@@ -64,7 +64,7 @@ class UVT(Parameterization):
     }
     capabilities = frozenset(
         {"jvp", "vjp", "jacobian", "symmetry", "symbolic", "horizontal_projection",
-         "quadratic_forms", "rank_at", "learning_coefficient"}
+         "quadratic_forms", "rank_at", "learning_coefficient", "batched_vjp"}
     )
     references = (
         "Mishra, Meyer, Bonnabel, Sepulchre (2014) Fixed-rank matrix factorizations and "
@@ -118,6 +118,20 @@ class UVT(Parameterization):
         U, V = self._UV(theta)
         W = np.reshape(w, (self.rows, self.cols))
         return self._pack(W @ V, W.T @ U)
+
+    def batched_vjp(self, thetas):
+        """Phi[k] = U_k V_k^T and vjp(G)[k] = (G_k V_k, G_k^T U_k) for thetas of shape (K, n)."""
+        thetas = np.asarray(thetas, float)
+        k = self.rows * self.r
+        U = thetas[:, :k].reshape(-1, self.rows, self.r)
+        V = thetas[:, k:].reshape(-1, self.cols, self.r)
+
+        def vjp(G):
+            G = np.reshape(G, (-1, self.rows, self.cols))
+            return np.concatenate([(G @ V).reshape(len(G), -1),
+                                   (G.transpose(0, 2, 1) @ U).reshape(len(G), -1)], axis=1)
+
+        return U @ V.transpose(0, 2, 1), vjp
 
     def jacobian(self, theta):
         U, V = self._UV(theta)

@@ -74,6 +74,56 @@ def test_gaussian_posterior_in_closed_form():
         assert level["nbeta"] == t * nbeta and abs(level["llc"] - exact) < 3 * level["se"]
 
 
+def test_data_set_error_against_the_gaussian_closed_form():
+    # the infinitesimal jackknife of the slope from posterior draws against its closed form:
+    # for L - L* = (w - w*)^T H (w - w*) / 2 the slope is sum_k c_k n beta_k tr(H P_k^-1) / 2,
+    # P_k = n beta_k H + gamma I, whose derivative in H is sum_k c_k n beta_k gamma P_k^-2 / 2
+    # and H = (1/N) sum_i omega_i a_i a_i^T: psi_i = a_i^T G a_i / N; the draws are exact
+    # (i.i.d. from the Gaussian posteriors), so only the covariance identity is tested
+    from paramgeo.llc.estimate import data_set_se
+
+    param, loss, w_star, H = _gaussian_case(seed=1, N=40, p=2)
+    gamma, nbs = 2.0, [5.0, 20.0]
+    c = slope_weights(nbs)
+    G = sum(ck * nb * gamma * np.linalg.matrix_power(np.linalg.inv(nb * H + gamma * np.eye(2)),
+                                                      2) / 2 for ck, nb in zip(c, nbs))
+    psi = np.einsum("ij,jk,ik->i", loss.A, G, loss.A) / loss.N
+    exact = math.sqrt(np.sum((psi - psi.mean()) ** 2))
+    rng = np.random.default_rng(0)
+    states, losses = np.empty((2, 2, 25000, 2)), np.empty((2, 2, 25000))
+    for k, nb in enumerate(nbs):
+        cov = np.linalg.inv(nb * H + gamma * np.eye(2))
+        states[k] = w_star + rng.multivariate_normal(np.zeros(2), cov, size=(2, 25000))
+        d = states[k] - w_star
+        losses[k] = loss.value(w_star) + 0.5 * np.einsum("cdi,ij,cdj->cd", d, H, d)
+    f_star = loss.sample_features(w_star[None])[0]
+    assert data_set_se(param, loss, states, losses, nbs, c, f_star) == pytest.approx(exact,
+                                                                                     rel=0.1)
+
+
+def test_error_bars_say_what_they_cover():
+    from paramgeo.losses import Logistic
+
+    rng = np.random.default_rng(1)
+    X, Y = rng.standard_normal((500, 3)), rng.standard_normal((500, 2))
+    param, loss = paramgeo.get("deep-linear", widths=(3, 2, 2)), Regression(X, Y)
+    W1, W2 = loss.reduced_rank_minimiser(2)
+    theta = np.concatenate([W1.ravel(), W2.ravel()])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LLCWarning)
+        est = estimate_llc(param, loss, theta, draws=300, burn=300, seed=0)
+    assert est.chains == 16 and est.se_data > 0  # batched: 16 chains by default
+    assert est.se_total == pytest.approx(math.hypot(est.se, est.se_data))
+    assert "of the data set" in str(est) and est.to_dict()["se_data"] == est.se_data
+    A, y = rng.standard_normal((60, 3)), np.sign(rng.standard_normal(60))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LLCWarning)
+        est = estimate_llc(Identity(p=3), Logistic(A, y), np.zeros(3), n=60, draws=100,
+                           burn=50, seed=0)
+    assert est.chains == 4 and math.isnan(est.se_data) and est.se_total == est.se
+    assert "sampler only" in str(est)
+
+
 def test_slope_weights_are_the_least_squares_slope():
     nbetas = np.array([100.0, 250.0, 900.0])
     lams = np.array([3.1, 2.7, 2.2])
@@ -101,7 +151,7 @@ def test_singular_posterior_by_quadrature():
         num = quad(lambda u: w(u) * u * u / (b * u * u + gamma), 0, np.inf, limit=200)[0]
         return 0.5 * c * num / quad(w, 0, np.inf, limit=200)[0]
 
-    est = estimate_llc(param, loss, np.zeros(2), nbeta=nbeta, gamma=gamma, chains=4,
+    est = estimate_llc(param, loss, np.zeros(2), nbeta=nbeta, gamma=gamma, chains=8,
                        draws=1500, burn=500, seed=0)
     for level in est.levels:
         exact = level["nbeta"] * mean_loss(level["nbeta"])
@@ -177,6 +227,81 @@ def test_regression_loss_against_the_samples_and_autograd():
         loss_from_arrays("regression", {"X": X, "Y": Y}, paramgeo.get("uvt", m=3, n=3, r=1))
     with pytest.raises(paramgeo.ShapeError, match="no array 'Y'"):
         loss_from_arrays("regression", {"X": X}, param)
+
+
+def _without_batch(param):
+    """The same parameterization without the batched_vjp capability (the row-by-row route)."""
+    cls = type(param)
+    plain = type("NoBatch", (cls,), {"capabilities": cls.capabilities - {"batched_vjp"}})
+    return plain(**param.sizes)
+
+
+@pytest.mark.parametrize("name, sizes", [("deep-linear", dict(widths=(3, 2, 4, 2))),
+                                         ("uvt", dict(m=2, n=3, r=2)),
+                                         ("lora", dict(m=2, n=3, r=1))])
+def test_batched_losses_and_gradients_match_the_rows(name, sizes):
+    # one batched pass (batched_vjp, value_grad_batch) against value_and_grad row by row, and
+    # against the finite differences of the loss
+    from paramgeo.losses import Loss, batched_value_and_grad, value_and_grad
+
+    rng = np.random.default_rng(7)
+    param = paramgeo.get(name, **sizes)
+    out, inp = param.predictor_shape
+    X, Y = rng.standard_normal((30, inp)), rng.standard_normal((30, out))
+    thetas = rng.standard_normal((5, param.n))
+    for loss in (Regression(X, Y), LinearMeasurements(rng.standard_normal((20, param.m)),
+                                                      rng.standard_normal(20))):
+        betas = rng.standard_normal((4, param.m))
+        values, grads = loss.value_grad_batch(betas)
+        base_v, base_g = Loss.value_grad_batch(loss, betas)  # the generic loop
+        assert np.allclose(values, base_v, rtol=1e-12) and np.allclose(grads, base_g)
+        assert param.provides("batched_vjp")
+        values, grads = batched_value_and_grad(param, loss)(thetas)
+        single = value_and_grad(param, loss)
+        for theta, v, g in zip(thetas, values, grads):
+            v0, g0 = single(theta)
+            assert v == pytest.approx(v0, rel=1e-12) and np.allclose(g, g0, rtol=1e-10)
+        e, h = np.eye(param.n)[0], 1e-6
+        fd = (single(thetas[0] + h * e)[0] - single(thetas[0] - h * e)[0]) / (2 * h)
+        assert grads[0, 0] == pytest.approx(fd, rel=1e-6, abs=1e-8)
+        plain = _without_batch(param)
+        rows_v, rows_g = batched_value_and_grad(plain, loss)(thetas)  # the per-row route
+        assert np.allclose(rows_v, values, rtol=1e-12) and np.allclose(rows_g, grads)
+
+
+def test_per_sample_features_give_each_sample_its_loss():
+    # ell_i(beta) = c_i + <Phi_i, f(beta)>: the pairing of f(beta) with every Phi_i is each
+    # sample's own loss less its constant, from the samples themselves
+    rng = np.random.default_rng(8)
+    X, Y = rng.standard_normal((25, 3)), rng.standard_normal((25, 2))
+    A, y = rng.standard_normal((25, 4)), rng.standard_normal(25)
+    B, b = rng.standard_normal((2, 3)), rng.standard_normal(4)
+    for loss, beta, per, const in (
+            (Regression(X, Y), B.ravel(), 0.5 * np.sum((Y - X @ B.T) ** 2, axis=1),
+             0.5 * np.sum(Y ** 2, axis=1)),
+            (LinearMeasurements(A, y), b, 0.5 * (A @ b - y) ** 2, 0.5 * y ** 2)):
+        f = loss.sample_features(beta[None])
+        assert f.shape[0] == 1
+        assert np.allclose(loss.sample_pairing(f[0]) + const, per, rtol=1e-12, atol=1e-12)
+    assert LinearMeasurements(np.ones((3, 65)), np.ones(3)).sample_features(np.ones((1, 65))) \
+        is None  # m + m^2 features only up to FEATURE_LIMIT
+
+
+def test_batched_and_row_by_row_chains_agree():
+    # the estimator's chains through the batched route and through the per-chain route are
+    # the same Markov chains (the same draws), up to rounding
+    rng = np.random.default_rng(4)
+    X, Y = rng.standard_normal((300, 3)), rng.standard_normal((300, 2))
+    param, loss = paramgeo.get("deep-linear", widths=(3, 2, 2)), Regression(X, Y)
+    W1, W2 = loss.reduced_rank_minimiser(2)
+    theta = np.concatenate([W1.ravel(), W2.ravel()])
+    options = dict(chains=3, draws=60, burn=40, seed=2, step=1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LLCWarning)
+        fast = estimate_llc(param, loss, theta, **options)
+        slow = estimate_llc(_without_batch(param), loss, theta, **options)
+    assert np.allclose(fast.traces, slow.traces, rtol=1e-8, atol=1e-10)
+    assert fast.llc == pytest.approx(slow.llc, rel=1e-8)
 
 
 def test_regular_uvt_point_gives_half_the_local_dimension():
@@ -284,39 +409,48 @@ def test_check_compares_the_declared_coefficient():
     assert not item.passed and "test-wrong-lc" in item.hint
 
 
-def test_an_interrupted_estimate_uses_the_finished_chains():
-    param, loss, w_star, _ = _gaussian_case()
-    options = dict(chains=3, draws=100, burn=10, seed=3, temperatures=(1,))
+def test_check_tests_a_declared_batched_vjp():
+    from paramgeo.contract import check
 
-    def interrupt(done, total):  # Ctrl-C in the second chain (progress every 200 steps)
-        if done == 200:
+    item = next(i for i in check(paramgeo.get("deep-linear", widths=(2, 3, 2)), n_points=1).items
+                if i.property == "batched-vjp")
+    assert item.passed and item.error < 1e-12
+
+    class Wrong(paramgeo.registry.get_class("uvt")):
+        name = "test-wrong-batch"
+
+        def batched_vjp(self, thetas):  # the VJP of U V^T without its V half
+            phis, vjp = super().batched_vjp(thetas)
+            return phis, lambda G: vjp(G) * (np.arange(self.n) < self.rows * self.r)
+
+    item = next(i for i in check(Wrong(m=2, n=2, r=1), n_points=1).items
+                if i.property == "batched-vjp")
+    assert not item.passed and "batched_vjp" in item.hint
+
+
+def test_an_interrupted_estimate_uses_the_draws_made():
+    # all chains advance together: Ctrl-C after the burn-in keeps every chain's draws so far
+    param, loss, w_star, _ = _gaussian_case()
+    options = dict(chains=3, draws=190, burn=10, seed=3, temperatures=(0.5, 2))
+    calls = []
+
+    def interrupt(done, total):  # 6 rows: progress every 33 steps (198 chain steps)
+        calls.append((done, total))
+        if done >= 6 * 66:
             raise KeyboardInterrupt
+
+    def too_early(done, total):  # Ctrl-C in the burn-in: nothing to estimate from
+        raise KeyboardInterrupt
 
     full = estimate_llc(param, loss, w_star, **options)
+    assert full.draws == 190 and full.traces.shape == (2, 3, 200)
     with pytest.warns(UserWarning, match="interrupted"):
         part = estimate_llc(param, loss, w_star, progress=interrupt, **options)
-    assert part.interrupted and not full.interrupted and part.chains == 1
-    assert np.array_equal(part.traces, full.traces[:, :1])
-    assert part.llc == pytest.approx(full.chain_llc[0])
-
-
-def test_an_interrupt_at_the_last_temperature_keeps_the_chains_run_at_every_level():
-    param, loss, w_star, _ = _gaussian_case()
-    options = dict(chains=3, draws=90, burn=10, seed=3, temperatures=(0.5, 2))
-
-    def interrupt(done, total):  # 100 steps a chain: Ctrl-C in the third chain of level 2
-        if done == 600:
-            raise KeyboardInterrupt
-
-    def too_early(done, total):  # Ctrl-C at the first level: nothing finished at every level
-        if done == 200:
-            raise KeyboardInterrupt
-
-    full = estimate_llc(param, loss, w_star, **options)
-    with pytest.warns(UserWarning, match="interrupted"):
-        part = estimate_llc(param, loss, w_star, progress=interrupt, **options)
-    assert part.interrupted and part.chains == 2
-    assert np.array_equal(part.traces, full.traces[:, :2])
-    assert part.llc == pytest.approx(np.mean(full.chain_llc[:2]))
+    assert calls == [(6 * 33, 6 * 200), (6 * 66, 6 * 200)]
+    assert part.interrupted and not full.interrupted and part.chains == 3 and part.draws == 56
+    assert np.array_equal(part.traces, full.traces[:, :, :66])  # the same run, cut short
+    post = full.traces[:, :, 10:66]
+    weights = slope_weights([lv["nbeta"] for lv in full.levels])
+    assert part.llc == pytest.approx(sum(w * p.mean() for w, p in zip(weights, post)))
     with pytest.raises(KeyboardInterrupt):
-        estimate_llc(param, loss, w_star, progress=too_early, **options)
+        estimate_llc(param, loss, w_star, progress=too_early, **{**options, "burn": 100})

@@ -92,7 +92,9 @@ def llc_estimate(param, loss_kind, arrays, data_path, theta_star, truth=None, **
               help="Multipliers of n beta, comma-separated: the estimate is the slope of the "
                    "mean loss against 1 / (n beta) over them (one value: n beta (E[L_n] - "
                    "L_n(w*)) at that temperature).")
-@click.option("--chains", type=click.IntRange(1, 1000), default=4, show_default=True)
+@click.option("--chains", type=click.IntRange(1, 1000), default=None,
+              help="Chains per temperature [16 where the plugin runs them batched "
+                   "(batched_vjp), else 4].")
 @click.option("--draws", type=click.IntRange(4, 10_000_000), default=2000, show_default=True)
 @click.option("--burn", type=click.IntRange(0, 10_000_000), default=1500, show_default=True,
               help="Burn-in steps per chain (not counted).")
@@ -153,7 +155,7 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
         if not sweep_steps:
             out["exact"] = None if exact is None else exact.to_dict()
         click.echo(json.dumps(out, indent=2))
-        exit_if_interrupted(result, f"after {getattr(result, 'chains', 0)} chains")
+        exit_if_interrupted(result, f"after {getattr(result, 'draws', 0)} draws")
         return
     text = str(result)
     if exact is not None:
@@ -162,7 +164,7 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
     if plot_path:
         text += f"\nfigure written to {plot_path}"
     emit(result, False, text)
-    exit_if_interrupted(result, f"after {getattr(result, 'chains', 0)} chains")
+    exit_if_interrupted(result, f"after {getattr(result, 'draws', 0)} draws")
 
 
 def parse_temperatures(text):

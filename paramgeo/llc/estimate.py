@@ -30,17 +30,25 @@ correction, Roberts and Tweedie 1996) or by SGLD (Welling and Teh 2011):
 
     w_{t+1} = w_t - (eps / 2) (n beta grad L_n(w_t) + gamma (w_t - w*)) + sqrt(eps) xi_t,
 
-xi_t ~ N(0, I), in float64 numpy, several independent chains from w* per temperature. Only
-the loss, its gradient (through the contract's VJP, :func:`paramgeo.losses.pullback`) and
-theta are used, so any parameterization works, user models included.
+xi_t ~ N(0, I), in float64 numpy, several independent chains from w* per temperature, all
+advanced together as one (chains x temperatures, parameters) array: one batched loss and
+gradient per step where the plugin declares ``batched_vjp`` (closed-form losses such as
+``Regression`` evaluate a stack of predictors at once), one per chain otherwise
+(:func:`paramgeo.losses.batched_value_and_grad`). Only the loss, its gradient (through the
+contract's VJP) and theta are used, so any parameterization works, user models included.
 
 Error bar: ``se`` is the Monte Carlo standard error of lambda_hat on this data set: per
 temperature sqrt(var / ESS) with the effective sample size of all chains together (Gelman et
 al. 2013, "Bayesian data analysis", 3rd ed., Sec. 11.5: within- and between-chain variances and
 the autocorrelations of every chain, summed with Geyer's initial monotone sequence), combined
-through the slope's weights (the temperatures are sampled independently). It does not cover
-the data set: lambda_hat's target itself depends on the sample (the U_n term above;
-docs/learning-coefficients.md measures both parts).
+through the slope's weights (the temperatures are sampled independently). ``se_data`` is the
+part of the data set: lambda_hat's target itself depends on the sample (the U_n term above),
+and its standard deviation over data sets is estimated from the one data set by the
+infinitesimal jackknife over samples (:func:`data_set_se`), where the loss writes each
+sample's loss as linear in features of the predictor (``Regression``, ``LinearMeasurements``);
+``se_total`` = sqrt(se^2 + se_data^2). Neither covers the estimator's bias at finite n (the
+multiplicity and the remainder terms above, of order 1 / log n);
+docs/learning-coefficients.md measures all three.
 
 Step size ``"auto"``: eps = step_scale / h with h the largest curvature (power iteration on
 Hessian-vector products by central differences of the gradient) of the potential
@@ -66,7 +74,8 @@ class LLCWarning(UserWarning):
 
 @dataclasses.dataclass(frozen=True)
 class LLCEstimate(Result):
-    """lambda_hat (``llc``) with its Monte Carlo standard error ``se``: the slope estimate
+    """lambda_hat (``llc``) with its Monte Carlo standard error ``se``, its data-set
+    standard error ``se_data`` and both together, ``se_total``: the slope estimate
     over the inverse temperatures n beta_k = t_k n beta (``temperatures`` t_k, ``nbeta`` the
     base), or the single-temperature estimate where one is given. ``levels`` holds, per
     temperature, n beta_k, the single-temperature estimate lambda_k = n beta_k (E_k[L_n] -
@@ -96,8 +105,13 @@ class LLCEstimate(Result):
     temperatures: tuple
     levels: tuple
     traces: np.ndarray = dataclasses.field(repr=False)
-    #: True when Ctrl-C (KeyboardInterrupt) stopped the run: ``chains`` counts those finished
+    #: True when Ctrl-C (KeyboardInterrupt) stopped the run: ``draws`` counts those made
     interrupted: bool = False
+    #: the data-set standard error (infinitesimal jackknife over samples, :func:`data_set_se`;
+    #: nan where the loss has no per-sample features)
+    se_data: float = math.nan
+    #: sqrt(se^2 + se_data^2): sampler and data set (``se`` where se_data is nan)
+    se_total: float = math.nan
 
     def to_dict(self, traces=False):
         out = super().to_dict()
@@ -108,9 +122,12 @@ class LLCEstimate(Result):
     def __str__(self):
         kind = ("slope over n beta = " + ", ".join(f"{lv['nbeta']:.4g}" for lv in self.levels)
                 if len(self.levels) > 1 else f"n beta = {self.nbeta:.5g}")
-        lines = [f"LLC estimate {self.llc:.4g} +- {self.se:.2g} (Monte Carlo s.e., this data "
-                 f"set; {kind}; {self.chains} chains x {self.draws} draws, smallest ESS "
-                 f"{self.ess:.0f}, largest R-hat {self.rhat:.3f})",
+        cover = (f"s.e. of the sampler {self.se:.2g} and of the data set {self.se_data:.2g}"
+                 if math.isfinite(self.se_data) else "s.e. of the sampler only (no data-set "
+                 "part for this loss)")
+        lines = [f"LLC estimate {self.llc:.4g} +- {self.se_total:.2g} ({cover}; {kind}; "
+                 f"{self.chains} chains x {self.draws} draws, smallest ESS {self.ess:.0f}, "
+                 f"largest R-hat {self.rhat:.3f})",
                  f"  per chain: {', '.join(f'{c:.4g}' for c in self.chain_llc)}"]
         if len(self.levels) > 1:
             lines += [f"  at n beta = {lv['nbeta']:.5g}: n beta (E[L_n] - L_n(w*)) = "
@@ -216,6 +233,9 @@ def _curvature(grad_U, w, rng, iters=12):
 
 SAMPLERS = ("mala", "sgld")
 
+#: states kept per chain after burn-in for the data-set error bar, and the most numbers kept
+KEPT_STATES, STATE_BUDGET = 250, 8_000_000
+
 #: the default multipliers t_k of n beta (see the module docstring)
 TEMPERATURES = (0.5, 2.0)
 
@@ -264,7 +284,7 @@ def auto_step(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step_scale
 
 
 def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="auto",
-                 step_scale=0.05, chains=4, draws=2000, burn=1500, sampler="mala", seed=0,
+                 step_scale=0.05, chains=None, draws=2000, burn=1500, sampler="mala", seed=0,
                  temperatures=TEMPERATURES, progress=None):
     """Estimate the local learning coefficient of ``loss`` through ``param`` at the local
     minimum ``theta_star`` (see the module docstring): ``chains`` localized chains of
@@ -272,32 +292,34 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     ``temperatures``; lambda_hat is the least-squares slope of E_k[L_n] - L_n(w*) against
     1 / (n beta_k) (two temperatures or more), or n beta (E[L_n] - L_n(w*)) (one temperature).
 
-    ``n``: the number of samples (default ``loss.N``); ``nbeta``: the base inverse temperature
-    times n (default n / log n); ``gamma``: the localization strength; ``step``: the step eps
+    ``chains``: chains per temperature (default 16 where they run batched, the plugin
+    declaring ``batched_vjp``, so that more chains cost little; 4 otherwise, where each chain
+    costs its own gradients); ``n``: the number of samples (default ``loss.N``); ``nbeta``:
+    the base inverse temperature times n (default n / log n); ``gamma``: the localization strength; ``step``: the step eps
     at the base temperature (eps / t_k at temperature t_k), or "auto" (``step_scale`` / the
     largest curvature of each temperature's potential, see the module docstring);
     ``sampler``: "mala" (the Langevin proposal with a Metropolis-Hastings correction, Roberts
     and Tweedie 1996, so the chain samples the localized posterior without discretization
     bias; its step adapts during burn-in towards the acceptance rate 0.574 of Roberts and
-    Rosenthal 1998) or "sgld" (Welling and Teh 2011); ``seed`` makes the run repeatable (each
-    chain draws from its own child of the seed); ``progress(done, total)`` is called as steps
-    finish. Returns an :class:`LLCEstimate`; a chain that drifts, blows up (non-finite loss)
-    or chains that disagree (R-hat > 1.1) warn with :class:`LLCWarning` and are listed in
-    ``warnings``.
+    Rosenthal 1998) or "sgld" (Welling and Teh 2011); ``seed`` makes the run repeatable;
+    ``progress(done, total)`` is called as steps finish. All chains of all temperatures
+    advance together, one batched loss and gradient per step
+    (:func:`paramgeo.losses.batched_value_and_grad`). Ctrl-C after the burn-in keeps the
+    draws made so far (``interrupted``). Returns an :class:`LLCEstimate`; a chain that
+    drifts, blows up (non-finite loss) or chains that disagree (R-hat > 1.1) warn with
+    :class:`LLCWarning` and are listed in ``warnings``.
     """
     if sampler not in SAMPLERS:
         raise ParamgeoError(f"estimate_llc: unknown sampler {sampler!r}; choose one of "
                             f"{', '.join(SAMPLERS)}")
     for name, value_, low in (("chains", chains, 1), ("draws", draws, 4), ("burn", burn, 0)):
-        if isinstance(value_, bool) or int(value_) != value_ or value_ < low:
+        if value_ is None and name == "chains":
+            continue
+        if (isinstance(value_, bool) or not isinstance(value_, (int, float, np.integer))
+                or int(value_) != value_ or value_ < low):
             raise ParamgeoError(f"estimate_llc: {name}={value_!r} must be an integer >= {low}")
     temps = _temperatures(temperatures)
-    value, grad, w_star, n, nbeta, L_star = _setup(param, loss, theta_star, n, nbeta, gamma)
-    from ..losses import value_and_grad
-
-    value_grad = value_and_grad(param, loss)
-    started = time.perf_counter()
-    seeds = np.random.SeedSequence(seed).spawn(len(temps) * (chains + 1))
+    _, grad, w_star, n, nbeta, L_star = _setup(param, loss, theta_star, n, nbeta, gamma)
     if step == "auto":
         if isinstance(step_scale, bool) or not (isinstance(step_scale, (int, float))
                                                 and 0 < step_scale < 2):
@@ -305,40 +327,45 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     elif isinstance(step, bool) or not (isinstance(step, (int, float)) and math.isfinite(step)
                                         and step > 0):
         raise ParamgeoError(f"estimate_llc: step={step!r} must be a positive number or 'auto'")
-    total = len(temps) * chains * (burn + draws)
-    traces = np.full((len(temps), chains, burn + draws), np.nan)
-    notes, levels, finite = [], [], np.ones(chains, bool)
-    done, finished = 0, chains
+    from ..losses import batched_value_and_grad
+
+    batch = batched_value_and_grad(param, loss)
+    chains = int(chains) if chains is not None else 16 if batch.batched else 4
+    draws, burn = int(draws), int(burn)
+    started = time.perf_counter()
+    seeds = np.random.SeedSequence(seed).spawn(len(temps) + 1)
+    eps = []
+    with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
+        for i, t in enumerate(temps):
+            grad_U = _potential_gradient(grad, w_star, t * nbeta, gamma)
+            eps.append(_auto_step(grad_U, w_star, step_scale, np.random.default_rng(seeds[i]))
+                       if step == "auto" else float(step) / t)
+    nbs = np.repeat([t * nbeta for t in temps], chains)  # row i * chains + k: chain k at t_i
+    f_star = loss.sample_features(np.asarray(param.forward_flat(w_star), float)[None])
+    keep = 0 if f_star is None else min(KEPT_STATES, STATE_BUDGET // (len(nbs) * w_star.size))
+    run = _sample(batch, sampler, w_star, nbs, np.repeat(eps, chains), float(gamma), L_star,
+                  burn, draws, np.random.default_rng(seeds[-1]), progress,
+                  keep if keep >= 20 else 0)
+    traces = run["traces"].reshape(len(temps), chains, -1)
+    done = traces.shape[2] - burn
+    notes = []
+    if run["interrupted"]:
+        notes.append(f"interrupted (Ctrl-C) after {done} of {draws} draws; the estimate uses "
+                     "the draws made so far")
+    levels = []
     for i, t in enumerate(temps):
-        nb = t * nbeta
-        grad_U = _potential_gradient(grad, w_star, nb, gamma)
-        with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
-            eps = (_auto_step(grad_U, w_star, step_scale, np.random.default_rng(seeds[-1 - i]))
-                   if step == "auto" else float(step) / t)
-            steps_used, accepted, chain_notes = [], [], []
-            try:
-                for k in range(chains):
-                    done = _run_chain(k, seeds[i * chains + k], sampler, value, value_grad,
-                                      grad_U, w_star, eps, nb, gamma, L_star, burn, draws,
-                                      traces[i], chain_notes, steps_used, accepted, progress,
-                                      done, total)
-            except KeyboardInterrupt:  # Ctrl-C: the estimate from the chains run at every level
-                if i < len(temps) - 1 or k == 0:
-                    raise
-                finished = k
-                chain_notes.append(f"interrupted (Ctrl-C) after {k} of {chains} chains; the "
-                                   "estimate uses the chains finished at every temperature")
-        label = f"at n beta = {nb:.4g}: " if len(temps) > 1 else ""
-        notes += [label + note for note in chain_notes]
-        if accepted and min(accepted) < 0.2:
-            notes.append(f"{label}MALA accepted only {min(accepted):.0%} of proposals in a "
+        label = f"at n beta = {t * nbeta:.4g}: " if len(temps) > 1 else ""
+        rows = slice(i * chains, (i + 1) * chains)
+        notes += [label + f"chain {k} blew up at step {at} (loss not finite); lower the step "
+                  f"(now {run['step'][i * chains + k]:.3g}) or raise gamma"
+                  for k, at in enumerate(run["blew_up"][rows]) if at >= 0]
+        accepted = run["accepted"][rows]
+        if sampler == "mala" and done > 0 and accepted.min() < 0.2:
+            notes.append(f"{label}MALA accepted only {accepted.min():.0%} of proposals in a "
                          "chain; run a longer burn-in so the step can adapt")
-        finite &= np.all(np.isfinite(traces[i]), axis=1)
-        levels.append(dict(temperature=t, nbeta=nb, step=float(np.median(steps_used))))
-    if progress is not None and finished == chains:
-        progress(total, total)
-    traces = traces[:, :finished]
-    good = [k for k in range(finished) if finite[k]]
+        levels.append(dict(temperature=t, nbeta=t * nbeta,
+                           step=float(np.median(run["step"][rows]))))
+    good = [k for k in range(chains) if np.all(run["blew_up"].reshape(len(temps), -1)[:, k] < 0)]
     if not good:
         raise ParamgeoError("estimate_llc: every chain blew up (non-finite loss); lower the "
                             f"step (step_scale was {step_scale:g}, step {step}) or raise gamma "
@@ -357,6 +384,14 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     se = math.sqrt(sum((w * lv["se"]) ** 2 for w, lv in zip(weights, levels)))
     chain_llc = tuple(float(c) for c in sum(w * lv["chain_llc"]
                                             for w, lv in zip(weights, levels)))
+    se_data = math.nan
+    kept = run["states"].shape[1]
+    if kept >= 2:  # the kept states and their losses, temperatures x good chains x kept
+        states = run["states"].reshape(len(temps), chains, kept, -1)[:, good]
+        losses = (run["traces"][:, run["kept_at"]] / nbs[:, None] + L_star).reshape(
+            len(temps), chains, kept)[:, good]
+        se_data = data_set_se(param, loss, states, losses, [lv["nbeta"] for lv in levels],
+                              weights, f_star[0])
     for note in notes:
         warnings.warn(f"LLC estimator: {note}", LLCWarning, stacklevel=2)
     public = tuple({k: (float(v) if k != "temperature" else v) for k, v in lv.items()
@@ -364,9 +399,58 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     return LLCEstimate(llc, se, min(lv["ess"] for lv in levels),
                        max(lv["rhat"] for lv in levels), chain_llc, n, nbeta, float(gamma),
                        float(np.median([lv["step"] * lv["temperature"] for lv in levels])),
-                       finished, draws, burn, sampler, int(seed), L_star,
+                       chains, done, burn, sampler, int(seed), L_star,
                        time.perf_counter() - started, tuple(notes), temps, public, traces,
-                       finished < chains)
+                       run["interrupted"], se_data,
+                       math.hypot(se, se_data) if math.isfinite(se_data) else se)
+
+
+def data_set_se(param, loss, states, losses, nbetas, weights, f_star):
+    """The data-set standard error of lambda_hat = sum_k c_k n beta_k (E_k[L_n] - L_n(w*))
+    (``weights`` c_k) by the infinitesimal jackknife, the linearised bootstrap over samples
+    (Jaeckel 1972; Efron 1982, "The jackknife, the bootstrap and other resampling plans",
+    Ch. 6; for posterior means Giordano and Broderick 2023, "The Bayesian infinitesimal
+    jackknife for variance"). With sample weights omega_i, L_n = (1/N) sum_i omega_i ell_i and
+    the posterior exp(-n beta_k L_n) p(w), d E_k[L_n] / d omega_i = (E_k[ell_i]
+    - n beta_k Cov_k(ell_i, L_n)) / N and d L_n(w*) / d omega_i = ell_i(w*) / N (w* a
+    minimum), so psi_i = d lambda_hat / d omega_i = <Phi_i, v> / N with
+    v = sum_k c_k n beta_k (E_k[f] - n beta_k Cov_k(f, L_n) - f(w*)) in the loss's
+    per-sample features ell_i = c_i + <Phi_i, f> (``Loss.sample_features``), and
+    Var = sum_i (psi_i - mean psi)^2. The posterior moments come from ``states`` (temperatures
+    x chains x draws x n, their losses ``losses``); Monte Carlo noise in v would inflate the
+    sum of squares, so Var is the mean over pairs of distinct chains g != h of the cross
+    products sum_i psi_i^(g) psi_i^(h), psi^(g) from chain g alone (independent chains: an
+    unbiased U-statistic; the two halves of the draws stand for two chains when there is one),
+    clipped at 0. Not covered: the
+    localization centre w* moving with the data set. Returns nan where the loss has no
+    features."""
+    T, C, D, n = states.shape
+    rows = states.reshape(-1, n)
+    if param.provides("batched_vjp"):
+        phis = np.concatenate([np.reshape(param.batched_vjp(rows[i:i + 4096])[0],
+                                          (len(rows[i:i + 4096]), -1))
+                               for i in range(0, len(rows), 4096)])
+    else:
+        phis = np.array([np.asarray(param.forward_flat(r), float) for r in rows])
+    f = loss.sample_features(phis)
+    if f is None:
+        return math.nan
+    f = f.reshape(T, C, D, -1)
+    if C == 1:  # the two halves of the draws stand for two chains
+        f = f[:, :, :D - D % 2].reshape(T, 2, D // 2, -1)
+        losses = losses[:, :, :D - D % 2].reshape(T, 2, D // 2)
+    v = 0.0  # one v per chain: (chains, F)
+    for k, (nb, c) in enumerate(zip(nbetas, weights)):
+        fc = f[k] - f[k].mean(axis=1, keepdims=True)
+        Lc = losses[k] - losses[k].mean(axis=1, keepdims=True)
+        cov = np.einsum("gdf,gd->gf", fc, Lc) / Lc.shape[1]
+        v = v + c * nb * (f[k].mean(axis=1) - nb * cov - f_star)
+    psi = np.array([loss.sample_pairing(vg) for vg in v]) / loss.N
+    psi -= psi.mean(axis=1, keepdims=True)
+    G = len(psi)
+    total = psi.sum(axis=0)
+    cross = (float(total @ total) - float(np.einsum("gi,gi->", psi, psi))) / (G * (G - 1))
+    return math.sqrt(max(cross, 0.0))
 
 
 def slope_weights(nbetas):
@@ -394,55 +478,85 @@ def _temperatures(temperatures):
     return temps
 
 
-def _run_chain(k, seed, sampler, value, value_grad, grad_U, w_star, step, nbeta, gamma,
-               L_star, burn, draws, traces, notes, steps_used, accepted, progress, done, total):
-    """Chain k from w*: fills traces[k] with n beta (L_n(w_t) - L_n(w*)), appends its final
-    step (and, for MALA, its acceptance rate after burn-in) and any blow-up note; returns the
-    running count of finished steps (for the progress bar)."""
-    rng = np.random.default_rng(seed)
-    w = w_star.copy()
-    eps = step
-    U_w = None
-    if sampler == "mala":
-        L_w, g_w = value_grad(w)
-        g_w = nbeta * g_w + gamma * (w - w_star)
-        U_w = nbeta * L_w
-    acc = 0
-    for t in range(burn + draws):
-        if sampler == "sgld":
-            w = w - 0.5 * eps * grad_U(w) + math.sqrt(eps) * rng.standard_normal(w.size)
-            loss_t = value(w)
-        else:
-            prop = w - 0.5 * eps * g_w + math.sqrt(eps) * rng.standard_normal(w.size)
-            L_p, g_p = value_grad(prop)
-            if math.isfinite(L_p):
-                g_p = nbeta * g_p + gamma * (prop - w_star)
-                U_p = nbeta * L_p + 0.5 * gamma * float((prop - w_star) @ (prop - w_star))
-                U_here = U_w + 0.5 * gamma * float((w - w_star) @ (w - w_star))
-                fwd = prop - w + 0.5 * eps * g_w
-                bwd = w - prop + 0.5 * eps * g_p
-                log_a = U_here - U_p - (bwd @ bwd - fwd @ fwd) / (2 * eps)
-                if math.log(rng.uniform()) < log_a:
-                    w, g_w, L_w, U_w = prop, g_p, L_p, nbeta * L_p
-                    acc += 1
-            if t < burn and (t + 1) % 50 == 0:  # adapt towards acceptance 0.574
-                eps *= math.exp(acc / 50 - 0.574)
-                acc = 0
-            loss_t = L_w
-        if not math.isfinite(loss_t):
-            notes.append(f"chain {k} blew up at step {t} (loss {loss_t}); lower the step "
-                         f"(now {eps:.3g}) or raise gamma")
-            break
-        if t == burn - 1:
-            acc = 0
-        traces[k, t] = nbeta * (loss_t - L_star)
-        done += 1
-        if progress is not None and done % 200 == 0:
-            progress(done, total)
-    steps_used.append(eps)
-    if sampler == "mala":
-        accepted.append(acc / max(draws, 1))
-    return done
+def _sample(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, progress,
+            keep=0):
+    """Every chain from w*, all advanced together: row r of the (K, n) state samples
+    exp(-nbs[r] L_n(w) - gamma |w - w*|^2 / 2) with the step eps[r] (MALA adapts it every 50
+    burn-in steps towards the acceptance 0.574). ``batch`` maps the states to their losses and
+    gradients in one call. Returns the traces nbs[r] (L_n(w_t) - L_n(w*)) (K x steps made;
+    Ctrl-C after the burn-in ends the run early), the final steps, the acceptance rates after
+    burn-in, the step at which each row blew up (-1: never; such a row is reset to w* and its
+    trace is NaN from there), whether Ctrl-C stopped it, and up to ``keep`` states per row
+    after burn-in, evenly thinned (``states``, K x kept x n; ``kept_at``, their steps)."""
+    K, total = len(nbs), burn + draws
+    W = np.tile(w_star, (K, 1))
+    eps = np.array(eps, float)
+    L, G = batch(W)
+    gU = nbs[:, None] * G
+    losses = np.empty((K, total))  # L_n(w_t); the traces n beta (L_n - L_n(w*)) at the end
+    blew_up = np.full(K, -1)
+    acc = np.zeros(K)
+    every = max(1, 200 // K)  # the progress bar moves every ~200 chain steps
+    made, interrupted = 0, False
+    thin = max(1, -(-draws // keep)) if keep else 0
+    states = np.empty((K, -(-draws // thin) if keep else 0, W.shape[1]))
+    kept_at = []
+    nb_col, D = nbs[:, None], W - w_star
+    half, root, two_eps = 0.5 * eps[:, None], np.sqrt(eps)[:, None], 2 * eps
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
+            for t in range(total):
+                fwd = root * rng.standard_normal(W.shape)  # sqrt(eps) xi
+                if sampler == "sgld":
+                    W = W - half * gU + fwd
+                    L, G = batch(W)
+                    D = W - w_star
+                    gU = nb_col * G + gamma * D
+                else:
+                    P = W - half * gU + fwd
+                    Lp, Gp = batch(P)
+                    Dp = P - w_star
+                    gUp = nb_col * Gp + gamma * Dp
+                    bwd = half * (gU + gUp) - fwd  # W - P + (eps / 2) grad U(P)
+                    # log a = U(w) - U(p) - (|bwd|^2 - |fwd|^2) / (2 eps)
+                    log_a = (nbs * (L - Lp) + 0.5 * gamma * np.einsum("ij,ij->i", D - Dp, D + Dp)
+                             - np.einsum("ij,ij->i", bwd - fwd, bwd + fwd) / two_eps)
+                    take = np.log(rng.uniform(size=K)) < log_a  # a non-finite proposal: no
+                    where = take[:, None]
+                    np.copyto(W, P, where=where)
+                    np.copyto(D, Dp, where=where)
+                    np.copyto(gU, gUp, where=where)
+                    L = np.where(take, Lp, L)
+                    acc += take
+                    if t < burn and (t + 1) % 50 == 0:  # adapt towards acceptance 0.574
+                        eps *= np.exp(acc / 50 - 0.574)
+                        half, root, two_eps = 0.5 * eps[:, None], np.sqrt(eps)[:, None], 2 * eps
+                        acc[:] = 0
+                    if t == burn - 1:
+                        acc[:] = 0
+                if not math.isfinite(L.sum()):
+                    bad = ~np.isfinite(L)
+                    blew_up[bad & (blew_up < 0)] = t
+                    W[bad], D[bad], L[bad], gU[bad] = w_star, 0.0, L_star, 0.0  # out of the run
+                losses[:, t] = L
+                if thin and t >= burn and (t - burn) % thin == 0:
+                    states[:, len(kept_at)] = W
+                    kept_at.append(t)
+                made = t + 1
+                if progress is not None and made % every == 0:
+                    progress(made * K, total * K)
+    except KeyboardInterrupt:  # Ctrl-C: the draws made so far, if the burn-in is over
+        if made < burn + 4:
+            raise
+        interrupted = True
+    if progress is not None and not interrupted:
+        progress(total * K, total * K)
+    traces = nb_col * (losses[:, :made] - L_star)
+    for k in np.flatnonzero(blew_up >= 0):
+        traces[k, blew_up[k]:] = np.nan
+    return dict(traces=traces, step=eps, accepted=acc / max(made - burn, 1),
+                blew_up=blew_up, interrupted=interrupted, states=states[:, :len(kept_at)],
+                kept_at=np.array(kept_at, int))
 
 
 def _auto_step(grad_U, w_star, step_scale, rng, rounds=6, pilot=60):
