@@ -9,7 +9,6 @@ same work: the four products Xs Q_h, Xs K_h, Xs dQ_h, Xs dK_h (T x d x r each, p
 logits, the softmax and its tangent; :func:`cold_floor` prints the share of the four products.
 """
 
-import statistics
 import time
 
 
@@ -110,10 +109,10 @@ def bench(row, repeats):
                          {"numpy": call(ours),
                           "autograd": call(lambda t, y, f=auto: f(p, t, y))}, reps, TARGETS)
         if p.output == "attention" and not p.tied and p.d > 500:
-            cold_floor(p, points, v, reps)
+            cold_floor(row, p, points, v, reps)
 
 
-def cold_floor(p, points, v, repeats):
+def cold_floor(row, p, points, v, repeats):
     """CPU milliseconds (medians, interleaved) of the cold untied attention JVP, of autograd's
     cold forward mode, and of the four products both must compute, Xs [Q, K] and Xs [dQ, dK]
     as stacked matmuls over the 2H heads: 1.5x autograd's time is reachable only if it exceeds
@@ -123,13 +122,8 @@ def cold_floor(p, points, v, repeats):
     parts = {"cold JVP": lambda: p.jvp(points[next(turns[0]) % 2], v),
              "autograd": lambda: Parameterization.jvp(p, points[next(turns[1]) % 2], v),
              "4 products": lambda: (p._Xs @ points[0].reshape(stack), p._Xs @ v.reshape(stack))}
-    times = {name: [] for name in parts}
-    for _ in range(repeats):
-        for name, fn in parts.items():
-            start = time.process_time()
-            fn()
-            times[name].append(time.process_time() - start)
-    cold, auto, floor = (statistics.median(times[name]) * 1e3 for name in parts)
+    cold, auto, floor = (t * 1e3 for t in row.median_times(list(parts.values()), repeats,
+                                                           clock=time.process_time))
     print(f"qk attention d={p.d} r={p.r} H={p.heads} T={p.tokens} cold JVP (CPU ms): paramgeo "
           f"{cold:.1f}, autograd {auto:.1f}, the four T x d x r products per head {floor:.1f} "
           f"({floor / cold:.0%} of paramgeo's); 1.5x autograd = {auto / 1.5:.1f} ms", flush=True)

@@ -5,7 +5,6 @@ the closed-form horizontal projection against geomstats' BuresWassersteinBundle,
 dense Jacobian (target: 1000x at (d, r) = (200, 10), same rank at random U and at column ranks
 7 and 1)."""
 
-import statistics
 import time
 
 import numpy as np
@@ -90,10 +89,10 @@ def bench_products_at_scale(row, repeats):
              targets={"dU V^T + U dV^T": 0.83})
     row(f"uvt d={d} r={r}: VJP vs W V, W^T U", lambda: q.vjp(th2, w),
         lambda: np.concatenate([(W @ V).ravel(), (W.T @ U).ravel()]), reps, target=0.83)
-    floor_parts(U, dU, W, reps)
+    floor_parts(row, U, dU, W, reps)
 
 
-def floor_parts(U, dU, W, repeats):
+def floor_parts(row, U, dU, W, repeats):
     """CPU milliseconds (medians, interleaved) of the parts of the d = 4000 products: a fresh
     d x d output written once (the page faults every product that returns one pays), the
     product U dU^T (inner r) and [U, dU] [dU, U]^T (inner 2r) into an output already touched,
@@ -131,14 +130,9 @@ def floor_parts(U, dU, W, repeats):
              "[U, dU] [dU, U]^T (inner 2r)": lambda: np.matmul(A, B.T, out=out),
              "its upper triangle": triangle, "mirror pass": mirror,
              "W U": lambda: W @ U, "pass W_IJ + W_JI^T": transposed_pass}
-    times = {name: [] for name in parts}
-    for _ in range(repeats):
-        for name, fn in parts.items():
-            start = time.process_time()
-            fn()
-            times[name].append(time.process_time() - start)
+    medians = row.median_times(list(parts.values()), repeats, clock=time.process_time)
     print(f"uut d={d} r={r} parts (CPU ms): " + ", ".join(
-        f"{name} {statistics.median(ts) * 1e3:.1f}" for name, ts in times.items()), flush=True)
+        f"{name} {t * 1e3:.1f}" for name, t in zip(parts, medians)), flush=True)
 
 
 def bench(row, repeats):

@@ -78,6 +78,22 @@ def exact_case(d, out):
     return run, ode
 
 
+def truncation_errors(tag, solve, ref, orders, reference):
+    """The largest relative deviation of mean, norm and overlap between the hierarchy of each
+    order K (``solve(K)``) and the reference solution ``ref``, printed with the fitted rate
+    err ~ exp(a + b K); returns the errors and b."""
+    err = []
+    for K in orders:
+        o = solve(K)
+        err.append(max(np.max(np.abs(o.order[n] - ref.order[n])) / np.max(np.abs(ref.order[n]))
+                       for n in ("mean", "norm", "overlap")))
+    slope, icpt = np.polyfit(list(orders), np.log(err), 1)
+    print(f"{tag} truncation error (mean, norm, overlap vs order {reference}): "
+          + ", ".join(f"K={K} {e:.1e}" for K, e in zip(orders, err))
+          + f"; fit exp({icpt:.2f} {slope:+.3f} K)", flush=True)
+    return err, slope
+
+
 def tied_hierarchy(d, out, orders=range(3, 14), reference=15):
     r = d // 2
     rng = np.random.default_rng(0)
@@ -95,15 +111,9 @@ def tied_hierarchy(d, out, orders=range(3, 14), reference=15):
         print(f"[1b] eta = {lr}, t <= {horizon}: {cmp}", flush=True)
         S0 = scale * p.forward_flat(W0).reshape(d, d)
         ref = tied_moment_odes(model, teacher.S, S0, lr, scale, run.t, order=reference)
-        err = []
-        for K in orders:
-            o = tied_moment_odes(model, teacher.S, S0, lr, scale, run.t, order=K)
-            err.append(max(np.max(np.abs(o.order[n] - ref.order[n])) / np.max(np.abs(ref.order[n]))
-                           for n in ("mean", "norm", "overlap")))
-        slope, icpt = np.polyfit(list(orders), np.log(err), 1)
-        print(f"[1b] truncation error (mean, norm, overlap vs order {reference}): "
-              + ", ".join(f"K={K} {e:.1e}" for K, e in zip(orders, err))
-              + f"; fit exp({icpt:.2f} {slope:+.3f} K)", flush=True)
+        err, slope = truncation_errors(
+            "[1b]", lambda K: tied_moment_odes(model, teacher.S, S0, lr, scale, run.t, order=K),
+            ref, orders, reference)
         out["tied_hierarchy"][f"eta={lr}"] = {
             "horizon": horizon, "deviation": cmp.deviation, "orders": list(orders),
             "truncation_error": err, "fit_rate": -slope, "t": run.t.tolist(),
@@ -129,15 +139,10 @@ def untied_hierarchy(ds, out, orders=range(3, 7), reference=7, lr=0.02, horizon=
         print(f"[1c] untied, d = {d}, eta = {lr}, t <= {horizon}: {cmp}; cosine "
               f"{run.order['cosine'][0]:.3f} -> {run.order['cosine'][-1]:.3f}", flush=True)
         U0, V0 = th0[:d * r].reshape(d, r), th0[d * r:].reshape(d, r)
-        err = []
-        for K in orders:
-            o = untied_moment_odes(model, teacher.S, U0, V0, lr, scale, run.t, order=K)
-            err.append(max(np.max(np.abs(o.order[n] - ode.order[n])) / np.max(np.abs(ode.order[n]))
-                           for n in ("mean", "norm", "overlap")))
-        slope, icpt = np.polyfit(list(orders), np.log(err), 1)
-        print(f"[1c] truncation error (mean, norm, overlap vs order {reference}): "
-              + ", ".join(f"K={K} {e:.1e}" for K, e in zip(orders, err))
-              + f"; fit exp({icpt:.2f} {slope:+.3f} K)", flush=True)
+        err, slope = truncation_errors(
+            "[1c]", lambda K: untied_moment_odes(model, teacher.S, U0, V0, lr, scale, run.t,
+                                                 order=K),
+            ode, orders, reference)
         out["untied_hierarchy"][str(d)] = {
             "eta": lr, "horizon": horizon, "order": reference, "deviation": cmp.deviation,
             "orders": list(orders), "truncation_error": err, "fit_rate": -slope,
