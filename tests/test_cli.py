@@ -245,3 +245,147 @@ def test_short_help_covers_every_command_and_matches_its_help():
     ctx = click.Context(main)
     for name, text in SHORT_HELP.items():
         assert text == main.get_command(ctx, name).get_short_help_str(limit=300), name
+
+
+# ------------------------------------- stiff flows: --chart, --time-scale, --exact-jacobian
+def _sparse_data(path):
+    """N = 4 measurements of a non-negative 2-sparse beta in p = 8, written to ``path``."""
+    X = np.random.default_rng(1).standard_normal((4, 8))
+    y = X @ np.r_[1.0, 1.5, np.zeros(6)]
+    np.savez(path, X=X, y=y)
+    return X, y
+
+
+STIFF = {"chart": "log", "time_scale": 10.0, "exact_jacobian": True}
+
+
+def test_flow_stiff_options_give_the_api_trajectory(tmp_path):
+    """`flow --integrator BDF --chart log --time-scale 10 --exact-jacobian` prints the numbers
+    of gradient_flow with the same options (bit for bit), each option changes those numbers (so
+    none is dropped on the way), and it is the same flow as the run in theta to the tolerances.
+    (BDF uses its Jacobian at every step; LSODA only once the flow is stiff.)"""
+    from paramgeo import get
+    from paramgeo.flows import gradient_flow
+    from paramgeo.losses import LinearMeasurements
+
+    X, y = _sparse_data(tmp_path / "d.npz")
+    par = get("deep-diagonal", p=8, depth=3)
+    args = ["flow", "deep-diagonal", "-p", "p=8", "-p", "depth=3", "--data",
+            str(tmp_path / "d.npz"), "--method", "flow", "--t-final", "30", "--init-scale", "0.1",
+            "--integrator", "BDF", "--rtol", "1e-10", "--atol", "1e-12", "--json"]
+    res = run(*args, "--chart", "log", "--time-scale", "10", "--exact-jacobian")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+
+    def api(**options):
+        return gradient_flow(par, LinearMeasurements(X, y), par.init_at_scale(0.1), 30.0,
+                             method="BDF", rtol=1e-10, atol=1e-12, **options)
+
+    traj = api(**STIFF)
+    assert out["success"] and out["final_predictor"] == traj.final_predictor.tolist()
+    assert out["loss_final"] == float(traj.losses[-1]) and out["n_evals"] == traj.n_evals
+    for dropped in STIFF:
+        other = api(**{k: v for k, v in STIFF.items() if k != dropped})
+        assert (other.n_evals, other.final_predictor.tolist()) != \
+               (traj.n_evals, traj.final_predictor.tolist()), dropped
+    plain = json.loads(run(*args).output)
+    assert np.allclose(plain["final_predictor"], out["final_predictor"], rtol=1e-6, atol=1e-8)
+    assert plain["final_predictor"] != out["final_predictor"]
+
+
+def test_implicit_bias_stiff_options_match_the_api_and_the_sweep(tmp_path):
+    """Deep diagonal (product, depth 4) at alpha = 1e-6: implicit-bias with the log chart, the
+    time scale alpha^(2-L) and the exact Jacobian reports the limit of implicit_bias with the
+    same options, at argmin R_alpha (high-precision dual solve) to 1e-6 relative; the sweep
+    query with those options gives the same limit."""
+    from paramgeo import get
+    from paramgeo.mirror import implicit_bias
+    from paramgeo.sweeps.queries import get_query
+
+    X, y = _sparse_data(tmp_path / "d.npz")
+    res = run("implicit-bias", "deep-diagonal", "-p", "p=8", "-p", "depth=4", "--data",
+              str(tmp_path / "d.npz"), "--init-scale", "1e-6", "--t-final", "1e30", "--chart",
+              "log", "--time-scale", "1e12", "--exact-jacobian", "--atol", "1e-12", "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    par = get("deep-diagonal", p=8, depth=4)
+    options = dict(t_final=1e30, atol=1e-12, chart="log", time_scale=1e12, exact_jacobian=True)
+    ref = implicit_bias(par, X, y, 1e-6, **options)
+    assert out["beta_flow"] == ref.beta_flow.tolist() and out["flow_time"] == ref.flow_time
+    assert out["relative_deviation"] < 1e-6 and out["flow_loss"] < 1e-24
+    swept = get_query("implicit-bias").run(par, data=str(tmp_path / "d.npz"), init_scale=1e-6,
+                                           rtol=1e-10, **options)
+    assert swept.beta_flow.tolist() == out["beta_flow"]
+
+
+def test_flow_sweep_query_passes_the_stiff_options(tmp_path):
+    """The sweep's flow query with chart, time_scale, exact_jacobian is the CLI's train() with
+    them (BDF, so the Jacobian is used), and differs from the run without them."""
+    from paramgeo import get
+    from paramgeo.cli._flow import load_data, train
+    from paramgeo.sweeps.queries import QUERIES
+
+    _sparse_data(tmp_path / "d.npz")
+    par = get("deep-diagonal", p=8, depth=3)
+    query = QUERIES["flow"]
+    options = {k: o.default for k, o in query.options.items()}
+    options.update(data=str(tmp_path / "d.npz"), method="flow", t_final=30.0, init_scale=0.1,
+                   integrator="BDF", atol=1e-12, **STIFF)
+    row = query.run(par, **options)
+    traj = train(par, "squared", load_data(tmp_path / "d.npz"), "d.npz", method="flow",
+                 t_final=30.0, alpha=0.1, integrator="BDF", atol=1e-12, **STIFF)
+    assert row["n_evals"] == traj.n_evals
+    assert row["final_predictor"].tolist() == traj.final_predictor.tolist()
+    plain = query.run(par, **dict(options, chart="theta", time_scale=1.0, exact_jacobian=False))
+    assert plain["final_predictor"].tolist() != row["final_predictor"].tolist()
+
+
+STIFF_REFUSED = [
+    (["--method", "gd", "--exact-jacobian"], "--exact-jacobian: only for --method flow"),
+    (["--method", "gd", "--chart", "log", "--time-scale", "2"],
+     "--chart, --time-scale: only for --method flow"),
+    (["--integrator", "RK45", "--exact-jacobian"],
+     "exact_jacobian is used by the implicit integrators LSODA, BDF, Radau, not by RK45"),
+    (["--chart", "log"], "the log chart needs every entry of theta0 nonzero (8 are 0)"),
+    (["--time-scale", "0"], "the time scale must be a positive number, got 0.0"),
+    (["--time-scale", "-3"], "the time scale must be a positive number, got -3.0"),
+    (["--time-scale", "nan"], "the time scale must be a positive number, got nan"),
+    (["--time-scale", "inf"], "the time scale must be a positive number, got inf"),
+    (["--chart", "polar"], "'polar' is not one of 'theta', 'log'"),
+]
+
+
+@pytest.mark.parametrize("extra,fragment", STIFF_REFUSED,
+                         ids=[" ".join(e) for e, _ in STIFF_REFUSED])
+def test_stiff_flow_options_refused_in_one_line(tmp_path, extra, fragment):
+    """Bad combinations: exit 2 and one Error line (hadamard's init_at_scale has v = 0, off
+    the log chart)."""
+    _sparse_data(tmp_path / "d.npz")
+    method = [] if "--method" in extra else ["--method", "flow"]
+    for args in (["flow", "hadamard", "-p", "p=8", "--data", str(tmp_path / "d.npz"),
+                  "--init-scale", "0.1", *method, *extra],
+                 ["implicit-bias", "hadamard", "-p", "p=8", "--data", str(tmp_path / "d.npz"),
+                  "--init-scale", "0.1", *extra]):
+        if args[0] == "implicit-bias" and ("--method" in extra or "--integrator" in extra):
+            continue  # implicit-bias has neither: its flow is LSODA's
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert fragment in res.output, (args, res.output)
+        assert "Traceback" not in res.output
+        assert res.output.strip().splitlines()[-1].startswith("Error: ")
+
+
+def test_sweep_refuses_bad_stiff_options(tmp_path):
+    from paramgeo.sweeps.spec import SweepSpecError, load_spec
+
+    _sparse_data(tmp_path / "d.npz")
+    for query in ("flow", "implicit-bias"):
+        for name, value, fragment in (("time_scale", 0, "must be a positive number"),
+                                      ("time_scale", float("inf"), "must be a finite number"),
+                                      ("chart", "polar", "must be one of theta, log"),
+                                      ("exact_jacobian", "yes", "must be true or false")):
+            spec = {"query": query, "plugin": "hadamard", "sizes": {"p": 8},
+                    "options": {"data": str(tmp_path / "d.npz"), "init_scale": 0.1,
+                                name: value}}
+            with pytest.raises(SweepSpecError, match=f"options.{name} {fragment}"):
+                load_spec(spec)

@@ -82,6 +82,28 @@ def progress_option(f):
                              "terminal].")(f)
 
 
+def stiff_flow_options(f):
+    """``--chart theta|log``, ``--time-scale T``, ``--exact-jacobian/--no-exact-jacobian``: the
+    coordinates, time and Jacobian of a gradient flow (``paramgeo.flows.gradient_flow``'s
+    ``chart``, ``time_scale`` and ``exact_jacobian``), for commands that run one."""
+    f = click.option(
+        "--exact-jacobian/--no-exact-jacobian", "exact_jacobian", default=False,
+        show_default=True,
+        help="Give the implicit integrator (LSODA, BDF, Radau) the loss Hessian as the "
+             "Jacobian of its field instead of finite differences: far fewer steps when the "
+             "flow is stiff (plateaus of small initialisations).")(f)
+    f = click.option(
+        "--time-scale", "time_scale", type=float, default=1.0, show_default=True,
+        help="Integrate in tau = t / T for this T > 0 (times are still reported in t), e.g. "
+             "T = alpha^(2-L) for a depth-L diagonal network from init scale alpha, whose "
+             "plateaus then last O(1) in tau.")(f)
+    return click.option(
+        "--chart", type=click.Choice(["theta", "log"]), default="theta", show_default=True,
+        help="Coordinates of the integration: theta, or r = log|theta| on theta0's orthant "
+             "(every entry of theta0 nonzero), where --atol bounds the relative error of each "
+             "coordinate; use log from small initialisations.")(f)
+
+
 def progress_enabled(progress, quiet=False):
     """The value of ``--progress``: as given, else whether stderr is a terminal (and not
     ``quiet``)."""

@@ -8,8 +8,8 @@ import numpy as np
 from ..errors import ParamgeoError, ShapeError
 from ..trajectory import MAX_RECORDS
 from ._common import (deprecated_option, exit_if_interrupted, json_option, progress_bar,
-                      progress_enabled, progress_option, resolve, seed_option, sizes_option, table,
-                      take_alias)
+                      progress_enabled, progress_option, resolve, seed_option, sizes_option,
+                      stiff_flow_options, table, take_alias)
 
 
 def load_data(path):
@@ -48,6 +48,7 @@ def load_data(path):
 @click.option("--atol", type=float, default=1e-10, show_default=True,
               help="Flow atol (keep it well below alpha^2 for an init of scale alpha).")
 @click.option("--log-times", is_flag=True, help="Record the flow at log-spaced times.")
+@stiff_flow_options
 @click.option("--records", type=click.IntRange(2, MAX_RECORDS), default=200, show_default=True,
               help="Number of recorded times of the flow.")
 @click.option("--stop-loss", type=float, default=None, help="Stop when the loss falls below.")
@@ -62,8 +63,9 @@ def load_data(path):
 @progress_option
 @json_option
 def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_alias, lr,
-             schedule_kind, batch_size, integrator, rtol, atol, log_times, records, stop_loss,
-             stop_grad, alpha, seed, plot_path, progress, as_json):
+             schedule_kind, batch_size, integrator, rtol, atol, log_times, chart, time_scale,
+             exact_jacobian, records, stop_loss, stop_grad, alpha, seed, plot_path, progress,
+             as_json):
     """Train a parameterization on a loss of its predictors: gradient descent or flow.
 
     Prints the loss, gradient norm and the drift of the conserved quantities of the symmetry
@@ -82,8 +84,8 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
     enabled = progress_enabled(progress, quiet=as_json)
     ctx = click.get_current_context()
     other = "flow" if method == "gd" else "gd"
-    only_other = (("integrator", "rtol", "atol", "log_times") if method == "gd"
-                  else ("lr", "schedule_kind"))
+    only_other = (("integrator", "rtol", "atol", "log_times", "chart", "time_scale",
+                   "exact_jacobian") if method == "gd" else ("lr", "schedule_kind"))
     ignored = [p for p in only_other
                if ctx.get_parameter_source(p) == click.core.ParameterSource.COMMANDLINE]
     if ignored:
@@ -104,6 +106,7 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
         traj = train(param, loss_kind, arrays, data_path, method=method, steps=steps,
                      t_final=t_final, lr=lr, schedule_kind=schedule_kind, batch_size=batch_size,
                      integrator=integrator, rtol=rtol, atol=atol, log_times=log_times,
+                     chart=chart, time_scale=time_scale, exact_jacobian=exact_jacobian,
                      records=records, stop_loss=stop_loss, stop_grad=stop_grad, alpha=alpha,
                      seed=seed, progress=update)
     if plot_path:
@@ -129,13 +132,15 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
 
 def train(param, loss_kind, arrays, data_path, *, method="gd", steps=None, t_final=None, lr=1e-2,
           schedule_kind="constant", batch_size=None, integrator="LSODA", rtol=1e-8, atol=1e-10,
-          log_times=False, records=200, stop_loss=None, stop_grad=None, alpha=None, seed=0,
-          progress=None):
+          log_times=False, chart="theta", time_scale=1.0, exact_jacobian=False, records=200,
+          stop_loss=None, stop_grad=None, alpha=None, seed=0, progress=None):
     """The trajectory ``paramgeo flow`` computes (and a sweep's ``flow`` query): the loss
     ``loss_kind`` on ``arrays`` (read from ``data_path``), the start (the plugin's
     ``init_at_scale(alpha)``, else theta0 of the data, else a random point of ``seed``), then
     gradient descent
-    (``steps``, default 1000) or gradient flow (to ``t_final``, default 10)."""
+    (``steps``, default 1000) or gradient flow (to ``t_final``, default 10; ``chart``,
+    ``time_scale`` and ``exact_jacobian`` as in :func:`paramgeo.flows.gradient_flow`, which
+    refuses a bad combination)."""
     from ..flows import gradient_descent, gradient_flow, schedule
     from ..losses import loss_from_arrays
 
@@ -161,4 +166,5 @@ def train(param, loss_kind, arrays, data_path, *, method="gd", steps=None, t_fin
     return gradient_flow(param, loss, theta0, 10.0 if t_final is None else t_final,
                          method=integrator, rtol=rtol, atol=atol, n_records=records,
                          log_times=log_times, stop_loss=stop_loss, stop_grad=stop_grad,
-                         progress=progress)
+                         progress=progress, chart=chart, time_scale=time_scale,
+                         exact_jacobian=exact_jacobian)

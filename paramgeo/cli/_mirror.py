@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
 from ._common import (emit, exit_if_interrupted, json_option, progress_bar, progress_enabled,
-                      progress_option, resolve, seed_option, sizes_option)
+                      progress_option, resolve, seed_option, sizes_option, stiff_flow_options)
 
 
 @click.command("mirror")
@@ -78,15 +78,21 @@ def load_regression(path):
 @click.option("--t-final", type=float, default=1e9, show_default=True,
               help="Final time (horizon) of the gradient flow (it stops once the loss is "
                    "~1e-26).")
+@click.option("--rtol", type=float, default=1e-10, show_default=True, help="Flow rtol.")
+@click.option("--atol", type=float, default=1e-15, show_default=True,
+              help="Flow atol (with --chart log ~1e-12: it then bounds relative errors).")
+@stiff_flow_options
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Write a figure of the four predictors (.png, .svg or .pdf).")
 @json_option
-def implicit_bias_cmd(name, sizes, data, alpha, t_final, plot_path, as_json):
+def implicit_bias_cmd(name, sizes, data, alpha, t_final, rtol, atol, chart, time_scale,
+                      exact_jacobian, plot_path, as_json):
     """Compare argmin R_alpha(beta) subject to X beta = y with the gradient-flow limit.
 
     Solves the implicit-bias problem of the induced mirror potential, runs gradient flow from
     init scale alpha to its limit, and compares both with the minimum-l1 (linprog) and
-    minimum-l2 (pseudoinverse) interpolators.
+    minimum-l2 (pseudoinverse) interpolators. From a small init of a deep network, run the
+    flow with --chart log --time-scale alpha^(2-L) --exact-jacobian --atol 1e-12.
 
     Example: paramgeo implicit-bias hadamard -p p=60 --data sparse.npz --init-scale 0.01
     """
@@ -100,7 +106,8 @@ def implicit_bias_cmd(name, sizes, data, alpha, t_final, plot_path, as_json):
         _check_plot_path(plot_path)
     X, y = load_regression(data)
     param = resolve(name, sizes)
-    result = implicit_bias(param, X, y, alpha, t_final=t_final)
+    result = implicit_bias(param, X, y, alpha, t_final=t_final, rtol=rtol, atol=atol,
+                           chart=chart, time_scale=time_scale, exact_jacobian=exact_jacobian)
     if plot_path:
         result.plot(plot_path, title=f"{param.name} {param.sizes}: implicit bias, alpha = "
                                      f"{alpha:g}")

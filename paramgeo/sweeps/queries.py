@@ -206,18 +206,31 @@ def mirror_query(param, init_scale, degree, method, seed):
     return mirror(param, alpha=init_scale, degree=degree, seed=seed, method=method)
 
 
+#: The options of a gradient flow's coordinates, time and Jacobian (the CLI's --chart,
+#: --time-scale, --exact-jacobian; paramgeo.flows.gradient_flow).
+STIFF_FLOW = {"chart": Option("theta", choice("theta", "log"), "theta, or log|theta|"),
+              "time_scale": Option(1.0, number(positive=True), "integrate in t / time_scale"),
+              "exact_jacobian": Option(False, flag, "the loss Hessian as the implicit "
+                                                    "integrator's Jacobian")}
+
+
 @register_query("implicit-bias", {
     "data": Option(REQUIRED, path(), "an .npz file with X (N x p) and y (N,)", path=True),
     "init_scale": Option(REQUIRED, number(positive=True)),
-    "t_final": Option(1e9, number(positive=True))})
-def implicit_bias_query(param, data, init_scale, t_final):
+    "t_final": Option(1e9, number(positive=True)),
+    "rtol": Option(1e-10, number(positive=True)),
+    "atol": Option(1e-15, number(positive=True)),
+    **STIFF_FLOW})
+def implicit_bias_query(param, data, init_scale, t_final, rtol, atol, chart, time_scale,
+                        exact_jacobian):
     """argmin R_alpha(beta) s.t. X beta = y against the gradient-flow limit
     (paramgeo implicit-bias)."""
     from ..cli._mirror import load_regression
     from ..mirror import implicit_bias
 
     X, y = load_regression(data)
-    return implicit_bias(param, X, y, init_scale, t_final=t_final)
+    return implicit_bias(param, X, y, init_scale, t_final=t_final, rtol=rtol, atol=atol,
+                         chart=chart, time_scale=time_scale, exact_jacobian=exact_jacobian)
 
 
 @register_query("flow", {
@@ -233,6 +246,7 @@ def implicit_bias_query(param, data, init_scale, t_final):
     "rtol": Option(1e-8, number(positive=True)),
     "atol": Option(1e-10, number(positive=True)),
     "log_times": Option(False, flag),
+    **STIFF_FLOW,
     "records": Option(200, integer(2, MAX_RECORDS)),
     "stop_loss": Option(None, number(optional=True)),
     "stop_grad": Option(None, number(optional=True)),
@@ -240,14 +254,16 @@ def implicit_bias_query(param, data, init_scale, t_final):
     "seed": _seed("seed of the random start and of the minibatches")}, dense=False,
     renamed={"time": "t_final"})
 def flow_query(param, loss, data, method, steps, t_final, lr, schedule, batch_size, integrator,
-               rtol, atol, log_times, records, stop_loss, stop_grad, init_scale, seed):
+               rtol, atol, log_times, chart, time_scale, exact_jacobian, records, stop_loss,
+               stop_grad, init_scale, seed):
     """Gradient descent or gradient flow of a loss through phi (paramgeo flow); the options
     of the other method are unused."""
     from ..cli._flow import load_data, train
 
     traj = train(param, loss, load_data(data), data, method=method, steps=steps, t_final=t_final,
                  lr=lr, schedule_kind=schedule, batch_size=batch_size, integrator=integrator,
-                 rtol=rtol, atol=atol, log_times=log_times, records=records,
+                 rtol=rtol, atol=atol, log_times=log_times, chart=chart,
+                 time_scale=time_scale, exact_jacobian=exact_jacobian, records=records,
                  stop_loss=stop_loss, stop_grad=stop_grad, alpha=init_scale, seed=seed)
     return dict(traj.summary(), final_predictor=traj.final_predictor)
 
