@@ -716,6 +716,37 @@ def test_a_cell_past_its_time_limit_records_an_error_and_the_sweep_goes_on(sweep
     assert rows["3"]["status"] == "error" and "time limit of 0.5 s" in rows["3"]["error"]
 
 
+def test_the_cell_watchdog_fires_only_for_cells_still_running():
+    """One watchdog thread serves every limited cell: a cell that ends in time is never
+    interrupted afterwards, a later cell with a shorter limit is still caught, and cells on two
+    threads each get their own deadline."""
+    import threading
+    import time
+
+    from paramgeo.sweeps.run import CellTimeLimit, _time_limit
+
+    with _time_limit(0.2):
+        pass
+    time.sleep(0.4)  # the first cell's deadline passes after it ended: nothing is raised
+
+    def overrun(limit, out):
+        try:
+            with _time_limit(limit):
+                while True:
+                    time.sleep(0.005)
+        except CellTimeLimit:
+            out.append(time.monotonic())
+
+    caught, start = [], time.monotonic()
+    threads = [threading.Thread(target=overrun, args=(lim, caught)) for lim in (0.6, 0.15)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(5)
+    assert len(caught) == 2 and not any(t.is_alive() for t in threads)
+    assert 0.1 < min(caught) - start < 0.5 < max(caught) - start < 2.0
+
+
 # ------------------------------------------------- a plugin's own symmetry group, in every engine
 
 BROKEN_GROUP = textwrap.dedent('''

@@ -76,31 +76,64 @@ class CellTimeLimit(Exception):
     """Raised inside a cell that ran past its time limit (see :func:`_time_limit`)."""
 
 
+class _Watchdog:
+    """One daemon thread per process that raises CellTimeLimit in the threads whose cell
+    deadline has passed (an asynchronous exception, so it works on a Dask worker's task threads
+    too; it takes effect between Python bytecodes, so one long C call such as a big SVD
+    finishes first). A cell registers its thread and deadline under a lock and removes them when
+    it ends, so arming a cell costs a lock, not a thread start; the thread is woken only when a
+    deadline earlier than the one it sleeps until arrives."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._cells = {}  # token -> (thread ident, deadline)
+        self._sleeping_until = math.inf
+        self._thread = None
+
+    def _run(self):
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                for token, (ident, deadline) in list(self._cells.items()):
+                    if deadline <= now:
+                        del self._cells[token]
+                        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                            ctypes.c_ulong(ident), ctypes.py_object(CellTimeLimit))
+                self._sleeping_until = min((d for _, d in self._cells.values()),
+                                           default=math.inf)
+                wait = self._sleeping_until - now
+                self._cond.wait(None if math.isinf(wait) else max(wait, 0.0))
+
+    @contextlib.contextmanager
+    def limit(self, seconds):
+        token, deadline = object(), time.monotonic() + seconds
+        with self._cond:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="paramgeo-cell-limit",
+                                                daemon=True)
+                self._thread.start()
+            self._cells[token] = (threading.get_ident(), deadline)
+            if deadline < self._sleeping_until:
+                self._cond.notify()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._cells.pop(token, None)
+
+
+_WATCHDOG = _Watchdog()
+
+
 @contextlib.contextmanager
 def _time_limit(seconds):
-    """Raise CellTimeLimit in this thread once ``seconds`` have passed (a timer thread sets an
-    asynchronous exception, so it works on a Dask worker's task thread too; it takes effect
-    between Python bytecodes, so one long C call such as a big SVD finishes first)."""
+    """Raise CellTimeLimit in this thread once ``seconds`` have passed (see :class:`_Watchdog`;
+    None or inf: no limit)."""
     if seconds is None or math.isinf(seconds):
         yield
         return
-    target, lock, state = threading.get_ident(), threading.Lock(), {"inside": True}
-
-    def fire():
-        with lock:
-            if state["inside"]:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target),
-                                                           ctypes.py_object(CellTimeLimit))
-
-    timer = threading.Timer(seconds, fire)
-    timer.daemon = True
-    timer.start()
-    try:
+    with _WATCHDOG.limit(seconds):
         yield
-    finally:
-        with lock:
-            state["inside"] = False
-        timer.cancel()
 
 
 def run_cell(task):
