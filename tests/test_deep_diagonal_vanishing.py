@@ -200,6 +200,14 @@ def test_exact_jacobian_finishes_the_product_flow_at_depth_4():
     assert traj.success and traj.n_evals < 20_000
     res = M.implicit_bias(par, X, y, alpha, trajectory=traj)
     assert res.flow_loss < 1e-15 and res.relative_deviation < 1e-6
+    # a flow the integrator gave up on has no limit to compare: one error with the fix, not a
+    # report of "relative deviation 1"
+    import dataclasses
+
+    failed = dataclasses.replace(traj, success=False, message="Excess work done on this call")
+    with pytest.raises(ParamgeoError, match="flow failed before reaching its limit.*Excess "
+                                            "work.*exact_jacobian=True"):
+        M.implicit_bias(par, X, y, alpha, trajectory=failed)
     tau_K = vanishing_init_limit(par, X, y, alpha).sequence.times[-1]
     assert abs(res.flow_time / alpha ** (2 - L) - tau_K) < 0.02 * tau_K
     with pytest.raises(ParamgeoError, match="exact_jacobian is used by the implicit"):

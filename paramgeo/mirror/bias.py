@@ -375,6 +375,13 @@ def implicit_bias(param, X, y, alpha=None, theta0=None, *, t_final=1e9, stop_los
         trajectory = gradient_flow(param, loss, theta0, t_final, rtol=rtol, atol=atol,
                                    n_records=40, log_times=True, stop_loss=stop, chart=chart,
                                    time_scale=time_scale, exact_jacobian=exact_jacobian)
+    if not trajectory.success and not trajectory.interrupted:
+        raise ParamgeoError(
+            f"implicit_bias: the gradient flow failed before reaching its limit "
+            f"({trajectory.message}; t = {trajectory.times[-1]:.4g}, loss "
+            f"{trajectory.losses[-1]:.3g}), so there is no limit to compare with argmin R; "
+            "loosen atol (e.g. 1e-12), or for small initialisations integrate with "
+            "chart='log', time_scale=alpha**(2 - L) and exact_jacobian=True")
     beta_flow = trajectory.final_predictor
     beta_R, kkt = solve_implicit_bias(potential, X, y)
     if potential.limit is not None:  # the modified l1 norm of the alpha -> 0 limit
