@@ -54,7 +54,9 @@ def finite_vector(value, argument, length):
                          f"{type(value).__name__}") from None
     if arr.shape != (length,):
         raise ShapeError(f"{argument} must have shape ({length},), got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    # one dot product decides the common case (finite unless an entry is NaN or inf, or the
+    # norm overflows; then the entries are checked one by one), as Parameterization.as_theta
+    if not math.isfinite(arr.dot(arr)) and not np.all(np.isfinite(arr)):
         bad = int(np.flatnonzero(~np.isfinite(arr))[0])
         raise ShapeError(f"{argument} has a non-finite value at entry {bad} ({arr[bad]})")
     return arr

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from .arguments import finite_vector
 from .errors import NumericalDoubtWarning, ShapeError
 from .numerics import (DEFAULT_POLICY, RankDecision, RankPolicy, as_rng, decide_rank,  # noqa: F401
                        null_basis, range_basis, rational_rref)
@@ -195,8 +196,6 @@ def horizontal_projection(param, theta, v, policy=None, generic=False):
     vertical projector (no dense basis). ``generic=True`` is the test oracle: h = v - V V^T v
     with V an orthonormal basis of the span of the dense generators.
     """
-    from .arguments import finite_vector
-
     theta = param.as_theta(theta)
     v = finite_vector(v, "the tangent vector v", param.n)
     if generic:

@@ -16,7 +16,8 @@ from paramgeo.cli import main
 from paramgeo.errors import ParamgeoError
 from paramgeo.llc import LLCWarning, estimate_llc, step_sweep
 from paramgeo.llc.estimate import effective_sample_size, slope_weights
-from paramgeo.losses import LinearMeasurements, Regression, loss_from_arrays
+from paramgeo.loss_data import loss_from_arrays
+from paramgeo.losses import LinearMeasurements, Regression
 
 
 class Identity(Parameterization):

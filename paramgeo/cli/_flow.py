@@ -142,7 +142,7 @@ def train(param, loss_kind, arrays, data_path, *, method="gd", steps=None, t_fin
     ``time_scale`` and ``exact_jacobian`` as in :func:`paramgeo.flows.gradient_flow`, which
     refuses a bad combination)."""
     from ..flows import gradient_descent, gradient_flow, schedule
-    from ..losses import loss_from_arrays
+    from ..loss_data import loss_from_arrays
 
     loss = loss_from_arrays(loss_kind, arrays, param, source=f"data file {data_path!r}")
     if alpha is not None:

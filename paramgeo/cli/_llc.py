@@ -6,7 +6,7 @@ import numpy as np
 from ._common import (emit, exit_if_interrupted, json_option, load_point, progress_bar,
                       progress_enabled, progress_option, resolve, sizes_option)
 
-#: the loss kinds ``llc estimate`` accepts (paramgeo.losses.LOSS_KINDS)
+#: the loss kinds ``llc estimate`` accepts (paramgeo.loss_data.LOSS_KINDS)
 LOSSES = ("regression", "squared", "quadratic", "logistic", "exponential")
 
 
@@ -57,7 +57,7 @@ def llc_estimate(param, loss_kind, arrays, data_path, theta_star, truth=None, **
     local minimum ``theta_star`` (None: the array ``theta_star`` of the data file), and the
     exact value at the true parameter ``truth`` (a theta, or None for none)."""
     from ..llc import estimate_llc, exact_learning_coefficient
-    from ..losses import loss_from_arrays
+    from ..loss_data import loss_from_arrays
 
     loss = loss_from_arrays(loss_kind, arrays, param, source=data_path)
     if theta_star is None:
@@ -123,7 +123,7 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
     import json
 
     from ..llc import step_sweep
-    from ..losses import loss_from_arrays
+    from ..loss_data import loss_from_arrays
     from ._flow import load_data
 
     param = resolve(name, sizes, dense=False)

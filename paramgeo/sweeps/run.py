@@ -18,7 +18,6 @@ import math
 import os
 import threading
 import time
-from pathlib import Path
 
 from ..errors import ParamgeoError
 from ..results import Result
