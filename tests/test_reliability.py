@@ -364,6 +364,21 @@ def test_sweep_options_get_the_cli_caps(sweep_dir, options, message):
     assert result.exit_code == 2 and message in result.stderr
 
 
+@pytest.mark.filterwarnings("ignore:.*options.time is deprecated:FutureWarning")
+@pytest.mark.parametrize("query, option", [("flow", "t_final"), ("flow", "time"),
+                                           ("implicit-bias", "t_final")])
+def test_a_sweeps_flow_horizon_gets_the_flows_bound(sweep_dir, query, option):
+    """t_final = 1e300 is refused with the file, as records = 1e9 is, not in the cell's row."""
+    np.savez(sweep_dir / "d.npz", X=np.eye(3), y=np.ones(3))
+    method = ', method = "flow"' if query == "flow" else ""
+    (sweep_dir / "s.toml").write_text(
+        f'query = "{query}"\nplugin = "hadamard"\nsizes = {{ p = 3 }}\n'
+        f'options = {{ data = "d.npz", init_scale = 0.1{method}, {option} = 1e300 }}\n')
+    result = _cli("sweep", "s.toml", "-o", "out.csv", "--workers", "0")
+    assert result.exit_code == 2 and "options.t_final must be at most 1e+30" in result.stderr
+    assert not (sweep_dir / "out.csv").exists()
+
+
 def test_a_huge_grid_is_counted_before_it_is_validated(sweep_dir):
     values = ", ".join(map(str, range(1, 1001)))
     (sweep_dir / "s.toml").write_text(f'query = "describe"\nplugin = "uut"\n[grid]\n'
@@ -599,13 +614,56 @@ def test_an_unwritable_plot_is_refused_before_the_run(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "cannot write a plot to '/proc/x.png'" in result.stderr
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
-def test_matrix_free_rank_at_huge_entries_is_one_line(tmp_path):
+@pytest.mark.parametrize("command, route", [("rank", "matrix-free"), ("rank", "auto"),
+                                            ("critical", None)])
+def test_a_point_whose_jacobian_overflows_is_one_line(tmp_path, command, route):
+    """Entries of 1e300 overflow J (or its closed-form singular values): one error line, with
+    numpy's overflow warnings not shown (a real process: pytest would capture them)."""
+    import subprocess
+    import sys
+
     at = tmp_path / "big.npy"
     np.save(at, np.full(8, 1e300))
-    result = _cli("rank", "uut", "-p", "d=4", "-p", "r=2", "--route", "matrix-free", "--at", at)
-    assert result.exit_code == 2 and "internal error" not in result.stderr
-    assert result.stderr.startswith("Error: ")
+    args = [command, "uut", "-p", "d=4", "-p", "r=2", "--at", str(at)]
+    args += ["--route", route] if route else []
+    proc = subprocess.run([sys.executable, "-c", "from paramgeo.cli import main; main()", *args],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("Error: ") and "overflow" in line and "internal error" not in line
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_no_rank_is_decided_on_non_finite_values():
+    """rank 0 with tol inf was the closed form's answer at theta = 1e300; the dense SVD of the
+    same J (entries ~1e300, still finite) decides the rank of a rank-1 U: d k - k(k-1)/2 = 4
+    (Journee et al. 2010)."""
+    from paramgeo.numerics import decide_rank
+
+    p = _uut()
+    with pytest.raises(ShapeError, match="singular values are not all finite"):
+        rank_at(p, np.full(8, 1e300))
+    assert rank_at(p, np.full(8, 1e300), route="dense").rank == 4
+    for bad in (np.inf, np.nan):
+        with pytest.raises(ShapeError, match="entries are not all finite"):
+            decide_rank(np.array([[1.0, 0.0], [0.0, bad]]))
+        with pytest.raises(ShapeError, match="singular values are not all finite"):
+            decide_rank(np.array([bad, 1.0]))
+
+
+def test_a_size_may_be_named_like_an_argument(home):
+    """`-p name=3` used to collide with get(name, ...): unknown sizes are refused as such, and
+    a definition whose size is named `name` (or `self`) is built at any value of it."""
+    from paramgeo.userdefs import load_text
+
+    for size in ("name", "self"):
+        with pytest.raises(SizeError, match=f"unknown size {size}"):
+            paramgeo.get("uut", **{size: 3})
+        result = _cli("rank", "uut", "-p", f"{size}=3")
+        assert result.exit_code == 2 and f"unknown size {size}" in result.stderr
+        cls = load_text(f'name = "x"\npredictor = "u"\n[sizes]\n{size} = 3\n'
+                        f'[parameters]\nu = ["{size}"]\n')
+        assert cls().n == 3 and cls(**{size: 5}).n == 5
 
 
 # --------------------------------------------------------------------- interrupts

@@ -10,6 +10,7 @@ code 2, here and nowhere else.
 import importlib
 import os
 import sys
+import warnings
 
 import click
 
@@ -164,6 +165,10 @@ def main(plugin_files):
     """
     from ..registry import load_plugin_file
 
+    # numpy's floating-point warnings ("overflow encountered in matmul", each with a line of
+    # source) only repeat what the one-line error (or the finiteness checks behind it) says
+    warnings.filterwarnings("ignore", r"(overflow|invalid value|divide by zero|underflow) "
+                            "encountered", RuntimeWarning)
     try:
         for path in plugin_files:
             load_plugin_file(path)
