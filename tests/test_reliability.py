@@ -379,6 +379,23 @@ def test_a_sweeps_flow_horizon_gets_the_flows_bound(sweep_dir, query, option):
     assert not (sweep_dir / "out.csv").exists()
 
 
+def test_a_warning_on_the_command_line_is_one_line(sweep_dir):
+    """Python's format (file name, line number, a line of source) is not shown: the warning is
+    one line, as the commands' own (a real process: pytest would capture the warning)."""
+    import subprocess
+    import sys
+
+    np.savez(sweep_dir / "d.npz", X=np.eye(3), y=np.ones(3))
+    (sweep_dir / "s.toml").write_text('query = "flow"\nplugin = "hadamard"\nsizes = { p = 3 }\n'
+                                      'options = { data = "d.npz", time = 1e300 }\n')
+    proc = subprocess.run([sys.executable, "-c", "from paramgeo.cli import main; main()",
+                           "sweep", "s.toml", "-o", "out.csv", "--workers", "0"],
+                          capture_output=True, text=True, timeout=120, cwd=sweep_dir)
+    warning, error = proc.stderr.strip().splitlines()
+    assert warning.startswith("Warning: ") and "options.time is deprecated" in warning
+    assert error.startswith("Error: ") and proc.returncode == 2
+
+
 def test_a_huge_grid_is_counted_before_it_is_validated(sweep_dir):
     values = ", ".join(map(str, range(1, 1001)))
     (sweep_dir / "s.toml").write_text(f'query = "describe"\nplugin = "uut"\n[grid]\n'
@@ -601,6 +618,30 @@ def test_implicit_bias_refuses_zero_data_rows(tmp_path):
     np.savez(data, X=np.zeros((0, 3)), y=np.zeros(0))
     result = _cli("implicit-bias", "hadamard", "-p", "p=3", "--data", data, "--init-scale", "0.1")
     assert result.exit_code == 2 and "no data rows" in result.stderr
+
+
+def test_data_out_of_reach_of_a_numerical_potential_is_one_line():
+    """phi = u^2 (no closed-form potential) reaches only beta >= 0; the least-change
+    interpolator of data with y < 0 has negative entries, where the dual minimisation of the
+    numerical potential runs mu off to overflow: a ParamgeoError, not scipy's ValueError."""
+    from paramgeo.mirror.potentials import numerical_potential
+
+    class Squares(Parameterization):
+        name = "squares"
+
+        def make_spec(self):
+            return ParamSpec(u=(3,))
+
+        def make_predictor_shape(self):
+            return (3,)
+
+        def forward(self, theta):
+            return theta ** 2
+
+    potential = numerical_potential(Squares(), np.full(3, 0.1))
+    assert potential.value(np.full(3, 0.01)) == pytest.approx(0.0, abs=1e-9)  # R(beta0) = 0
+    with pytest.raises(ParamgeoError, match="outside the domain of the mirror potential"):
+        potential.value(np.array([-0.04, 0.75, -0.5]))
 
 
 def test_an_unwritable_plot_is_refused_before_the_run(tmp_path, monkeypatch):
