@@ -481,6 +481,15 @@ def test_define_refuses_exploding_expression_trees(home):
     assert cls().n == 16
 
 
+@pytest.mark.parametrize("sizes, shape", [("p = " + "9" * 400, '["p"]'), ("", "[" + "9" * 400 + "]")])
+def test_define_names_a_400_digit_size_in_a_short_line(home, sizes, shape):
+    from paramgeo.userdefs import SpecError, load_text
+
+    with pytest.raises(SpecError, match=r"~1e\+399 parameters") as info:
+        load_text(f'name = "x"\npredictor = "u"\n[sizes]\n{sizes}\n[parameters]\nu = {shape}\n')
+    assert len(str(info.value)) < 250
+
+
 @pytest.mark.parametrize("text, message", [
     ('name = "x"\npredictor = "u"\n[parameters]\nu = [[3]]\n', "must be a list of positive"),
     ('name = "x"\npredictor = ' + "[" * 2000 + '"u"' + "]" * 2000 + '\n[parameters]\nu = [1]\n',
