@@ -481,7 +481,8 @@ def test_define_refuses_exploding_expression_trees(home):
     assert cls().n == 16
 
 
-@pytest.mark.parametrize("sizes, shape", [("p = " + "9" * 400, '["p"]'), ("", "[" + "9" * 400 + "]")])
+@pytest.mark.parametrize("sizes, shape", [("p = " + "9" * 400, '["p"]'),
+                                         ("", "[" + "9" * 400 + "]")])
 def test_define_names_a_400_digit_size_in_a_short_line(home, sizes, shape):
     from paramgeo.userdefs import SpecError, load_text
 
