@@ -26,7 +26,7 @@ import warnings
 
 import numpy as np
 
-from .errors import NumericalDoubtWarning
+from .errors import NumericalDoubtWarning, ShapeError
 from .results import Result
 
 
@@ -67,6 +67,12 @@ def decide_rank(matrix_or_singular_values, policy=None, what="matrix", warn=True
     """Decide the numerical rank under the tolerance policy (see module docstring)."""
     policy = policy or DEFAULT_POLICY
     arr = np.asarray(matrix_or_singular_values, dtype=float)
+    if not np.all(np.isfinite(arr)):  # inf or nan: no tolerance decides anything
+        kind = "entries" if arr.ndim == 2 else "singular values"
+        raise ShapeError(
+            f"the rank of {what} cannot be decided: its {kind} are not all finite (they "
+            "overflow where products of entries near 1e150 or beyond leave the float range); "
+            "rescale the point")
     s = np.linalg.svd(arr, compute_uv=False) if arr.ndim == 2 else np.sort(arr)[::-1]
     tol = policy.tol(s)
     rank = int(np.sum(s > tol))

@@ -266,7 +266,7 @@ class Parameterization(abc.ABC):
         super().__init_subclass__(**kwargs)
         guard_class(cls)
 
-    def __init__(self, **sizes):
+    def __init__(self, /, **sizes):
         cls = type(self)
         unknown = sorted(set(sizes) - set(cls.size_params))
         if unknown:

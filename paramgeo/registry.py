@@ -158,7 +158,7 @@ def get_class(name):
     return register(cls, name=name, source=f"entry point {ep.value} in {dist}")
 
 
-def get(name, **sizes):
+def get(name, /, **sizes):
     """An instance of the parameterization ``name`` with the given sizes.
 
     >>> import paramgeo

@@ -49,7 +49,7 @@ from typing import ClassVar
 import numpy as np
 
 from . import registry
-from .errors import ContractError, ParamgeoError, PluginError, PluginNotFoundError
+from .errors import ContractError, ParamgeoError, PluginError, PluginNotFoundError, approx
 from .expr import FUNCTIONS, ExpressionError, block_symbols, expression_nodes, parse_expression
 from .parameterization import Parameterization, ParamSpec, Size
 from .symmetry import discovered_group
@@ -208,9 +208,13 @@ def compile_predictor(spec, sizes):
               for k, shape in spec["parameters"].items()}
     n = sum(math.prod(shape) for shape in shapes.values())
     if n > MAX_SYMBOLS:
-        raise SpecError(f"{spec['name']}: {n} parameters at sizes {dict(sizes)}; a spec "
-                        f"definition makes one sympy symbol per entry, at most {MAX_SYMBOLS}: "
-                        "use smaller sizes (or write a Python plugin, see "
+        def short(v):  # a 400-digit size as ~1e+399, not 400 digits
+            return approx(v) if isinstance(v, int) and abs(v) >= 10 ** 15 else v
+
+        at = ", ".join(f"{k}={short(v)}" for k, v in sizes.items())
+        raise SpecError(f"{spec['name']}: {short(n)} parameters{f' at {at}' if at else ''}; a "
+                        f"spec definition makes one sympy symbol per entry, at most "
+                        f"{MAX_SYMBOLS}: use smaller sizes (or write a Python plugin, see "
                         "docs/tutorial-register.md)")
     arrays = {k: block_symbols(k, shape) for k, shape in shapes.items()}
     flat = [s for arr in arrays.values() for s in np.ravel(arr)]

@@ -364,6 +364,38 @@ def test_sweep_options_get_the_cli_caps(sweep_dir, options, message):
     assert result.exit_code == 2 and message in result.stderr
 
 
+@pytest.mark.filterwarnings("ignore:.*options.time is deprecated:FutureWarning")
+@pytest.mark.parametrize("query, option", [("flow", "t_final"), ("flow", "time"),
+                                           ("implicit-bias", "t_final")])
+def test_a_sweeps_flow_horizon_gets_the_flows_bound(sweep_dir, query, option):
+    """t_final = 1e300 is refused with the file, as records = 1e9 is, not in the cell's row."""
+    np.savez(sweep_dir / "d.npz", X=np.eye(3), y=np.ones(3))
+    method = ', method = "flow"' if query == "flow" else ""
+    (sweep_dir / "s.toml").write_text(
+        f'query = "{query}"\nplugin = "hadamard"\nsizes = {{ p = 3 }}\n'
+        f'options = {{ data = "d.npz", init_scale = 0.1{method}, {option} = 1e300 }}\n')
+    result = _cli("sweep", "s.toml", "-o", "out.csv", "--workers", "0")
+    assert result.exit_code == 2 and "options.t_final must be at most 1e+30" in result.stderr
+    assert not (sweep_dir / "out.csv").exists()
+
+
+def test_a_warning_on_the_command_line_is_one_line(sweep_dir):
+    """Python's format (file name, line number, a line of source) is not shown: the warning is
+    one line, as the commands' own (a real process: pytest would capture the warning)."""
+    import subprocess
+    import sys
+
+    np.savez(sweep_dir / "d.npz", X=np.eye(3), y=np.ones(3))
+    (sweep_dir / "s.toml").write_text('query = "flow"\nplugin = "hadamard"\nsizes = { p = 3 }\n'
+                                      'options = { data = "d.npz", time = 1e300 }\n')
+    proc = subprocess.run([sys.executable, "-c", "from paramgeo.cli import main; main()",
+                           "sweep", "s.toml", "-o", "out.csv", "--workers", "0"],
+                          capture_output=True, text=True, timeout=120, cwd=sweep_dir)
+    warning, error = proc.stderr.strip().splitlines()
+    assert warning.startswith("Warning: ") and "options.time is deprecated" in warning
+    assert error.startswith("Error: ") and proc.returncode == 2
+
+
 def test_a_huge_grid_is_counted_before_it_is_validated(sweep_dir):
     values = ", ".join(map(str, range(1, 1001)))
     (sweep_dir / "s.toml").write_text(f'query = "describe"\nplugin = "uut"\n[grid]\n'
@@ -447,6 +479,16 @@ def test_define_refuses_exploding_expression_trees(home):
             load_text(f'name = "x"\npredictor = "{expr}"\n[parameters]\nU = [10, 10]\n')
     cls = load_text('name = "x"\npredictor = "sum(U@U)"\n[parameters]\nU = [4, 4]\n')
     assert cls().n == 16
+
+
+@pytest.mark.parametrize("sizes, shape", [("p = " + "9" * 400, '["p"]'),
+                                         ("", "[" + "9" * 400 + "]")])
+def test_define_names_a_400_digit_size_in_a_short_line(home, sizes, shape):
+    from paramgeo.userdefs import SpecError, load_text
+
+    with pytest.raises(SpecError, match=r"~1e\+399 parameters") as info:
+        load_text(f'name = "x"\npredictor = "u"\n[sizes]\n{sizes}\n[parameters]\nu = {shape}\n')
+    assert len(str(info.value)) < 250
 
 
 @pytest.mark.parametrize("text, message", [
@@ -588,6 +630,30 @@ def test_implicit_bias_refuses_zero_data_rows(tmp_path):
     assert result.exit_code == 2 and "no data rows" in result.stderr
 
 
+def test_data_out_of_reach_of_a_numerical_potential_is_one_line():
+    """phi = u^2 (no closed-form potential) reaches only beta >= 0; the least-change
+    interpolator of data with y < 0 has negative entries, where the dual minimisation of the
+    numerical potential runs mu off to overflow: a ParamgeoError, not scipy's ValueError."""
+    from paramgeo.mirror.potentials import numerical_potential
+
+    class Squares(Parameterization):
+        name = "squares"
+
+        def make_spec(self):
+            return ParamSpec(u=(3,))
+
+        def make_predictor_shape(self):
+            return (3,)
+
+        def forward(self, theta):
+            return theta ** 2
+
+    potential = numerical_potential(Squares(), np.full(3, 0.1))
+    assert potential.value(np.full(3, 0.01)) == pytest.approx(0.0, abs=1e-9)  # R(beta0) = 0
+    with pytest.raises(ParamgeoError, match="outside the domain of the mirror potential"):
+        potential.value(np.array([-0.04, 0.75, -0.5]))
+
+
 def test_an_unwritable_plot_is_refused_before_the_run(tmp_path, monkeypatch):
     import paramgeo.trajectory as trajectory
 
@@ -599,13 +665,56 @@ def test_an_unwritable_plot_is_refused_before_the_run(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "cannot write a plot to '/proc/x.png'" in result.stderr
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
-def test_matrix_free_rank_at_huge_entries_is_one_line(tmp_path):
+@pytest.mark.parametrize("command, route", [("rank", "matrix-free"), ("rank", "auto"),
+                                            ("critical", None)])
+def test_a_point_whose_jacobian_overflows_is_one_line(tmp_path, command, route):
+    """Entries of 1e300 overflow J (or its closed-form singular values): one error line, with
+    numpy's overflow warnings not shown (a real process: pytest would capture them)."""
+    import subprocess
+    import sys
+
     at = tmp_path / "big.npy"
     np.save(at, np.full(8, 1e300))
-    result = _cli("rank", "uut", "-p", "d=4", "-p", "r=2", "--route", "matrix-free", "--at", at)
-    assert result.exit_code == 2 and "internal error" not in result.stderr
-    assert result.stderr.startswith("Error: ")
+    args = [command, "uut", "-p", "d=4", "-p", "r=2", "--at", str(at)]
+    args += ["--route", route] if route else []
+    proc = subprocess.run([sys.executable, "-c", "from paramgeo.cli import main; main()", *args],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("Error: ") and "overflow" in line and "internal error" not in line
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_no_rank_is_decided_on_non_finite_values():
+    """rank 0 with tol inf was the closed form's answer at theta = 1e300; the dense SVD of the
+    same J (entries ~1e300, still finite) decides the rank of a rank-1 U: d k - k(k-1)/2 = 4
+    (Journee et al. 2010)."""
+    from paramgeo.numerics import decide_rank
+
+    p = _uut()
+    with pytest.raises(ShapeError, match="singular values are not all finite"):
+        rank_at(p, np.full(8, 1e300))
+    assert rank_at(p, np.full(8, 1e300), route="dense").rank == 4
+    for bad in (np.inf, np.nan):
+        with pytest.raises(ShapeError, match="entries are not all finite"):
+            decide_rank(np.array([[1.0, 0.0], [0.0, bad]]))
+        with pytest.raises(ShapeError, match="singular values are not all finite"):
+            decide_rank(np.array([bad, 1.0]))
+
+
+def test_a_size_may_be_named_like_an_argument(home):
+    """`-p name=3` used to collide with get(name, ...): unknown sizes are refused as such, and
+    a definition whose size is named `name` (or `self`) is built at any value of it."""
+    from paramgeo.userdefs import load_text
+
+    for size in ("name", "self"):
+        with pytest.raises(SizeError, match=f"unknown size {size}"):
+            paramgeo.get("uut", **{size: 3})
+        result = _cli("rank", "uut", "-p", f"{size}=3")
+        assert result.exit_code == 2 and f"unknown size {size}" in result.stderr
+        cls = load_text(f'name = "x"\npredictor = "u"\n[sizes]\n{size} = 3\n'
+                        f'[parameters]\nu = ["{size}"]\n')
+        assert cls().n == 3 and cls(**{size: 5}).n == 5
 
 
 # --------------------------------------------------------------------- interrupts

@@ -10,6 +10,7 @@ code 2, here and nowhere else.
 import importlib
 import os
 import sys
+import warnings
 
 import click
 
@@ -164,11 +165,21 @@ def main(plugin_files):
     """
     from ..registry import load_plugin_file
 
+    # numpy's floating-point warnings ("overflow encountered in matmul") only repeat what the
+    # one-line error (or the finiteness checks behind it) says; any other warning is one line
+    # "Warning: ..." as the commands' own, not a file name and a line of source
+    warnings.filterwarnings("ignore", r"(overflow|invalid value|divide by zero|underflow) "
+                            "encountered", RuntimeWarning)
+    warnings.formatwarning = _one_line_warning
     try:
         for path in plugin_files:
             load_plugin_file(path)
     except ParamgeoError as exc:
         raise UserError(str(exc)) from None
+
+
+def _one_line_warning(message, category, filename, lineno, line=None):
+    return f"Warning: {message}\n"
 
 
 def run():  # pragma: no cover - console entry for `python cli.py`

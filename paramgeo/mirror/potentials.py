@@ -144,14 +144,20 @@ def numerical_potential(param, theta0, *, rtol=1e-11, atol=1e-13, policy=None):
 
     def dual(beta):
         beta = np.asarray(beta, float)
-        res = minimize(lambda mu: flow(mu)[1] - beta @ mu, np.zeros(m),
-                       jac=lambda mu: flow(mu)[2] - beta, hess=lambda mu: flow(mu)[3],
-                       method="trust-exact", options={"gtol": 1e-12, "maxiter": 500})
-        mu = res.x
-        if np.linalg.norm(flow(mu)[2] - beta) > 1e-7 * (1 + np.linalg.norm(beta)):
+        try:
+            with np.errstate(all="ignore"):  # mu runs off to infinity outside the domain
+                mu = minimize(lambda mu: flow(mu)[1] - beta @ mu, np.zeros(m),
+                              jac=lambda mu: flow(mu)[2] - beta, hess=lambda mu: flow(mu)[3],
+                              method="trust-exact", options={"gtol": 1e-12, "maxiter": 500}).x
+                residual = np.linalg.norm(flow(mu)[2] - beta)
+        except (ValueError, np.linalg.LinAlgError):  # scipy's refusal of the overflowed mu
+            mu, residual = None, np.inf
+        if not residual <= 1e-7 * (1 + np.linalg.norm(beta)):
             raise ParamgeoError(
                 f"beta is outside the domain of the mirror potential (no mu with "
-                f"phi(psi(mu)) = beta; residual {np.linalg.norm(flow(mu)[2] - beta):.3g})")
+                f"phi(psi(mu)) = beta; residual {residual:.3g}): the predictors phi reaches "
+                "from theta0 do not include it (for implicit-bias: is X beta = y solvable with "
+                "such a beta?)")
         return mu
 
     def value(beta):

@@ -12,7 +12,7 @@ import math
 from ..cli._critical import MAX_STARTS
 from ..cli._define import MAX_EXACT_POINTS
 from ..errors import ParamgeoError
-from ..trajectory import MAX_RECORDS
+from ..trajectory import MAX_RECORDS, MAX_T_FINAL
 
 #: A required option (no default).
 REQUIRED = object()
@@ -77,7 +77,7 @@ def integer(minimum=None, maximum=None, optional=False):
     return convert
 
 
-def number(positive=False, optional=False, open_unit=False):
+def number(positive=False, optional=False, open_unit=False, maximum=None):
     def convert(value):
         if optional and value is None:
             return None
@@ -90,6 +90,8 @@ def number(positive=False, optional=False, open_unit=False):
             raise ValueError(f"must be a positive number, got {value}")
         if open_unit and not 0 < value < 1:
             raise ValueError(f"must lie in (0, 1), got {value}")
+        if maximum is not None and value > maximum:
+            raise ValueError(f"must be at most {maximum:.3g}, got {value:.3g}")
         return value
     return convert
 
@@ -217,7 +219,7 @@ STIFF_FLOW = {"chart": Option("theta", choice("theta", "log"), "theta, or log|th
 @register_query("implicit-bias", {
     "data": Option(REQUIRED, path(), "an .npz file with X (N x p) and y (N,)", path=True),
     "init_scale": Option(REQUIRED, number(positive=True)),
-    "t_final": Option(1e9, number(positive=True)),
+    "t_final": Option(1e9, number(positive=True, maximum=MAX_T_FINAL)),
     "rtol": Option(1e-10, number(positive=True)),
     "atol": Option(1e-15, number(positive=True)),
     **STIFF_FLOW})
@@ -238,7 +240,8 @@ def implicit_bias_query(param, data, init_scale, t_final, rtol, atol, chart, tim
     "data": Option(REQUIRED, path(), "an .npz file with the arrays the loss needs", path=True),
     "method": Option("gd", choice("gd", "flow")),
     "steps": Option(None, integer(1, optional=True), "descent steps (gd) [1000]"),
-    "t_final": Option(None, number(positive=True, optional=True), "final time (flow) [10]"),
+    "t_final": Option(None, number(positive=True, optional=True, maximum=MAX_T_FINAL),
+                      "final time (flow) [10]"),
     "lr": Option(1e-2, number(positive=True)),
     "schedule": Option("constant", choice("constant", "inverse", "cosine", "step")),
     "batch_size": Option(None, integer(1, optional=True)),
