@@ -106,10 +106,17 @@ FAULTS = {
 
 @pytest.fixture(scope="module")
 def broken_file(tmp_path_factory):
+    """The broken plugins, registered for this module's tests and removed after them (so that
+    `describe --all` in other modules never meets them, whatever the test order)."""
+    from paramgeo.registry import available, unregister
+
     path = tmp_path_factory.mktemp("plugins") / "broken.py"
     path.write_text(BROKEN)
+    before = set(available())
     load_plugin_file(path)
-    return path
+    yield path
+    for name in set(available()) - before:
+        unregister(name)
 
 
 def _cli(*args, **kwargs):
