@@ -359,13 +359,13 @@ def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, at
                  conserved=conserved, chart=chart, time_scale=time_scale, field_jacobian=hessian)
 
 
-def _chart_jacobian(theta, f, D, chart, time_scale):
+def _chart_jacobian(theta, field, D, chart, time_scale):
     """The Jacobian of the solver's field -T f (theta chart) or -T f(theta) / theta in
-    r = log|theta| (log chart) from f = field(theta) and D = its n x n Jacobian in theta:
-    -T D, or -T (diag(1/theta) D diag(theta) - diag(f / theta))."""
+    r = log|theta| (log chart) from D, the n x n Jacobian of f = ``field`` in theta: -T D, or
+    -T (diag(1/theta) D diag(theta) - diag(f / theta)) (f evaluated only there)."""
     if chart == "theta":
         return -time_scale * D
-    return -time_scale * (D * (theta[None, :] / theta[:, None]) - np.diag(f / theta))
+    return -time_scale * (D * (theta[None, :] / theta[:, None]) - np.diag(field(theta) / theta))
 
 
 def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, atol, n_records,
@@ -423,7 +423,7 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
 
     def jac(_, z):
         theta = to_theta(z)
-        return _chart_jacobian(theta, field(theta), field_jacobian(theta), chart, time_scale)
+        return _chart_jacobian(theta, field, field_jacobian(theta), chart, time_scale)
 
     if t_eval is not None:
         t_eval = np.asarray(t_eval, float)

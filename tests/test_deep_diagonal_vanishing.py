@@ -178,7 +178,7 @@ def test_chart_jacobian_against_finite_differences(chart):
     z0 = np.log(np.abs(theta)) if chart == "log" else theta
     h = 1e-6
     fd = np.column_stack([(rhs(z0 + h * e) - rhs(z0 - h * e)) / (2 * h) for e in np.eye(par.n)])
-    D = _chart_jacobian(theta, grad(theta), loss_hessian(par, loss, theta), chart, T)
+    D = _chart_jacobian(theta, grad, loss_hessian(par, loss, theta), chart, T)
     assert np.abs(D - fd).max() < 1e-6 * np.abs(fd).max()
 
 

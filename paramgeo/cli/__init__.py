@@ -7,6 +7,7 @@ geomstats. Every :class:`~paramgeo.errors.ParamgeoError` becomes one line on std
 code 2, here and nowhere else.
 """
 
+import contextlib
 import importlib
 import os
 import sys
@@ -165,17 +166,28 @@ def main(plugin_files):
     """
     from ..registry import load_plugin_file
 
-    # numpy's floating-point warnings ("overflow encountered in matmul") only repeat what the
-    # one-line error (or the finiteness checks behind it) says; any other warning is one line
-    # "Warning: ..." as the commands' own, not a file name and a line of source
-    warnings.filterwarnings("ignore", r"(overflow|invalid value|divide by zero|underflow) "
-                            "encountered", RuntimeWarning)
-    warnings.formatwarning = _one_line_warning
+    click.get_current_context().with_resource(_one_line_warnings())  # until the command ends
     try:
         for path in plugin_files:
             load_plugin_file(path)
     except ParamgeoError as exc:
         raise UserError(str(exc)) from None
+
+
+@contextlib.contextmanager
+def _one_line_warnings():
+    """The CLI's warnings, restored afterwards: numpy's floating-point warnings ("overflow
+    encountered in matmul") only repeat what the one-line error (or the finiteness checks
+    behind it) says, so they are ignored; any other warning is one line "Warning: MESSAGE", as
+    the commands' own, not a file name and a line of source."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"(overflow|invalid value|divide by zero|underflow) "
+                                "encountered", RuntimeWarning)
+        previous, warnings.formatwarning = warnings.formatwarning, _one_line_warning
+        try:
+            yield
+        finally:
+            warnings.formatwarning = previous
 
 
 def _one_line_warning(message, category, filename, lineno, line=None):

@@ -436,13 +436,18 @@ class UntiedMomentHierarchy(_WordHierarchy):
                 "a": (left("s") + right("S"), "b", "S", "s"),
                 "b": (left("S") + right("s"), "a", "s", "S")}
 
-    def values(self, U, V, S_star, scale):
-        """The state vector of the factors U, V (d x r) and S*: Tr(w) / d for each word."""
+    @staticmethod
+    def matrices(U, V, S_star, scale):
+        """letter -> matrix: s = S = scale U V^T, S = S^T, a = scale U U^T, b = scale V V^T,
+        t = S*."""
         U, V = np.asarray(U, float), np.asarray(V, float)
         S = scale * U @ V.T
-        return _word_traces(self.words, {"s": S, "S": S.T, "a": scale * U @ U.T,
-                                         "b": scale * V @ V.T, "t": np.asarray(S_star, float)},
-                            self.TRANSPOSE)
+        return {"s": S, "S": S.T, "a": scale * U @ U.T, "b": scale * V @ V.T,
+                "t": np.asarray(S_star, float)}
+
+    def values(self, U, V, S_star, scale):
+        """The state vector of the factors U, V (d x r) and S*: Tr(w) / d for each word."""
+        return _word_traces(self.words, self.matrices(U, V, S_star, scale), self.TRANSPOSE)
 
 
 def _check_hierarchy_case(model, lr, scale):
@@ -530,11 +535,10 @@ def untied_moment_odes(model, S_star, U0, V0, lr, scale, t, *, order=6):
     return OrderODE(f"untied S moment hierarchy (order {K})", t, out)
 
 
-def _factors(param, theta, d):
-    """The factor blocks of a factorization S = W W^T (one d x r block) or S = U V^T (two d x r
-    blocks) that ``param`` computes, read from its spec and checked on its forward at
-    ``theta``; any other parameterization is refused (the hierarchies are written in these
-    factors)."""
+def _factor_count(param, theta, d):
+    """1 for a factorization S = W W^T (one d x r block), 2 for S = U V^T (two d x r blocks),
+    read from ``param``'s spec and checked on its forward at ``theta``; any other
+    parameterization is refused (the hierarchies are written in these factors)."""
     blocks = list(param.spec.unpack(np.asarray(theta, float)).values())
     ok = (len(blocks) in (1, 2) and all(b.ndim == 2 and b.shape[0] == d for b in blocks)
           and len({b.shape for b in blocks}) == 1)
@@ -549,7 +553,7 @@ def _factors(param, theta, d):
             f"block, e.g. uut) or S = U V^T (two d x r blocks, e.g. uvt); "
             f"{getattr(param, 'name', type(param).__name__)} is neither (for direct S use "
             "compare_with_odes)")
-    return blocks
+    return len(blocks)
 
 
 def compare_with_hierarchy(run, teacher, order=10, names=("mean", "norm", "overlap")):
@@ -564,15 +568,12 @@ def compare_with_hierarchy(run, teacher, order=10, names=("mean", "norm", "overl
     d = run.model.d
     S_star = np.asarray(getattr(teacher, "S", teacher), float)
     param = run.trajectory.evaluate.param
-    factors = _factors(param, run.trajectory.thetas[0], d)
-    if len(factors) == 2:  # untied: S = scale U V^T
-        mats = [tuple(param.spec.unpack(th).values()) for th in run.trajectory.thetas]
-        ode = untied_moment_odes(run.model, S_star, *mats[0], run.eta, run.scale, run.t,
+    if _factor_count(param, run.trajectory.thetas[0], d) == 2:  # untied: S = scale U V^T
+        factors = [tuple(param.spec.unpack(th).values()) for th in run.trajectory.thetas]
+        ode = untied_moment_odes(run.model, S_star, *factors[0], run.eta, run.scale, run.t,
                                  order=order)
         spec, transpose = _UNTIED_WORDS, UntiedMomentHierarchy.TRANSPOSE
-        s = run.scale
-        mats = [{"s": s * U @ V.T, "S": s * V @ U.T, "a": s * U @ U.T, "b": s * V @ V.T,
-                 "t": S_star} for U, V in mats]
+        mats = [UntiedMomentHierarchy.matrices(U, V, S_star, run.scale) for U, V in factors]
     else:  # tied: S = scale W W^T
         preds = np.asarray(run.trajectory.predictors, float).reshape(-1, d, d) * run.scale
         ode = tied_moment_odes(run.model, S_star, preds[0], run.eta, run.scale, run.t,

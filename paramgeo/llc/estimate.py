@@ -264,7 +264,7 @@ def auto_step(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step_scale
     _, grad, w_star, _, nbeta, _ = _setup(param, loss, theta_star, n, nbeta, gamma)
     grad_U = _potential_gradient(grad, w_star, nbeta, gamma)
     return auto_step_size(grad_U, w_star, step_scale,
-                      np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]))
+                          np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]))
 
 
 def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="auto",
@@ -279,9 +279,10 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     ``chains``: chains per temperature (default 16 where they run batched, the plugin
     declaring ``batched_vjp``, so that more chains cost little; 4 otherwise, where each chain
     costs its own gradients); ``n``: the number of samples (default ``loss.N``); ``nbeta``:
-    the base inverse temperature times n (default n / log n); ``gamma``: the localization strength; ``step``: the step eps
-    at the base temperature (eps / t_k at temperature t_k), or "auto" (``step_scale`` / the
-    largest curvature of each temperature's potential, see the module docstring);
+    the base inverse temperature times n (default n / log n); ``gamma``: the localization
+    strength; ``step``: the step eps at the base temperature (eps / t_k at temperature t_k),
+    or "auto" (``step_scale`` / the largest curvature of each temperature's potential, see the
+    module docstring);
     ``sampler``: "mala" (the Langevin proposal with a Metropolis-Hastings correction, Roberts
     and Tweedie 1996, so the chain samples the localized posterior without discretization
     bias; its step adapts during burn-in towards the acceptance rate 0.574 of Roberts and
@@ -327,9 +328,9 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     nbs = np.repeat([t * nbeta for t in temps], chains)  # row i * chains + k: chain k at t_i
     f_star = loss.sample_features(np.asarray(param.forward_flat(w_star), float)[None])
     keep = 0 if f_star is None else min(KEPT_STATES, STATE_BUDGET // (len(nbs) * w_star.size))
-    run = sample_chains(batch, sampler, w_star, nbs, np.repeat(eps, chains), float(gamma), L_star,
-                  burn, draws, np.random.default_rng(seeds[-1]), progress,
-                  keep if keep >= 20 else 0)
+    run = sample_chains(batch, sampler, w_star, nbs, np.repeat(eps, chains), float(gamma),
+                        L_star, burn, draws, np.random.default_rng(seeds[-1]), progress,
+                        keep if keep >= 20 else 0)
     traces = run["traces"].reshape(len(temps), chains, -1)
     done = traces.shape[2] - burn
     notes = []
@@ -349,7 +350,9 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
                          "chain; run a longer burn-in so the step can adapt")
         levels.append(dict(temperature=t, nbeta=t * nbeta,
                            step=float(np.median(run["step"][rows]))))
-    good = [k for k in range(chains) if np.all(run["blew_up"].reshape(len(temps), -1)[:, k] < 0)]
+    # chains (by index k) that stayed finite at every temperature
+    good = [int(k) for k in np.flatnonzero((run["blew_up"].reshape(len(temps), chains) < 0)
+                                           .all(axis=0))]
     if not good:
         raise ParamgeoError("estimate_llc: every chain blew up (non-finite loss); lower the "
                             f"step (step_scale was {step_scale:g}, step {step}) or raise gamma "
