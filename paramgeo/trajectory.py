@@ -350,9 +350,7 @@ def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, at
             raise ParamgeoError(f"exact_jacobian is used by the implicit integrators "
                                 f"{', '.join(IMPLICIT_METHODS)}, not by {method}; choose one of "
                                 "them or drop exact_jacobian")
-
-        def hessian(theta):
-            return loss_hessian(param, loss, theta)
+        hessian = functools.partial(loss_hessian, param, loss)
     return _flow(param, value, grad, grad, theta0, t_final, f"flow ({method})", method=method,
                  rtol=rtol, atol=atol, n_records=n_records, log_times=log_times,
                  stop_loss=stop_loss, stop_grad=stop_grad, t_eval=t_eval, progress=progress,
