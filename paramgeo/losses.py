@@ -270,10 +270,14 @@ class Regression(Loss):
     def value_grad_batch(self, betas):
         """The value and gradient above for a stack of predictors B_k (betas of shape (K, m)),
         from the same sufficient statistics in batched products."""
-        B = np.reshape(np.asarray(betas, float), (-1,) + self.shape)
-        BS = B @ self.Sxx
-        values = np.einsum("kij,kij->k", 0.5 * BS - self.Syx, B) + 0.5 * self.syy
-        return values, (BS - self.Syx).reshape(len(B), -1)
+        betas = np.asarray(betas, float)
+        K = betas.size // self.m
+        flat = betas.reshape(K, self.m)
+        # every row of every B_k at once: one (K out) x in product with S_xx
+        BS = (flat.reshape(-1, self.shape[1]) @ self.Sxx).reshape(K, self.m)
+        Syx = self.Syx.reshape(1, -1)
+        values = np.einsum("ki,ki->k", 0.5 * BS - Syx, flat) + 0.5 * self.syy
+        return values, BS - Syx
 
     def sample_features(self, betas):
         """f(B) = (B, B^T B): ell_i(B) = |y_i|^2 / 2 - y_i^T B x_i + x_i^T B^T B x_i / 2, so

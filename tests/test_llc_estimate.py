@@ -113,16 +113,26 @@ def test_error_bars_say_what_they_cover():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LLCWarning)
         est = estimate_llc(param, loss, theta, draws=300, burn=300, seed=0)
-    assert est.chains == 16 and est.se_data > 0  # batched: 16 chains by default
-    assert est.se_total == pytest.approx(math.hypot(est.se, est.se_data))
+    assert est.chains == 32 and est.se_data >= 0  # batched: 32 chains by default
+    assert est.gamma_check == 4 * est.gamma and est.se_bias == abs(est.llc - est.llc_check)
+    assert est.se_total == pytest.approx(math.sqrt(est.se ** 2 + est.se_data ** 2
+                                                   + est.se_bias ** 2))
     assert "of the data set" in str(est) and est.to_dict()["se_data"] == est.se_data
+    assert "bias check" in str(est) and est.to_dict()["se_bias"] == est.se_bias
     A, y = rng.standard_normal((60, 3)), np.sign(rng.standard_normal(60))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LLCWarning)
         est = estimate_llc(Identity(p=3), Logistic(A, y), np.zeros(3), n=60, draws=100,
                            burn=50, seed=0)
-    assert est.chains == 4 and math.isnan(est.se_data) and est.se_total == est.se
-    assert "sampler only" in str(est)
+    assert est.chains == 4 and math.isnan(est.se_data)
+    assert est.se_total == pytest.approx(math.hypot(est.se, est.se_bias))
+    assert "no data-set part" in str(est)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LLCWarning)
+        est = estimate_llc(Identity(p=3), Logistic(A, y), np.zeros(3), n=60, draws=100,
+                           burn=50, seed=0, bias_check=False)
+    assert math.isnan(est.se_bias) and math.isnan(est.llc_check) and est.se_total == est.se
+    assert "bias check" not in str(est)
 
 
 def test_slope_weights_are_the_least_squares_slope():
@@ -146,20 +156,47 @@ def test_singular_posterior_by_quadrature():
     param, loss = paramgeo.get("hadamard", p=1), LinearMeasurements(A, np.zeros(30))
     nbeta, gamma = 400.0, 4.0  # gamma = 1 gives long arms along u = 0 and v = 0: slow mixing
 
-    def mean_loss(nb):
+    def mean_loss(nb, g=gamma):
         b = nb * c
-        w = lambda u: math.exp(-gamma * u * u / 2) / math.sqrt(b * u * u + gamma)  # noqa: E731
-        num = quad(lambda u: w(u) * u * u / (b * u * u + gamma), 0, np.inf, limit=200)[0]
-        return 0.5 * c * num / quad(w, 0, np.inf, limit=200)[0]
+        w = lambda u: math.exp(-g * u * u / 2) / math.sqrt(b * u * u + g)  # noqa: E731
+        opts = dict(limit=400, epsabs=0, epsrel=1e-10)
+        num = quad(lambda u: w(u) * u * u / (b * u * u + g), 0, np.inf, **opts)[0]
+        return 0.5 * c * num / quad(w, 0, np.inf, **opts)[0]
+
+    def slope(g):
+        return (mean_loss(nbeta / 2, g) - mean_loss(2 * nbeta, g)) / (2 / nbeta - 0.5 / nbeta)
 
     est = estimate_llc(param, loss, np.zeros(2), nbeta=nbeta, gamma=gamma, chains=8,
                        draws=1500, burn=500, seed=0)
     for level in est.levels:
         exact = level["nbeta"] * mean_loss(level["nbeta"])
         assert abs(level["llc"] - exact) < 4 * level["se"] < exact, (level, exact)
-    y1, y2 = mean_loss(0.5 * nbeta), mean_loss(2 * nbeta)
-    slope = (y1 - y2) / (2 / nbeta - 0.5 / nbeta)  # far below lambda = 1/2 at this n beta
-    assert abs(est.llc - slope) < 4 * est.se and est.se < 0.1 * slope
+    assert slope(gamma) < 0.45  # far below lambda = 1/2 at this n beta
+    assert abs(est.llc - slope(gamma)) < 4 * est.se and est.se < 0.1 * slope(gamma)
+    # the bias check: the same chains at 4 gamma against the exact slope there
+    assert est.gamma_check == 4 * gamma
+    assert abs(est.llc_check - slope(4 * gamma)) < 4 * est.se + 0.01
+    # the stronger localization moves the estimate further from lambda; with m = 2 the bias
+    # decays like 1 / log(n beta), and the change (0.15) is smaller than the bias (0.23)
+    assert slope(4 * gamma) < slope(gamma) < 0.5
+    assert 0.5 * abs(slope(gamma) - 0.5) < abs(slope(gamma) - slope(4 * gamma))
+
+
+def test_the_estimate_depends_on_n_beta_over_gamma_squared():
+    # K = c (u v)^2 / 2 is homogeneous of degree 4: w = z / sqrt(gamma) maps the posterior at
+    # (b, gamma) to the one at (b / gamma^2, 1), so b E_{b, gamma}[K] (and the slope) depends
+    # on b / gamma^2 alone (module docstring of paramgeo.llc.estimate); by quadrature
+    from scipy.integrate import quad
+
+    def b_mean(b, g):  # b E[(u v)^2 / 2] under exp(-b (u v)^2 / 2 - g (u^2 + v^2) / 2)
+        w = lambda u: math.exp(-g * u * u / 2) / math.sqrt(b * u * u + g)  # noqa: E731
+        opts = dict(limit=400, epsabs=0, epsrel=1e-11)
+        num = quad(lambda u: w(u) * u * u / (b * u * u + g), 0, np.inf, **opts)[0]
+        return 0.5 * b * num / quad(w, 0, np.inf, **opts)[0]
+
+    for b, g in ((50.0, 0.5), (400.0, 4.0), (1e4, 0.1)):
+        assert b_mean(b, g) == pytest.approx(b_mean(b / g ** 2, 1.0), rel=1e-7)
+    assert abs(b_mean(400.0, 4.0) - b_mean(400.0, 1.0)) > 0.05  # gamma does matter
 
 
 def test_seeds_repeat_and_differ():
@@ -432,7 +469,8 @@ def test_check_tests_a_declared_batched_vjp():
 def test_an_interrupted_estimate_uses_the_draws_made():
     # all chains advance together: Ctrl-C after the burn-in keeps every chain's draws so far
     param, loss, w_star, _ = _gaussian_case()
-    options = dict(chains=3, draws=190, burn=10, seed=3, temperatures=(0.5, 2))
+    options = dict(chains=3, draws=190, burn=10, seed=3, temperatures=(0.5, 2),
+                   bias_check=False)
     calls = []
 
     def interrupt(done, total):  # 6 rows: progress every 33 steps (198 chain steps)

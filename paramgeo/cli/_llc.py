@@ -93,11 +93,16 @@ def llc_estimate(param, loss_kind, arrays, data_path, theta_star, truth=None, **
                    "mean loss against 1 / (n beta) over them (one value: n beta (E[L_n] - "
                    "L_n(w*)) at that temperature).")
 @click.option("--chains", type=click.IntRange(1, 1000), default=None,
-              help="Chains per temperature [16 where the plugin runs them batched "
+              help="Chains per temperature [32 where the plugin runs them batched "
                    "(batched_vjp), else 4].")
-@click.option("--draws", type=click.IntRange(4, 10_000_000), default=2000, show_default=True)
-@click.option("--burn", type=click.IntRange(0, 10_000_000), default=1500, show_default=True,
-              help="Burn-in steps per chain (not counted).")
+@click.option("--draws", type=click.IntRange(4, 10_000_000), default=None,
+              help="Kept steps per chain [1000 where the chains run batched, else 2000].")
+@click.option("--burn", type=click.IntRange(0, 10_000_000), default=None,
+              help="Burn-in steps per chain, not counted [500 where the chains run batched, "
+                   "else 1500].")
+@click.option("--bias-check/--no-bias-check", default=True, show_default=True,
+              help="Also run every chain at 4 x gamma: the change of the estimate is the "
+                   "error bar's finite-n bias part (docs/learning-coefficients.md).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the chains (the same seed repeats the run).")
 @click.option("--truth", "truth_path", type=click.Path(dir_okay=False),
@@ -111,12 +116,13 @@ def llc_estimate(param, loss_kind, arrays, data_path, theta_star, truth=None, **
 @progress_option
 @json_option
 def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step_scale,
-                 sampler, temperatures, chains, draws, burn, seed, truth_path, truth_zero,
-                 sweep_steps, plot_path, progress, as_json):
+                 sampler, temperatures, chains, draws, burn, bias_check, seed, truth_path,
+                 truth_zero, sweep_steps, plot_path, progress, as_json):
     """Estimate the local learning coefficient at a local minimum w* by localized Langevin
     chains (MALA or SGLD): the slope of the mean loss against 1 / (n beta) over the
-    temperatures, with a Monte Carlo standard error from the effective sample size across
-    chains and warnings when a chain drifts or blows up.
+    temperatures, with an error bar of three parts (the sampler's, from the effective
+    sample size across chains; the data set's, by the infinitesimal jackknife; the finite-n
+    bias check, the change at 4 x gamma) and warnings when a chain drifts or blows up.
 
     Example: paramgeo llc estimate deep-linear -p widths=5,3,5 --data rrr.npz --truth-zero
     """
@@ -131,7 +137,7 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
     theta_star = None if at is None else load_point(param, at, 0)
     options = dict(nbeta=nbeta, gamma=gamma, step_scale=step_scale, chains=chains,
                    draws=draws, burn=burn, sampler=sampler, seed=seed,
-                   temperatures=parse_temperatures(temperatures))
+                   temperatures=parse_temperatures(temperatures), bias_check=bias_check)
     if step is not None and sweep_steps:
         raise click.UsageError("give --step or --sweep-steps, not both")
     truth = None

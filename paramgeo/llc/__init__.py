@@ -2,14 +2,16 @@
 
 See docs/learning-coefficients.md. ``exact`` holds the formulas (Aoyagi-Watanabe reduced-rank
 regression, Aoyagi deep linear networks, regular points, normal crossings); ``estimate`` the
-localized SGLD estimator of the local learning coefficient (Lau et al. 2023) with its
-diagnostics.
+localized Langevin (MALA or SGLD) estimator of the local learning coefficient (Lau et al.
+2023) with its error bars and diagnostics; ``steps`` its step-size sweep; ``sampler`` the
+chains' kernels.
 """
 
 from .exact import (LearningCoefficient, aoyagi_watanabe_piecewise, deep_linear_network,
                     exact_learning_coefficient, monomial, normal_crossing_sum,
                     reduced_rank_regression, regular)
-from .estimate import LLCEstimate, LLCWarning, StepSweep, auto_step, estimate_llc, step_sweep
+from .estimate import LLCEstimate, LLCWarning, auto_step, estimate_llc
+from .steps import StepSweep, step_sweep
 
 __all__ = ["LearningCoefficient", "aoyagi_watanabe_piecewise", "deep_linear_network",
            "exact_learning_coefficient", "monomial", "normal_crossing_sum",

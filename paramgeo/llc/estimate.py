@@ -46,9 +46,21 @@ part of the data set: lambda_hat's target itself depends on the sample (the U_n 
 and its standard deviation over data sets is estimated from the one data set by the
 infinitesimal jackknife over samples (:func:`data_set_se`), where the loss writes each
 sample's loss as linear in features of the predictor (``Regression``, ``LinearMeasurements``);
-``se_total`` = sqrt(se^2 + se_data^2). Neither covers the estimator's bias at finite n (the
-multiplicity and the remainder terms above, of order 1 / log n);
-docs/learning-coefficients.md measures all three.
+``se_bias`` is the scale of the estimator's bias at finite n (the multiplicity and the
+remainder terms above), which neither of the others covers: the bias check runs the same
+chains (the same random numbers: common random numbers) with the localization
+gamma_check = 4 gamma and sets se_bias = |lambda_hat(gamma) - lambda_hat(gamma_check)|.
+The localizing prior is what the expansion's remainder depends on: the asymptotic lambda does
+not depend on gamma, while at finite n the estimate does. Where phi is homogeneous of degree
+p (a product of p factors, at a true map 0) the substitution w = z / sqrt(gamma) turns the
+localized posterior of n samples at gamma into the one of n / gamma^p samples at gamma = 1
+(the same beta; the noise term sqrt(n) <xi, phi> scales alike), so the check shows the
+estimate at 4^p times fewer samples: for a bias decaying like n^-delta with
+delta >= 1 / (2p) the change is at least as large as the bias itself, while a bias decaying
+like 1 / log n (a multiplicity m > 1) can exceed the change. It is an order of
+magnitude, not a correction (the form of the remainder is not known in general).
+``se_total`` = sqrt(se^2 + se_data^2 + se_bias^2); docs/learning-coefficients.md measures
+all of them.
 
 Step size ``"auto"``: eps = step_scale / h with h the largest curvature (power iteration on
 Hessian-vector products by central differences of the gradient) of the potential
@@ -76,7 +88,9 @@ class LLCWarning(UserWarning):
 @dataclasses.dataclass(frozen=True)
 class LLCEstimate(Result):
     """lambda_hat (``llc``) with its Monte Carlo standard error ``se``, its data-set
-    standard error ``se_data`` and both together, ``se_total``: the slope estimate
+    standard error ``se_data``, the scale of its finite-n bias ``se_bias`` (the bias check:
+    the change of the estimate ``llc_check`` at the localization ``gamma_check`` = 4 gamma)
+    and all together, ``se_total``: the slope estimate
     over the inverse temperatures n beta_k = t_k n beta (``temperatures`` t_k, ``nbeta`` the
     base), or the single-temperature estimate where one is given. ``levels`` holds, per
     temperature, n beta_k, the single-temperature estimate lambda_k = n beta_k (E_k[L_n] -
@@ -111,8 +125,15 @@ class LLCEstimate(Result):
     #: the data-set standard error (infinitesimal jackknife over samples, :func:`data_set_se`;
     #: nan where the loss has no per-sample features)
     se_data: float = math.nan
-    #: sqrt(se^2 + se_data^2): sampler and data set (``se`` where se_data is nan)
+    #: sqrt(se^2 + se_data^2 + se_bias^2): sampler, data set and the bias check (the parts
+    #: that are not nan)
     se_total: float = math.nan
+    #: the same estimate with the localization gamma_check = BIAS_CHECK gamma (nan without
+    #: the bias check)
+    llc_check: float = math.nan
+    gamma_check: float = math.nan
+    #: |llc - llc_check|, the scale of the estimator's finite-n bias (module docstring)
+    se_bias: float = math.nan
 
     def to_dict(self, traces=False):
         out = super().to_dict()
@@ -124,8 +145,11 @@ class LLCEstimate(Result):
         kind = ("slope over n beta = " + ", ".join(f"{lv['nbeta']:.4g}" for lv in self.levels)
                 if len(self.levels) > 1 else f"n beta = {self.nbeta:.5g}")
         cover = (f"s.e. of the sampler {self.se:.2g} and of the data set {self.se_data:.2g}"
-                 if math.isfinite(self.se_data) else "s.e. of the sampler only (no data-set "
-                 "part for this loss)")
+                 if math.isfinite(self.se_data) else "s.e. of the sampler (no data-set part "
+                 "for this loss)")
+        if math.isfinite(self.se_bias):
+            cover += (f", bias check {self.se_bias:.2g} (estimate {self.llc_check:.4g} at "
+                      f"gamma = {self.gamma_check:g})")
         lines = [f"LLC estimate {self.llc:.4g} +- {self.se_total:.2g} ({cover}; {kind}; "
                  f"{self.chains} chains x {self.draws} draws, smallest ESS {self.ess:.0f}, "
                  f"largest R-hat {self.rhat:.3f})",
@@ -223,6 +247,12 @@ KEPT_STATES, STATE_BUDGET = 250, 8_000_000
 #: the default multipliers t_k of n beta (see the module docstring)
 TEMPERATURES = (0.5, 2.0)
 
+#: (chains, burn, draws) by default, where the chains run one by one and batched
+DEFAULT_RUNS = {False: (4, 1500, 2000), True: (32, 500, 1000)}
+
+#: the bias check's localization, as a multiple of gamma (see the module docstring)
+BIAS_CHECK = 4.0
+
 
 def _setup(param, loss, theta_star, n, nbeta, gamma):
     from ..losses import pullback
@@ -268,17 +298,19 @@ def auto_step(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step_scale
 
 
 def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="auto",
-                 step_scale=0.05, chains=None, draws=2000, burn=1500, sampler="mala", seed=0,
-                 temperatures=TEMPERATURES, progress=None):
+                 step_scale=0.05, chains=None, draws=None, burn=None, sampler="mala", seed=0,
+                 temperatures=TEMPERATURES, bias_check=True, progress=None):
     """Estimate the local learning coefficient of ``loss`` through ``param`` at the local
     minimum ``theta_star`` (see the module docstring): ``chains`` localized chains of
     ``burn + draws`` steps at each inverse temperature n beta_k = t_k n beta, t_k in
     ``temperatures``; lambda_hat is the least-squares slope of E_k[L_n] - L_n(w*) against
     1 / (n beta_k) (two temperatures or more), or n beta (E[L_n] - L_n(w*)) (one temperature).
 
-    ``chains``: chains per temperature (default 16 where they run batched, the plugin
-    declaring ``batched_vjp``, so that more chains cost little; 4 otherwise, where each chain
-    costs its own gradients); ``n``: the number of samples (default ``loss.N``); ``nbeta``:
+    ``chains``, ``burn``, ``draws``: chains per temperature and their burn-in and kept steps
+    (default 32 chains x (500 + 1000) steps where the chains run batched, the plugin
+    declaring ``batched_vjp``, so that more chains cost little and the same number of draws
+    comes from fewer steps; 4 x (1500 + 2000) otherwise, where each chain costs its own
+    gradients, ``DEFAULT_RUNS``); ``n``: the number of samples (default ``loss.N``); ``nbeta``:
     the base inverse temperature times n (default n / log n); ``gamma``: the localization
     strength; ``step``: the step eps at the base temperature (eps / t_k at temperature t_k),
     or "auto" (``step_scale`` / the largest curvature of each temperature's potential, see the
@@ -292,13 +324,16 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     (:func:`paramgeo.losses.batched_value_and_grad`). Ctrl-C after the burn-in keeps the
     draws made so far (``interrupted``). Returns an :class:`LLCEstimate`; a chain that
     drifts, blows up (non-finite loss) or chains that disagree (R-hat > 1.1) warn with
-    :class:`LLCWarning` and are listed in ``warnings``.
+    :class:`LLCWarning` and are listed in ``warnings``. ``bias_check`` (default True) also
+    runs every chain at the localization 4 gamma, with the same random numbers, for
+    ``se_bias`` (see the module docstring); it doubles the chains (batched: about 1.3 times
+    the time).
     """
     if sampler not in SAMPLERS:
         raise ParamgeoError(f"estimate_llc: unknown sampler {sampler!r}; choose one of "
                             f"{', '.join(SAMPLERS)}")
     for name, value_, low in (("chains", chains, 1), ("draws", draws, 4), ("burn", burn, 0)):
-        if value_ is None and name == "chains":
+        if value_ is None:
             continue
         if (isinstance(value_, bool) or not isinstance(value_, (int, float, np.integer))
                 or int(value_) != value_ or value_ < low):
@@ -315,8 +350,8 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     from ..losses import batched_value_and_grad
 
     batch = batched_value_and_grad(param, loss)
-    chains = int(chains) if chains is not None else 16 if batch.batched else 4
-    draws, burn = int(draws), int(burn)
+    chains, burn, draws = (int(given) if given is not None else default for given, default
+                           in zip((chains, burn, draws), DEFAULT_RUNS[batch.batched]))
     started = time.perf_counter()
     seeds = np.random.SeedSequence(seed).spawn(len(temps) + 1)
     eps = []
@@ -325,57 +360,43 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
             grad_U = _potential_gradient(grad, w_star, t * nbeta, gamma)
             eps.append(auto_step_size(grad_U, w_star, step_scale, np.random.default_rng(seeds[i]))
                        if step == "auto" else float(step) / t)
-    nbs = np.repeat([t * nbeta for t in temps], chains)  # row i * chains + k: chain k at t_i
+    # row (g * T + i) * chains + k: chain k at temperature t_i and localization gammas[g]
+    gammas = (float(gamma),) + ((BIAS_CHECK * float(gamma),) if bias_check else ())
+    rows = len(temps) * chains
+    nbs = np.tile(np.repeat([t * nbeta for t in temps], chains), len(gammas))
     f_star = loss.sample_features(np.asarray(param.forward_flat(w_star), float)[None])
-    keep = 0 if f_star is None else min(KEPT_STATES, STATE_BUDGET // (len(nbs) * w_star.size))
-    run = sample_chains(batch, sampler, w_star, nbs, np.repeat(eps, chains), float(gamma),
-                        L_star, burn, draws, np.random.default_rng(seeds[-1]), progress,
-                        keep if keep >= 20 else 0)
-    traces = run["traces"].reshape(len(temps), chains, -1)
-    done = traces.shape[2] - burn
+    keep = 0 if f_star is None else min(KEPT_STATES, STATE_BUDGET // (rows * w_star.size))
+    run = sample_chains(batch, sampler, w_star, nbs, np.tile(np.repeat(eps, chains),
+                                                             len(gammas)),
+                        np.repeat(gammas, rows), L_star, burn, draws,
+                        np.random.default_rng(seeds[-1]), progress, keep if keep >= 20 else 0,
+                        keep_rows=rows, groups=len(gammas))
+    done = run["traces"].shape[1] - burn
     notes = []
     if run["interrupted"]:
         notes.append(f"interrupted (Ctrl-C) after {done} of {draws} draws; the estimate uses "
                      "the draws made so far")
-    levels = []
-    for i, t in enumerate(temps):
-        label = f"at n beta = {t * nbeta:.4g}: " if len(temps) > 1 else ""
-        rows = slice(i * chains, (i + 1) * chains)
-        notes += [label + f"chain {k} blew up at step {at} (loss not finite); lower the step "
-                  f"(now {run['step'][i * chains + k]:.3g}) or raise gamma"
-                  for k, at in enumerate(run["blew_up"][rows]) if at >= 0]
-        accepted = run["accepted"][rows]
-        if sampler == "mala" and done > 0 and accepted.min() < 0.2:
-            notes.append(f"{label}MALA accepted only {accepted.min():.0%} of proposals in a "
-                         "chain; run a longer burn-in so the step can adapt")
-        levels.append(dict(temperature=t, nbeta=t * nbeta,
-                           step=float(np.median(run["step"][rows]))))
-    # chains (by index k) that stayed finite at every temperature
-    good = [int(k) for k in np.flatnonzero((run["blew_up"].reshape(len(temps), chains) < 0)
-                                           .all(axis=0))]
+    groups = [_group_estimate(run, g, temps, nbeta, chains, burn, sampler, gammas)
+              for g in range(len(gammas))]
+    (llc, se, levels, good, weights), main_notes = groups[0]
     if not good:
         raise ParamgeoError("estimate_llc: every chain blew up (non-finite loss); lower the "
                             f"step (step_scale was {step_scale:g}, step {step}) or raise gamma "
                             f"(was {gamma:g})")
-    for i, level in enumerate(levels):
-        post = traces[i][good, burn:]
-        ess, rhat = effective_sample_size(post)
-        var = float(post.var(ddof=1)) if post.size > 1 else 0.0
-        level.update(llc=float(post.mean()), se=math.sqrt(var / ess) if ess > 0 else math.nan,
-                     ess=ess, rhat=rhat, chain_llc=post.mean(axis=1))
-        label = f"at n beta = {level['nbeta']:.4g}: " if len(temps) > 1 else ""
-        notes += [label + note for note in _diagnose(post, good, level["llc"], level["se"],
-                                                     rhat)]
-    weights = slope_weights([lv["nbeta"] for lv in levels])
-    llc = float(sum(w * lv["llc"] for w, lv in zip(weights, levels)))
-    se = math.sqrt(sum((w * lv["se"]) ** 2 for w, lv in zip(weights, levels)))
+    notes += main_notes
+    llc_check = se_bias = math.nan
+    if bias_check:
+        (llc_check, _, _, good_check, _), check_notes = groups[1]
+        notes += check_notes
+        se_bias = abs(llc - llc_check) if good_check else math.nan
+    traces = run["traces"][:rows].reshape(len(temps), chains, -1)
     chain_llc = tuple(float(c) for c in sum(w * lv["chain_llc"]
                                             for w, lv in zip(weights, levels)))
     se_data = math.nan
     kept = run["states"].shape[1]
     if kept >= 2:  # the kept states and their losses, temperatures x good chains x kept
         states = run["states"].reshape(len(temps), chains, kept, -1)[:, good]
-        losses = (run["traces"][:, run["kept_at"]] / nbs[:, None] + L_star).reshape(
+        losses = (run["traces"][:rows, run["kept_at"]] / nbs[:rows, None] + L_star).reshape(
             len(temps), chains, kept)[:, good]
         se_data = data_set_se(param, loss, states, losses, [lv["nbeta"] for lv in levels],
                               weights, f_star[0])
@@ -383,13 +404,54 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
         warnings.warn(f"LLC estimator: {note}", LLCWarning, stacklevel=2)
     public = tuple({k: (float(v) if k != "temperature" else v) for k, v in lv.items()
                     if k != "chain_llc"} for lv in levels)
+    parts = [v for v in (se, se_data, se_bias) if math.isfinite(v)]
     return LLCEstimate(llc, se, min(lv["ess"] for lv in levels),
                        max(lv["rhat"] for lv in levels), chain_llc, n, nbeta, float(gamma),
                        float(np.median([lv["step"] * lv["temperature"] for lv in levels])),
                        chains, done, burn, sampler, int(seed), L_star,
                        time.perf_counter() - started, tuple(notes), temps, public, traces,
-                       run["interrupted"], se_data,
-                       math.hypot(se, se_data) if math.isfinite(se_data) else se)
+                       run["interrupted"], se_data, math.sqrt(sum(v * v for v in parts)),
+                       llc_check, gammas[-1] if bias_check else math.nan, se_bias)
+
+
+def _group_estimate(run, g, temps, nbeta, chains, burn, sampler, gammas):
+    """The slope estimate of the rows of localization gammas[g]: ((llc, se, levels, good
+    chains, slope weights), diagnostic notes)."""
+    T = len(temps)
+    where = "" if g == 0 else f"with gamma = {gammas[g]:g} (the bias check): "
+    notes, levels = [], []
+    for i, t in enumerate(temps):
+        label = where + (f"at n beta = {t * nbeta:.4g}: " if T > 1 else "")
+        rows = slice((g * T + i) * chains, (g * T + i + 1) * chains)
+        notes += [label + f"chain {k} blew up at step {at} (loss not finite); lower the step "
+                  f"(now {run['step'][rows][k]:.3g}) or raise gamma"
+                  for k, at in enumerate(run["blew_up"][rows]) if at >= 0]
+        accepted = run["accepted"][rows]
+        if sampler == "mala" and run["traces"].shape[1] > burn and accepted.min() < 0.2:
+            notes.append(f"{label}MALA accepted only {accepted.min():.0%} of proposals in a "
+                         "chain; run a longer burn-in so the step can adapt")
+        levels.append(dict(temperature=t, nbeta=t * nbeta,
+                           step=float(np.median(run["step"][rows]))))
+    block = slice(g * T * chains, (g + 1) * T * chains)
+    traces = run["traces"][block].reshape(T, chains, -1)
+    # chains (by index k) that stayed finite at every temperature
+    good = [int(k) for k in np.flatnonzero((run["blew_up"][block].reshape(T, chains) < 0)
+                                           .all(axis=0))]
+    weights = slope_weights([lv["nbeta"] for lv in levels])
+    if not good:
+        return (math.nan, math.nan, levels, good, weights), notes
+    for i, level in enumerate(levels):
+        post = traces[i][good, burn:]
+        ess, rhat = effective_sample_size(post)
+        var = float(post.var(ddof=1)) if post.size > 1 else 0.0
+        level.update(llc=float(post.mean()), se=math.sqrt(var / ess) if ess > 0 else math.nan,
+                     ess=ess, rhat=rhat, chain_llc=post.mean(axis=1))
+        label = where + (f"at n beta = {level['nbeta']:.4g}: " if T > 1 else "")
+        notes += [label + note for note in _diagnose(post, good, level["llc"], level["se"],
+                                                     rhat)]
+    llc = float(sum(w * lv["llc"] for w, lv in zip(weights, levels)))
+    se = math.sqrt(sum((w * lv["se"]) ** 2 for w, lv in zip(weights, levels)))
+    return (llc, se, levels, good, weights), notes
 
 
 def data_set_se(param, loss, states, losses, nbetas, weights, f_star):
@@ -482,67 +544,3 @@ def _diagnose(post, good, llc, se, rhat):
         notes.append(f"negative estimate {llc:.4g}: the chains found loss below L_n(w*); w* is "
                      "not a local minimum of the loss (minimise first)")
     return notes
-
-
-@dataclasses.dataclass(frozen=True)
-class StepSweep(Result):
-    """LLC estimates over a range of SGLD step sizes (:func:`step_sweep`): one row per step
-    (step, llc, se, rhat, warnings). A plateau of estimates over steps is the regime to trust;
-    a drift with the step is discretization bias or poor mixing."""
-
-    steps: tuple
-    estimates: tuple
-
-    def rows(self):
-        return [(f"{e.step:.3g}", f"{e.llc:.4g}", f"{e.se:.2g}", f"{e.rhat:.3f}",
-                 "; ".join(e.warnings) or "-") for e in self.estimates]
-
-    def to_dict(self):
-        return {"steps": list(self.steps), "estimates": [e.to_dict() for e in self.estimates]}
-
-    def __str__(self):
-        head = ("step", "llc", "s.e.", "R-hat", "warnings")
-        rows = [head] + self.rows()
-        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
-                         for r in rows)
-
-    def plot(self, path=None, ax=None):
-        """The estimates +- 2 s.e. against the step (log scale)."""
-        import matplotlib
-
-        if ax is None:
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-
-            fig, ax = plt.subplots(figsize=(5, 3.2))
-        else:
-            fig = ax.figure
-        ax.errorbar([e.step for e in self.estimates], [e.llc for e in self.estimates],
-                    yerr=[2 * e.se for e in self.estimates], marker="o", capsize=3)
-        ax.set_xscale("log")
-        ax.set_xlabel("SGLD step eps")
-        ax.set_ylabel("LLC estimate +- 2 s.e.")
-        if path is not None:
-            fig.tight_layout()
-            fig.savefig(path, dpi=110)
-        return fig
-
-
-def step_sweep(param, loss, theta_star, steps=None, progress=None, **options):
-    """:func:`estimate_llc` at each step of ``steps`` (the step at the base temperature;
-    default: the automatic step times 1/8, 1/4, 1/2, 1, 2), the other ``options`` shared;
-    returns a :class:`StepSweep`."""
-    if steps is None:
-        keys = ("n", "nbeta", "gamma", "step_scale", "seed")
-        auto = auto_step(param, loss, theta_star, **{k: options[k] for k in keys
-                                                      if k in options})
-        steps = [auto * f for f in (0.125, 0.25, 0.5, 1.0, 2.0)]
-    out = []
-    for i, step in enumerate(steps):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", LLCWarning)
-            out.append(estimate_llc(param, loss, theta_star, step=float(step), **options))
-        if progress is not None:
-            progress(i + 1, len(steps))
-    return StepSweep(tuple(float(s) for s in steps), tuple(out))

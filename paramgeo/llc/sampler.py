@@ -36,16 +36,23 @@ def curvature(grad_U, w, rng, iters=12):
 
 
 def sample_chains(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, progress,
-            keep=0):
+                  keep=0, keep_rows=None, groups=1):
     """Every chain from w*, all advanced together: row r of the (K, n) state samples
-    exp(-nbs[r] L_n(w) - gamma |w - w*|^2 / 2) with the step eps[r] (MALA adapts it every 50
+    exp(-nbs[r] L_n(w) - gamma[r] |w - w*|^2 / 2) with the step eps[r] (MALA adapts it every 50
     burn-in steps towards the acceptance 0.574). ``batch`` maps the states to their losses and
     gradients in one call. Returns the traces nbs[r] (L_n(w_t) - L_n(w*)) (K x steps made;
     Ctrl-C after the burn-in ends the run early), the final steps, the acceptance rates after
     burn-in, the step at which each row blew up (-1: never; such a row is reset to w* and its
-    trace is NaN from there), whether Ctrl-C stopped it, and up to ``keep`` states per row
-    after burn-in, evenly thinned (``states``, K x kept x n; ``kept_at``, their steps)."""
+    trace is NaN from there), whether Ctrl-C stopped it, and up to ``keep`` states of each of
+    the first ``keep_rows`` rows (default: all) after burn-in, evenly thinned (``states``,
+    keep_rows x kept x n; ``kept_at``, their steps). ``groups`` > 1: the rows are that many
+    blocks of equal size that share their random numbers (row r of every block draws the same
+    Gaussian and uniform numbers: common random numbers, so that the blocks' differences are
+    not blurred by independent noise)."""
     K, total = len(nbs), burn + draws
+    keep_rows = K if keep_rows is None else keep_rows
+    gamma = np.broadcast_to(np.asarray(gamma, float), (K,))
+    gamma_col = gamma[:, None]
     W = np.tile(w_star, (K, 1))
     eps = np.array(eps, float)
     L, G = batch(W)
@@ -56,34 +63,44 @@ def sample_chains(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, 
     every = max(1, 200 // K)  # the progress bar moves every ~200 chain steps
     made, interrupted = 0, False
     thin = max(1, -(-draws // keep)) if keep else 0
-    states = np.empty((K, -(-draws // thin) if keep else 0, W.shape[1]))
+    states = np.empty((keep_rows, -(-draws // thin) if keep else 0, W.shape[1]))
     kept_at = []
     nb_col, D = nbs[:, None], W - w_star
+    U, half_gamma = nbs * L, 0.5 * gamma  # U(w) = n beta L_n + gamma |w - w*|^2 / 2
+    per = K // groups  # rows with their own random numbers
     half, root, two_eps = 0.5 * eps[:, None], np.sqrt(eps)[:, None], 2 * eps
     try:
         with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
             for t in range(total):
-                fwd = root * rng.standard_normal(W.shape)  # sqrt(eps) xi
+                fwd = (root.reshape(groups, per, 1)  # sqrt(eps) xi
+                       * rng.standard_normal((per, W.shape[1]))).reshape(W.shape)
                 if sampler == "sgld":
                     W = W - half * gU + fwd
                     L, G = batch(W)
                     D = W - w_star
-                    gU = nb_col * G + gamma * D
+                    gU = nb_col * G + gamma_col * D
                 else:
-                    P = W - half * gU + fwd
+                    P = W - half * gU
+                    P += fwd
                     Lp, Gp = batch(P)
                     Dp = P - w_star
-                    gUp = nb_col * Gp + gamma * Dp
-                    bwd = half * (gU + gUp) - fwd  # W - P + (eps / 2) grad U(P)
+                    gUp = nb_col * Gp
+                    gUp += gamma_col * Dp
+                    Up = nbs * Lp + half_gamma * np.einsum("ij,ij->i", Dp, Dp)
+                    bwd = gU + gUp  # W - P + (eps / 2) grad U(P)
+                    bwd *= half
+                    bwd -= fwd
                     # log a = U(w) - U(p) - (|bwd|^2 - |fwd|^2) / (2 eps)
-                    log_a = (nbs * (L - Lp) + 0.5 * gamma * np.einsum("ij,ij->i", D - Dp, D + Dp)
-                             - np.einsum("ij,ij->i", bwd - fwd, bwd + fwd) / two_eps)
-                    take = np.log(rng.uniform(size=K)) < log_a  # a non-finite proposal: no
+                    log_a = U - Up - (np.einsum("ij,ij->i", bwd, bwd)
+                                      - np.einsum("ij,ij->i", fwd, fwd)) / two_eps
+                    log_u = np.log(rng.uniform(size=per))
+                    take = (log_u < log_a.reshape(groups, per)).ravel()  # a NaN proposal: no
                     where = take[:, None]
                     np.copyto(W, P, where=where)
                     np.copyto(D, Dp, where=where)
                     np.copyto(gU, gUp, where=where)
                     L = np.where(take, Lp, L)
+                    U = np.where(take, Up, U)
                     acc += take
                     if t < burn and (t + 1) % 50 == 0:  # adapt towards acceptance 0.574
                         eps *= np.exp(acc / 50 - 0.574)
@@ -94,10 +111,11 @@ def sample_chains(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, 
                 if not math.isfinite(L.sum()):
                     bad = ~np.isfinite(L)
                     blew_up[bad & (blew_up < 0)] = t
-                    W[bad], D[bad], L[bad], gU[bad] = w_star, 0.0, L_star, 0.0  # out of the run
+                    W[bad], D[bad], gU[bad] = w_star, 0.0, 0.0  # out of the run
+                    L[bad], U[bad] = L_star, nbs[bad] * L_star
                 losses[:, t] = L
                 if thin and t >= burn and (t - burn) % thin == 0:
-                    states[:, len(kept_at)] = W
+                    states[:, len(kept_at)] = W[:keep_rows]
                     kept_at.append(t)
                 made = t + 1
                 if progress is not None and made % every == 0:

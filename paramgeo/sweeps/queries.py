@@ -416,13 +416,16 @@ def online_sgd_query(param, **options):
     "step_scale": Option(0.05, number(positive=True)),
     "sampler": Option("mala", choice("mala", "sgld")),
     "chains": Option(None, integer(1, optional=True),
-                     "chains per temperature [16 where they run batched, else 4]"),
-    "draws": Option(2000, integer(4)),
-    "burn": Option(1500, integer(0)),
+                     "chains per temperature [32 where they run batched, else 4]"),
+    "draws": Option(None, integer(4, optional=True),
+                    "kept steps per chain [1000 where the chains run batched, else 2000]"),
+    "burn": Option(None, integer(0, optional=True),
+                   "burn-in steps per chain [500 where the chains run batched, else 1500]"),
+    "bias_check": Option(True, flag, "also run the chains at 4 gamma (the bias check)"),
     "truth_zero": Option(False, flag, "record the exact value at the true parameter 0"),
     "seed": _seed("seed of the chains")}, dense=False)
 def llc_query(param, loss, data, at, nbeta, gamma, step, step_scale, sampler, chains, draws,
-              burn, truth_zero, seed):
+              burn, bias_check, truth_zero, seed):
     """The local learning coefficient by localized Langevin sampling (the slope over the
     default temperatures), with the exact value where known (paramgeo llc estimate)."""
     from ..cli._common import load_point
@@ -435,7 +438,7 @@ def llc_query(param, loss, data, at, nbeta, gamma, step, step_scale, sampler, ch
         param, loss, load_data(data), data, None if at is None else load_point(param, at, 0),
         np.zeros(param.n) if truth_zero else None, nbeta=nbeta, gamma=gamma, step="auto" if step is None else step,
         step_scale=step_scale, sampler=sampler, chains=chains, draws=draws, burn=burn,
-        seed=seed)
+        bias_check=bias_check, seed=seed)
     out = result.to_dict()
     out["exact"] = None if exact is None else exact.lam
     return out
