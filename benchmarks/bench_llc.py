@@ -7,7 +7,7 @@ The five reduced-rank-regression cases (M, H, N) = (5,3,5), (5,4,5), (4,3,8), (8
 of devinterp's own test, true map 0: x ~ N(0, I_M) and y ~ N(0, I_N) independent, n samples,
 ``--datasets`` data sets per n (seeds 0, 1, ...). Each estimate runs paramgeo's estimator
 (deep-linear widths M,H,N, the ``regression`` loss, defaults: n beta = n / log n, gamma = 1,
-MALA, 32 batched chains x 1000 draws after 500 burn-in per temperature, automatic step, the
+MALA, 32 batched chains x 1000 draws after 1000 burn-in per temperature, automatic step, the
 bias check at 4 gamma) at
 the empirical risk minimiser of rank H (closed form: ``Regression.reduced_rank_minimiser``,
 Reinsel and Velu 1998), where devinterp's test localizes after training. It prints, per case
@@ -22,6 +22,8 @@ first N data sets of every case at the smallest n, from the same point, in a thr
 environment /tmp/devinterp-venv that this script creates (torch first, the CPU wheel, then
 devinterp); its errors and times are printed beside paramgeo's (target: >= 10x faster).
 Everything is written to DIR (default benchmarks/out-llc): results.json, table.md, figure.png.
+``--large`` runs only the regular case with 1000 parameters, ``--exact-data`` only the bias
+curve without data-set noise (exact_data_curve).
 
 ``bench(row, repeats)`` (for benchmarks/run.py) times one estimate against nothing slower; it
 only reports the time and error of the (5,3,5) case at n = 1000.
@@ -293,6 +295,36 @@ def regular_large(n=100_000, widths=(25, 20, 25), seed=0):
                 warnings=[str(w.message) for w in caught])
 
 
+def exact_data_curve(cases=((5, 4, 5), (5, 3, 5)), nbetas=(145, 8686, 1e5, 1e6),
+                     steps=(4000, 4000), n=2000):
+    """The estimator's bias without data-set noise: X^T X / n = I and X^T Y = 0 exactly (an
+    orthonormal basis of random columns), so the loss is ||W2 W1||^2 / 2 + const, w* = 0 is
+    the truth and every error is the estimator's at n beta (gamma = 1; by the scaling law of
+    docs/learning-coefficients.md the same as n beta / gamma^2 at any gamma). Returns one row
+    per case and n beta: the slope, its s.e., its relative error and the CPU time."""
+    import paramgeo
+    from paramgeo.llc import LLCWarning, estimate_llc, reduced_rank_regression
+    from paramgeo.losses import Regression
+
+    out = []
+    for M, H, N in cases:
+        Q, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((n, M + N)))
+        loss = Regression(Q[:, :M] * math.sqrt(n), Q[:, M:] * math.sqrt(n))
+        param = paramgeo.get("deep-linear", widths=(M, H, N))
+        exact = reduced_rank_regression(M, H, N).lam
+        for nb in nbetas:
+            cpu = time.process_time()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", LLCWarning)
+                est = estimate_llc(param, loss, np.zeros(param.n), n=n, nbeta=nb, chains=16,
+                                   burn=steps[0], draws=steps[1], seed=1, bias_check=False)
+            out.append(dict(case=[M, H, N], nbeta=nb, exact=exact, llc=est.llc, se=est.se,
+                            rel_error=(est.llc - exact) / exact,
+                            cpu_seconds=time.process_time() - cpu))
+            print(json.dumps(out[-1]), flush=True)
+    return out
+
+
 def bench(row, repeats):
     from paramgeo.llc import reduced_rank_regression
 
@@ -300,7 +332,7 @@ def bench(row, repeats):
     start = time.perf_counter()
     est = paramgeo_run(5, 3, 5, X, Y)[0]
     exact = reduced_rank_regression(5, 3, 5).lam
-    print(f"{'llc: RRR (5,3,5) n=1e3, 2 x 2 groups x 32 chains x 1500 steps':<60} "
+    print(f"{'llc: RRR (5,3,5) n=1e3, 2 x 2 groups x 32 chains x 2000 steps':<60} "
           f"{time.perf_counter() - start:10.3f} s   estimate {est.llc:.3f} +- {est.se_total:.2f} "
           f"(exact {exact:g})", flush=True)
 
@@ -321,6 +353,8 @@ def main(argv=None):
     parser.add_argument("--out", default=str(Path(__file__).with_name("out-llc")))
     parser.add_argument("--large", action="store_true",
                         help="only the regular case with 1000 parameters (regular_large)")
+    parser.add_argument("--exact-data", action="store_true",
+                        help="only the bias without data-set noise (exact_data_curve)")
     parser.add_argument("--summary-only", action="store_true",
                         help="re-print the table of an earlier run's results.json")
     args = parser.parse_args(argv)
@@ -329,6 +363,9 @@ def main(argv=None):
     out = Path(args.out)
     if args.large:
         print(json.dumps(regular_large(), indent=1))
+        return
+    if args.exact_data:
+        exact_data_curve()
         return
     cases = CASES if args.cases is None else tuple(
         tuple(int(v) for v in c.split(",")) for c in args.cases.split(";"))

@@ -98,7 +98,7 @@ def llc_estimate(param, loss_kind, arrays, data_path, theta_star, truth=None, **
 @click.option("--draws", type=click.IntRange(4, 10_000_000), default=None,
               help="Kept steps per chain [1000 where the chains run batched, else 2000].")
 @click.option("--burn", type=click.IntRange(0, 10_000_000), default=None,
-              help="Burn-in steps per chain, not counted [500 where the chains run batched, "
+              help="Burn-in steps per chain, not counted [1000 where the chains run batched, "
                    "else 1500].")
 @click.option("--bias-check/--no-bias-check", default=True, show_default=True,
               help="Also run every chain at 4 x gamma: the change of the estimate is the "

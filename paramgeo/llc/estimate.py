@@ -248,7 +248,7 @@ KEPT_STATES, STATE_BUDGET = 250, 8_000_000
 TEMPERATURES = (0.5, 2.0)
 
 #: (chains, burn, draws) by default, where the chains run one by one and batched
-DEFAULT_RUNS = {False: (4, 1500, 2000), True: (32, 500, 1000)}
+DEFAULT_RUNS = {False: (4, 1500, 2000), True: (32, 1000, 1000)}
 
 #: the bias check's localization, as a multiple of gamma (see the module docstring)
 BIAS_CHECK = 4.0
@@ -307,7 +307,7 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     1 / (n beta_k) (two temperatures or more), or n beta (E[L_n] - L_n(w*)) (one temperature).
 
     ``chains``, ``burn``, ``draws``: chains per temperature and their burn-in and kept steps
-    (default 32 chains x (500 + 1000) steps where the chains run batched, the plugin
+    (default 32 chains x (1000 + 1000) steps where the chains run batched, the plugin
     declaring ``batched_vjp``, so that more chains cost little and the same number of draws
     comes from fewer steps; 4 x (1500 + 2000) otherwise, where each chain costs its own
     gradients, ``DEFAULT_RUNS``); ``n``: the number of samples (default ``loss.N``); ``nbeta``:

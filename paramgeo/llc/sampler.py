@@ -65,7 +65,8 @@ def sample_chains(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, 
     thin = max(1, -(-draws // keep)) if keep else 0
     states = np.empty((keep_rows, -(-draws // thin) if keep else 0, W.shape[1]))
     kept_at = []
-    nb_col, D = nbs[:, None], W - w_star
+    nb_col = nbs[:, None]
+    L = np.array(L, float)  # updated in place below
     U, half_gamma = nbs * L, 0.5 * gamma  # U(w) = n beta L_n + gamma |w - w*|^2 / 2
     per = K // groups  # rows with their own random numbers
     half, root, two_eps = 0.5 * eps[:, None], np.sqrt(eps)[:, None], 2 * eps
@@ -77,8 +78,7 @@ def sample_chains(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, 
                 if sampler == "sgld":
                     W = W - half * gU + fwd
                     L, G = batch(W)
-                    D = W - w_star
-                    gU = nb_col * G + gamma_col * D
+                    gU = nb_col * G + gamma_col * (W - w_star)
                 else:
                     P = W - half * gU
                     P += fwd
@@ -97,10 +97,9 @@ def sample_chains(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, 
                     take = (log_u < log_a.reshape(groups, per)).ravel()  # a NaN proposal: no
                     where = take[:, None]
                     np.copyto(W, P, where=where)
-                    np.copyto(D, Dp, where=where)
                     np.copyto(gU, gUp, where=where)
-                    L = np.where(take, Lp, L)
-                    U = np.where(take, Up, U)
+                    np.copyto(L, Lp, where=take)
+                    np.copyto(U, Up, where=take)
                     acc += take
                     if t < burn and (t + 1) % 50 == 0:  # adapt towards acceptance 0.574
                         eps *= np.exp(acc / 50 - 0.574)
@@ -111,7 +110,7 @@ def sample_chains(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, 
                 if not math.isfinite(L.sum()):
                     bad = ~np.isfinite(L)
                     blew_up[bad & (blew_up < 0)] = t
-                    W[bad], D[bad], gU[bad] = w_star, 0.0, 0.0  # out of the run
+                    W[bad], gU[bad] = w_star, 0.0  # out of the run
                     L[bad], U[bad] = L_star, nbs[bad] * L_star
                 losses[:, t] = L
                 if thin and t >= burn and (t - burn) % thin == 0:

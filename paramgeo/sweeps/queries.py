@@ -420,7 +420,7 @@ def online_sgd_query(param, **options):
     "draws": Option(None, integer(4, optional=True),
                     "kept steps per chain [1000 where the chains run batched, else 2000]"),
     "burn": Option(None, integer(0, optional=True),
-                   "burn-in steps per chain [500 where the chains run batched, else 1500]"),
+                   "burn-in steps per chain [1000 where the chains run batched, else 1500]"),
     "bias_check": Option(True, flag, "also run the chains at 4 gamma (the bias check)"),
     "truth_zero": Option(False, flag, "record the exact value at the true parameter 0"),
     "seed": _seed("seed of the chains")}, dense=False)
