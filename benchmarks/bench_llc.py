@@ -253,15 +253,19 @@ def figure(rows, ns, path):
             sel = [r for r in rows if tuple(r["case"]) == case and r["n"] == n]
             for j, r in enumerate(sel):
                 x = i + 0.08 * (j - (len(sel) - 1) / 2)
+                first = ax is axes[0] and i == 0 and j == 0
                 ax.errorbar(x, r["llc"] / r["exact"], yerr=2 * total(r) / r["exact"],
-                            fmt="o", ms=3, color="C0", capsize=2)
+                            fmt="o", ms=3, color="C0", capsize=2,
+                            label="paramgeo +- 2 total s.e." if first else None)
                 if "devinterp_llc" in r:
-                    ax.plot(x + 0.04, r["devinterp_llc"] / r["exact"], "s", ms=4, color="C3")
+                    ax.plot(x + 0.04, r["devinterp_llc"] / r["exact"], "s", ms=4, color="C3",
+                            label="devinterp" if first else None)
         ax.axhline(1, color="k", lw=1)
         ax.set_xticks(range(len(ns)), [f"{n:.0e}" for n in ns])
         ax.set_title(f"(M,H,N) = {case}", fontsize=9)
         ax.set_xlabel("n")
     axes[0].set_ylabel("estimate / exact (+- 2 total s.e.)")
+    axes[0].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
