@@ -238,7 +238,8 @@ def test_blow_up_drift_and_bad_settings_are_reported():
     assert min(level["llc"] for level in est.levels) < 0 and est.warnings
     for bad in (dict(chains=0), dict(draws=2), dict(gamma=-1.0), dict(step=0.0),
                 dict(sampler="hmc"), dict(nbeta=float("nan")), dict(temperatures=()),
-                dict(temperatures=(1.0, 1.0)), dict(temperatures=(0.5, -2.0))):
+                dict(temperatures=(1.0, 1.0)), dict(temperatures=(0.5, -2.0)),
+                dict(bias_check="yes"), dict(burn=-1)):
         with pytest.raises(ParamgeoError):
             estimate_llc(param, loss, w_star, **bad)
 
@@ -397,6 +398,14 @@ def test_cli_exact_and_estimate(tmp_path):
     data = json.loads(out.output)
     assert data["exact"]["exact"] == "2" and data["chains"] == 2 and "traces" not in data
     assert [lv["temperature"] for lv in data["levels"]] == [0.5, 2.0]
+    assert data["gamma_check"] == 4.0 and data["se_bias"] == abs(data["llc"] - data["llc_check"])
+    out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
+                               "--data", str(path), "--draws", "100", "--burn", "20",
+                               "--chains", "2", "--no-bias-check", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["se_bias"] == "nan" and data["llc_check"] == "nan"  # JSON has no NaN
+    assert data["se_total"] == pytest.approx(math.hypot(data["se"], data["se_data"]))
     out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
                                "--data", str(path), "--draws", "20", "--burn", "0",
                                "--chains", "1", "--temperatures", "1", "--json"])
@@ -425,6 +434,11 @@ def test_sweep_query_runs_the_estimator(tmp_path):
                     **dict({k: o.default for k, o in query.options.items()}, data=str(path),
                            draws=50, burn=0, chains=1, truth_zero=True))
     assert out["exact"] == 2.0 and math.isfinite(out["llc"])  # Aoyagi-Watanabe (3, 2, 2)
+    assert query.options["bias_check"].default is True and math.isfinite(out["se_bias"])
+    out = query.run(paramgeo.get("deep-linear", widths=(3, 2, 2)),
+                    **dict({k: o.default for k, o in query.options.items()}, data=str(path),
+                           draws=50, burn=0, chains=1, bias_check=False))
+    assert out["se_bias"] == "nan"
 
 
 def test_check_compares_the_declared_coefficient():

@@ -338,6 +338,8 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
         if (isinstance(value_, bool) or not isinstance(value_, (int, float, np.integer))
                 or int(value_) != value_ or value_ < low):
             raise ParamgeoError(f"estimate_llc: {name}={value_!r} must be an integer >= {low}")
+    if not isinstance(bias_check, (bool, np.bool_)):
+        raise ParamgeoError(f"estimate_llc: bias_check={bias_check!r} must be True or False")
     temps = _temperatures(temperatures)
     _, grad, w_star, n, nbeta, L_star = _setup(param, loss, theta_star, n, nbeta, gamma)
     if step == "auto":
