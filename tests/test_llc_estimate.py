@@ -236,6 +236,9 @@ def test_blow_up_drift_and_bad_settings_are_reported():
     with pytest.warns(LLCWarning, match="not a local minimum"):
         est = estimate_llc(param, loss, w_star + 1.0, chains=2, draws=200, burn=0)
     assert min(level["llc"] for level in est.levels) < 0 and est.warnings
+    with pytest.warns(LLCWarning, match=r"MALA accepted under 20% of proposals in 4 of 4"):
+        estimate_llc(param, loss, w_star, step=2.0, chains=4, draws=100, burn=0,
+                     bias_check=False)  # no burn-in: the step cannot adapt
     for bad in (dict(chains=0), dict(draws=2), dict(gamma=-1.0), dict(step=0.0),
                 dict(sampler="hmc"), dict(nbeta=float("nan")), dict(temperatures=()),
                 dict(temperatures=(1.0, 1.0)), dict(temperatures=(0.5, -2.0)),
