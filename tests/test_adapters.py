@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import autograd
 import autograd.numpy as anp
@@ -518,3 +519,38 @@ def test_jax_kernels_and_square_weights_are_read_in_their_storage_order(rng):
     theta = q.random_point(rng)
     assert G.name == "GL(3)" and rel(q.forward(G.act(G.random_element(rng), theta)),
                                      q.forward(theta)) < 1e-12
+
+
+def test_the_llc_of_a_framework_model_is_the_plugins():
+    """estimate_llc on a torch and a JAX deep linear net (3, 2, 2) equals the deep-linear
+    plugin's on the same loss, seed and chains, bias check included: the framework's VJPs
+    drive the same chains (the models' predictor is (W2 W1)^T, the plugin's W2 W1, so the
+    measurements are permuted to match)."""
+    from paramgeo.llc import LLCWarning, estimate_llc
+    from paramgeo.losses import LinearMeasurements
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 2, bias=False),
+                              torch.nn.Linear(2, 2, bias=False))
+    rng = np.random.default_rng(0)
+    models = [paramgeo.from_torch(net, torch.eye(3)),
+              paramgeo.from_jax(linear_chain, [rng.standard_normal((2, 3)),
+                                               rng.standard_normal((2, 2))],
+                                np.eye(3), activation="identity")]
+    plugin = paramgeo.get("deep-linear", widths=(3, 2, 2))
+    A, y = rng.standard_normal((200, 6)), rng.standard_normal(200)
+    perm = np.arange(6).reshape(2, 3).T.ravel()  # model predictor k = plugin predictor perm[k]
+    theta = rng.standard_normal(plugin.n)
+    A_plugin = np.empty_like(A)
+    A_plugin[:, perm] = A
+    options = dict(chains=2, draws=60, burn=20, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LLCWarning)
+        ref = estimate_llc(plugin, LinearMeasurements(A_plugin, y), np.zeros(plugin.n),
+                           **options)
+        for model in models:
+            assert rel(model.forward_flat(theta), plugin.forward_flat(theta)[perm]) < 1e-12
+            est = estimate_llc(model, LinearMeasurements(A, y), np.zeros(plugin.n), **options)
+            assert est.llc == pytest.approx(ref.llc, rel=1e-8)
+            assert est.llc_check == pytest.approx(ref.llc_check, rel=1e-8)
+            assert est.se_total == pytest.approx(ref.se_total, rel=1e-6)
