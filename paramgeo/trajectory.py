@@ -303,6 +303,9 @@ MAX_RECORDS = 100_000
 #: Longest horizon of a gradient flow: small initialisations of deep diagonal networks escape
 #: at t ~ alpha^-(2L-2) (1e24 at alpha = 1e-4, L = 4); 1e300 is a typo, not a horizon.
 MAX_T_FINAL = 1e30
+#: Most steps of one gradient-descent run a command or a sweep accepts (at ~1 ms a step, about
+#: three hours; beyond it a request is a typo, refused before any step).
+MAX_STEPS = 10_000_000
 
 
 def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, atol=1e-10,

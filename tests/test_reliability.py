@@ -549,6 +549,13 @@ def test_flow_records_and_horizon_are_bounded():
     result = _cli("flow", "hadamard", "-p", "p=2", "--loss", "squared", "--data", "x.npz",
                   "--records", "1000000000")
     assert result.exit_code == 2 and "--records" in result.stderr
+    result = _cli("flow", "hadamard", "-p", "p=2", "--loss", "squared", "--data", "x.npz",
+                  "--method", "gd", "--steps", str(10 ** 11))
+    assert result.exit_code == 2 and "--steps" in result.stderr
+    from paramgeo.sweeps.queries import get_query
+
+    with pytest.raises(ValueError, match="integer in"):
+        get_query("flow").options["steps"].convert(10 ** 11)
 
 
 # --------------------------------------------------------------------- API arguments

@@ -6,7 +6,7 @@ import click
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ..trajectory import MAX_RECORDS
+from ..trajectory import MAX_RECORDS, MAX_STEPS
 from ._common import (deprecated_option, exit_if_interrupted, json_option, progress_bar,
                       progress_enabled, progress_option, resolve, seed_option, sizes_option,
                       stiff_flow_options, table, take_alias)
@@ -31,7 +31,8 @@ def load_data(path):
                    "theta0.")
 @click.option("--method", type=click.Choice(["gd", "flow"]), default="gd", show_default=True,
               help="Gradient descent (steps) or gradient flow (solve_ivp).")
-@click.option("--steps", type=int, default=None, help="Descent steps [default: 1000].")
+@click.option("--steps", type=click.IntRange(1, MAX_STEPS), default=None,
+              help="Descent steps [default: 1000].")
 @click.option("--t-final", "t_final", type=float, default=None,
               help="Final time (horizon) of the flow [default: 10].")
 @deprecated_option("--time", "--t-final", "time_alias", type=float)

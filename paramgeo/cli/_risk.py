@@ -3,6 +3,7 @@
 import click
 
 from ..errors import ShapeError
+from ..trajectory import MAX_STEPS
 from ._common import (
     emit,
     json_option,
@@ -73,7 +74,7 @@ def structure_cmd(name, sizes, units, check, progress, as_json):
               help="Coordinates of the Bayes direction Sigma^-1 mu (equal entries).")
 @click.option("--flip", type=click.FloatRange(0.0, 0.5, max_open=True), default=0.1,
               show_default=True, help="Label-flip probability.")
-@click.option("--steps", type=click.IntRange(1, 10_000_000), default=2000, show_default=True,
+@click.option("--steps", type=click.IntRange(1, MAX_STEPS), default=2000, show_default=True,
               help="Gradient descent steps.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the sample.")

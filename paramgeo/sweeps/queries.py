@@ -12,7 +12,7 @@ import math
 from ..cli._critical import MAX_STARTS
 from ..cli._define import MAX_EXACT_POINTS
 from ..errors import ParamgeoError
-from ..trajectory import MAX_RECORDS, MAX_T_FINAL
+from ..trajectory import MAX_RECORDS, MAX_STEPS, MAX_T_FINAL
 
 #: A required option (no default).
 REQUIRED = object()
@@ -239,7 +239,7 @@ def implicit_bias_query(param, data, init_scale, t_final, rtol, atol, chart, tim
     "loss": Option("squared", choice("squared", "quadratic", "logistic", "exponential")),
     "data": Option(REQUIRED, path(), "an .npz file with the arrays the loss needs", path=True),
     "method": Option("gd", choice("gd", "flow")),
-    "steps": Option(None, integer(1, optional=True), "descent steps (gd) [1000]"),
+    "steps": Option(None, integer(1, MAX_STEPS, optional=True), "descent steps (gd) [1000]"),
     "t_final": Option(None, number(positive=True, optional=True, maximum=MAX_T_FINAL),
                       "final time (flow) [10]"),
     "lr": Option(1e-2, number(positive=True)),
@@ -333,7 +333,7 @@ def structure_query(param, units, check):
     "snr": Option(3.0, number(positive=True)),
     "support": Option(10, integer(1), "coordinates of the Bayes direction"),
     "flip": Option(0.1, number()),
-    "steps": Option(2000, integer(1)),
+    "steps": Option(2000, integer(1, MAX_STEPS)),
     "seed": _seed("seed of the sample")}, dense=False)
 def early_stopping_query(param, N, spectrum, decay, snr, support, flip, steps, seed):
     """Logistic GD through phi (predictor = weight vector of length d) on a label-flip
@@ -360,7 +360,7 @@ def non_negative(value):
     "N": Option(REQUIRED, integer(2), "training samples (d > N, d the predictor's length)"),
     "spike": Option(20.0, non_negative, "spike strength theta"),
     "noise": Option(0.5, non_negative, "label noise standard deviation"),
-    "steps": Option(4000, integer(1), "GD steps scanned for the stopping time"),
+    "steps": Option(4000, integer(1, MAX_STEPS), "GD steps scanned for the stopping time"),
     "seed": _seed("seed of the sample")}, dense=False)
 def spectral_filters_query(param, N, spike, noise, steps, seed):
     """Risk of ridge, GD and negatively shifted GD in a spike-plus-flat model of dimension d =
