@@ -59,6 +59,25 @@ def test_bad_input_is_one_line_exit_2(args, fragment):
     assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["rank"], "Missing argument 'NAME'. (see 'paramgeo rank --help')"),
+        (["nosuch"], "No such command 'nosuch'. (see 'paramgeo --help')"),
+        (["llc", "estimate", "uvt", "--bogus"], "No such option '--bogus'"),
+        (["flow", "uut", "--data", "x.npz", "--steps", "0"], "'--steps': 0 is not in the range"),
+        (["--plugin"], "Option '--plugin' requires an argument. (see 'paramgeo --help')"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(args, fragment):
+    """click's usage errors (a usage line, a "Try ... --help" line, then the error) are one
+    line like every other error, ending with where the help is."""
+    res = CliRunner().invoke(main, args, prog_name="paramgeo")
+    assert res.exit_code == 2 and fragment in res.output, res.output
+    assert res.output.startswith("Error: ") and len(res.output.strip().splitlines()) == 1
+    assert "--help')" in res.output and "Usage:" not in res.output
+
+
 def test_point_file_wrong_shape_or_nan(tmp_path):
     np.save(tmp_path / "bad.npy", np.zeros((3, 2)))
     res = CliRunner().invoke(main, ["rank", "uut", "--at", str(tmp_path / "bad.npy")])

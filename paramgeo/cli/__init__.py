@@ -96,11 +96,19 @@ class LazyGroup(click.Group):
         module, attr = target.split(":")
         return getattr(importlib.import_module(f"{__name__}.{module}"), attr)
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:  # the group's own options: one line too
+            raise _one_line_usage(exc) from None
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except ParamgeoError as exc:
             raise UserError(str(exc)) from None
+        except click.UsageError as exc:  # a bad option or argument: one line, not click's three
+            raise _one_line_usage(exc) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt:  # Ctrl-C before an engine finished anything it could print
@@ -143,6 +151,13 @@ class UserError(click.ClickException):
 
 class InternalError(UserError):
     exit_code = 1
+
+
+def _one_line_usage(exc):
+    """click's usage error (usage line, "Try ... --help", then the error) as one line that ends
+    with where the help is; exit code 2 as click's."""
+    path = exc.ctx.command_path if exc.ctx is not None else "paramgeo"
+    return UserError(f"{exc.format_message()} (see '{path} --help')")
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
