@@ -11,8 +11,8 @@ MALA, 32 batched chains x 1000 draws after 1000 burn-in per temperature, automat
 bias check at 4 gamma) at
 the empirical risk minimiser of rank H (closed form: ``Regression.reduced_rank_minimiser``,
 Reinsel and Velu 1998), where devinterp's test localizes after training. It prints, per case
-and n, the estimates, the mean reported s.e. (sampler, data set, both), the spread over data
-sets, the exact value and the CPU time; then the mean absolute relative error at the largest n
+and n, the estimates, the mean reported s.e. (sampler, data set, bias check, total), the spread
+over data sets, the exact value and the CPU time; then the mean absolute relative error at the largest n
 (target <= 3%) and the share of runs with the exact value within 2 reported s.e. (target
 >= 80%), for the total error bar, for the sampler's and data set's parts without the bias
 check, and for the sampler's alone.
