@@ -49,6 +49,15 @@ def _gaussian_mean_loss(H, nbeta, gamma):
     return 0.5 * np.trace(H @ np.linalg.inv(nbeta * H + gamma * np.eye(len(H))))
 
 
+def _rrr_case(rng, n):
+    """Reduced-rank regression (M, H, N) = (3, 2, 2) with true map 0: the deep-linear plugin,
+    the regression loss on n samples and its rank-2 least-squares minimiser w*."""
+    X, Y = rng.standard_normal((n, 3)), rng.standard_normal((n, 2))
+    param, loss = paramgeo.get("deep-linear", widths=(3, 2, 2)), Regression(X, Y)
+    W1, W2 = loss.reduced_rank_minimiser(2)
+    return param, loss, np.concatenate([W1.ravel(), W2.ravel()])
+
+
 def test_gaussian_posterior_in_closed_form():
     # L(w) - L(w*) = (w - w*)^T H (w - w*) / 2: the localized posterior is Gaussian with
     # precision n beta H + gamma I, so E[n beta (L - L*)] = (n beta / 2) tr(H (n beta H +
@@ -106,10 +115,7 @@ def test_error_bars_say_what_they_cover():
     from paramgeo.losses import Logistic
 
     rng = np.random.default_rng(1)
-    X, Y = rng.standard_normal((500, 3)), rng.standard_normal((500, 2))
-    param, loss = paramgeo.get("deep-linear", widths=(3, 2, 2)), Regression(X, Y)
-    W1, W2 = loss.reduced_rank_minimiser(2)
-    theta = np.concatenate([W1.ravel(), W2.ravel()])
+    param, loss, theta = _rrr_case(rng, 500)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LLCWarning)
         est = estimate_llc(param, loss, theta, draws=300, burn=300, seed=0)
@@ -332,11 +338,7 @@ def test_per_sample_features_give_each_sample_its_loss():
 def test_batched_and_row_by_row_chains_agree():
     # the estimator's chains through the batched route and through the per-chain route are
     # the same Markov chains (the same draws), up to rounding
-    rng = np.random.default_rng(4)
-    X, Y = rng.standard_normal((300, 3)), rng.standard_normal((300, 2))
-    param, loss = paramgeo.get("deep-linear", widths=(3, 2, 2)), Regression(X, Y)
-    W1, W2 = loss.reduced_rank_minimiser(2)
-    theta = np.concatenate([W1.ravel(), W2.ravel()])
+    param, loss, theta = _rrr_case(np.random.default_rng(4), 300)
     options = dict(chains=3, draws=60, burn=40, seed=2, step=1e-3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LLCWarning)

@@ -395,6 +395,17 @@ def test_tied_hierarchy_rhs_equals_the_matrix_formula():
         h.index("tt")
 
 
+
+def _assert_second_order_drift(rest, want, d):
+    """Monte Carlo one-step drifts beyond the linear part (rows of ``rest``) against the
+    hierarchy's eta^2 terms ``want``: equal within 4 s.e. + 25/d relative, and resolved (zero,
+    the gradient-flow drift alone, would fail the same test)."""
+    mc, se = rest.mean(0), rest.std(0) / math.sqrt(len(rest))
+    assert np.all(want > 0)
+    assert np.all(np.abs(mc - want) <= 4 * se + 25 / d * np.abs(want)), (mc, want, se)
+    assert np.all(np.abs(mc) > 4 * se + 25 / d * np.abs(want))
+
+
 def test_tied_hierarchy_drift_against_monte_carlo():
     """E[tr(w(S'))] - tr(w(S)) for one online SGD sample (W' = W - 2 eta scale G W, fresh x)
     times d^2, by Monte Carlo, against the hierarchy. The linear part -(A S + S A) has its exact
@@ -436,12 +447,7 @@ def test_tied_hierarchy_drift_against_monte_carlo():
                         np.einsum("nij,ij->n", S1, T), np.einsum("nij,nji->n", S1S1, S1),
                         np.einsum("nij,ij->n", S1S1, T)], 1) / d
         rest.append((new - base - lin(dS1)) * d * d)
-    rest = np.concatenate(rest)
-    mc, se = rest.mean(0), rest.std(0) / math.sqrt(len(rest))
-    assert np.all(want > 0)
-    assert np.all(np.abs(mc - want) <= 4 * se + 25 / d * np.abs(want)), (mc, want, se)
-    # the beta^2 part is resolved: leaving it out (the gradient-flow drift alone) fails
-    assert np.all(np.abs(mc) > 4 * se + 25 / d * np.abs(want))
+    _assert_second_order_drift(np.concatenate(rest), want, d)
 
 
 def test_tied_hierarchy_follows_online_sgd_and_converges_in_the_order():
@@ -573,12 +579,7 @@ def test_untied_hierarchy_drift_against_monte_carlo():
         lin = first(-eta * s * (A @ G + G @ B), -eta * s * (S @ G + G @ S.T),
                     -eta * s * (S.T @ G + G @ S))
         rest.append((new - base - lin) * d * d)
-    rest = np.concatenate(rest)
-    mc, se = rest.mean(0), rest.std(0) / math.sqrt(len(rest))
-    assert np.all(want > 0)
-    assert np.all(np.abs(mc - want) <= 4 * se + 25 / d * np.abs(want)), (mc, want, se)
-    # the beta^2 part is resolved: leaving it out (the gradient-flow drift alone) fails
-    assert np.all(np.abs(mc) > 4 * se + 25 / d * np.abs(want))
+    _assert_second_order_drift(np.concatenate(rest), want, d)
 
 
 def test_untied_hierarchy_follows_online_sgd_and_converges_in_the_order():
