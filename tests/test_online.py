@@ -395,7 +395,6 @@ def test_tied_hierarchy_rhs_equals_the_matrix_formula():
         h.index("tt")
 
 
-
 def _assert_second_order_drift(rest, want, d):
     """Monte Carlo one-step drifts beyond the linear part (rows of ``rest``) against the
     hierarchy's eta^2 terms ``want``: equal within 4 s.e. + 25/d relative, and resolved (zero,
