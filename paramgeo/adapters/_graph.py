@@ -445,7 +445,6 @@ def _batchnorm(reader, label, mod, value):
 def _apply_rules(reader):
     """Turn each stream's events into rule groups (see :mod:`paramgeo.symmetry.rules`)."""
     n, reading = reader.n, reader.reading
-    layer_of = {}
     for s in reader.streams:
         consumers = [e for e in s.events if e[0] == "consumer"]
         escapes = [e for e in s.events if e[0] == "escape"]
@@ -484,9 +483,12 @@ def _apply_rules(reader):
         outs = [e[2][1] for e in consumers]
         out_of = [np.concatenate([o[:, j] for o in outs]) for j in range(s.k)]
         inp_of = [s.unit_inp(j, (after_bn,)) for j in range(s.k)]
-        layer = layer_of.setdefault(s.label, len(layer_of) + 1)
-        for j in range(s.k):
-            reading.units.append((s.label, f"{s.label}[{j}]", inp_of[j], out_of[j]))
+        word = {"conv": "channel", "dense": "neuron", "embed": "coordinate"}.get(s.kind,
+                                                                                "feature")
+        for j in range(s.k):  # strata units: every parameter producing the unit is an input
+            full = np.concatenate([s.incoming[:, j]] + ([np.array(
+                [s.bn["gamma"][j], s.bn["beta"][j]])] if after_bn else []))
+            reading.units.append((s.label, f"{s.label} {word} {j}", full, out_of[j]))
         act = acts[-1] if len(acts) == 1 else ("other" if acts else None)
         units = list(zip(inp_of, out_of))
         if act is None and not maxpooled:
