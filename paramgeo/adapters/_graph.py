@@ -71,8 +71,8 @@ DATA, OPAQUE = Value("data"), Value("opaque")
 
 @dataclasses.dataclass
 class Reading:
-    """What the reader found: rule groups (name, group, declared) to verify, strata units
-    (layer, name, inputs, outputs), and notes on what no rule covers."""
+    """What the reader found: rule groups (name, group) to verify, strata units (layer, name,
+    inputs, outputs, activation), and notes on what no rule covers."""
 
     groups: list = dataclasses.field(default_factory=list)
     units: list = dataclasses.field(default_factory=list)
@@ -201,7 +201,7 @@ class _Reader:
         self.perm_classes.append((f"{label} heads", perm))
         for h, hd in enumerate(heads):
             self.reading.units.append((f"{label} heads", f"{label} head {h}",
-                                       hd["v"].ravel(), hd["o"].ravel()))
+                                       hd["v"].ravel(), hd["o"].ravel(), "attention"))
         incoming = Wo.T if bo is None else np.vstack([Wo.T, bo[None, :]])
         return self.new_stream(f"{p}.out_proj", "dense", incoming, bo)
 
@@ -483,13 +483,14 @@ def _apply_rules(reader):
         outs = [e[2][1] for e in consumers]
         out_of = [np.concatenate([o[:, j] for o in outs]) for j in range(s.k)]
         inp_of = [s.unit_inp(j, (after_bn,)) for j in range(s.k)]
+        act = acts[-1] if len(acts) == 1 else ("other" if acts else None)
         word = {"conv": "channel", "dense": "neuron", "embed": "coordinate"}.get(s.kind,
                                                                                 "feature")
         for j in range(s.k):  # strata units: every parameter producing the unit is an input
             full = np.concatenate([s.incoming[:, j]] + ([np.array(
                 [s.bn["gamma"][j], s.bn["beta"][j]])] if after_bn else []))
-            reading.units.append((s.label, f"{s.label} {word} {j}", full, out_of[j]))
-        act = acts[-1] if len(acts) == 1 else ("other" if acts else None)
+            reading.units.append((s.label, f"{s.label} {word} {j}", full, out_of[j],
+                                  act or ("maxpool" if maxpooled else "identity")))
         units = list(zip(inp_of, out_of))
         if act is None and not maxpooled:
             if s.kind == "affine" or after_bn:

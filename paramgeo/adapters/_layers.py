@@ -191,20 +191,20 @@ class GraphModel:
 
     def architecture(self):
         """The units (neurons, channels, heads) as nodes: ``layer`` (1, 2, ... in graph order;
-        0 and the last for the inputs and outputs), ``inputs`` and ``outputs`` (the positions
-        in theta that produce and read the unit)."""
+        0 and the last for the inputs and outputs), ``activation``, ``inputs`` and ``outputs``
+        (the positions in theta that produce and read the unit)."""
         import networkx as nx
 
         units = self._graph_state()[1]
         g = nx.DiGraph()
         g.add_node("inputs", layer=0)
         layers = {}
-        for label, _, _, _ in units:
+        for label, *_ in units:
             layers.setdefault(label, len(layers) + 1)
         top = len(layers) + 1
         g.add_node("outputs", layer=top)
-        for label, name, inp, out in units:
-            g.add_node(name, layer=layers[label], unit_class=label,
+        for label, name, inp, out, act in units:
+            g.add_node(name, layer=layers[label], unit_class=label, activation=act,
                        inputs=[int(i) for i in np.ravel(inp)],
                        outputs=[int(i) for i in np.ravel(out)])
         return g

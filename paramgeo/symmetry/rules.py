@@ -197,7 +197,9 @@ def layer_norm_hyperplane(gamma, beta, weight, bias, n, label):
     for i in range(weight.shape[0]):
         def f(theta, i=i):
             v = np.zeros(n)
-            inv = 1.0 / theta[gamma]
+            g = theta[gamma]
+            safe = np.where(g != 0.0, g, 1.0)
+            inv = np.where(g != 0.0, 1.0 / safe, 0.0)  # a zero scale: no hyperplane there
             v[weight[i]] = inv
             v[bias[i]] = -float(theta[beta] @ inv)
             return v
