@@ -284,7 +284,14 @@ def read_torch(model, probe, positions, n):
     import torch.fx
     from torch.fx.passes.shape_prop import ShapeProp
 
-    tracer = torch.fx.Tracer()
+    class Tracer(torch.fx.Tracer):
+        """torch's layers and modules declaring ``paramgeo_activation`` stay leaves."""
+
+        def is_leaf_module(self, m, qualname):
+            return (getattr(m, "paramgeo_activation", None) is not None
+                    or super().is_leaf_module(m, qualname))
+
+    tracer = Tracer()
     if tracer.is_leaf_module(model, ""):  # a torch layer itself: trace it as a one-layer model
         model = torch.nn.Sequential(model)
         positions = {f"0.{key}": value for key, value in positions.items()}
