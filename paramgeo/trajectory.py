@@ -25,12 +25,12 @@ Woodworth et al. (2020), "Kernel and rich regimes in overparametrized models".
 
 import dataclasses
 import functools
-from pathlib import Path
 
 import numpy as np
 
 from .conserved import ConservedQuantities, conserved_quantities
 from .errors import ParamgeoError
+from .files import check_plot_path, save_figure
 from .losses import loss_hessian, pullback
 from .results import Result, to_jsonable
 
@@ -57,25 +57,6 @@ def _pyplot_figure(figsize):
             "plotting needs matplotlib: pip install 'paramgeo[plot]' (or pip install matplotlib)"
         ) from None
     return Figure(figsize=figsize)
-
-
-def _check_plot_path(path):
-    path = Path(path)
-    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise ParamgeoError(f"cannot write a plot to {str(path)!r}: use a .png, .svg or .pdf name")
-    if not path.parent.exists():
-        raise ParamgeoError(f"cannot write a plot to {str(path)!r}: folder {str(path.parent)!r} "
-                            "does not exist")
-    import tempfile
-
-    try:  # a file can be created there (commands check this before their work starts)
-        with tempfile.TemporaryFile(dir=path.parent):
-            pass
-    except OSError as exc:
-        raise ParamgeoError(f"cannot write a plot to {str(path)!r}: {exc.strerror} in folder "
-                            f"{str(path.parent)!r}; give a path in a folder you can write to"
-                            ) from None
-    return path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,7 +185,7 @@ class Trajectory(Result):
         log-log axes, the largest ``max_coords`` predictor coordinates against time (log time),
         and the relative drift of the conserved quantities when there are any. Needs matplotlib
         (the ``plot`` extra). Returns the path."""
-        path = _check_plot_path(path)
+        path = check_plot_path(path)
         panels = 3 if self.conserved_labels else 2
         fig = _pyplot_figure((5.0 * panels, 4.0))
         axes = fig.subplots(1, panels)
@@ -243,7 +224,7 @@ class Trajectory(Result):
         if title:
             fig.suptitle(title)
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        save_figure(fig, path)
         return path
 
 

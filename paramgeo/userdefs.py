@@ -50,6 +50,7 @@ import numpy as np
 
 from . import registry
 from .errors import ContractError, ParamgeoError, PluginError, PluginNotFoundError, approx
+from .files import write_file
 from .expr import FUNCTIONS, ExpressionError, block_symbols, expression_nodes, parse_expression
 from .parameterization import Parameterization, ParamSpec, Size
 from .symmetry import discovered_group
@@ -402,11 +403,18 @@ def define(spec_file=None, text=None, replace=False):
         raise SpecError(f"the name {name!r} is taken by another parameterization; choose "
                         "another name")
     folder = definitions_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpecError(f"cannot create the definitions folder {str(folder)!r}: "
+                        f"{exc.strerror}; set {ENV_HOME} to a folder you can write to"
+                        ) from None
+    if not folder.is_dir():  # e.g. a dangling link named like the folder
+        raise SpecError(f"the definitions folder {str(folder)!r} is not a folder; set "
+                        f"{ENV_HOME} to a folder you can write to")
     target = folder / f"{name}.toml"
-    tmp = folder / f".{name}.toml.tmp"
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
+    # an existing definition of this name is replaced only with --replace (checked above)
+    write_file(target, text, what="definition", replace=replace)
     registry.unregister(name)
     cls.spec_path = str(target)
     return registry.register(cls, source=f"definition {target}")

@@ -77,9 +77,9 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
     """
     t_final = take_alias(t_final, time_alias, "--time", "--t-final")
     if plot_path:  # before the run, not after it
-        from ..trajectory import _check_plot_path
+        from ..files import check_plot_path
 
-        _check_plot_path(plot_path)
+        check_plot_path(plot_path)
     param = resolve(name, sizes, dense=False)  # descent and flow use J^T v only
     arrays = load_data(data_path)
     enabled = progress_enabled(progress, quiet=as_json)

@@ -5,6 +5,7 @@ discretization bias or poor mixing)."""
 import dataclasses
 import warnings
 
+from ..files import save_figure
 from ..results import Result
 from .estimate import LLCWarning, auto_step, estimate_llc
 
@@ -50,7 +51,7 @@ class StepSweep(Result):
         ax.set_ylabel("LLC estimate +- 2 s.e.")
         if path is not None:
             fig.tight_layout()
-            fig.savefig(path, dpi=110)
+            save_figure(fig, path)
         return fig
 
 

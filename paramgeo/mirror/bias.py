@@ -302,9 +302,10 @@ class ImplicitBias(Result):
         """Draw the four predictors coordinate by coordinate (PNG, SVG or PDF by the suffix of
         ``path``; needs matplotlib): the gradient-flow limit, argmin R, the minimum-l1 and the
         minimum-l2 interpolators. Returns the path."""
-        from ..trajectory import _check_plot_path, _pyplot_figure
+        from ..files import check_plot_path, save_figure
+        from ..trajectory import _pyplot_figure
 
-        path = _check_plot_path(path)
+        path = check_plot_path(path)
         fig = _pyplot_figure((max(6.0, 0.12 * len(self.beta_flow) + 4), 4.0))
         ax = fig.subplots()
         i = np.arange(len(self.beta_flow))
@@ -321,7 +322,7 @@ class ImplicitBias(Result):
                               f"{self.l2_distance:.2g}", fontsize=9)
         ax.legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        save_figure(fig, path)
         return path
 
     def __str__(self):
