@@ -400,8 +400,8 @@ def define(spec_file=None, text=None, replace=False):
         raise SpecError(f"{name!r} is already defined in {saved[name]}; pass --replace to "
                         f"overwrite it or `paramgeo undefine {name}` first")
     if name not in saved and name in registry.available():
-        raise SpecError(f"the name {name!r} is taken by another parameterization; choose "
-                        "another name")
+        raise SpecError(f"the name {name!r} of {origin} is taken by "
+                        f"{registry.origin(name)}; choose another name")
     folder = definitions_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -426,16 +426,13 @@ def undefine(name):
     if name not in saved:
         if name in registry.available():
             raise SpecError(f"{name!r} is not a user definition (it comes from "
-                            f"{_source(name)}); only `paramgeo define`d names can be undefined")
+                            f"{registry.origin(name)}); only `paramgeo define`d names can be "
+                            "undefined")
         raise SpecError(f"no user definition named {name!r}; defined: "
                         f"{', '.join(saved) or 'none'}")
     saved[name].unlink()
     registry.unregister(name)
     return saved[name]
-
-
-def _source(name):
-    return registry._sources.get(name, "an installed package")
 
 
 class _DefinitionsProvider:
@@ -454,6 +451,9 @@ class _DefinitionsProvider:
             raise ContractError(f"saved definition {name!r} ({path}) is broken: {exc}; fix it "
                                 f"or `paramgeo undefine {name}`") from None
         return cls, f"definition {path}"
+
+    def origin(self, name):
+        return f"definition {defined()[name]}"
 
 
 PROVIDER = _DefinitionsProvider()
