@@ -153,9 +153,10 @@ def refresh():
 
 def add_provider(provider):
     """Add a source of parameterizations: an object with ``names()`` (an iterable of names),
-    ``load(name)`` -> ``(cls, source)`` and ``origin(name)`` -> that source without loading. Providers are asked after this process's registrations
-    and the entry points; what they load is registered like any plugin. paramgeo's own
-    provider serves the expression specs saved by ``paramgeo define`` (paramgeo.userdefs)."""
+    ``load(name)`` -> ``(cls, source)`` and ``origin(name)`` -> that source, without loading.
+    Providers are asked after this process's registrations and the entry points; what they
+    load is registered like any plugin. paramgeo's own provider serves the expression specs
+    saved by ``paramgeo define`` (paramgeo.userdefs)."""
     if provider not in _providers:
         _providers.append(provider)
 

@@ -159,12 +159,14 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
                                          progress=update, **options)
     if plot_path:
         result.plot(plot_path)
+    how_far = (f"after {len(result.estimates)} of {len(result.steps)} steps" if sweep_steps
+               else f"after {result.draws} draws")
     if as_json:
         out = result.to_dict()
         if not sweep_steps:
             out["exact"] = None if exact is None else exact.to_dict()
         click.echo(json.dumps(out, indent=2))
-        exit_if_interrupted(result, f"after {getattr(result, 'draws', 0)} draws")
+        exit_if_interrupted(result, how_far)
         return
     text = str(result)
     if exact is not None:
@@ -173,7 +175,7 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
     if plot_path:
         text += f"\nfigure written to {plot_path}"
     emit(result, False, text)
-    exit_if_interrupted(result, f"after {getattr(result, 'draws', 0)} draws")
+    exit_if_interrupted(result, how_far)
 
 
 def parse_temperatures(text):
