@@ -447,7 +447,11 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
                        conserved, interrupted=True)
     finally:
         close()
-    times, thetas, message = sol.t * time_scale, to_theta(sol.y.T), str(sol.message)
+    message = str(sol.message)
+    if np.size(sol.t):
+        times, thetas = sol.t * time_scale, to_theta(sol.y.T)
+    else:  # the integrator failed before its first record (scipy then gives empty lists)
+        times, thetas = np.zeros(1), np.asarray(theta0, float)[None]
     if sol.status == 1:  # a terminal event: record the stopping point too
         hits = [(te[0] * time_scale, to_theta(ye[0]), why)
                 for te, ye, why in zip(sol.t_events, sol.y_events, reasons) if len(te)]
@@ -455,7 +459,8 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
         if not len(times) or times[-1] < t_stop:
             times, thetas = np.append(times, t_stop), np.vstack([thetas, y_stop])
         message = f"{why} at t = {t_stop:.4g}"
-    elif sol.status < 0 and chart == "log" and np.max(np.abs(sol.y[:, -1])) > 700:
+    elif (sol.status < 0 and chart == "log" and np.size(sol.t)
+          and np.max(np.abs(sol.y[:, -1])) > 700):
         message = (f"{message} (a coordinate left the log chart, |log|theta|| > 700: it tends "
                    "to 0 or infinity; use chart='theta')")
     return _finish(param, value, grad, label, times, thetas, sol.status >= 0, message,
