@@ -155,13 +155,15 @@ AFTER_INTERRUPT_SECONDS = 3.0
 
 
 @contextlib.contextmanager
-def finishing(result, how_far, seconds=AFTER_INTERRUPT_SECONDS):
+def finishing(result, how_far):
     """Around the printing of ``result``: when Ctrl-C interrupted it, the printing gets
-    ``seconds`` (a plugin whose forward loops would otherwise hold the command until a second
-    Ctrl-C); past them it ends with ``Error: interrupted {how_far}...`` and exit code 130."""
+    AFTER_INTERRUPT_SECONDS (a plugin whose forward loops would otherwise hold the command
+    until a second Ctrl-C); past them it ends with ``Error: interrupted {how_far}...`` and exit
+    code 130."""
     if not getattr(result, "interrupted", False):
         yield
         return
+    seconds = AFTER_INTERRUPT_SECONDS
     import _thread
     import threading
 
