@@ -191,6 +191,19 @@ def test_a_lock_file_that_is_not_ours_is_refused_and_untouched(sweep_dir, conten
     assert lock.read_text() == (content or "") and not (sweep_dir / "out.csv").exists()
 
 
+@pytest.mark.parametrize("kind", ["symbolic", "hard"])
+def test_a_linked_output_is_refused_before_any_cell(sweep_dir, monkeypatch, kind):
+    import paramgeo.sweeps.run as run
+
+    monkeypatch.setattr(run, "run_cell", lambda task: pytest.fail("a cell ran"))
+    victim = sweep_dir / "victim.txt"
+    (sweep_dir / "out.csv").symlink_to(victim) if kind == "symbolic" else \
+        os.link(victim, sweep_dir / "out.csv")
+    line = _one_error_line(_cli("sweep", "s.toml", "-o", "out.csv", "--workers", "0",
+                                "--overwrite"))
+    assert "sweep table" in line and f"{kind} link" in line and victim.read_text() == ""
+
+
 def test_a_stale_lock_of_a_killed_sweep_is_taken_over(sweep_dir):
     (sweep_dir / "out.csv.lock").write_text("sweep s.toml, pid 1, started 2026-01-01 00:00:00\n")
     assert _cli("sweep", "s.toml", "-o", "out.csv", "--workers", "0").exit_code == 0

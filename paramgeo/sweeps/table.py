@@ -16,7 +16,7 @@ import re
 import time
 from pathlib import Path
 
-from ..files import UnsafeFileError, open_own, write_file
+from ..files import UnsafeFileError, check_target, open_own, write_file
 from ..results import to_jsonable
 from .spec import SweepSpecError
 
@@ -26,7 +26,8 @@ BOOKKEEPING = ("cell", "status", "error")
 
 def check_output(path):
     """The output path, refused (SweepSpecError) unless its extension is a known format and
-    its folder exists and is writable (checked before any cell runs)."""
+    its folder exists and is writable, and (UnsafeFileError) when it is a link or not a regular
+    file (checked before any cell runs)."""
     path = Path(path)
     if path.suffix not in FORMATS:
         raise SweepSpecError(f"output {str(path)!r}: unknown format {path.suffix or '(none)'}; "
@@ -40,6 +41,9 @@ def check_output(path):
     if not os.access(folder, os.W_OK | os.X_OK):
         raise SweepSpecError(f"output {str(path)!r}: the folder {str(folder)!r} is not "
                              "writable; give an output in a folder you can write to")
+    # a link or a special file is refused now, not after the cells ran; whether an existing
+    # table may be replaced is --resume's or --overwrite's to say
+    check_target(path, what="sweep table", replace=True)
     return path
 
 
