@@ -601,11 +601,10 @@ class UnitPermutationGroup(SymmetryGroup):
         return 0
 
     def act(self, g, theta):
-        theta = np.asarray(theta, float)
-        out = theta.copy()
-        for (label, index), perm in zip(self.classes, g):
-            perm = np.asarray(perm, dtype=int)
-            out[index] = theta[index[perm]]
+        out = np.array(theta, dtype=float)
+        for (label, index), perm in zip(self.classes, g):  # one class after the other: classes
+            perm = np.asarray(perm, dtype=int)            # of adjacent layers share weights
+            out[index] = out[index[perm]]  # fancy indexing on the right copies first
             if label in self.adjust:
                 out = self.adjust[label](out, perm)
         return out
