@@ -389,9 +389,12 @@ def test_a_torch_model_given_sizes_is_one_line(tmp_path):
 
 # --------------------------------------------------------------------- Ctrl-C
 class _StuckAfterCtrlC(paramgeo.Parameterization):
-    """u * v; its 30th forward is interrupted (the user's Ctrl-C), every later one loops."""
+    """u * v; its 30th forward is interrupted (the user's Ctrl-C), and the later ones loop for
+    10 s from the first of them (long enough to need a second Ctrl-C; bounded, so that a
+    regression fails the test instead of hanging it)."""
 
     name = "stuck-after-ctrl-c"
+    calls, stuck_until = 0, None
 
     def make_spec(self):
         return paramgeo.ParamSpec(u=(2,), v=(2,))
@@ -404,7 +407,9 @@ class _StuckAfterCtrlC(paramgeo.Parameterization):
         if type(self).calls == 30:
             raise KeyboardInterrupt
         if type(self).calls > 30:
-            while True:  # a forward that never returns
+            cls = type(self)
+            cls.stuck_until = cls.stuck_until or time.perf_counter() + 10.0
+            while time.perf_counter() < cls.stuck_until:  # a forward that does not return
                 pass
         return theta[:2] * theta[2:]
 
@@ -414,7 +419,7 @@ def test_flow_with_a_looping_plugin_ends_after_one_ctrl_c(tmp_path, monkeypatch,
     import paramgeo.cli._common as common
 
     monkeypatch.setattr(common, "AFTER_INTERRUPT_SECONDS", 0.3)
-    _StuckAfterCtrlC.calls = 0
+    _StuckAfterCtrlC.calls, _StuckAfterCtrlC.stuck_until = 0, None
     registry.register(_StuckAfterCtrlC)
     data = tmp_path / "d.npz"
     np.savez(data, A=np.eye(2), y=np.ones(2))
@@ -424,7 +429,7 @@ def test_flow_with_a_looping_plugin_ends_after_one_ctrl_c(tmp_path, monkeypatch,
                       "--method", method)
     finally:
         registry.unregister("stuck-after-ctrl-c")
-    assert time.perf_counter() - start < 20
+    assert time.perf_counter() - start < 8
     line = _one_error_line(result, code=130)
     assert line.startswith("Error: interrupted") and "not printed" in line
 
