@@ -126,15 +126,18 @@ def home(tmp_path, monkeypatch):
     registry.unregister("mymap")
 
 
-def test_define_never_writes_through_its_temporary_name(home):
+@pytest.mark.parametrize("kind", ["symbolic link", "user's file"])
+def test_define_never_writes_through_its_temporary_name(home, kind):
     folder = home / "home" / "definitions"
     folder.mkdir(parents=True)
     victim = home / "victim.txt"
     victim.write_text("mine")
-    (folder / ".mymap.toml.tmp").symlink_to(victim)
+    planted = folder / ".mymap.toml.tmp"
+    planted.symlink_to(victim) if kind == "symbolic link" else planted.write_text("mine too")
     result = _cli("define", home / "def1.toml")
     assert result.exit_code == 0, result.output
-    assert victim.read_text() == "mine" and (folder / ".mymap.toml.tmp").is_symlink()
+    assert victim.read_text() == "mine" and planted.is_symlink() == (kind == "symbolic link")
+    assert planted.read_text() == ("mine" if kind == "symbolic link" else "mine too")
     target = folder / "mymap.toml"
     assert not target.is_symlink() and target.read_text() == SPEC
     assert sorted(os.listdir(folder)) == [".mymap.toml.tmp", "mymap.toml"]
