@@ -66,27 +66,25 @@ def register(cls, name=None, replace=False, source="register()"):
 
     Returns the class, so it can be used as a decorator. Names are unique: a name provided by
     an installed package (a built-in or a plugin package's entry point) or by a saved
-    definition is refused to any other class, and a name registered in this process (from
-    Python or a plugin file) is refused to another class from elsewhere unless
-    ``replace=True``; the error names both origins. Registering the same class again is allowed
-    (and :func:`load_plugin_file` reloads a file over its own classes).
+    definition is refused to any other class (even with ``replace=True``), and a name
+    registered in this process (from Python or a plugin file) is refused to another class
+    unless ``replace=True``; the error names both origins. Registering the same class again is
+    allowed (and :func:`load_plugin_file` reloads a file over its own classes).
     """
     validate_declaration(cls)
     name = name or cls.name
-    if name in _registered:
-        if not (_registered[name] is cls or replace):
-            hint = " (or pass replace=True to override it)" if source == "register()" else ""
-            raise ContractError(
-                f"the name {name!r} of {_origin_of(cls, source)} is already registered from "
-                f"{_sources[name]}; give one of them another name{hint}")
-        if _registered[name] is cls:
-            return cls
-    else:
-        taken = _installed_origin(name)
-        if taken is not None and taken != source and not _is_entry_point_class(name, cls):
-            raise ContractError(
-                f"the name {name!r} of {_origin_of(cls, source)} is already registered from "
-                f"{taken}; give the new one another name")
+    if _registered.get(name) is cls:
+        return cls
+    taken = _installed_origin(name)
+    if taken is not None and taken != source and not _is_entry_point_class(name, cls):
+        raise ContractError(
+            f"the name {name!r} of {_origin_of(cls, source)} is already registered from "
+            f"{taken}; give the new one another name")
+    if name in _registered and not replace:
+        hint = " (or pass replace=True to override it)" if source == "register()" else ""
+        raise ContractError(
+            f"the name {name!r} of {_origin_of(cls, source)} is already registered from "
+            f"{_sources[name]}; give one of them another name{hint}")
     _registered[name] = cls
     _sources[name] = source
     return cls

@@ -366,6 +366,11 @@ def test_a_framework_model_cannot_take_a_builtins_name(tmp_path):
     line = _one_error_line(_cli("--plugin", path, "describe", "uut"))
     assert "'uut'" in line and "lin.py" in line and "paramgeo_plugins.uut:UUT" in line
     assert registry.get_class("uut").__module__ == "paramgeo_plugins.uut"
+    imposter = type("Imposter", (paramgeo.get_class("hadamard"),), {"name": "uut"})
+    with pytest.raises(paramgeo.ContractError, match="Imposter from register.. is already "
+                                                     "registered from entry point"):
+        registry.register(imposter, replace=True)  # not even with replace=True
+    assert registry.get_class("uut").__module__ == "paramgeo_plugins.uut"
 
 
 def test_a_plugin_cannot_take_a_saved_definitions_name(home, tmp_path):
