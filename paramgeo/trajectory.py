@@ -25,12 +25,12 @@ Woodworth et al. (2020), "Kernel and rich regimes in overparametrized models".
 
 import dataclasses
 import functools
-from pathlib import Path
 
 import numpy as np
 
 from .conserved import ConservedQuantities, conserved_quantities
 from .errors import ParamgeoError
+from .files import check_plot_path, save_figure
 from .losses import loss_hessian, pullback
 from .results import Result, to_jsonable
 
@@ -57,25 +57,6 @@ def _pyplot_figure(figsize):
             "plotting needs matplotlib: pip install 'paramgeo[plot]' (or pip install matplotlib)"
         ) from None
     return Figure(figsize=figsize)
-
-
-def _check_plot_path(path):
-    path = Path(path)
-    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise ParamgeoError(f"cannot write a plot to {str(path)!r}: use a .png, .svg or .pdf name")
-    if not path.parent.exists():
-        raise ParamgeoError(f"cannot write a plot to {str(path)!r}: folder {str(path.parent)!r} "
-                            "does not exist")
-    import tempfile
-
-    try:  # a file can be created there (commands check this before their work starts)
-        with tempfile.TemporaryFile(dir=path.parent):
-            pass
-    except OSError as exc:
-        raise ParamgeoError(f"cannot write a plot to {str(path)!r}: {exc.strerror} in folder "
-                            f"{str(path.parent)!r}; give a path in a folder you can write to"
-                            ) from None
-    return path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,7 +185,7 @@ class Trajectory(Result):
         log-log axes, the largest ``max_coords`` predictor coordinates against time (log time),
         and the relative drift of the conserved quantities when there are any. Needs matplotlib
         (the ``plot`` extra). Returns the path."""
-        path = _check_plot_path(path)
+        path = check_plot_path(path)
         panels = 3 if self.conserved_labels else 2
         fig = _pyplot_figure((5.0 * panels, 4.0))
         axes = fig.subplots(1, panels)
@@ -243,7 +224,7 @@ class Trajectory(Result):
         if title:
             fig.suptitle(title)
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        save_figure(fig, path)
         return path
 
 
@@ -466,7 +447,11 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
                        conserved, interrupted=True)
     finally:
         close()
-    times, thetas, message = sol.t * time_scale, to_theta(sol.y.T), str(sol.message)
+    message = str(sol.message)
+    if np.size(sol.t):
+        times, thetas = sol.t * time_scale, to_theta(sol.y.T)
+    else:  # the integrator failed before its first record (scipy then gives empty lists)
+        times, thetas = np.zeros(1), np.asarray(theta0, float)[None]
     if sol.status == 1:  # a terminal event: record the stopping point too
         hits = [(te[0] * time_scale, to_theta(ye[0]), why)
                 for te, ye, why in zip(sol.t_events, sol.y_events, reasons) if len(te)]
@@ -474,7 +459,8 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
         if not len(times) or times[-1] < t_stop:
             times, thetas = np.append(times, t_stop), np.vstack([thetas, y_stop])
         message = f"{why} at t = {t_stop:.4g}"
-    elif sol.status < 0 and chart == "log" and np.max(np.abs(sol.y[:, -1])) > 700:
+    elif (sol.status < 0 and chart == "log" and np.size(sol.t)
+          and np.max(np.abs(sol.y[:, -1])) > 700):
         message = (f"{message} (a coordinate left the log chart, |log|theta|| > 700: it tends "
                    "to 0 or infinity; use chart='theta')")
     return _finish(param, value, grad, label, times, thetas, sol.status >= 0, message,

@@ -77,6 +77,7 @@ import warnings
 import numpy as np
 
 from ..errors import ParamgeoError
+from ..files import save_figure
 from ..results import Result
 from .sampler import auto_step_size, sample_chains
 
@@ -198,7 +199,7 @@ class LLCEstimate(Result):
             fig.suptitle(f"LLC estimate (slope) {self.llc:.3g} +- {self.se:.2g}", fontsize=10)
         if path is not None:
             fig.tight_layout()
-            fig.savefig(path, dpi=110)
+            save_figure(fig, path)
         return fig
 
 
