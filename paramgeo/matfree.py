@@ -41,8 +41,20 @@ import numpy as np
 from .errors import NumericalDoubtWarning, ParamgeoError
 from .results import Result
 
-#: m x n up to which route="auto" forms the dense Jacobian and takes its SVD (16 MB).
+#: m x n up to which horizontal_lift's route="auto" forms the dense Jacobian (16 MB).
 DENSE_MAX_ENTRIES = 2_000_000
+#: m x n up to which the rank's route="auto" may form the dense Jacobian (256 MB); below it the
+#: dense and matrix-free routes are priced (:func:`route_prices`), beyond it J is never formed.
+DENSE_MEMORY_ENTRIES = 32_000_000
+#: SVD work m n min(m, n) up to which route="auto" takes the dense route unpriced (1e7 flops:
+#: milliseconds, less than timing one product pair would be worth)
+UNPRICED_WORK = 10_000_000
+#: products priced for the largest eigenvalue (Lanczos to relative accuracy 1e-4, ncv = 8)
+LARGEST_PRODUCTS = 30
+#: products a first Lanczos run for the smallest eigenvalue is priced at; an operator that is
+#: cheaper to assemble (dim products and one symmetric eigensolve) is assembled at once, and a
+#: run that has not converged within the assembled price is stopped and assembled instead
+LANCZOS_PRODUCTS = 400
 #: the work m n min(m, n) of that SVD above which route="auto" prefers a declared sparse J
 #: (a 1000 x 2000 SVD costs 2e9 and takes seconds to a minute on a shared core; shift-invert
 #: on the sparse J of hadamard p=1000 takes a fraction of a second).
@@ -128,14 +140,38 @@ def jacobian_operator(param, theta):
                           rmatvec=lambda w: products.vjp(np.ravel(w)))
 
 
-def choose_route(param, route="auto"):
+@dataclasses.dataclass(frozen=True)
+class RoutePrices(Result):
+    """The predicted CPU seconds of the dense and matrix-free rank routes at one point, and the
+    route chosen (the cheaper).
+
+    dense = t_J + c_svd m n min(m, n): t_J the measured time of this parameterization's
+    ``jacobian`` (0 before the first dense rank has timed it: the first point then weighs the
+    SVD alone, and its J is kept for the SVD when dense wins), c_svd LAPACK's rate (gesdd,
+    singular values only) measured once in this process. matrix_free = t_pair (LARGEST_PRODUCTS
+    + min(dim + c_eigh dim^3 / t_pair, LANCZOS_PRODUCTS)): one JVP + VJP pair timed at the
+    point, the products of the largest eigenvalue, then the cheaper of assembling the Gram
+    operator of side dim = min(m, n) (dim products and a symmetric eigensolve) and a first
+    Lanczos run of LANCZOS_PRODUCTS products (see :func:`certify_rank`, which keeps to that
+    price: a Lanczos run stops at the assembled price and assembles)."""
+
+    chosen: str
+    dense: float
+    matrix_free: float
+    pair_seconds: float
+    jacobian_seconds: float
+
+
+def choose_route(param, route="auto", theta=None):
     """The rank route for ``param``: ``closed-form`` (the plugin declares ``rank_at``),
-    ``dense`` (m n <= DENSE_MAX_ENTRIES, and the SVD's work m n min(m, n) <=
-    DENSE_MAX_WORK_IF_SPARSE where the plugin declares ``sparse_jacobian``), ``sparse``
-    (declared ``sparse_jacobian``), else ``matrix-free``. An explicit ``route`` is validated
-    and returned; ``exact`` and ``high-precision`` (:mod:`paramgeo.precision`) are chosen only
-    when asked for, or by :func:`paramgeo.geometry.rank_at` when a float64 decision is in
-    doubt."""
+    ``sparse`` (a declared ``sparse_jacobian`` where the dense SVD's work m n min(m, n) exceeds
+    DENSE_MAX_WORK_IF_SPARSE or m n exceeds DENSE_MAX_ENTRIES), ``dense`` where m n <=
+    DENSE_MEMORY_ENTRIES and the SVD's work is at most UNPRICED_WORK, otherwise the cheaper of
+    ``dense`` and ``matrix-free`` by their predicted cost at ``theta`` (:func:`route_prices`;
+    default a random point of seed 0), and ``matrix-free`` where m n exceeds
+    DENSE_MEMORY_ENTRIES. An explicit ``route`` is validated and returned; ``exact`` and
+    ``high-precision`` (:mod:`paramgeo.precision`) are chosen only when asked for, or by
+    :func:`paramgeo.geometry.rank_at` when a float64 decision is in doubt."""
     if route not in ROUTES:
         raise ParamgeoError(f"unknown rank route {route!r}; choose one of {', '.join(ROUTES)}")
     if route == "closed-form" and not param.provides("rank_at"):
@@ -146,16 +182,58 @@ def choose_route(param, route="auto"):
     if route == "exact" and not param.provides("symbolic"):
         raise ParamgeoError(f"{param.name} declares no symbolic form (capability 'symbolic'), "
                             "so J cannot be formed exactly; use route='high-precision'")
+    route = static_route(param, route)
+    if route != "priced":
+        return route
+    if theta is None:
+        theta = param.random_point(np.random.default_rng(0))
+    return route_prices(param, theta).chosen
+
+
+def static_route(param, route="auto"):
+    """:func:`choose_route` by size alone: the route, or ``priced`` where the cheaper of dense
+    and matrix-free is to be chosen by :func:`route_prices` (``route`` already validated)."""
     if route != "auto":
         return route
     if param.provides("rank_at"):
         return "closed-form"
-    sparse = param.provides("sparse_jacobian")
     entries = param.m * param.n
-    if entries <= DENSE_MAX_ENTRIES and not (
-            sparse and entries * min(param.m, param.n) > DENSE_MAX_WORK_IF_SPARSE):
+    work = entries * min(param.m, param.n)
+    if param.provides("sparse_jacobian"):
+        return "dense" if (entries <= DENSE_MAX_ENTRIES
+                           and work <= DENSE_MAX_WORK_IF_SPARSE) else "sparse"
+    if entries > DENSE_MEMORY_ENTRIES:
+        return "matrix-free"
+    if work <= UNPRICED_WORK:
         return "dense"
-    return "sparse" if sparse else "matrix-free"
+    return "priced"
+
+
+def route_prices(param, theta):
+    """:class:`RoutePrices` of the dense and matrix-free rank routes of ``param`` at
+    ``theta``: one JVP + VJP pair timed there (CPU seconds), the SVD and eigensolver rates of
+    :func:`_lapack_rates`, and the time of ``jacobian`` once a dense rank has measured it."""
+    theta = param.as_theta(theta)
+    rng = np.random.default_rng(0)
+    v = rng.standard_normal(param.n)
+    start = time.process_time()
+    param.vjp(theta, param.jvp(theta, v))
+    pair = time.process_time() - start
+    m, n = param.m, param.n
+    dim = min(m, n)
+    jacobian = param.__dict__.get("_jacobian_seconds", 0.0)
+    dense = jacobian + _lapack_rates()[2] * m * n * dim
+    assembled = dim * pair + _eigh_seconds(dim) if dim <= ASSEMBLE_MAX_DIM else float("inf")
+    free = pair * LARGEST_PRODUCTS + min(assembled, pair * LANCZOS_PRODUCTS)
+    return RoutePrices("dense" if dense <= free else "matrix-free", dense, free, pair, jacobian)
+
+
+def timed_jacobian(param, theta):
+    """J(theta), its CPU time kept on ``param`` for :func:`route_prices`."""
+    start = time.process_time()
+    J = param.jacobian(theta)
+    param.__dict__["_jacobian_seconds"] = time.process_time() - start
+    return J
 
 
 def matrix_free_bytes(param):
@@ -189,7 +267,9 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
     rng = np.random.default_rng(seed)
     predictor_side = param.m <= param.n - k
     dim = param.m if predictor_side else param.n
+    started, counted = time.process_time(), J.count
     lam_max = _largest(J, predictor_side, dim, rng)
+    pair = max((time.process_time() - started) / max((J.count - counted) / 2, 1), 1e-9)
     sigma_max = float(np.sqrt(lam_max))
     tol = max(policy.tol(np.array([sigma_max])), RTOL_FLOOR * sigma_max)
     if predictor_side:
@@ -229,7 +309,7 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
         # shift-invert needs A assembled: J J^T, or J^T J without a vertical deflation
         use_sparse = route == "sparse" and J.sparse is not None and (predictor_side or k == 0)
         lam, sigma, res, assembled = _smallest(apply, sigmas, J, dim, predictor_side, lam_max,
-                                               tol, rng, max_deficiency, use_sparse)
+                                               tol, rng, max_deficiency, use_sparse, pair)
     small = sigma <= tol
     deficiency = int(np.sum(small))
     # _smallest stops once a singular value above tol appears or the count passes the limit
@@ -265,7 +345,8 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
     gap = float(sigma_min / below) if below > 0 else float("inf")
     route_used = "sparse" if use_sparse else "matrix-free"
     note = (f"{name} assembled from {dim} products and its smallest eigenvalues computed "
-            "directly (cheaper than counting the drop by Lanczos): every eigenvalue is found"
+            "directly (priced below Lanczos at the measured cost of a product): every "
+            "eigenvalue is found"
             if assembled == "eigh" else
             f"{name} assembled from {dim} products; the rank drop read from its pivoted "
             "Cholesky factor (cheaper than counting it by Lanczos), then one Lanczos run with "
@@ -300,7 +381,7 @@ def _largest(J, predictor_side, dim, rng):
 
 
 def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_deficiency,
-              use_sparse):
+              use_sparse, pair):
     """(lambda, sigma, residuals, assembled): the smallest eigenvalues of the PSD operator
     ``apply`` in ascending order, the singular values ``sigmas`` of their Ritz vectors, the
     residual norms, and how the operator was assembled ("" if it was not, "eigh" or "pivoted
@@ -308,7 +389,14 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
     found locked, until some sigma lies above tol (or max_deficiency + 1 are found). A large
     drop is counted on the assembled operator instead, once locked Lanczos has spent SWITCH_AT
     of its price: by LAPACK's symmetric eigensolver, or from the pivoted Cholesky factor with
-    one locked Lanczos run for the margin, whichever is priced lower."""
+    one locked Lanczos run for the margin, whichever is priced lower.
+
+    The first run is priced too (``pair``: CPU seconds of one product of ``apply``): an
+    operator whose assembled price, dim products and one symmetric eigensolve, is below
+    LANCZOS_PRODUCTS products is assembled at once, and a first run that has not converged
+    within the assembled price (an ill-conditioned spectrum: Lanczos needs many restarts) is
+    stopped and the operator assembled, so the call costs at most about twice the assembled
+    price where dim <= ASSEMBLE_MAX_DIM."""
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
     started, counted = time.process_time(), J.count
@@ -324,15 +412,24 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
         shift, solve = _sparse_shift_invert(J, predictor_side, lam_max, dim)
     q = min(2 if solve is not None else 1, dim - 1)
     ncv = min(dim, 8 if solve is not None else 20)
+    first_price = (dim * pair + _eigh_seconds(dim) if not use_sparse and dim <= ASSEMBLE_MAX_DIM
+                   else None)
+    if first_price is not None and first_price <= LANCZOS_PRODUCTS * pair:
+        return (*_assembled(apply, sigmas, dim, lam_max, max_deficiency), "eigh")
+    # ARPACK's maxiter counts restarts, each ncv - q products
+    restarts = np.inf if first_price is None else first_price / pair / (ncv - q)
+    maxiter = int(max(1, min(50 * dim, restarts)))
     try:
         if solve is not None:
             lam, vec = eigsh(op, k=q, sigma=-shift, OPinv=solve, which="LM", ncv=ncv, tol=1e-12,
                              v0=rng.standard_normal(dim))
         else:
-            lam, vec = eigsh(flipped, k=q, which="LA", ncv=ncv, tol=1e-13, maxiter=50 * dim,
+            lam, vec = eigsh(flipped, k=q, which="LA", ncv=ncv, tol=1e-13, maxiter=maxiter,
                              v0=rng.standard_normal(dim))
             lam = c - lam
     except ArpackNoConvergence:
+        if first_price is not None:
+            return (*_assembled(apply, sigmas, dim, lam_max, max_deficiency), "eigh")
         raise RankCertificateError(
             "Lanczos did not converge on the smallest eigenvalue of the Gram operator of J; use "
             "route='dense' if m x n fits") from None
@@ -480,8 +577,11 @@ _RATES = {}
 def _lapack_rates():
     """CPU seconds per dim^3 of the symmetric eigensolve (scipy.linalg.eigh of the 65
     smallest pairs, as _assembled calls it: 4/3 dim^3 flops of tridiagonalisation) and of the
-    pivoted Cholesky factorisation (dpstrf, dim^3 / 3 flops), measured once in this process on
-    a CALIBRATION_DIM x CALIBRATION_DIM PSD matrix, each after a warm-up call on a 32 x 32 one.
+    pivoted Cholesky factorisation (dpstrf, dim^3 / 3 flops), and per m n min(m, n) of the
+    singular values of an m x n matrix (numpy.linalg.svd without vectors, gesdd, as the dense
+    rank calls it), measured once in this process: the first two on a CALIBRATION_DIM x
+    CALIBRATION_DIM PSD matrix, the SVD on a CALIBRATION_DIM / 2 x 4 CALIBRATION_DIM one, each
+    after a warm-up call on a 32-sided one.
     Per dim^3 both rates fall slowly with dim (blocking pays more on larger matrices: on one
     core 2.2e-10 and 9e-11 s at 512, 1.6e-10 and 4.4e-11 s at 2048), so the prices err high,
     which lets locked Lanczos explore a little longer than needed."""
@@ -493,15 +593,19 @@ def _lapack_rates():
             X = rng.standard_normal((size, size // 2))
             A = np.asfortranarray(X @ X.T)
             B = A.copy(order="F")
+            S = rng.standard_normal((size // 2, 4 * size))
             start = time.process_time()
             eigh(A, subset_by_index=[0, min(64, size - 1)], overwrite_a=True,
                  check_finite=False)
             middle = time.process_time()
             lapack.dpstrf(B, tol=-1.0, lower=0, overwrite_a=1)
             end = time.process_time()
+            np.linalg.svd(S, compute_uv=False)
+            svd = time.process_time() - end
             _RATES["eigh"], _RATES["factor"] = (middle - start) / size ** 3, (
                 end - middle) / size ** 3
-    return _RATES["eigh"], _RATES["factor"]
+            _RATES["svd"] = svd / (S.size * min(S.shape))
+    return _RATES["eigh"], _RATES["factor"], _RATES["svd"]
 
 
 def _eigh_seconds(dim):

@@ -61,6 +61,8 @@ class RankDecision(Result):
     route: str = "dense"
     certificate: object = None
     kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi (rank_at)
+    #: paramgeo.matfree.RoutePrices where route="auto" priced dense against matrix-free
+    prices: object = None
 
 
 def decide_rank(matrix_or_singular_values, policy=None, what="matrix", warn=True):
