@@ -43,9 +43,9 @@ def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=N
             digits=None):
     """Rank of J(theta) with its evidence (a :class:`RankDecision`).
 
-    ``route`` (see :func:`paramgeo.matfree.choose_route`): ``auto`` takes the plugin's closed
+    ``route`` (see :func:`paramgeo.routes.choose_route`): ``auto`` takes the plugin's closed
     form where it declares ``rank_at``, and otherwise the cheaper, by their cost predicted at
-    theta (``decision.prices``, a :class:`paramgeo.matfree.RoutePrices`), of the SVD of the
+    theta (``decision.prices``, a :class:`paramgeo.routes.RoutePrices`), of the SVD of the
     dense J (while m x n <= DENSE_MEMORY_ENTRIES) and the sparse or matrix-free certificate of
     :func:`paramgeo.matfree.certify_rank` (Lanczos on the horizontally deflated J^T J, or the
     assembled Gram operator where that is cheaper); ``decision.route`` says which was used and
@@ -67,8 +67,8 @@ def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=N
     from . import precision
     from .arguments import parameterization
     from .kinks import kink_report
-    from .matfree import (MAX_DEFICIENCY, certify_rank, choose_route, route_prices, static_route,
-                          timed_jacobian)
+    from .matfree import MAX_DEFICIENCY, certify_rank
+    from .routes import choose_route, route_prices, static_route, timed_jacobian
 
     theta = parameterization(param).as_theta(theta)
     asked = route == "auto" and digits is None
@@ -243,7 +243,8 @@ def horizontal_lift(param, theta, w, policy=None, route="auto"):
     stopped at relative residual 1e-12. For w outside range J this is the least-squares solution
     of least norm.
     """
-    from .matfree import DENSE_MAX_ENTRIES, jacobian_operator
+    from .matfree import jacobian_operator
+    from .routes import DENSE_MAX_ENTRIES
 
     theta = param.as_theta(theta)
     w = np.asarray(w, float).ravel()

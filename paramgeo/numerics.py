@@ -61,7 +61,7 @@ class RankDecision(Result):
     route: str = "dense"
     certificate: object = None
     kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi (rank_at)
-    #: paramgeo.matfree.RoutePrices where route="auto" priced dense against matrix-free
+    #: paramgeo.routes.RoutePrices where route="auto" priced dense against matrix-free
     prices: object = None
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import paramgeo
-from paramgeo import geometry, matfree
+from paramgeo import geometry, matfree, routes
 from paramgeo.describe import describe
 from paramgeo.errors import NumericalDoubtWarning
 
@@ -138,12 +138,12 @@ def test_auto_route_by_size():
     class NoClosedRank(Hadamard):  # hadamard with its sparse J but without rank_at
         capabilities = Hadamard.capabilities - {"rank_at"}
 
-    assert matfree.choose_route(paramgeo.get("uut", d=10, r=2)) == "closed-form"
-    assert matfree.choose_route(paramgeo.get("monomial", widths=(3, 4, 1))) == "dense"
-    assert matfree.choose_route(paramgeo.get("monomial", widths=(200, 200, 1))) == "matrix-free"
-    assert matfree.choose_route(NoClosedRank(p=3000)) == "sparse"
+    assert routes.choose_route(paramgeo.get("uut", d=10, r=2)) == "closed-form"
+    assert routes.choose_route(paramgeo.get("monomial", widths=(3, 4, 1))) == "dense"
+    assert routes.choose_route(paramgeo.get("monomial", widths=(200, 200, 1))) == "matrix-free"
+    assert routes.choose_route(NoClosedRank(p=3000)) == "sparse"
     with pytest.raises(paramgeo.ParamgeoError, match="unknown rank route"):
-        matfree.choose_route(paramgeo.get("uut"), "fast")
+        routes.choose_route(paramgeo.get("uut"), "fast")
 
 
 def test_describe_matrix_free_matches_closed_form_generic_rank():
@@ -231,7 +231,7 @@ def test_ill_conditioned_gram_is_assembled_and_agrees_with_dense(rng, monkeypatc
 def test_auto_route_priced_and_recorded(rng):
     p = _relu200()
     theta = p.random_point(rng)
-    assert matfree.static_route(p) == "priced"
+    assert routes.static_route(p) == "priced"
     first = geometry.rank_at(p, theta)
     prices = first.prices
     assert prices.chosen == first.route == min(("dense", "matrix-free"), key=lambda r: {
@@ -240,13 +240,13 @@ def test_auto_route_priced_and_recorded(rng):
     assert first.rank == geometry.rank_at(p, theta, route="dense").rank
     # a dense rank timed J: the next prices include it
     assert geometry.rank_at(p, theta).prices.jacobian_seconds > 0
-    assert matfree.choose_route(p, theta=theta) in ("dense", "matrix-free")
+    assert routes.choose_route(p, theta=theta) in ("dense", "matrix-free")
 
 
 def test_route_prices_follow_the_cost_model(rng, monkeypatch):
     p = _relu200()
     theta = p.random_point(rng)
-    monkeypatch.setattr(matfree, "_lapack_rates", lambda: (1e-10, 1e-10, 1.0))  # SVD: hours
-    assert matfree.route_prices(p, theta).chosen == "matrix-free"
-    monkeypatch.setattr(matfree, "_lapack_rates", lambda: (1e-10, 1e-10, 0.0))  # SVD: free
-    assert matfree.route_prices(p, theta).chosen == "dense"
+    monkeypatch.setattr(routes, "_lapack_rates", lambda: (1e-10, 1e-10, 1.0))  # SVD: hours
+    assert routes.route_prices(p, theta).chosen == "matrix-free"
+    monkeypatch.setattr(routes, "_lapack_rates", lambda: (1e-10, 1e-10, 0.0))  # SVD: free
+    assert routes.route_prices(p, theta).chosen == "dense"
