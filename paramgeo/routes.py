@@ -20,9 +20,9 @@ DENSE_MAX_ENTRIES = 2_000_000
 #: m x n up to which the rank's route="auto" may form the dense Jacobian (256 MB); below it the
 #: dense and matrix-free routes are priced (:func:`route_prices`), beyond it J is never formed.
 DENSE_MEMORY_ENTRIES = 32_000_000
-#: SVD work m n min(m, n) up to which route="auto" takes the dense route unpriced (1e7 flops:
-#: milliseconds, less than timing one product pair would be worth)
-UNPRICED_WORK = 10_000_000
+#: SVD work m n min(m, n) up to which route="auto" takes the dense route unpriced (1e9 flops:
+#: a fraction of a second, about what measuring LAPACK's rates once per process costs)
+UNPRICED_WORK = 1_000_000_000
 #: products priced for the largest eigenvalue (Lanczos to relative accuracy 1e-4, ncv = 8)
 LARGEST_PRODUCTS = 30
 #: the work m n min(m, n) of that SVD above which route="auto" prefers a declared sparse J
@@ -48,13 +48,13 @@ class RoutePrices(Result):
 
     dense = t_J + c_svd m n min(m, n): t_J the measured time of this parameterization's
     ``jacobian`` (0 before the first dense rank has timed it: the first point then weighs the
-    SVD alone, and its J is kept for the SVD when dense wins), c_svd LAPACK's rate (gesdd,
+    SVD alone), c_svd LAPACK's rate (gesdd,
     singular values only) measured once in this process. matrix_free = t_pair (LARGEST_PRODUCTS
     + min(dim + c_eigh dim^3 / t_pair, LANCZOS_PRODUCTS)): one JVP + VJP pair timed at the
     point, the products of the largest eigenvalue, then the cheaper of assembling the Gram
     operator of side dim = min(m, n) (dim products and a symmetric eigensolve) and a first
-    Lanczos run of LANCZOS_PRODUCTS products (see :func:`certify_rank`, which keeps to that
-    price: a Lanczos run stops at the assembled price and assembles)."""
+    Lanczos run of LANCZOS_PRODUCTS products (see :func:`paramgeo.matfree.certify_rank`, which
+    keeps to that price: a Lanczos run stops at the assembled price and assembles)."""
 
     chosen: str
     dense: float
