@@ -198,17 +198,21 @@ class DeepDiagonal(Parameterization):
         out = np.empty_like(W)
         suffix = np.empty(min(BLOCK, self.p))
         scalar = np.ndim(scale) == 0
-        for b in blocks(self.p):
-            out[0, b] = scale if scalar else scale[b]
+        for b in self._spans():
+            Wb, Ob, S = W[:, b], out[:, b], suffix[:b.stop - b.start]
+            Ob[0] = scale if scalar else scale[b]
             for l in range(1, L):
-                np.multiply(out[l - 1, b], W[l - 1, b], out=out[l, b])
-            S = suffix[:b.stop - b.start]
-            np.copyto(S, W[L - 1, b])
+                np.multiply(Ob[l - 1], Wb[l - 1], out=Ob[l])
+            np.copyto(S, Wb[L - 1])
             for l in range(L - 2, -1, -1):
-                out[l, b] *= S
+                Ob[l] *= S
                 if l:
-                    S *= W[l, b]
+                    S *= Wb[l]
         return out
+
+    def _spans(self):
+        """The blocks of the fused products (numerics.blocks), or the whole range as one."""
+        return blocks(self.p) if self.p > BLOCK else (slice(0, self.p),)
     def _signed_derivatives(self, theta):
         theta = np.asarray(theta, float)
         L, p = self.depth, self.p
@@ -233,26 +237,31 @@ class DeepDiagonal(Parameterization):
             du, dv = self._signed_derivatives(theta)
             return du * x[: self.p] + dv * x[self.p:]
         # forward mode of beta = w_1 ... w_L: (P, dP) <- (P w_l, dP w_l + P x_l) layer by
-        # layer (the sum over l of c_l x_l) from (P, dP) = (w_1 w_2, x_1 w_2 + w_1 x_2), fused
-        # block by block (numerics.blocks): 4L - 5 ufunc calls per block in cache, theta and x
-        # read once
+        # layer (the sum over l of c_l x_l) from (P, dP) = (w_1 w_2, x_1 w_2 + w_1 x_2); beyond
+        # one block fused block by block (numerics.blocks): 4L - 5 ufunc calls per block in
+        # cache, theta and x read once (within one block the temporaries stay in cache anyway)
         W, X, L = self._factors(theta), x.reshape(self.depth, self.p), self.depth
-        if L == 1:
-            return X[0].copy()
+        if self.p <= BLOCK or L == 1:
+            P, dP = W[0].copy(), X[0].copy()
+            for l in range(1, L):
+                dP *= W[l]
+                dP += P * X[l]
+                P *= W[l]
+            return dP
         out = np.empty(self.p)
-        buffers = np.empty((2, min(BLOCK, self.p)))
+        buffers = np.empty((2, BLOCK))
         for b in blocks(self.p):
             P, T = buffers[:, :b.stop - b.start]
-            dP = out[b]
-            np.multiply(X[0, b], W[1, b], out=dP)
-            dP += np.multiply(W[0, b], X[1, b], out=T)
+            Wb, Xb, dP = W[:, b], X[:, b], out[b]
+            np.multiply(Xb[0], Wb[1], out=dP)
+            dP += np.multiply(Wb[0], Xb[1], out=T)
             if L > 2:
-                np.multiply(W[0, b], W[1, b], out=P)
+                np.multiply(Wb[0], Wb[1], out=P)
             for l in range(2, L):
-                dP *= W[l, b]
-                dP += np.multiply(P, X[l, b], out=T)
+                dP *= Wb[l]
+                dP += np.multiply(P, Xb[l], out=T)
                 if l + 1 < L:
-                    P *= W[l, b]
+                    P *= Wb[l]
         return out
 
     def vjp(self, theta, w):

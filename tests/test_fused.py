@@ -17,7 +17,7 @@ def test_blocks_cover_the_range_once():
     assert blocks(0) == [] and blocks(3, block=2) == [slice(0, 2), slice(2, 3)]
 
 
-@pytest.mark.parametrize("depth", [2, 3, 4])
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
 def test_deep_diagonal_fused_products_equal_the_plain_expressions(depth, rng):
     p = paramgeo.get("deep-diagonal", p=P, depth=depth)
     W = rng.standard_normal((depth, P))
