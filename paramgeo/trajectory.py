@@ -173,12 +173,12 @@ class Trajectory(Result):
         """The loss at record i, without evaluating every record."""
         if "losses" in self.__dict__:
             return float(self.losses[i])
-        return float(self.evaluate.losses(self.thetas[[i]])[0])
+        return float(self.evaluate.losses(self.thetas[[i]], rows=[i])[0])
 
     def _grad_norm(self, i):
         if "grad_norms" in self.__dict__:
             return float(self.grad_norms[i])
-        return float(self.evaluate.grad_norms(self.thetas[[i]])[0])
+        return float(self.evaluate.grad_norms(self.thetas[[i]], rows=[i])[0])
 
     def plot(self, path, *, max_coords=12, title=None):
         """Write a figure (PNG, SVG or PDF by the suffix of ``path``): loss against time on
@@ -231,19 +231,32 @@ class Trajectory(Result):
 
 class _Records:
     """Evaluates a trajectory's records from its parameters: forward, loss, gradient norm and
-    conserved quantities (the evaluate field of :class:`Trajectory`)."""
+    conserved quantities (the evaluate field of :class:`Trajectory`). ``known`` holds losses and
+    gradient norms the run computed anyway (arrays over the records, nan where not known):
+    those are read, the rest evaluated."""
 
-    def __init__(self, param, value, grad, conserved):
+    def __init__(self, param, value, grad, conserved, known=None):
         self.param, self.value, self.grad, self.with_conserved = param, value, grad, conserved
+        self.known = known or {}
 
     def predictors(self, thetas):
         return np.array([np.asarray(self.param.forward_flat(t)) for t in thetas])
 
-    def losses(self, thetas):
-        return np.array([self.value(t) for t in thetas])
+    def _fill(self, name, thetas, rows, evaluate):
+        """Record ``name`` at ``thetas`` (the records ``rows``, default all): the known values,
+        ``evaluate(theta)`` where none is known."""
+        known = self.known.get(name)
+        out = (np.full(len(thetas), np.nan) if known is None else
+               np.array(known[slice(None) if rows is None else rows], float))
+        for i in np.flatnonzero(np.isnan(out)):
+            out[i] = evaluate(thetas[i])
+        return out
 
-    def grad_norms(self, thetas):
-        return np.array([np.linalg.norm(self.grad(t)) for t in thetas])
+    def losses(self, thetas, rows=None):
+        return self._fill("losses", thetas, rows, self.value)
+
+    def grad_norms(self, thetas, rows=None):
+        return self._fill("grad_norms", thetas, rows, lambda t: np.linalg.norm(self.grad(t)))
 
     def conserved(self, thetas):
         """(values T x q, labels, relative drift, scale, laws) of the quadratic conserved
@@ -260,9 +273,9 @@ class _Records:
 
 
 def _finish(param, value, grad, method, times, thetas, success, message, n_evals, conserved,
-            interrupted=False):
+            interrupted=False, known=None):
     return Trajectory(method, np.asarray(times, float), np.asarray(thetas, float), bool(success),
-                      str(message), int(n_evals), _Records(param, value, grad, conserved),
+                      str(message), int(n_evals), _Records(param, value, grad, conserved, known),
                       bool(interrupted))
 
 

@@ -240,14 +240,15 @@ def resolve(name, sizes, dense=True):
     Refuses sizes whose parameter vector exceeds ``MAX_PARAMS``, and checks what the command
     will allocate: ``dense=True`` (commands that form the m x n Jacobian) refuses more than
     ``MAX_JACOBIAN_ENTRIES`` entries; ``dense="auto"`` (describe, rank: the route of
-    :func:`paramgeo.matfree.choose_route`) checks the dense Jacobian only where that route is
+    :func:`paramgeo.routes.choose_route`) checks the dense Jacobian only where that route is
     dense and the matrix-free route's O(n k) vectors against ``MAX_MATRIX_FREE_BYTES``
     otherwise; ``dense=False`` (commands that only use J^T v) checks n alone. Each limit is
     overridable by the environment variable of that name (PARAMGEO_...; ``inf`` lifts it). A
     dense route whose SVDs cost more than ``SLOW_SVD_WORK`` flops each is announced on stderr
     before it starts.
     """
-    from ..matfree import choose_route, matrix_free_bytes
+    from ..matfree import matrix_free_bytes
+    from ..routes import choose_route
 
     param = _instantiate(name, sizes)
     max_n = _limit("PARAMGEO_MAX_PARAMS", MAX_PARAMS)
