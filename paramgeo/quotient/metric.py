@@ -97,6 +97,7 @@ def geodesic(param, theta1, theta2, t):
     """Representatives theta1 + t (g* . theta2 - theta1) of the quotient geodesic from
     [theta1] (t = 0) to [theta2] (t = 1) at the times ``t`` (a number or a 1-D array): rows of
     an array (len(t), n). Only for groups of isometries."""
+    _isometric_group(param, "geodesic")
     v = log(param, theta1, theta2)
     t = np.atleast_1d(np.asarray(t, float))
     if t.ndim != 1 or not np.all(np.isfinite(t)):
