@@ -121,7 +121,7 @@ def is_isometric(group):
     distance of the quotient metric; GL(r) and rescaling tori stretch theta)."""
     factors = group.factors if isinstance(group, ProductGroup) else (group,)
     return all(isinstance(f, (OrthogonalGroup, UnitPermutationGroup, SignedPermutationGroup))
-               or (isinstance(f, ScalingTorus) and f.dim == 0 and not f.signed)
+               or (isinstance(f, ScalingTorus) and not np.any(f.exponents))
                for f in factors)
 
 
@@ -438,6 +438,8 @@ def _enumerate(group):
     return [(np.array(p), np.array(s)) for p, s in seen]
 
 
+#: the finite groups among them
+DISCRETE = (UnitPermutationGroup, SignedPermutationGroup)
 #: the group classes :func:`align` has a solver for
 ALIGNABLE = (OrthogonalGroup, GeneralLinearGroup, ScalingTorus, UnitPermutationGroup,
              SignedPermutationGroup)
@@ -536,7 +538,7 @@ def relaxation_bound(group, x, y):
 
 
 # ------------------------------------------------------------------ the engine
-def align(param, theta1, theta2, max_sweeps=50, tol=1e-12):
+def align(param, theta1, theta2, max_sweeps=50, tol=1e-12, factors=None):
     """Align theta2 to theta1 modulo the declared group G = ``param.symmetry()``.
 
     Minimises |theta1 - g . theta2| over g in G (the orbit distance
@@ -549,6 +551,8 @@ def align(param, theta1, theta2, max_sweeps=50, tol=1e-12):
     product (``max_sweeps`` sweeps at most, stopping when a sweep lowers the squared distance by
     less than ``tol`` relative). Factors of a product with no aligner (field or shear groups)
     stay at the identity and are named in ``skipped``; the certificate is then not exact.
+    ``factors`` (indices into the factors of a product group) aligns over their subgroup only,
+    e.g. the permutations of a network without its rescalings.
 
     Returns an :class:`Alignment`; phi(g . theta2) = phi(theta2) is checked (``invariance_error``).
     """
@@ -560,6 +564,8 @@ def align(param, theta1, theta2, max_sweeps=50, tol=1e-12):
     if not param.provides("symmetry"):
         raise NotProvidedError(param.name, "symmetry", "symmetry")
     group = param.symmetry()
+    if factors is not None:
+        group = _subgroup(group, factors)
     naive = float(np.linalg.norm(x - y))
     if isinstance(group, ProductGroup):
         g, aligned, exact, method, skipped = _align_product(group, x, y, max_sweeps, tol)
@@ -594,12 +600,27 @@ def align(param, theta1, theta2, max_sweeps=50, tol=1e-12):
     return result
 
 
+def _subgroup(group, factors):
+    """The product of the chosen factors of ``group`` (a ProductGroup)."""
+    if not isinstance(group, ProductGroup):
+        raise ArgumentError(f"factors: the group {group.name} is not a product; leave factors "
+                            "out to align over the whole group")
+    try:
+        chosen = [group.factors[integer(i, "factors entry", minimum=0)] for i in factors]
+    except (IndexError, TypeError):
+        raise ArgumentError(f"factors must be indices below {len(group.factors)} of the factors "
+                            f"of {group.name}, got {factors!r}") from None
+    if not chosen:
+        raise ArgumentError("factors must name at least one factor")
+    return chosen[0] if len(chosen) == 1 else ProductGroup(*chosen)
+
+
 def _align_product(group, x, y, max_sweeps, tol):
     steps, methods, exacts = [], {}, {}
     cur = np.array(y, float)
     # discrete factors first: matching units before rescaling them
     active = sorted((i for i, f in enumerate(group.factors) if isinstance(f, ALIGNABLE)),
-                    key=lambda i: group.factors[i].dim > 0)
+                    key=lambda i: not isinstance(group.factors[i], DISCRETE))
     skipped = [f.name for i, f in enumerate(group.factors) if i not in active]
     independent = _disjoint([np.flatnonzero(_moved(f, x.size)) for f in group.factors])
     prev = np.sum((x - cur) ** 2)

@@ -84,7 +84,7 @@ def _continuous_factors(group):
     for f in factors:
         if isinstance(f, MatrixGroupAction) and f.dim > 0:
             out.append((f, f.dim))
-        elif isinstance(f, ScalingTorus) and f.dim > 0:
+        elif isinstance(f, ScalingTorus) and np.any(f.exponents):
             out.append((f, f.exponents.shape[0]))
     return out
 
