@@ -250,13 +250,13 @@ def _torus(group, x, z, max_sweeps=200, tol=1e-13):
 
 
 def _disjoint(position_sets):
-    seen = set()
-    for s in position_sets:
-        s = set(np.asarray(s).ravel().tolist())
-        if seen & s:
-            return False
-        seen |= s
-    return True
+    """Whether no position appears in two of the sets (integer arrays of any shape)."""
+    arrays = [np.asarray(p, dtype=np.int64).ravel() for p in position_sets]
+    arrays = [np.unique(a) for a in arrays if a.size]
+    if not arrays:
+        return True
+    both = np.concatenate(arrays)
+    return np.unique(both).size == both.size
 
 
 def _match_classes(classes, x, z, act, max_sweeps=100):
@@ -484,61 +484,52 @@ def relaxation_bound(group, x, y):
     attained by matching sorted x against sorted y (absolute values where signs can flip);
     a position moved only by positive rescalings contributes x_p^2 where x_p y_p <= 0 and
     x_p != 0 (inf over c > 0 of (x_p - c y_p)^2); other moved positions contribute 0."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
     n = x.size
     factors = group.factors if isinstance(group, ProductGroup) else (group,)
-    parent = np.arange(n)
-
-    def find(i):
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    def union(a, b):
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[ra] = rb
-
-    continuous = np.zeros(n, dtype=bool)
+    heads, tails = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
     positive_only = np.zeros(n, dtype=bool)
     other = np.zeros(n, dtype=bool)
     flips = False
     for f in factors:
         if isinstance(f, UnitPermutationGroup):
-            for _, index in f.classes:
-                for col in index.T:
-                    for q in col[1:]:
-                        union(int(col[0]), int(q))
+            for _, index in f.classes:  # positions in one column of a class share an orbit
+                heads.append(np.repeat(index[:1], len(index), axis=0).ravel())
+                tails.append(index.ravel())
         elif isinstance(f, SignedPermutationGroup):
             for p, s in _signed_generators(f):
                 flips = flips or bool(np.any(s < 0))
-                for a, b in zip(range(n), p):
-                    if a != b:
-                        union(a, int(b))
+                heads.append(np.arange(n))
+                tails.append(np.asarray(p, dtype=np.int64))
         elif isinstance(f, ScalingTorus) and not f.signed:
             positive_only |= _moved(f, n)
         else:
             other |= _moved(f, n)
+    heads, tails = np.concatenate(heads), np.concatenate(tails)
+    graph = coo_matrix((np.ones(heads.size), (heads, tails)), shape=(n, n))
+    roots = connected_components(graph, directed=False)[1]
     continuous = positive_only | other
-    roots = np.array([find(i) for i in range(n)])
-    total = 0.0
-    for r in np.unique(roots):
-        orbit = np.flatnonzero(roots == r)
-        if orbit.size == 1 and positive_only[orbit[0]] and not other[orbit[0]]:
-            p = orbit[0]
-            total += x[p] ** 2 if (x[p] * y[p] <= 0 and x[p] != 0) else 0.0
-            continue
-        if np.any(continuous[orbit]):
-            continue
-        a, b = x[orbit], y[orbit]
-        if flips:
-            a, b = np.abs(a), np.abs(b)
-        total += float(np.sum((np.sort(a) - np.sort(b)) ** 2))
+    sizes = np.bincount(roots, minlength=n)
+    single = sizes[roots] == 1
+    # singletons moved only by positive rescalings: x_p^2 where the signs disagree
+    lone = single & positive_only & ~other
+    total = float(np.sum(np.where(lone & (x * y <= 0) & (x != 0), x ** 2, 0.0)))
+    # orbits that no continuous factor touches: sorted against sorted, orbit by orbit
+    touched = np.zeros(n, dtype=bool)
+    touched[np.unique(roots[continuous])] = True
+    keep = ~touched[roots]
+    a, b = (np.abs(x), np.abs(y)) if flips else (x, y)
+    order_a = np.lexsort((a, roots))[keep[np.lexsort((a, roots))]]
+    order_b = np.lexsort((b, roots))[keep[np.lexsort((b, roots))]]
+    total += float(np.sum((a[order_a] - b[order_b]) ** 2))
     return float(np.sqrt(total))
 
 
 # ------------------------------------------------------------------ the engine
-def align(param, theta1, theta2, max_sweeps=50, tol=1e-12, factors=None):
+def align(param, theta1, theta2, max_sweeps=50, tol=1e-12, factors=None, group=None,
+          certify=True, check=True):
     """Align theta2 to theta1 modulo the declared group G = ``param.symmetry()``.
 
     Minimises |theta1 - g . theta2| over g in G (the orbit distance
@@ -552,7 +543,12 @@ def align(param, theta1, theta2, max_sweeps=50, tol=1e-12, factors=None):
     less than ``tol`` relative). Factors of a product with no aligner (field or shear groups)
     stay at the identity and are named in ``skipped``; the certificate is then not exact.
     ``factors`` (indices into the factors of a product group) aligns over their subgroup only,
-    e.g. the permutations of a network without its rescalings.
+    e.g. the permutations of a network without its rescalings. ``group`` is
+    ``param.symmetry()`` computed once by the caller, to reuse across many alignments (models
+    whose group is read from their layers rebuild it on every call); invariance is checked
+    all the same. ``certify=False`` skips the lower bound of a non-exact alignment (the
+    certificate then has lower bound 0) and ``check=False`` the invariance check (two
+    evaluations of phi; ``invariance_error`` is then NaN), for repeated alignments in a loop.
 
     Returns an :class:`Alignment`; phi(g . theta2) = phi(theta2) is checked (``invariance_error``).
     """
@@ -561,9 +557,10 @@ def align(param, theta1, theta2, max_sweeps=50, tol=1e-12, factors=None):
     y = param.as_theta(theta2)
     integer(max_sweeps, "max_sweeps", minimum=1)
     number(tol, "tol", positive=True)
-    if not param.provides("symmetry"):
-        raise NotProvidedError(param.name, "symmetry", "symmetry")
-    group = param.symmetry()
+    if group is None:
+        if not param.provides("symmetry"):
+            raise NotProvidedError(param.name, "symmetry", "symmetry")
+        group = param.symmetry()
     if factors is not None:
         group = _subgroup(group, factors)
     naive = float(np.linalg.norm(x - y))
@@ -582,15 +579,17 @@ def align(param, theta1, theta2, max_sweeps=50, tol=1e-12, factors=None):
     if exact:
         lower = distance
     else:
-        lower = relaxation_bound(group, x, y)
-        if isinstance(group, GeneralLinearGroup):
+        lower = relaxation_bound(group, x, y) if certify else 0.0
+        if certify and isinstance(group, GeneralLinearGroup):
             lower = max(lower, float(np.sqrt(_gl_lower_bound_sq(group, x, y))))
         lower = min(lower, distance)
         if distance - lower <= 1e-9 * (1.0 + np.linalg.norm(x)):
             exact = True
-    phi2 = np.asarray(param.forward_flat(y))
-    inv = float(np.linalg.norm(np.asarray(param.forward_flat(aligned)) - phi2)
-                / (1.0 + np.linalg.norm(phi2)))
+    inv = float("nan")
+    if check:
+        phi2 = np.asarray(param.forward_flat(y))
+        inv = float(np.linalg.norm(np.asarray(param.forward_flat(aligned)) - phi2)
+                    / (1.0 + np.linalg.norm(phi2)))
     result = Alignment(group=group.name, g=g, aligned=aligned, distance=distance,
                        naive_distance=naive, isometric=is_isometric(group),
                        certificate=Certificate(exact=bool(exact), lower_bound=float(lower),
