@@ -161,3 +161,39 @@ def test_bad_input_is_one_clear_error():
         align(p, np.ones(5), np.ones(6))
     with pytest.raises(ArgumentError, match="max_sweeps"):
         align(p, np.ones(6), np.ones(6), max_sweeps=0)
+
+
+def test_relaxation_bound_below_the_enumerated_minimum(rng):
+    """Two overlapping unit classes (a 2-3-3-1 layout of positions): the bound is at most the
+    minimum over all 3! x 3! elements, which the weight-matching route reaches or exceeds."""
+    import itertools
+
+    from paramgeo.quotient.align import relaxation_bound
+    from paramgeo.symmetry import UnitPermutationGroup
+
+    # layer 1 unit i: W1[i, :2] at 2i, 2i+1; W2[:, i] at 6 + 3j + i; layer 2 unit j: W2[j, :]
+    # at 6 + 3j + (0, 1, 2) and w3[j] at 15 + j
+    c1 = np.array([[2 * i, 2 * i + 1] + [6 + 3 * j + i for j in range(3)] for i in range(3)])
+    c2 = np.array([[6 + 3 * j + k for k in range(3)] + [15 + j] for j in range(3)])
+    G = UnitPermutationGroup([("layer 1", c1), ("layer 2", c2)], 18)
+    for _ in range(5):
+        x, y = rng.standard_normal(18), rng.standard_normal(18)
+        best = min(np.linalg.norm(x - G.act((np.array(p), np.array(q)), y))
+                   for p in itertools.permutations(range(3))
+                   for q in itertools.permutations(range(3)))
+        bound = relaxation_bound(G, x, y)
+        assert 0 < bound <= best + 1e-12
+        assert np.linalg.norm(x - y) >= best
+
+
+def test_factors_restrict_to_a_subgroup(rng):
+    r = paramgeo.get("relu-net", d=2, width=3, outputs=1)
+    t1, t2 = r.random_point(rng), r.random_point(rng)
+    whole = align(r, t1, t2)
+    perms = align(r, t1, t2, factors=[1])
+    assert perms.group == "S_3" and perms.isometric and not whole.isometric
+    assert whole.distance <= perms.distance + 1e-12
+    fast = align(r, t1, t2, factors=[1], certify=False, check=False)
+    assert np.allclose(fast.aligned, perms.aligned) and np.isnan(fast.invariance_error)
+    with pytest.raises(ArgumentError, match="factors"):
+        align(r, t1, t2, factors=[5])
