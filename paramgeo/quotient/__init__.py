@@ -13,5 +13,5 @@ from .metric import Distance, distance, exp, geodesic, log
 from .teleport import OBJECTIVES, Teleport, teleport
 
 __all__ = ["ALIGNABLE", "OBJECTIVES", "PATHS", "Alignment", "Barrier", "Certificate", "Distance",
-           "act_element", "align", "barrier", "barriers", "distance", "exp", "geodesic", "is_isometric", "log",
-           "Teleport", "teleport"]
+           "Teleport", "act_element", "align", "barrier", "barriers", "distance", "exp",
+           "geodesic", "is_isometric", "log", "teleport"]

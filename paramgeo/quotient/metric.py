@@ -82,9 +82,9 @@ def log(param, theta1, theta2):
 
 
 def exp(param, theta, v):
-    """A representative of the quotient exponential exp_[theta](v): theta + v_h, with v_h the
-    horizontal part of v (the component orthogonal to the orbit; a horizontal straight line
-    projects to a quotient geodesic). Only for groups of isometries."""
+    """A representative of the quotient exponential of v at the orbit of theta: theta + v_h,
+    with v_h the horizontal part of v (the component orthogonal to the orbit; a horizontal
+    straight line projects to a quotient geodesic). Only for groups of isometries."""
     from ..geometry import horizontal_projection
 
     _isometric_group(param, "exp")
