@@ -120,14 +120,17 @@ def weight_matching(theta_a, theta_b, h, max_iter=100):
     return np.concatenate([p.ravel() for p in parts])
 
 
-def pair(h, train_set, test_set):
+def pair(h, train_set, test_set, steps=400):
+    """Two MLPs of width h trained from seeds 1 and 2 (``steps`` Adam steps): the
+    parameterizations on the training and test images, the two cross-entropy losses, the two
+    thetas, the indices of the group's unit-permutation factors and the group."""
     import torch
 
     import paramgeo
     from paramgeo.symmetry import UnitPermutationGroup
 
     (X, y), (Xt, yt) = train_set, test_set
-    nets = [train(h, seed, X, y) for seed in (1, 2)]
+    nets = [train(h, seed, X, y, steps) for seed in (1, 2)]
     p_train = paramgeo.from_torch(nets[0], torch.tensor(X))
     p_test = paramgeo.from_torch(nets[0], torch.tensor(Xt))
     thetas = [np.concatenate([t.detach().numpy().ravel() for t in n.parameters()])
