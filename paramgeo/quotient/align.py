@@ -138,7 +138,18 @@ def _stack(theta, blocks):
     return np.vstack([block_matrix(theta, b) for b in blocks]) if blocks else None
 
 
-def _general_linear(group, x, z, lower=None):
+def _least_squares_element(group, A, Y, side):
+    """argmin_h |Y - A h| over all r x r h (linear least squares); ParamgeoError when it is
+    singular, so that the infimum over GL(r) is not attained."""
+    h = np.linalg.lstsq(A, Y, rcond=None)[0]
+    if np.linalg.matrix_rank(h) < group.r:
+        raise ParamgeoError(f"{group.name}: the least-squares alignment of the {side} blocks is "
+                            "singular (the infimum over GL is not attained); align points whose "
+                            "blocks have full column rank")
+    return h
+
+
+def _general_linear(group, x, z):
     """min_g |B_x - B_z g|^2 + |K_x - K_z g^{-T}|^2; (g, aligned, exact, method)."""
     from scipy.optimize import least_squares
 
@@ -146,22 +157,16 @@ def _general_linear(group, x, z, lower=None):
     Bx, Bz = _stack(x, group.right), _stack(z, group.right)
     Kx, Kz = _stack(x, group.contragredient), _stack(z, group.contragredient)
     if Kx is None:
-        g = np.linalg.lstsq(Bz, Bx, rcond=None)[0]
-        if abs(np.linalg.det(g)) < 1e-300:
-            raise ParamgeoError(f"{group.name}: the least-squares alignment is singular (the "
-                                "infimum over GL is not attained); align points of full rank")
+        g = _least_squares_element(group, Bz, Bx, "right")
         return g, group.act(g, z), True, "linear least squares (right blocks only)"
+    if Bx is None:  # K_z h ~ K_x with h = g^{-T}
+        g = np.linalg.inv(_least_squares_element(group, Kz, Kx, "contragredient")).T
+        return g, group.act(g, z), True, "linear least squares (contragredient blocks only)"
     starts = [np.eye(r)]
-    h = np.linalg.lstsq(Kz, Kx, rcond=None)[0]  # K_z h ~ K_x with h = g^{-T}
-    if abs(np.linalg.det(h)) > 1e-12:
-        starts.append(np.linalg.inv(h).T)
-    if Bx is not None:
-        gr = np.linalg.lstsq(Bz, Bx, rcond=None)[0]
-        if abs(np.linalg.det(gr)) > 1e-12:
-            starts.append(gr)
-    else:
-        return starts[-1], group.act(starts[-1], z), len(starts) > 1, \
-            "linear least squares (contragredient blocks only)"
+    for A, Y, invert in ((Kz, Kx, True), (Bz, Bx, False)):
+        h = np.linalg.lstsq(A, Y, rcond=None)[0]
+        if np.linalg.matrix_rank(h) == r:
+            starts.append(np.linalg.inv(h).T if invert else h)
 
     def residual(vec):
         g = vec.reshape(r, r)
@@ -186,7 +191,8 @@ def _general_linear(group, x, z, lower=None):
         if best is None or sol.cost < best.cost:
             best = sol
     g = best.x.reshape(r, r)
-    return g, group.act(g, z), False, "Levenberg-Marquardt on gl(r) from 3 starts"
+    return g, group.act(g, z), False, (f"Levenberg-Marquardt on gl(r) from {len(starts)} "
+                                       "starts")
 
 
 def _gl_lower_bound_sq(group, x, z):
