@@ -35,9 +35,24 @@ def test_align_and_barrier_commands(tmp_path):
     assert res.exit_code == 0 and "Entezari" in res.output
 
 
+def test_teleport_command(tmp_path):
+    np.save(tmp_path / "t.npy", [2.0, 0.5])
+    np.savez(tmp_path / "d.npz", A=np.ones((1, 1)), y=np.ones(1))
+    res = run("quotient", "teleport", "hadamard", "-p", "p=1", str(tmp_path / "t.npy"),
+              "--data", str(tmp_path / "d.npz"), "--objective", "sharpness", "--mode", "min",
+              "--radius", "2", "--json", "--out", str(tmp_path / "o.npy"))
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    # L = (1/2)(u v - 1)^2 at u v = 1: Hessian (v, u)(v, u)^T, sharpness u^2 + v^2 >= 2 |u v|
+    assert out["before"] == 2.0 ** 2 + 0.5 ** 2 and abs(out["after"] - 2.0) < 1e-6
+    u, v = np.load(tmp_path / "o.npy")
+    assert abs(u * v - 1.0) < 1e-12 and abs(abs(u) - 1.0) < 1e-3
+
+
 def test_bad_input_is_one_error_line(tmp_path):
     np.save(tmp_path / "h1.npy", [1.0, 1.0])
     np.savez(tmp_path / "d.npz", A=np.ones((1, 1)), y=np.ones(1))
+    np.savez(tmp_path / "d9.npz", A=np.eye(9), y=np.ones(9))  # predictors of size 9, not 1
     cases = [
         ("quotient", "align", "uut", "-p", "d=4", "-p", "r=2", str(tmp_path / "h1.npy"),
          str(tmp_path / "h1.npy")),
@@ -45,6 +60,8 @@ def test_bad_input_is_one_error_line(tmp_path):
          str(tmp_path / "h1.npy"), str(tmp_path / "h1.npy"), "--data", str(tmp_path / "d.npz"),
          "--path", "geodesic"),
         ("quotient", "align", "uut", str(tmp_path / "missing.npy"), str(tmp_path / "h1.npy")),
+        ("quotient", "teleport", "hadamard", "-p", "p=1", str(tmp_path / "h1.npy"),
+         "--data", str(tmp_path / "d9.npz")),
     ]
     for args in cases:
         res = run(*args)
