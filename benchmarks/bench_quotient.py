@@ -48,19 +48,27 @@ def digits():
     return (X[:1300], y[:1300]), (X[1300:], y[1300:])
 
 
-def train(h, seed, X, y, steps=400):
+def train(h, seed, X, y, steps=400, adam=True):
+    """An MLP 64-h-h-10 from torch's default initialisation (seed ``seed``) after ``steps``
+    full-batch steps on the cross-entropy: Adam (lr 3e-3), or with ``adam=False`` plain
+    gradient descent (lr 0.5; no optimizer object, whose first step imports for seconds)."""
     import torch
 
     torch.manual_seed(seed)
     net = torch.nn.Sequential(torch.nn.Linear(64, h), torch.nn.ReLU(), torch.nn.Linear(h, h),
                               torch.nn.ReLU(), torch.nn.Linear(h, 10)).double()
-    opt = torch.optim.Adam(net.parameters(), lr=3e-3)
+    opt = torch.optim.Adam(net.parameters(), lr=3e-3) if adam else None
     Xt, yt = torch.tensor(X), torch.tensor(y)
     for _ in range(steps):
-        opt.zero_grad()
+        net.zero_grad()
         loss = torch.nn.functional.cross_entropy(net(Xt), yt)
         loss.backward()
-        opt.step()
+        if opt is not None:
+            opt.step()
+            continue
+        with torch.no_grad():
+            for q in net.parameters():
+                q -= 0.5 * q.grad
     return net
 
 
@@ -120,8 +128,8 @@ def weight_matching(theta_a, theta_b, h, max_iter=100):
     return np.concatenate([p.ravel() for p in parts])
 
 
-def pair(h, train_set, test_set, steps=400):
-    """Two MLPs of width h trained from seeds 1 and 2 (``steps`` Adam steps): the
+def pair(h, train_set, test_set, steps=400, adam=True):
+    """Two MLPs of width h trained from seeds 1 and 2 (``steps`` steps, see :func:`train`): the
     parameterizations on the training and test images, the two cross-entropy losses, the two
     thetas, the indices of the group's unit-permutation factors and the group."""
     import torch
@@ -130,7 +138,7 @@ def pair(h, train_set, test_set, steps=400):
     from paramgeo.symmetry import UnitPermutationGroup
 
     (X, y), (Xt, yt) = train_set, test_set
-    nets = [train(h, seed, X, y, steps) for seed in (1, 2)]
+    nets = [train(h, seed, X, y, steps, adam) for seed in (1, 2)]
     p_train = paramgeo.from_torch(nets[0], torch.tensor(X))
     p_test = paramgeo.from_torch(nets[0], torch.tensor(Xt))
     thetas = [np.concatenate([t.detach().numpy().ravel() for t in n.parameters()])
@@ -141,8 +149,11 @@ def pair(h, train_set, test_set, steps=400):
 
 
 def barrier_table(repeats=3):
+    import torch
+
     from paramgeo.quotient import align, barrier
 
+    torch.set_num_threads(1)  # a shared machine: threads contend (see benchmarks/run.py)
     train_set, test_set = digits()
     print(f"{'h':>4} {'alignment':<26} {'|A - B|':>8} {'train B_mean':>12} "
           f"{'train B_int':>11} {'test B_mean':>11} {'test B_int':>10}")
