@@ -197,3 +197,15 @@ def test_factors_restrict_to_a_subgroup(rng):
     assert np.allclose(fast.aligned, perms.aligned) and np.isnan(fast.invariance_error)
     with pytest.raises(ArgumentError, match="factors"):
         align(r, t1, t2, factors=[5])
+
+
+def test_deep_linear_gl_factors_planted_pair_exact(rng):
+    """GL(2) x GL(2) share the middle weights: the joint refinement reaches the orbit."""
+    p = paramgeo.get("deep-linear", widths="1,2,2,1")
+    G = p.symmetry()
+    for _ in range(3):
+        t = p.random_point(rng)
+        a = align(p, t, G.act(G.random_element(rng), t))
+        assert a.distance < 1e-10 and a.certificate.exact
+        assert "jointly" in a.certificate.method
+        assert np.allclose(p.forward_flat((t + a.aligned) / 2), p.forward_flat(t))

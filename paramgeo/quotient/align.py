@@ -50,6 +50,8 @@ from ..symmetry import (GeneralLinearGroup, OrthogonalGroup, ProductGroup, Scali
 
 #: group sizes up to which a finite group without unit structure is enumerated
 MAX_ENUMERATED = 5040
+#: coordinates up to which the continuous factors of a product are refined jointly
+MAX_JOINT = 200
 #: sign-flip generators up to which overlapping flips are enumerated (2^k elements)
 MAX_ENUMERATED_FLIPS = 12
 
@@ -645,4 +647,57 @@ def _align_product(group, x, y, max_sweeps, tol):
     method = ("independent factors: " if independent else
               "block-coordinate descent over the factors: ") + "; ".join(
         f"{group.factors[i].name}: {m}" for i, m in methods.items())
+    continuous = [i for i in active if not isinstance(group.factors[i], DISCRETE)]
+    if not independent and len(continuous) > 1:
+        polished = _joint_polish(group, continuous, x, cur)
+        if polished is not None:
+            steps += polished[0]
+            cur = polished[1]
+            method += "; then Levenberg-Marquardt over the continuous factors jointly"
     return tuple(steps), cur, exact, method, skipped
+
+
+def _joint_polish(group, indices, x, z):
+    """Levenberg-Marquardt over the continuous factors ``indices`` of a product together (block
+    coordinate descent zig-zags when they share entries, as the GL(h) of adjacent linear
+    layers do): elements g_i = I + X_i (GL), exp(X_i - X_i^T) (O(r)), exp(s) (tori) near the
+    identity, residual x - g_k . ... . g_1 . z. Skipped (None) above ``MAX_JOINT`` coordinates
+    or when it does not improve; returns (steps, aligned)."""
+    from scipy.linalg import expm
+    from scipy.optimize import least_squares
+
+    factors = [group.factors[i] for i in indices]
+    sizes = [f.exponents.shape[0] if isinstance(f, ScalingTorus) else f.r * f.r
+             for f in factors]
+    if sum(sizes) > MAX_JOINT:
+        return None
+    offsets = np.cumsum([0] + sizes)
+
+    def elements(a):
+        out = []
+        for f, lo, hi in zip(factors, offsets[:-1], offsets[1:]):
+            if isinstance(f, ScalingTorus):
+                out.append(np.exp(a[lo:hi]))
+                continue
+            X = a[lo:hi].reshape(f.r, f.r)
+            out.append(expm(X - X.T) if isinstance(f, OrthogonalGroup) else np.eye(f.r) + X)
+        return out
+
+    def apply(a):
+        t = z
+        for f, el in zip(factors, elements(a)):
+            t = f.act(el, t)
+        return t
+
+    def residual(a):
+        try:
+            return apply(a) - x
+        except np.linalg.LinAlgError:  # a singular I + X: far from the identity
+            return np.full(x.size, 1e150)
+
+    sol = least_squares(residual, np.zeros(offsets[-1]), method="lm", xtol=1e-15, ftol=1e-15,
+                        gtol=1e-15, max_nfev=100 * (offsets[-1] + 1))
+    new = apply(sol.x)
+    if not np.sum((x - new) ** 2) < np.sum((x - z) ** 2):
+        return None
+    return [(i, el) for i, el in zip(indices, elements(sol.x))], new
