@@ -209,3 +209,20 @@ def test_deep_linear_gl_factors_planted_pair_exact(rng):
         assert a.distance < 1e-10 and a.certificate.exact
         assert "jointly" in a.certificate.method
         assert np.allclose(p.forward_flat((t + a.aligned) / 2), p.forward_flat(t))
+
+
+def test_relaxation_bound_of_a_positive_torus_below_the_searched_minimum(rng):
+    from paramgeo.quotient.align import relaxation_bound
+    from paramgeo.symmetry import ScalingTorus
+
+    T = ScalingTorus(np.array([[1, -1, 0, 0], [0, 0, 1, 0]]), signed=False)
+    for _ in range(20):
+        x, y = rng.standard_normal(4), rng.standard_normal(4)
+        best = sum(minimize_scalar(lambda s, i=i: np.sum(
+            (x[idx] - y[idx] * np.exp(s * e)) ** 2), bounds=(-30, 30), method="bounded").fun
+            for i, (idx, e) in enumerate(((np.array([0, 1]), np.array([1, -1])),
+                                          (np.array([2]), np.array([1])))))
+        best += (x[3] - y[3]) ** 2
+        bound = relaxation_bound(T, x, y)
+        assert bound ** 2 <= best + 1e-9
+        assert bound ** 2 >= (x[3] - y[3]) ** 2 - 1e-12  # the fixed entry always counts
