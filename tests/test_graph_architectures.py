@@ -152,7 +152,7 @@ def test_encoder_products_and_dead_head(encoder):
     theta[sl] = W.ravel()
     c = critical.classify(model, theta, n_points=1)
     assert c.verdict == "critical" and "subnetwork" in c.causes
-    assert ("0 head 0", "out-zero") in c.inactive
+    assert ("self_attn head 0", "out-zero") in c.inactive
 
 
 def test_jax_nested_dict_mlp():
