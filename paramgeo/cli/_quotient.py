@@ -52,7 +52,7 @@ def align_cmd(name, first, second, sizes, out, as_json):
     x, y = load_point(param, first, 0), load_point(param, second, 0)
     result = align(param, x, y)
     if out is not None:
-        np.save(out, result.aligned)
+        _save(out, result.aligned)
     emit(result, as_json)
 
 
@@ -128,5 +128,13 @@ def teleport_cmd(name, point, sizes, loss_kind, data_path, objective, mode, radi
     result = teleport(param, loss, theta, objective=objective, mode=mode, radius=radius,
                       starts=starts, seed=seed)
     if out is not None:
-        np.save(out, result.theta)
+        _save(out, result.theta)
     emit(result, as_json)
+
+
+def _save(path, array):
+    """Write ``array`` as .npy through paramgeo's one file writer (no links, no foreign file
+    replaced; paramgeo.files)."""
+    from ..files import write_file
+
+    write_file(path, lambda fh: np.save(file=fh, arr=np.asarray(array)), what="point")

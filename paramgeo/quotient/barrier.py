@@ -74,8 +74,10 @@ class Barrier(Result):
         ax.set_ylabel("loss")
         ax.legend()
         if path is not None:
+            from ..files import save_figure
+
             ax.figure.tight_layout()
-            ax.figure.savefig(path, dpi=120)
+            save_figure(ax.figure, path)
         return ax
 
 
