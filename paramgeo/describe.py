@@ -42,18 +42,30 @@ class Description(Result):
     symmetry_explains: str = None
 
 
-def describe(param, seed=0, route="auto"):
+def describe(param, seed=0, route="auto", progress=None):
     """Describe ``param``: n, m, generic rank (max over random points), symmetry name and
     dimension (declared, else discovered), quotient dimension n - dim(orbit) and whether it
     equals the generic rank. ``route`` chooses how ranks are decided (dense SVD, the plugin's
-    closed form, or the matrix-free certificate; see :func:`paramgeo.geometry.rank_at`)."""
-    decision = generic_rank_decision(param, seed=seed, route=route)
+    closed form, or the matrix-free certificate; see :func:`paramgeo.geometry.rank_at`).
+    ``progress(done, total)`` is called after each rank decision and after the symmetry's
+    reading, orbit and completeness (the CLI's ``--progress`` bar)."""
+    steps = [0]
+
+    def step(total=7):
+        steps[0] += 1
+        if progress is not None:
+            progress(min(steps[0], total), total)
+
+    decision = generic_rank_decision(param, seed=seed, route=route,
+                                     progress=lambda done, total: step())
     rank = decision.rank
     if param.provides("symmetry"):
         group = param.symmetry()
+        step()
         theta = param.random_point(np.random.default_rng(seed))
         sym = {"name": group.name, "dim": int(group.dim)}
         quotient = param.n - orbit_dim(param, theta)
+        step()
         discovered = None
     else:
         from .symmetry import MAX_LINEAR_DIM, discover
@@ -65,6 +77,8 @@ def describe(param, seed=0, route="auto"):
                           "orbit_dim": int(found.orbit_dim)}
             quotient = param.n - found.orbit_dim
     explains = _explains(param, rank, sym, discovered, quotient, seed)
+    while steps[0] < 7:
+        step()
     return Description(
         name=param.name,
         sizes=dict(param.sizes),
