@@ -103,7 +103,7 @@ def _explains(param, rank, sym, discovered, quotient, seed):
     """The completeness line of :class:`Description`: the kernel dimensions n - R against the
     orbit dimension; below ``completeness.MAX_DENSE_N`` parameters measured at a random point
     with the unexplained directions by block."""
-    from .critical.completeness import MAX_DENSE_N, completeness
+    from .critical.completeness import MAX_DENSE_N, Completeness, completeness
 
     kernel = param.n - rank
     if sym is None and discovered is None:
@@ -111,8 +111,4 @@ def _explains(param, rank, sym, discovered, quotient, seed):
                 "dimensions is explained")
     if sym is not None and param.n <= MAX_DENSE_N and kernel > param.n - quotient:
         return str(completeness(param, seed=seed))
-    explained = min(param.n - quotient, kernel)
-    if explained >= kernel:
-        return f"the {'declared' if sym else 'discovered'} group explains every kernel dimension ({kernel})"
-    return (f"the {'declared' if sym else 'discovered'} group explains {explained} of the "
-            f"{kernel} kernel dimensions; {kernel - explained} unexplained")
+    return str(Completeness(kernel, min(param.n - quotient, kernel), None, rank >= param.m))
