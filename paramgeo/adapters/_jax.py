@@ -10,6 +10,7 @@ import sys
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
+from ._checks import object_state
 from ._layers import LayeredModel, check_layers
 from ._model import Backend, FrameworkModel, model_class
 
@@ -240,7 +241,8 @@ def from_jax(fn, params, probe, name=None, device=None, activation=None):
                              "fn(params, probe) a probe it accepts") from exc
         return {"backend": JaxBackend(jax, device), "blocks": list(zip(names, shapes)),
                 "predictor_shape": tuple(np.shape(out)), "forward": forward,
-                "theta0": leaves, "layers": layered}
+                "theta0": leaves, "layers": layered, "state": lambda: object_state(fn),
+                "what": f"JAX function {getattr(fn, '__name__', type(fn).__name__)}"}
 
     caller = sys._getframe(1).f_globals.get("__name__", __name__)
     if layered is None:

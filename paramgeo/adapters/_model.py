@@ -28,10 +28,12 @@ batch. The products run on the framework's device; the eigensolvers of the engin
 host with numpy.
 """
 
+import warnings
+
 import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 
-from ..errors import ContractError, ParamgeoError, PluginError
+from ..errors import ContractError, NumericalDoubtWarning, ParamgeoError, PluginError
 from ..parameterization import Parameterization, ParamSpec
 
 
@@ -140,6 +142,9 @@ class FrameworkModel(Parameterization):
     )
     framework = ""
     _source = None
+    #: the rank policy of this model (:func:`paramgeo.numerics.policy_of`): None (the default
+    #: policy) unless forward's measured round-off is above float64's
+    rank_policy = None
 
     def __init__(self):
         built = type(self)._source()
@@ -150,7 +155,11 @@ class FrameworkModel(Parameterization):
         super().__init__()
         self.theta0 = self.spec.pack(*built["theta0"])
         self._f = _Op(self.backend, built["forward"], self.n, self.m, self, "forward")
+        self._state = built.get("state")
+        self._what = built.get("what", f"{self.framework} model")
         self._check_forward()
+        self._check_function(built["forward"])
+        self._measure_precision()
 
     #: the contract method a product of the tower is reported under (the outermost product)
     _METHODS = (("the JVP of the VJP of", "hessian_vp"),
@@ -182,6 +191,49 @@ class FrameworkModel(Parameterization):
                 f"{self.name} ({self.framework} model): forward on the probe gave "
                 f"{'non-finite values' if out.shape == (self.m,) else f'shape {out.shape}'} "
                 f"at the model's own parameters; give a probe the model accepts")
+
+    def _check_function(self, forward):
+        """Refuse a model whose forward is not a function of theta (see
+        :func:`paramgeo.contract.function_of_theta`): at theta0 and a random point, forward
+        run uncompiled (so that a traced function re-runs its Python each time)."""
+        from ..contract import function_of_theta
+
+        theta1 = self.random_point(np.random.default_rng(0))
+        problem = function_of_theta(lambda t: self._run("forward", forward, t), self.theta0,
+                                    theta1, state=self.model_state, labels=self.spec.labels)
+        if problem is not None:
+            raise ContractError(
+                f"{self.name} ({self._what}): forward is not a function of theta: {problem}; "
+                "paramgeo analyses theta -> the output on the probe, which must depend on theta "
+                "alone: switch randomness off (no dropout with training=True, no torch.randn or "
+                "np.random in forward) and keep counters, caches and parameter updates out of "
+                "forward")
+
+    def model_state(self):
+        """The framework model's state that forward must leave unchanged, {what: snapshot}
+        (see :mod:`._checks`)."""
+        return self._state() if self._state is not None else {}
+
+    def _measure_precision(self):
+        """Measure the round-off of forward (:func:`paramgeo.precision.arithmetic_noise` at a
+        random point); where it is above float64's, set ``rank_policy`` (rtol =
+        NOISE_MARGIN x noise, read by every rank decision on this model) and warn."""
+        from ..numerics import DEFAULT_POLICY
+        from ..precision import FLOAT32_UNIT, arithmetic_noise, noise_policy
+
+        rng = np.random.default_rng(1)
+        self.noise = arithmetic_noise(self._f, self.random_point(rng), rng)
+        policy = noise_policy(self.noise)
+        if policy is DEFAULT_POLICY:
+            return
+        self.rank_policy = policy
+        level = "float32 or coarser" if self.noise > FLOAT32_UNIT / 64 else "below float64"
+        warnings.warn(
+            f"{self.name} ({self._what}) computes below float64 precision: the measured "
+            f"round-off of forward is {self.noise:.2g} relative ({level}; float64's is about "
+            f"1e-16), so rank decisions are limited to that precision: singular values below "
+            f"{policy.rtol:.2g} x the largest count as zero (model.rank_policy); compute in "
+            "float64 inside forward for finer decisions", NumericalDoubtWarning, stacklevel=4)
 
     def make_spec(self):
         return ParamSpec(dict(self._blocks))

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
+from ._checks import torch_state
 from ._layers import LayeredModel, torch_layers
 from ._model import Backend, FrameworkModel, model_class
 
@@ -170,7 +171,9 @@ def from_torch(module, probe, name=None, device=None, layers="auto"):
                              "to analyse")
         return {"backend": TorchBackend(torch, device), "blocks": shapes,
                 "predictor_shape": tuple(out.shape), "forward": forward,
-                "theta0": [p.detach().cpu().numpy() for _, p in named], "layers": layered}
+                "theta0": [p.detach().cpu().numpy() for _, p in named], "layers": layered,
+                "state": lambda: torch_state(model),
+                "what": f"torch module {type(module).__name__}"}
 
     base = TorchLayeredModel if layered is not None else TorchModel
     caller = sys._getframe(1).f_globals.get("__name__", __name__)
