@@ -1,0 +1,255 @@
+"""What a framework model must pass before any engine runs: forward is a function of theta, and
+the precision of its arithmetic is measured.
+
+Oracles: a torch or JAX model that draws random numbers, bumps a buffer or attribute, or
+updates its own weight is refused with that reason, a well-behaved one is built; the deep
+linear network 6-4-3-5 computed in float32 inside a float64 interface has the generic rank
+r (n_0 + n_L - r) = 24 of its float64 twin (Trager, Kohn, Bruna 2020); the measured round-off
+of a forward quantised to a grid of step q is q / sqrt(12) relative to |phi| (the variance of a
+uniform rounding error), and that of float32 arithmetic is of the order of its unit 2^-24."""
+
+import os
+import warnings
+
+import autograd.numpy as anp
+import numpy as np
+import pytest
+
+import paramgeo
+from paramgeo.contract import function_of_theta, plugin_state
+from paramgeo.errors import ContractError, NumericalDoubtWarning
+from paramgeo.precision import FLOAT32_UNIT, arithmetic_noise, noise_policy
+
+if os.environ.get("CI"):  # CI installs both (make test): there a missing framework fails
+    import jax
+    import torch
+else:
+    torch = pytest.importorskip("torch")
+    jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+class Dropout(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        return F.dropout(self.lin(x), 0.5, training=True)
+
+
+class Noisy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return y + torch.randn(y.shape, dtype=y.dtype)
+
+
+class BufferCounter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 2)
+        self.register_buffer("calls", torch.zeros(1))
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x)
+
+
+class AttributeCounter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 2)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x)
+
+
+class InPlaceWeight(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(2, 3))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.w.add_(1.0)
+        return x @ self.w.T
+
+
+@pytest.mark.parametrize("module, reason", [
+    (Dropout, "two evaluations at the same theta differ"),
+    (Noisy, "two evaluations at the same theta differ"),
+    (BufferCounter, "forward changed buffer 'calls'"),
+    (AttributeCounter, "forward changed attribute 'calls'"),
+    (InPlaceWeight, r"forward changed the parameters it was given in place \(6 entries, first "
+                    r"w\[0,0\]"),
+])
+def test_a_forward_that_is_not_a_function_of_theta_is_refused_at_from_torch(module, reason):
+    torch.manual_seed(0)
+    with pytest.raises(ContractError, match=reason) as info:
+        paramgeo.from_torch(module(), torch.eye(3))
+    assert f"torch module {module.__name__}" in str(info.value)
+    assert "not a function of theta" in str(info.value)
+
+
+def test_a_model_with_state_forward_leaves_alone_is_built():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Tanh())
+    net.calls = 0  # an attribute forward does not touch
+    p = paramgeo.from_torch(net, np.random.default_rng(0).standard_normal((5, 3)))
+    assert "buffer '1.running_mean'" in p.model_state()
+    assert "attribute 'calls'" in p.model_state()
+    rng = np.random.default_rng(0)
+    assert function_of_theta(p.forward_flat, p.random_point(rng), p.random_point(rng),
+                             state=lambda: plugin_state(p)) is None
+
+
+def test_a_jax_function_drawing_numpy_random_numbers_is_refused():
+    def noisy(params, x):
+        return x @ params["W"] + np.random.standard_normal(2)
+
+    with pytest.raises(ContractError, match="two evaluations at the same theta differ"):
+        paramgeo.from_jax(noisy, {"W": np.ones((3, 2))}, np.eye(3))
+
+
+def test_a_jax_bound_method_counting_its_calls_is_refused():
+    class Model:
+        calls = 0
+
+        def apply(self, params, x):
+            self.calls += 1
+            return jnp.tanh(x @ params["W"])
+
+    with pytest.raises(ContractError, match="forward changed attribute 'calls'"):
+        paramgeo.from_jax(Model().apply, {"W": np.ones((3, 2))}, np.eye(3))
+
+
+class _Stateful(paramgeo.Parameterization):
+    """u -> u * (1 + calls): forward counts its calls (not a function of theta)."""
+
+    name = "stateful-test"
+    size_params = {"p": paramgeo.Size("int", default=2)}
+    calls = 0
+
+    def make_spec(self):
+        return paramgeo.ParamSpec(u=(self.p,))
+
+    def make_predictor_shape(self):
+        return (self.p,)
+
+    def forward(self, theta):
+        self.calls += 1
+        return theta * (1.0 + self.calls)
+
+
+class _Mutating(_Stateful):
+    """theta -> theta ** 2, and forward writes into the array it is given."""
+
+    name = "mutating-test"
+
+    def forward(self, theta):
+        if isinstance(theta, np.ndarray):
+            theta[0] = 0.0
+        return theta ** 2
+
+
+class _Random(_Stateful):
+    name = "random-test"
+
+    def forward(self, theta):
+        return anp.sin(theta) + np.random.default_rng().standard_normal(self.p)
+
+
+@pytest.mark.parametrize("plugin, reason", [
+    (_Stateful, "forward changed attribute 'calls'"),
+    (_Mutating, r"in place \(1 entries, first u\[0\]"),
+    (_Random, "two evaluations at the same theta differ"),
+])
+def test_check_fails_a_plugin_whose_forward_is_not_a_function_of_theta(plugin, reason):
+    report = paramgeo.check(plugin(), n_points=1, llc=False)
+    failed = [item for item in report.items if item.property == "function-of-theta"]
+    assert not report.passed and len(failed) == 1 and not failed[0].passed
+    assert pytest.approx(0) != failed[0].error  # inf: a failure, not a tolerance miss
+    import re
+
+    assert re.search(reason, failed[0].hint), failed[0].hint
+
+
+def test_check_passes_function_of_theta_for_a_built_in():
+    report = paramgeo.check(paramgeo.get("uut", d=3, r=2), n_points=1, llc=False)
+    [item] = [i for i in report.items if i.property == "function-of-theta"]
+    assert item.passed
+
+
+# ------------------------------------------------------------------- precision, measured
+class DeepLinear(torch.nn.Module):
+    """x -> W3 W2 W1 x (widths 6, 4, 3, 5), computed in ``dtype`` inside forward."""
+
+    def __init__(self, dtype):
+        super().__init__()
+        torch.manual_seed(0)
+        self.dtype = dtype
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(a, b, bias=False) for a, b in
+                                           [(6, 4), (4, 3), (3, 5)]])
+
+    def forward(self, x):
+        y = x.to(self.dtype)
+        for layer in self.layers:
+            y = F.linear(y, layer.weight.to(self.dtype))
+        return y.to(torch.float64)
+
+
+def test_a_float32_forward_inside_a_float64_interface_gets_the_float64_rank_and_a_warning():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        p32 = paramgeo.from_torch(DeepLinear(torch.float32), torch.eye(6))
+        p64 = paramgeo.from_torch(DeepLinear(torch.float64), torch.eye(6))
+    messages = [str(w.message) for w in caught if issubclass(w.category, NumericalDoubtWarning)]
+    assert len(messages) == 1 and "torch module DeepLinear" in messages[0]
+    assert "computes below float64 precision" in messages[0] and "float32" in messages[0]
+    assert FLOAT32_UNIT / 100 < p32.noise < FLOAT32_UNIT * 100  # float32 round-off
+    assert p64.noise < 1e-14 and p64.rank_policy is None
+    assert p32.rank_policy.rtol == pytest.approx(1e3 * p32.noise)
+    # r (n_0 + n_L - r) with r = 3: the generic rank of the float64 twin and of the closed form
+    assert paramgeo.generic_rank(p32) == paramgeo.generic_rank(p64) == 3 * (6 + 5 - 3)
+    reference = paramgeo.get("deep-linear", widths=(6, 4, 3, 5))
+    assert paramgeo.generic_rank(reference) == 24
+    from paramgeo.describe import describe
+
+    assert describe(p32).generic_rank == 24
+
+
+def test_the_measured_noise_of_a_quantised_forward_is_the_rounding_variance(rng):
+    # phi(theta) = round(g(theta) / q) q: a uniform rounding error of variance q^2 / 12
+    q = 1e-6
+    A = rng.standard_normal((200, 5))
+
+    def quantised(theta):
+        return np.round(np.tanh(A @ theta) / q) * q
+
+    theta = rng.standard_normal(5)
+    scale = float(np.sqrt(np.mean(np.tanh(A @ theta) ** 2)))
+    noise = arithmetic_noise(quantised, theta, rng, step=1e-3, points=33)
+    expected = q / np.sqrt(12) / scale
+    assert 0.6 * expected < noise < 1.4 * expected
+    # float64 arithmetic of the same map: round-off far below the float32 unit
+    assert arithmetic_noise(lambda t: np.tanh(A @ t), theta, rng) < 1e-14
+    # float32 arithmetic of it: of the order of the float32 unit
+    f32 = arithmetic_noise(lambda t: np.tanh(A.astype(np.float32) @ t.astype(np.float32))
+                           .astype(float), theta, rng)
+    assert FLOAT32_UNIT / 100 < f32 < FLOAT32_UNIT * 100
+
+
+def test_the_noise_policy_leaves_float64_alone_and_raises_rtol_above_round_off():
+    from paramgeo.numerics import DEFAULT_POLICY
+
+    assert noise_policy(1e-16) is DEFAULT_POLICY
+    assert noise_policy(3e-8).rtol == pytest.approx(3e-5)
