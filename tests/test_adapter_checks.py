@@ -17,7 +17,7 @@ import pytest
 
 import paramgeo
 from paramgeo.contract import function_of_theta, plugin_state
-from paramgeo.errors import ContractError, NumericalDoubtWarning
+from paramgeo.errors import ContractError, NumericalDoubtWarning, ParamgeoError, ShapeError
 from paramgeo.precision import FLOAT32_UNIT, arithmetic_noise, noise_policy
 
 if os.environ.get("CI"):  # CI installs both (make test): there a missing framework fails
@@ -253,3 +253,69 @@ def test_the_noise_policy_leaves_float64_alone_and_raises_rtol_above_round_off()
 
     assert noise_policy(1e-16) is DEFAULT_POLICY
     assert noise_policy(3e-8).rtol == pytest.approx(3e-5)
+
+
+# ------------------------------------------------------------------ what a model is built from
+def _linear():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(3, 2))
+
+
+def _jax_linear(params, x):
+    return x @ params["W"]
+
+
+@pytest.mark.parametrize("probe, message", [
+    (None, "the probe is None, not real numbers"),
+    (np.array([["a", "b", "c"]]), "the probe is of dtype <U1, not real numbers"),
+    (np.array([[1.0, None, 2.0]], dtype=object), "the probe is of dtype object"),
+    (np.eye(3) + 0j, "the probe is of dtype complex128"),
+    (np.zeros((0, 3)), r"the probe is empty \(shape \(0, 3\)\)"),
+])
+def test_a_probe_that_is_not_a_batch_of_real_numbers_is_one_clear_error(probe, message):
+    with pytest.raises(ShapeError, match=message):
+        paramgeo.from_torch(_linear(), probe)
+    with pytest.raises(ShapeError, match=message):
+        paramgeo.from_jax(_jax_linear, {"W": np.ones((3, 2))}, probe)
+
+
+def test_half_precision_probes_are_read_in_float64():
+    X = torch.eye(3, dtype=torch.bfloat16)
+    ref = paramgeo.from_torch(_linear(), torch.eye(3, dtype=torch.float64))
+    for probe in (X, X.to(torch.float16)):
+        p = paramgeo.from_torch(_linear(), probe)
+        np.testing.assert_array_equal(p.forward_flat(p.theta0), ref.forward_flat(ref.theta0))
+    q = paramgeo.from_jax(_jax_linear, {"W": jnp.ones((3, 2), dtype=jnp.bfloat16)},
+                          jnp.eye(3, dtype=jnp.bfloat16))
+    np.testing.assert_array_equal(q.forward(q.theta0), np.ones((3, 2)))
+
+
+def test_a_device_whose_data_cannot_come_back_is_refused():
+    with pytest.raises(ParamgeoError, match="cannot use the device.*meta"):
+        paramgeo.from_torch(_linear(), torch.eye(3), device="meta")
+
+
+@pytest.mark.parametrize("fn, params, message", [
+    (lambda q, x: (x @ q["W"], x), {"W": np.ones((3, 2))}, "returned tuple, not one array"),
+    (lambda q, x: {"y": x @ q["W"]}, {"W": np.ones((3, 2))}, "returned dict, not one array"),
+    (_jax_linear, {"W": np.ones((3, 2)), "tag": "abc"}, "the parameter tag is of dtype <U3"),
+    (_jax_linear, {"W": np.array([[1, None]] * 3, dtype=object)},
+     "the parameter W is of dtype object"),
+    (_jax_linear, {"W": np.ones((3, 2)) + 1j}, "the parameter W is of dtype complex128"),
+])
+def test_jax_outputs_and_params_that_are_not_real_arrays_are_refused(fn, params, message):
+    with pytest.raises(ShapeError, match=message):
+        paramgeo.from_jax(fn, params, np.eye(3))
+
+
+def test_an_empty_output_is_refused_before_any_engine_runs():
+    class Nothing(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.lin(x)[:, :0]
+
+    with pytest.raises(ShapeError, match=r"the output on the probe is empty \(shape \(3, 0\)\)"):
+        paramgeo.from_torch(Nothing(), torch.eye(3))

@@ -33,7 +33,8 @@ import warnings
 import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 
-from ..errors import ContractError, NumericalDoubtWarning, ParamgeoError, PluginError
+from ..errors import (ContractError, NumericalDoubtWarning, ParamgeoError, PluginError,
+                      ShapeError)
 from ..parameterization import Parameterization, ParamSpec
 
 
@@ -185,6 +186,10 @@ class FrameworkModel(Parameterization):
                 "no Python control flow on their values)") from exc
 
     def _check_forward(self):
+        if self.m == 0:
+            raise ShapeError(f"{self.name} ({self._what}): the output on the probe is empty "
+                             f"(shape {self._out_shape}): there is no predictor to analyse; "
+                             "give a probe on which the model returns at least one number")
         out = self._f(self.theta0)
         if out.shape != (self.m,) or not np.all(np.isfinite(out)):
             raise ContractError(
