@@ -132,6 +132,10 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
     from ..loss_data import loss_from_arrays
     from ._flow import load_data
 
+    if plot_path:  # before the run, not after it
+        from ..trajectory import _check_plot_path
+
+        _check_plot_path(plot_path)
     param = resolve(name, sizes, dense=False)
     arrays = load_data(data_path)
     theta_star = None if at is None else load_point(param, at, 0)

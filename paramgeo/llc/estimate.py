@@ -170,6 +170,10 @@ class LLCEstimate(Result):
         written to ``path`` (.png, .svg, .pdf). Returns the matplotlib figure."""
         import matplotlib
 
+        from ..trajectory import _check_plot_path
+
+        if path is not None:  # a bad path is one clear error, before any drawing
+            path = _check_plot_path(path)
         if ax is None:
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
