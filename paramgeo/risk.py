@@ -48,7 +48,8 @@ import math
 import numpy as np
 from scipy.special import ndtr
 
-from .errors import ShapeError
+from .arguments import integer, number
+from .errors import ArgumentError, ShapeError
 from .losses import Logistic, max_margin, pullback
 from .numerics import as_rng
 from .results import Result
@@ -359,15 +360,33 @@ def mp_edges(gamma, sigma2=1.0):
     return sigma2 * (1 - r) ** 2, sigma2 * (1 + r) ** 2
 
 
+#: Largest spike strength relative to sigma^2: beyond about 1e10 the spike feature's ridge
+#: (``penalty_fit``) has no root in its bracket in float64; 1e8 leaves a margin.
+MAX_SPIKE = 1e8
+#: Largest d N of :func:`spiked_filter_risks` (its shifted-GD grid costs ~2,500 d N products).
+MAX_FILTER_ENTRIES = 10_000_000
+
+
 @dataclasses.dataclass(frozen=True)
 class SpikedModel:
-    """x ~ N(0, sigma^2 I + spike e_1 e_1^T), y = x . beta* + noise, beta* = signal e_1."""
+    """x ~ N(0, sigma^2 I + spike e_1 e_1^T), y = x . beta* + noise, beta* = signal e_1
+    (spike in [0, MAX_SPIKE sigma^2], noise >= 0, all finite)."""
 
     d: int
     spike: float = 20.0
     sigma2: float = 1.0
     signal: float = 1.0
     noise: float = 0.5
+
+    def __post_init__(self):
+        integer(self.d, "d", minimum=2)
+        sigma2 = number(self.sigma2, "sigma2", positive=True, maximum=1e50)
+        number(self.spike, "spike", maximum=MAX_SPIKE * sigma2)
+        number(self.signal, "signal", maximum=1e50)
+        number(self.noise, "noise", maximum=1e50)
+        if self.spike < 0 or self.noise < 0:
+            raise ArgumentError(f"spike and noise must be >= 0, got spike {self.spike}, noise "
+                                f"{self.noise}")
 
     @property
     def beta_star(self):
@@ -429,9 +448,15 @@ def spiked_filter_risks(model, N, seed=0, steps=4000, shifts=None, lr=None):
     knobs, beside the MP edges, s_min and kappa = sigma^2 (d - 1)/N."""
     from scipy.optimize import brentq, minimize_scalar
 
+    N = integer(N, "N", minimum=2)
     if model.d <= N:
         raise ShapeError(f"spiked filters: need d > N (an over-parameterized sample); got "
                          f"d = {model.d}, N = {N}")
+    if model.d * N > MAX_FILTER_ENTRIES:
+        raise ArgumentError(
+            f"spiked filters: d N = {model.d} x {N} = {model.d * N:.3g} entries, beyond "
+            f"{MAX_FILTER_ENTRIES:.0e}: the grid of shifted-GD risks costs about 2,500 products "
+            "of that size (minutes and more beyond it); give a smaller d or N")
     X, y = model.sample(N, np.random.default_rng(seed))
     _, sv, Vt = np.linalg.svd(X, full_matrices=False)
     s = sv ** 2 / N
