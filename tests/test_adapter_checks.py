@@ -319,3 +319,17 @@ def test_an_empty_output_is_refused_before_any_engine_runs():
 
     with pytest.raises(ShapeError, match=r"the output on the probe is empty \(shape \(3, 0\)\)"):
         paramgeo.from_torch(Nothing(), torch.eye(3))
+
+
+def test_a_jax_function_computing_in_float32_is_measured_as_such(rng):
+    def chain32(params, x):
+        y = x.astype(jnp.float32)
+        for W in params:
+            y = y @ W.astype(jnp.float32).T
+        return y.astype(jnp.float64)
+
+    params = [rng.standard_normal((b, a)) for a, b in [(6, 4), (4, 3), (3, 5)]]
+    with pytest.warns(NumericalDoubtWarning, match="computes below float64 precision"):
+        p = paramgeo.from_jax(chain32, params, np.eye(6))
+    assert FLOAT32_UNIT / 100 < p.noise < FLOAT32_UNIT * 100
+    assert paramgeo.generic_rank(p) == 24

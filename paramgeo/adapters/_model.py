@@ -146,6 +146,7 @@ class FrameworkModel(Parameterization):
     #: the rank policy of this model (:func:`paramgeo.numerics.policy_of`): None (the default
     #: policy) unless forward's measured round-off is above float64's
     rank_policy = None
+    _warned_noise = None  # the round-off the precision warning of this class was given for
 
     def __init__(self):
         built = type(self)._source()
@@ -232,6 +233,9 @@ class FrameworkModel(Parameterization):
         if policy is DEFAULT_POLICY:
             return
         self.rank_policy = policy
+        if type(self)._warned_noise == self.noise:  # the same model rebuilt: said once
+            return
+        type(self)._warned_noise = self.noise
         level = "float32 or coarser" if self.noise > FLOAT32_UNIT / 64 else "below float64"
         warnings.warn(
             f"{self.name} ({self._what}) computes below float64 precision: the measured "
