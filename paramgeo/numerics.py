@@ -18,8 +18,9 @@ singularity (``paramgeo.critical``) reach 1e-10 and below. A decision is *doubtf
 singular value lies within a factor ``band`` (1e3) of tol; it is then reported with the figures
 (the singular value closest to tol and the gap s_rank / s_{rank+1}) and a
 :class:`~paramgeo.errors.NumericalDoubtWarning` is emitted, so a near-singular point is called
-near-singular, not silently regular. Change it for one call by passing ``policy=RankPolicy(...)``; a plugin whose arithmetic is
-coarser than float64 carries its own (``rank_policy``, read by :func:`policy_of`).
+near-singular, not silently regular. Change it for one call by passing ``policy=RankPolicy(...)``;
+a plugin whose arithmetic is coarser than float64 carries its own (``rank_policy``, read by
+:func:`policy_of`).
 """
 
 import dataclasses
