@@ -37,6 +37,9 @@ class Description(Result):
     discovered_symmetry: object = None
     rank_route: str = "dense"  # dense, closed-form, sparse or matrix-free (paramgeo.matfree)
     rank_certificate: object = None  # how a matrix-free generic rank was certified
+    #: how many of the n - generic rank kernel dimensions the group explains, and the blocks
+    #: the unexplained directions move (:func:`paramgeo.symmetry.completeness`)
+    symmetry_explains: str = None
 
 
 def describe(param, seed=0, route="auto"):
@@ -61,6 +64,7 @@ def describe(param, seed=0, route="auto"):
             discovered = {"name": found.algebra, "dim": int(found.dim),
                           "orbit_dim": int(found.orbit_dim)}
             quotient = param.n - found.orbit_dim
+    explains = _explains(param, rank, sym, discovered, quotient, seed)
     return Description(
         name=param.name,
         sizes=dict(param.sizes),
@@ -77,4 +81,24 @@ def describe(param, seed=0, route="auto"):
         discovered_symmetry=discovered,
         rank_route=decision.route,
         rank_certificate=decision.certificate,
+        symmetry_explains=explains,
     )
+
+
+def _explains(param, rank, sym, discovered, quotient, seed):
+    """The completeness line of :class:`Description`: the kernel dimensions n - R against the
+    orbit dimension; below ``completeness.MAX_DENSE_N`` parameters measured at a random point
+    with the unexplained directions by block."""
+    from .symmetry.completeness import MAX_DENSE_N, completeness
+
+    kernel = param.n - rank
+    if sym is None and discovered is None:
+        return (f"no symmetry group declared or discovered: none of the {kernel} kernel "
+                "dimensions is explained")
+    if sym is not None and param.n <= MAX_DENSE_N and kernel > param.n - quotient:
+        return str(completeness(param, seed=seed))
+    explained = min(param.n - quotient, kernel)
+    if explained >= kernel:
+        return f"the {'declared' if sym else 'discovered'} group explains every kernel dimension ({kernel})"
+    return (f"the {'declared' if sym else 'discovered'} group explains {explained} of the "
+            f"{kernel} kernel dimensions; {kernel - explained} unexplained")

@@ -148,7 +148,12 @@ def generic_rank_decision(param, n_points=3, seed=0, policy=None, route="auto"):
         if best is None or decision.rank > best.rank:
             best = decision
         if decision.route in ("sparse", "matrix-free") and decision.certificate.deficiency == 0:
-            break
+            return best
+    own = getattr(param, "theta0", None)
+    if own is not None and np.shape(own) == (param.n,):
+        decision = rank_at(param, own, policy, route=route, warn=False)
+        if decision.rank > best.rank:
+            best = decision
     return best
 
 

@@ -146,6 +146,115 @@ def _dense_layers(params, names, shapes, in_width):
     return layers
 
 
+#: jaxpr primitives and named calls that are elementwise activations, by the rules' names
+JAXPR_ACTIVATIONS = {"tanh": "tanh", "logistic": "sigmoid", "relu": "relu", "relu6": "other",
+                     "gelu": "gelu", "silu": "silu", "sigmoid": "sigmoid",
+                     "leaky_relu": "leaky_relu", "softplus": "softplus", "elu": "elu"}
+
+
+def _read_jaxpr(jax, fn, treedef, leaves, names, probe):
+    """(layers, activations) of a dense network read from the jaxpr of fn(params, probe),
+    whatever the pytree (nested dicts as flax, haiku and equinox store them): a chain of
+    x @ W (+ b) products (``dot_general`` contracting x's last axis with W's first, a kernel
+    (in, out), or with its second, a weight (out, in)), each followed by at most one
+    elementwise activation (``max(x, 0)`` and ``jax.nn.relu`` read as relu, ``tanh``,
+    ``logistic``, named calls such as ``jax.nn.gelu``). None for anything else: the
+    architecture is then not declared."""
+    try:
+        with _x64(jax):
+            closed = jax.make_jaxpr(
+                lambda *ls: fn(jax.tree_util.tree_unflatten(treedef, list(ls)), probe))(*leaves)
+    except Exception:  # noqa: BLE001 - not traceable: no architecture
+        return None
+    jaxpr = closed.jaxpr
+    env = {v: ("param", k) for k, v in enumerate(jaxpr.invars)}
+    layers, activations = [], []
+
+    def get(var):
+        return env.get(var, ("data",)) if not hasattr(var, "val") else ("literal", var.val)
+
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        ins = [get(v) for v in eqn.invars]
+        out = None
+        if name == "dot_general":
+            (lc, rc), batch = eqn.params["dimension_numbers"]
+            x, w = ins
+            wshape = tuple(eqn.invars[1].aval.shape)
+            if (w[0] != "param" or len(wshape) != 2 or batch != ((), ()) or len(lc) != 1
+                    or lc[0] != len(eqn.invars[0].aval.shape) - 1 or x[0] not in ("data",
+                                                                                   "layer")):
+                return None
+            if x[0] == "layer":
+                if x[1] != len(layers) - 1 or len(x[2]) > 1:
+                    return None
+                activations.append((x[2][0], None) if x[2] else ("identity", None))
+            elif layers:
+                return None
+            transposed = rc[0] == 0
+            layers.append({"weight": names[w[1]], "bias": None,
+                           "in": wshape[0] if transposed else wshape[1],
+                           "out": wshape[1] if transposed else wshape[0],
+                           "transposed": transposed})
+            out = ("layer", len(layers) - 1, ())
+        elif name in ("broadcast_in_dim", "reshape", "convert_element_type") and \
+                ins[0][0] == "param":
+            out = ins[0]
+        elif name == "add" and {i[0] for i in ins} == {"layer", "param"}:
+            lay = next(i for i in ins if i[0] == "layer")
+            par = next(i for i in ins if i[0] == "param")
+            layer = layers[lay[1]]
+            if lay[2] or layer["bias"] is not None or np.size(leaves[par[1]]) != layer["out"]:
+                return None
+            layer["bias"] = names[par[1]]
+            out = lay
+        elif ins and ins[0][0] == "layer" and name in ("max", "tanh", "logistic",
+                                                       "custom_jvp_call", "jit", "pjit"):
+            if name == "max":
+                if len(ins) != 2 or ins[1] != ("literal", 0.0) and not (
+                        ins[1][0] == "literal" and float(ins[1][1]) == 0.0):
+                    return None
+                act = "relu"
+            elif name in ("tanh", "logistic"):
+                act = JAXPR_ACTIVATIONS[name]
+            else:
+                act = JAXPR_ACTIVATIONS.get(_call_name(eqn))
+                if act is None:
+                    return None
+            out = ("layer", ins[0][1], ins[0][2] + (act,))
+        elif all(i[0] in ("data", "literal") for i in ins):
+            out = ("data",)
+        else:
+            return None
+        for v in eqn.outvars:
+            env[v] = out
+    final = [get(v) for v in jaxpr.outvars]
+    if (len(layers) < 2 or len(final) != 1 or final[0][0] != "layer"
+            or final[0][1] != len(layers) - 1 or final[0][2]):
+        return None
+    used = {layer["weight"] for layer in layers} | {layer["bias"] for layer in layers}
+    if set(names) - used:
+        return None  # parameters outside the dense chain
+    return layers, activations
+
+
+def _call_name(eqn):
+    """The name of an elementwise call (``jit`` of ``jax.nn.gelu``, the ``custom_jvp_call`` of
+    ``jax.nn.relu``): its ``name``, else that of the one equation it wraps (``max`` with 0
+    read as relu); None when it wraps more."""
+    if eqn.params.get("name"):
+        return str(eqn.params["name"])
+    inner = eqn.params.get("call_jaxpr", eqn.params.get("jaxpr"))
+    inner = getattr(inner, "jaxpr", inner)
+    eqns = getattr(inner, "eqns", ())
+    if len(eqns) != 1:
+        return None
+    prim = eqns[0].primitive.name
+    if prim == "max":
+        return "relu"
+    return prim if prim in ("tanh", "logistic") else _call_name(eqns[0])
+
+
 def _activations(activation, count):
     acts = [activation] * count if isinstance(activation, str) or (
         isinstance(activation, tuple) and len(activation) == 2
@@ -186,6 +295,12 @@ def from_jax(fn, params, probe, name=None, device=None, activation=None):
     (default: JAX's default device); theta and the results stay float64 numpy arrays on the
     host. By NVIDIA's published peak rates (quoted, not measured by paramgeo), consumer GPUs
     run float64 at 1/32 or 1/64 of their float32 rate, data-centre GPUs at 1/2.
+
+    Without ``activation``, the architecture is read from the jaxpr of fn(params, probe) when
+    it is a chain of dense layers with elementwise activations, whatever the pytree's shape
+    (nested dicts as flax, haiku and equinox store them; block names from the pytree paths,
+    ``Dense_0.kernel``); the group it implies is verified at a random point as below, and a
+    function the chain does not describe is analysed without an architecture.
 
     ``activation``: declares ``params`` a list of dense layers x -> act(x W + b) (each layer
     a dict with ``W``/``w``/``weight`` (out, in) or ``kernel`` (in, out) and optional
@@ -247,6 +362,12 @@ def from_jax(fn, params, probe, name=None, device=None, activation=None):
 
     caller = sys._getframe(1).f_globals.get("__name__", __name__)
     if layered is None:
+        read = _read_jaxpr(jax, fn, treedef, leaves, names, probe)
+        if read is not None:
+            try:
+                return _layered(name, source, caller, read)
+            except ShapeError:
+                pass  # the rules do not describe fn: no architecture declared
         return model_class(JaxModel, name, source, caller)()
     return _layered(name, source, caller, layered)
 

@@ -16,6 +16,8 @@ from it by :func:`paramgeo.symmetry.from_architecture` (Neyshabur, Salakhutdinov
 Chen, Lu, Hecht-Nielsen 1993; Arora, Cohen, Hazan 2018).
 """
 
+import numpy as np
+
 from ..errors import ShapeError
 
 #: torch elementwise activation modules and the name :mod:`paramgeo.symmetry` knows them by
@@ -152,3 +154,83 @@ def check_layers(layers, activations, spec):
     if len(activations) != len(layers) - 1:
         raise ShapeError(f"{len(layers)} dense layers need {len(layers) - 1} activations "
                          f"between them, got {len(activations)}")
+
+
+class GraphModel:
+    """Mixin of a FrameworkModel whose computational graph was read (``self._read_graph()``
+    returns a :class:`paramgeo.adapters._graph.Reading`): declares the symmetry group of the
+    layer rules that survive verification and the architecture graph of the units they found.
+
+    The reading and the verification run once per model class, on first use."""
+
+    capabilities = frozenset({"architecture", "symmetry"})
+    references = (
+        "Neyshabur, Salakhutdinov, Srebro (2015) Path-SGD (rescalings of ReLU units)",
+        "Ioffe, Szegedy (2015) Batch normalization (scale invariance)",
+        "Vaswani et al. (2017) Attention is all you need; Elhage et al. (2021) A mathematical "
+        "framework for transformer circuits (QK and OV circuits per head)",
+    )
+    _graph_cache = None  # per class: (group, units, notes, refused)
+
+    def _graph_state(self):
+        cls = type(self)
+        if cls.__dict__.get("_graph_cache") is None:
+            cls._graph_cache = _verified_reading(self)
+        return cls._graph_cache
+
+    def symmetry(self):
+        """The product of the verified rule groups read from the computational graph
+        (:mod:`paramgeo.symmetry.rules`; see :attr:`graph_notes` for what no rule covers)."""
+        return self._graph_state()[0]
+
+    @property
+    def graph_notes(self):
+        """What the graph reader could not cover, and the rules verification refused."""
+        state = self._graph_state()
+        return tuple(state[2]) + tuple(state[3])
+
+    def architecture(self):
+        """The units (neurons, channels, heads) as nodes: ``layer`` (1, 2, ... in graph order;
+        0 and the last for the inputs and outputs), ``activation``, ``inputs`` and ``outputs``
+        (the positions in theta that produce and read the unit)."""
+        import networkx as nx
+
+        units = self._graph_state()[1]
+        g = nx.DiGraph()
+        g.add_node("inputs", layer=0)
+        layers = {}
+        for label, *_ in units:
+            layers.setdefault(label, len(layers) + 1)
+        top = len(layers) + 1
+        g.add_node("outputs", layer=top)
+        for label, name, inp, out, act in units:
+            g.add_node(name, layer=layers[label], unit_class=label, activation=act,
+                       inputs=[int(i) for i in np.ravel(inp)],
+                       outputs=[int(i) for i in np.ravel(out)])
+        return g
+
+
+def _verified_reading(model):
+    """(group, units, notes, refused): the reading's groups that pass
+    :func:`paramgeo.symmetry.verify_group`, as one product."""
+    import warnings
+
+    from ..symmetry import ProductGroup, ScalingTorus, verify_group
+
+    reading = model._read_graph()
+    if reading is None:
+        return ScalingTorus(np.zeros((0, model.n), dtype=int)), [], [model._graph_reason], []
+    kept, refused = [], []
+    for name, group in reading.groups:
+        result = verify_group(model, group)
+        if result.passed:
+            kept.append(group)
+        else:
+            refused.append(f"rule '{name}' refused by verification ({result})")
+    if refused:
+        warnings.warn(f"{model.name}: " + "; ".join(refused), stacklevel=3)
+    if not kept:
+        group = ScalingTorus(np.zeros((0, model.n), dtype=int))
+    else:
+        group = kept[0] if len(kept) == 1 else ProductGroup(*kept)
+    return group, reading.units, list(reading.notes), refused

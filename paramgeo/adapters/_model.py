@@ -154,6 +154,7 @@ class FrameworkModel(Parameterization):
             built["predictor_shape"]
         self.device = self.backend.device
         self._layers = built.get("layers")
+        self._graph_reader = built.get("graph")  # reads the computational graph, on demand
         super().__init__()
         self.theta0 = self.spec.pack(*built["theta0"])
         self._f = _Op(self.backend, built["forward"], self.n, self.m, self, "forward")

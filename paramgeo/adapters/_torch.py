@@ -11,7 +11,8 @@ import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
 from ._checks import probe_array, torch_state
-from ._layers import LayeredModel, torch_layers
+from ._graph import math_attention, read_torch
+from ._layers import GraphModel, LayeredModel, torch_layers
 from ._model import Backend, FrameworkModel, model_class
 
 
@@ -39,6 +40,11 @@ class TorchBackend(Backend):
     def compile(self, fn):
         return fn  # eager: torch.func has no jit of its own here
 
+    def run_context(self):
+        """Attention in torch's math backend (forward-mode derivatives exist there) and
+        torch.func's fallback warnings silenced: see :class:`._graph.math_attention`."""
+        return math_attention(self.torch)
+
     def tensor(self, a):
         a = np.asarray(a, dtype=np.float64)
         if not (a.flags.writeable and a.flags.c_contiguous):
@@ -47,7 +53,8 @@ class TorchBackend(Backend):
         return t if self._cpu else t.to(self.device)
 
     def run(self, fn, *arrays):
-        out = fn(*(self.tensor(a) for a in arrays))
+        with self.run_context():
+            out = fn(*(self.tensor(a) for a in arrays))
         if not self._cpu:
             return out.detach().cpu().numpy()
         out = out.detach().numpy()
@@ -70,6 +77,19 @@ class TorchModel(FrameworkModel):
     """A torch ``nn.Module`` on a fixed probe batch (built by :func:`from_torch`)."""
 
     framework = "torch"
+
+
+class TorchGraphModel(GraphModel, TorchModel):
+    """A torch module of any structure: the symmetry group and the units (neurons, channels,
+    heads) are read from its torch.fx graph by the layer rules (see :mod:`._graph`)."""
+
+    capabilities = TorchModel.capabilities | GraphModel.capabilities
+    references = TorchModel.references + GraphModel.references
+
+    def _read_graph(self):
+        reading, reason = self._graph_reader()
+        type(self)._graph_reason = reason
+        return reading
 
 
 class TorchLayeredModel(LayeredModel, TorchModel):
@@ -157,8 +177,15 @@ def from_torch(module, probe, name=None, device=None, layers="auto"):
                     "in a module whose forward returns the tensor to analyse")
             return out.reshape(-1)
 
+        def read_graph():
+            positions, start = {}, 0
+            for (key, shape), size in zip(shapes, sizes):
+                positions[key] = np.arange(start, start + size).reshape(shape)
+                start += size
+            return read_torch(model, x, positions, start)
+
         try:
-            with torch.no_grad():
+            with torch.no_grad(), math_attention(torch):
                 out = model(x)
         except Exception as exc:
             raise ShapeError(f"{name}: the torch module failed on the probe of shape "
@@ -171,9 +198,11 @@ def from_torch(module, probe, name=None, device=None, layers="auto"):
         return {"backend": TorchBackend(torch, device), "blocks": shapes,
                 "predictor_shape": tuple(out.shape), "forward": forward,
                 "theta0": [p.detach().cpu().numpy() for _, p in named], "layers": layered,
+                "graph": read_graph if layers == "auto" else None,
                 "state": lambda: torch_state(model),
                 "what": f"torch module {type(module).__name__}"}
 
-    base = TorchLayeredModel if layered is not None else TorchModel
+    base = (TorchLayeredModel if layered is not None else
+            TorchGraphModel if layers == "auto" else TorchModel)
     caller = sys._getframe(1).f_globals.get("__name__", __name__)
     return model_class(base, name, source, caller)()

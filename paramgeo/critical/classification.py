@@ -365,6 +365,10 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     rng = as_rng(seed)
     st = (None if struct is None else
           _point_stratum(param, struct, theta, R, zero_tol, policy, n_points, rng))
+    if st is not None and st.proper and rank > st.generic_rank:
+        # theta lies on its stratum, so its rank bounds the stratum's generic rank from below
+        # (random draws of a ReLU network may switch units off on every probe input)
+        st.generic_rank = rank
     kinks = decision.kinks  # rank_at's kink report (None for a smooth phi)
     on_kink = kinks is not None and kinks.on_kink
     critical = rank < R and not on_kink

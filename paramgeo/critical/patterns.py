@@ -108,8 +108,14 @@ def _network_structure(param):
                     key=lambda n: (layers[n], _natural(n)))
     groups = {}
     for node in hidden:
-        preds = {p: int(graph.edges[p, node]["index"]) for p in graph.predecessors(node)}
-        succs = {s: int(graph.edges[node, s]["index"]) for s in graph.successors(node)}
+        data = graph.nodes[node]
+        if "inputs" in data:  # a unit read from a computational graph: its positions given
+            cls = data.get("unit_class", layers[node])
+            preds = {f"{cls}<{i}": int(k) for i, k in enumerate(data["inputs"])}
+            succs = {f"{cls}>{i}": int(k) for i, k in enumerate(data.get("outputs", ()))}
+        else:
+            preds = {p: int(graph.edges[p, node]["index"]) for p in graph.predecessors(node)}
+            succs = {s: int(graph.edges[node, s]["index"]) for s in graph.successors(node)}
         unit = _Unit(str(node), {"in": tuple(preds.values()), "out": tuple(succs.values())},
                      preds, layers[node])
         twin = (layers[node], frozenset(preds), frozenset(succs))

@@ -1,0 +1,567 @@
+"""The architecture of a torch module read from its computational graph (torch.fx).
+
+The module is traced symbolically (``torch.fx``; torch's own layers stay leaves) and shapes are
+propagated on the probe. Walking the graph, every parametrised layer that writes a feature axis
+(a dense layer's neurons, a convolution's channels, an embedding's coordinates, a
+normalisation layer's features, attention's output) starts a *stream* of units; elementwise
+activations, batch normalisation in eval mode, pooling and flattening carry a stream on, and
+the layers that read it (dense layers, convolutions) are its consumers. Anything else a stream
+meets (a residual sum, the model's output, an unknown operation) makes it *escape*: no unit
+symmetry is claimed for it. The rules of :mod:`paramgeo.symmetry.rules` then give, per
+stream, the symmetries its units carry; each rule's group is verified against the model before
+it is kept (:func:`paramgeo.symmetry.verify_group`), and what the rules leave unexplained is
+measured by :func:`paramgeo.symmetry.completeness`.
+"""
+
+import dataclasses
+import operator
+
+import numpy as np
+
+from ..symmetry import rules
+
+#: activations by the name the rules know them by (torch modules, functions and methods)
+ACTIVATION_NAMES = {
+    "relu": "relu", "leaky_relu": "leaky_relu", "leakyrelu": "leaky_relu", "tanh": "tanh",
+    "hardtanh": "hardtanh", "softsign": "softsign", "sigmoid": "sigmoid", "gelu": "gelu",
+    "silu": "silu", "softplus": "softplus", "elu": "elu", "identity": None, "dropout": None,
+    "dropout1d": None, "dropout2d": None, "dropout3d": None, "alphadropout": None,
+}
+HOMOGENEOUS = {"relu", "leaky_relu"}
+ODD = {"tanh", "softsign", "hardtanh"}
+
+
+@dataclasses.dataclass
+class Stream:
+    """The units written by one layer (see the module docstring)."""
+
+    label: str
+    kind: str  # "dense", "conv", "embed", "affine"
+    k: int
+    incoming: np.ndarray  # (rows, k): column j = the producer's parameters of unit j
+    bias: object = None  # (k,) index array of the producer's bias, or None
+    bn: object = None  # dict(label, gamma, beta, mu, sigma) of batch norm in eval mode
+    layer_norm: bool = False  # an affine stream written by a layer norm with a bias
+    events: list = dataclasses.field(default_factory=list)  # (kind, stage, data)
+
+    def unit_inp(self, j, stage):
+        """The parameters of the last affine stage before unit j's activation."""
+        if stage[0]:  # after batch norm
+            return np.array([self.bn["gamma"][j], self.bn["beta"][j]])
+        return self.incoming[:, j]
+
+
+@dataclasses.dataclass
+class Value:
+    """What an fx node computes: ``kind`` "data" (no parameters), "stream" (the units of
+    ``stream`` along ``axis``; ``flat`` = positions per unit after flattening; ``stage`` =
+    (after batch norm, activations applied, max-pooled)), "sum", "tuple" or "opaque"."""
+
+    kind: str
+    stream: object = None
+    axis: int = -1
+    flat: int = 1
+    stage: tuple = (False, (), False)
+    parts: tuple = ()
+    shape: tuple = None
+
+
+DATA, OPAQUE = Value("data"), Value("opaque")
+
+
+@dataclasses.dataclass
+class Reading:
+    """What the reader found: rule groups (name, group) to verify, strata units (layer, name,
+    inputs, outputs, activation), and notes on what no rule covers."""
+
+    groups: list = dataclasses.field(default_factory=list)
+    units: list = dataclasses.field(default_factory=list)
+    notes: list = dataclasses.field(default_factory=list)
+    layers: list = dataclasses.field(default_factory=list)  # (qualname, type name)
+
+
+class _Reader:
+    def __init__(self, model, positions, n, shapes):
+        self.model, self.pos, self.n, self.shapes = model, positions, n, shapes
+        self.streams, self.reading = [], Reading()
+        self.fields = []
+        self.perm_classes, self.perm_adjust = [], {}
+
+    # ------------------------------------------------------------------ helpers
+    def idx(self, qualname, attr):
+        key = f"{qualname}.{attr}" if qualname else attr
+        return self.pos.get(key)
+
+    def escape(self, value, reason):
+        if value.kind == "stream":
+            value.stream.events.append(("escape", value.stage, reason))
+        for part in value.parts:
+            self.escape(part, reason)
+
+    def new_stream(self, label, kind, incoming, bias=None):
+        s = Stream(label, kind, incoming.shape[1], incoming, bias)
+        self.streams.append(s)
+        return s
+
+    # ------------------------------------------------------------------ consumers
+    def consume(self, value, label, weight, kind):
+        """A dense layer (weight (out, in)) or convolution (weight (out, in, *kernel)) reads
+        ``value``: record its columns per unit, or make the stream escape."""
+        if value.kind == "data":
+            return
+        if value.kind != "stream":
+            self.escape(value, f"read by {label} after a sum or an unknown operation")
+            return
+        s = value.stream
+        if kind == "dense":
+            last = value.shape is not None and value.axis in (-1, len(value.shape) - 1)
+            if weight.shape[1] != s.k * value.flat or not last:
+                self.escape(value, f"read by {label} along another axis")
+                return
+            cols = weight.reshape(weight.shape[0], s.k, value.flat)
+            out = np.moveaxis(cols, 1, -1).reshape(-1, s.k)
+        else:
+            if value.axis != 1 or value.flat != 1 or weight.shape[1] != s.k:
+                self.escape(value, f"read by {label} along another axis")
+                return
+            out = np.moveaxis(weight, 1, -1).reshape(-1, s.k)
+        s.events.append(("consumer", value.stage, (label, out, weight,
+                                                   self.idx(label, "bias"))))
+
+    # ------------------------------------------------------------------ layers
+    def dense(self, label, mod):
+        W = self.idx(label, "weight")
+        b = self.idx(label, "bias")
+        incoming = W.T if b is None else np.vstack([W.T, b[None, :]])
+        return self.new_stream(label, "dense", incoming, b)
+
+    def conv(self, label, mod):
+        W = self.idx(label, "weight")
+        b = self.idx(label, "bias")
+        flat = W.reshape(W.shape[0], -1).T
+        incoming = flat if b is None else np.vstack([flat, b[None, :]])
+        return self.new_stream(label, "conv", incoming, b)
+
+    def affine(self, label, weight="weight", bias="bias", layer_norm=False):
+        g, b = self.idx(label, weight), self.idx(label, bias)
+        if g is None or g.ndim != 1:
+            return None
+        incoming = g[None, :] if b is None else np.vstack([g, b])
+        s = self.new_stream(label, "affine", incoming, b)
+        s.layer_norm = layer_norm and b is not None
+        return s
+
+    def hyperplane(self, norm, consumer, weight="weight", bias="bias"):
+        """The shears of a dense layer reading a layer norm's output (see
+        :func:`paramgeo.symmetry.rules.layer_norm_hyperplane`)."""
+        g, beta = self.idx(norm, "weight"), self.idx(norm, "bias")
+        W, b = self.idx(consumer, weight), self.idx(consumer, bias)
+        if g is None or beta is None or W is None or b is None:
+            return
+        self.reading.groups.append((f"{consumer} shears on {norm}'s hyperplane",
+                                    rules.layer_norm_hyperplane(g, beta, W, b, self.n,
+                                                                consumer)))
+
+    def attention(self, label, mod, prefix=None):
+        """Multi-head attention's rules; returns the output projection's stream."""
+        import torch
+
+        p = prefix or label
+        W, b = self.idx(p, "in_proj_weight"), self.idx(p, "in_proj_bias")
+        Wo, bo = self.idx(p, "out_proj.weight"), self.idx(p, "out_proj.bias")
+        if (W is None or Wo is None or getattr(mod, "bias_k", None) is not None
+                or not isinstance(mod, torch.nn.MultiheadAttention)):
+            self.reading.notes.append(f"{label}: attention with separate or extra "
+                                      "projections has no rule")
+            return None
+        E, H = mod.embed_dim, mod.num_heads
+        d = E // H
+        heads = []
+        for h in range(H):
+            rows = slice(h * d, (h + 1) * d)
+
+            def proj(part, rows=rows):
+                block = W[part * E:(part + 1) * E][rows].T  # (E, d)
+                if b is None:
+                    return block
+                return np.vstack([block, b[part * E:(part + 1) * E][rows][None, :]])
+
+            heads.append({"q": proj(0), "k": proj(1), "v": proj(2), "o": Wo[:, rows],
+                          "key_bias": None if b is None else b[E:2 * E][rows],
+                          "value_bias": None if b is None else b[2 * E:][rows]})
+        groups, fields = rules.attention_heads(heads, bo, self.n, label)
+        for h in range(H):
+            self.reading.groups.append((f"{label} head {h} QK", groups[2 * h]))
+            self.reading.groups.append((f"{label} head {h} VO", groups[2 * h + 1]))
+        if fields:
+            self.reading.groups.append((f"{label} key and value biases",
+                                        rules.field_group(fields, self.n, f"R^{len(fields)}")))
+        perm = np.stack([np.concatenate([hd[k].ravel() for k in ("q", "k", "v")]
+                                        + [hd["o"].ravel()]) for hd in heads])
+        self.perm_classes.append((f"{label} heads", perm))
+        for h, hd in enumerate(heads):
+            self.reading.units.append((f"{label} heads", f"{label} head {h}",
+                                       hd["v"].ravel(), hd["o"].ravel(), "attention"))
+        incoming = Wo.T if bo is None else np.vstack([Wo.T, bo[None, :]])
+        return self.new_stream(f"{p}.out_proj", "dense", incoming, bo)
+
+    def encoder_layer(self, label, mod):
+        """nn.TransformerEncoderLayer: attention, the feed-forward neurons and the mean shifts
+        of its layer norms (post-norm); the output is norm2's features (or opaque)."""
+        sa = self.attention(label, mod.self_attn, f"{label}.self_attn")
+        act = {1: "relu", 2: "gelu"}.get(getattr(mod, "activation_relu_or_gelu", 0))
+        l1 = self.dense(f"{label}.linear1", mod.linear1)
+        l2 = self.dense(f"{label}.linear2", mod.linear2)
+        stage = (False, (act,) if act else ("other",), False)
+        W2 = self.idx(f"{label}.linear2", "weight")
+        l1.events.append(("consumer", stage, (f"{label}.linear2", W2, W2,
+                                              self.idx(f"{label}.linear2", "bias"))))
+        if not mod.norm_first:
+            for s in (sa, l2):  # z1 = x + SA(x) and z2 = x1 + FF(x1), each read by a norm
+                if s is not None:
+                    s.events.append(("ln", (False, (), False), None))
+            # x1 = norm1(z1) enters z2 = x1 + linear2(act(linear1(x1))) directly and through
+            # linear1: norm1's bias + v, linear1's bias - W1 v and linear2's bias - v leave z2
+            # unchanged, for every v (one field per feature c, v = e_c)
+            beta1, b1 = self.idx(f"{label}.norm1", "bias"), self.idx(f"{label}.linear1", "bias")
+            b2, W1 = self.idx(f"{label}.linear2", "bias"), self.idx(f"{label}.linear1", "weight")
+            if beta1 is not None and b1 is not None and b2 is not None:
+                import scipy.sparse as sp
+
+                for c in range(len(beta1)):
+                    vec = np.zeros(self.n)
+                    vec[beta1[c]], vec[b2[c]] = 1.0, -1.0
+                    A = sp.csr_matrix((-np.ones(len(b1)), (b1, W1[:, c])),
+                                      shape=(self.n, self.n))
+                    self.fields.append((A, vec, f"{label}: norm1 bias {c} through the residual "
+                                                "and linear1 into the biases"))
+            self.hyperplane(f"{label}.norm1", f"{label}.linear1")
+            return self.affine(f"{label}.norm2", layer_norm=True)
+        self.hyperplane(f"{label}.norm2", f"{label}.linear1")
+        self.hyperplane(f"{label}.norm1", f"{label}.self_attn", "in_proj_weight",
+                        "in_proj_bias")
+        for s in (sa, l2):
+            if s is not None:
+                s.events.append(("escape", (False, (), False), "added to the residual"))
+        return None
+
+
+def _activation_of(node, gm):
+    import torch
+
+    if node.op == "call_module":
+        mod = gm.get_submodule(node.target)
+        declared = getattr(mod, "paramgeo_activation", None)
+        if declared is not None:
+            return str(declared).lower(), True
+        name = type(mod).__name__.lower()
+        if any(True for _ in mod.parameters()):
+            return "unknown", False
+        return (ACTIVATION_NAMES[name], True) if name in ACTIVATION_NAMES else ("unknown", False)
+    target = node.target
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    name = name.rstrip("_").lower()
+    if node.op == "call_method" and name in ("contiguous", "clone", "detach", "float",
+                                             "double"):
+        return None, True
+    if node.op in ("call_function", "call_method") and name in ACTIVATION_NAMES:
+        if target in (torch.nn.functional.dropout,) or name.startswith("dropout"):
+            return None, True
+        return ACTIVATION_NAMES[name], True
+    return "unknown", False
+
+
+POOLS = {"MaxPool1d": "max", "MaxPool2d": "max", "MaxPool3d": "max", "AvgPool1d": "avg",
+         "AvgPool2d": "avg", "AvgPool3d": "avg", "AdaptiveAvgPool1d": "avg",
+         "AdaptiveAvgPool2d": "avg", "AdaptiveMaxPool2d": "max", "AdaptiveMaxPool1d": "max"}
+
+
+def read_torch(model, probe, positions, n):
+    """The :class:`Reading` of a float64 eval-mode module ``model`` on ``probe`` (a tensor);
+    ``positions`` maps each parameter name to its index array (the parameter's shape) in
+    theta. Returns (reading, None) or (None, reason) when the module cannot be traced."""
+    import torch
+    import torch.fx
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    class Tracer(torch.fx.Tracer):
+        """torch's layers and modules declaring ``paramgeo_activation`` stay leaves."""
+
+        def is_leaf_module(self, m, qualname):
+            return (getattr(m, "paramgeo_activation", None) is not None
+                    or super().is_leaf_module(m, qualname))
+
+    tracer = Tracer()
+    if tracer.is_leaf_module(model, ""):  # a torch layer itself: trace it as a one-layer model
+        model = torch.nn.Sequential(model)
+        positions = {f"0.{key}": value for key, value in positions.items()}
+    try:
+        gm = torch.fx.GraphModule(model, tracer.trace(model))
+        with math_attention(torch):
+            ShapeProp(gm).propagate(probe)
+    except Exception as exc:  # noqa: BLE001 - any tracing failure means "no graph"
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        return None, f"torch.fx could not trace the module ({type(exc).__name__}: {first[:120]})"
+    reader = _Reader(model, positions, n, None)
+    env = {}
+
+    def shape_of(node):
+        meta = node.meta.get("tensor_meta")
+        return tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else None
+
+    def arg(a):
+        return env.get(a, DATA) if isinstance(a, torch.fx.Node) else DATA
+
+    for node in gm.graph.nodes:
+        args = [arg(a) for a in node.args]
+        kw = [arg(a) for a in node.kwargs.values()]
+        first = args[0] if args else DATA
+        out = OPAQUE
+        if node.op == "placeholder":
+            out = DATA
+        elif node.op == "get_attr":
+            out = OPAQUE
+        elif node.op == "output":
+            for a in args + kw:
+                reader.escape(a, "reaches the model's output")
+            continue
+        elif node.op == "call_module":
+            mod = gm.get_submodule(node.target)
+            label, tname = node.target, type(mod).__name__
+            reader.reading.layers.append((label, tname))
+            for a in args[1:] + kw:
+                reader.escape(a, f"enters {label} as a second input")
+            if isinstance(mod, torch.nn.Linear):
+                reader.consume(first, label, reader.idx(label, "weight"), "dense")
+                out = Value("stream", reader.dense(label, mod), axis=len(shape_of(node)) - 1)
+            elif isinstance(mod, (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)) \
+                    and mod.groups == 1:
+                reader.consume(first, label, reader.idx(label, "weight"), "conv")
+                out = Value("stream", reader.conv(label, mod), axis=1)
+            elif isinstance(mod, torch.nn.modules.batchnorm._BatchNorm):
+                out = _batchnorm(reader, label, mod, first)
+            elif isinstance(mod, torch.nn.LayerNorm):
+                for part in (first.parts if first.kind == "sum" else (first,)):
+                    if part.kind == "stream":
+                        part.stream.events.append(("ln", part.stage, label))
+                s = (reader.affine(label, layer_norm=True) if len(mod.normalized_shape) == 1
+                     else None)
+                out = Value("stream", s, axis=len(shape_of(node)) - 1) if s else OPAQUE
+            elif isinstance(mod, torch.nn.Embedding):
+                W = reader.idx(label, "weight")
+                out = Value("stream", reader.new_stream(label, "embed", W),
+                            axis=len(shape_of(node)) - 1)
+            elif isinstance(mod, torch.nn.MultiheadAttention):
+                reader.escape(first, f"enters {label}")
+                s = reader.attention(label, mod)
+                out = Value("tuple", parts=(Value("stream", s, axis=-1) if s else OPAQUE,
+                                            OPAQUE))
+            elif isinstance(mod, torch.nn.TransformerEncoderLayer):
+                reader.escape(first, f"enters {label}")
+                s = reader.encoder_layer(label, mod)
+                out = Value("stream", s, axis=len(shape_of(node)) - 1) if s else OPAQUE
+            elif isinstance(mod, torch.nn.Flatten):
+                out = _flatten(first, node.args[0], node, shape_of, reader, label)
+            elif tname in POOLS:
+                out = _pool(first, POOLS[tname], reader, label)
+            else:
+                act, known = _activation_of(node, gm)
+                if known:
+                    out = _activate(first, act)
+                else:
+                    reader.escape(first, f"enters {label} ({tname}), which no rule covers")
+                    if any(True for _ in mod.parameters(recurse=True)):
+                        reader.reading.notes.append(f"{label} ({tname}): no rule")
+        else:  # call_function, call_method
+            target = node.target
+            name = target if isinstance(target, str) else getattr(target, "__name__", "")
+            if target in (operator.add, operator.iadd) or name in ("add", "add_"):
+                if all(isinstance(a, torch.fx.Node) for a in node.args[:2]):
+                    out = Value("sum", parts=tuple(args[:2]))
+                else:
+                    reader.escape(first, "shifted by a constant")
+            elif target is operator.getitem and first.kind == "tuple":
+                out = first.parts[node.args[1]] if isinstance(node.args[1], int) else OPAQUE
+            elif name in ("flatten", "view", "reshape"):
+                out = _flatten(first, node.args[0], node, shape_of, reader, name)
+            else:
+                act, known = _activation_of(node, gm)
+                if known:
+                    out = _activate(first, act)
+                else:
+                    for a in args + kw:
+                        reader.escape(a, f"enters {name or node.op}, which no rule covers")
+        if out.kind == "stream":
+            shape = shape_of(node)
+            out = dataclasses.replace(out, shape=shape if isinstance(shape, tuple) else None)
+        env[node] = out
+    _apply_rules(reader)
+    return reader.reading, None
+
+
+def _activate(value, act):
+    if value.kind != "stream" or act is None:
+        return value if value.kind in ("stream", "data") else (OPAQUE if act else value)
+    bn, acts, pooled = value.stage
+    return dataclasses.replace(value, stage=(bn, acts + (act,), pooled))
+
+
+def _pool(value, kind, reader, label):
+    if value.kind == "data":
+        return DATA
+    if value.kind != "stream" or value.axis != 1:
+        reader.escape(value, f"pooled by {label} along another axis")
+        return OPAQUE
+    bn, acts, pooled = value.stage
+    return dataclasses.replace(value, stage=(bn, acts, pooled or kind == "max"))
+
+
+def _flatten(value, src, node, shape_of, reader, label):
+    if value.kind == "data":
+        return DATA
+    before, after = shape_of(src), shape_of(node)
+    if (value.kind == "stream" and before and after and value.axis == 1 and len(after) == 2
+            and after[0] == before[0] and after[1] == int(np.prod(before[1:]))):
+        return dataclasses.replace(value, flat=int(np.prod(before[2:])), axis=1)
+    if value.kind == "stream" and before == after:
+        return value
+    reader.escape(value, f"reshaped by {label}")
+    return OPAQUE
+
+
+def _batchnorm(reader, label, mod, value):
+    """Batch norm in eval mode with running statistics right after a dense layer or a
+    convolution joins its stream; anything else makes its own affine stream."""
+    fresh = (False, (), False)
+    g, b = reader.idx(label, "weight"), reader.idx(label, "bias")
+    stats = mod.track_running_stats and mod.running_mean is not None
+    if (value.kind == "stream" and value.stage == fresh and value.stream.bn is None
+            and value.axis == 1 and value.flat == 1 and stats and g is not None
+            and b is not None and value.stream.kind in ("dense", "conv")):
+        s = value.stream
+        mu = mod.running_mean.detach().cpu().numpy().astype(float)
+        sigma = np.sqrt(mod.running_var.detach().cpu().numpy().astype(float) + mod.eps)
+        s.bn = {"label": label, "gamma": g, "beta": b, "mu": mu, "sigma": sigma}
+        s.events.append(("bn", fresh, label))
+        return dataclasses.replace(value, stage=(True, (), False))
+    reader.escape(value, f"normalised by {label}")
+    s = reader.affine(label) if stats else None
+    return Value("stream", s, axis=1) if s is not None else OPAQUE
+
+
+def _apply_rules(reader):
+    """Turn each stream's events into rule groups (see :mod:`paramgeo.symmetry.rules`)."""
+    n, reading = reader.n, reader.reading
+    for s in reader.streams:
+        consumers = [e for e in s.events if e[0] == "consumer"]
+        escapes = [e for e in s.events if e[0] == "escape"]
+        lns = [e for e in s.events if e[0] == "ln"]
+        fresh = (False, (), False)
+        # batch norm fields: valid when the raw output is read by the batch norm only
+        if s.bn is not None and not any(e[1] == fresh and e[0] != "bn" for e in s.events):
+            bn = s.bn
+            units = [(s.incoming[:-1, j] if s.bias is not None else s.incoming[:, j],
+                      None if s.bias is None else s.bias[j], bn["gamma"][j], bn["beta"][j])
+                     for j in range(s.k)]
+            fields = rules.batchnorm_fields(units, bn["mu"], bn["sigma"], n,
+                                            f"{s.label}+{bn['label']}")
+            reading.groups.append((f"{s.label}+{bn['label']} rescaling and shift",
+                                   rules.field_group(fields, n, f"R^{len(fields)}")))
+        # layer norm mean shifts: the stream is read by layer norms only, before activations
+        if lns and not consumers and not escapes and all(e[1] == fresh for e in lns) \
+                and s.kind == "dense" and s.bn is None:
+            W = s.incoming[:-1].T if s.bias is not None else s.incoming.T
+            fields = rules.mean_shift_fields(W, s.bias, n, s.label)
+            reading.groups.append((f"{s.label} mean shift",
+                                   rules.field_group(fields, n, f"R^{len(fields)}")))
+        if s.layer_norm:
+            for _, stage, (label, _, _, bias) in consumers:
+                if stage == fresh and bias is not None:
+                    reader.hyperplane(s.label, label)
+        if escapes or lns or not consumers:
+            if consumers and escapes:
+                reading.notes.append(f"{s.label}: its units {escapes[0][2]}; no unit symmetry")
+            continue
+        stages = {e[1] for e in consumers}
+        if len(stages) > 1:
+            reading.notes.append(f"{s.label}: read at different stages; no unit symmetry")
+            continue
+        (after_bn, acts, maxpooled), = stages
+        outs = [e[2][1] for e in consumers]
+        out_of = [np.concatenate([o[:, j] for o in outs]) for j in range(s.k)]
+        inp_of = [s.unit_inp(j, (after_bn,)) for j in range(s.k)]
+        act = acts[-1] if len(acts) == 1 else ("other" if acts else None)
+        word = {"conv": "channel", "dense": "neuron", "embed": "coordinate"}.get(s.kind,
+                                                                                "feature")
+        for j in range(s.k):  # strata units: every parameter producing the unit is an input
+            full = np.concatenate([s.incoming[:, j]] + ([np.array(
+                [s.bn["gamma"][j], s.bn["beta"][j]])] if after_bn else []))
+            reading.units.append((s.label, f"{s.label} {word} {j}", full, out_of[j],
+                                  act or ("maxpool" if maxpooled else "identity")))
+        units = list(zip(inp_of, out_of))
+        if act is None and not maxpooled:
+            if s.kind == "affine" or after_bn:
+                reading.groups.append((f"{s.label} feature rescalings",
+                                       rules.rescaling_torus(units, n, signed=True)))
+            else:
+                reading.groups.append((f"{s.label} GL({s.k})",
+                                       rules.general_linear(s.k, s.incoming, outs)))
+        elif act in HOMOGENEOUS:
+            reading.groups.append((f"{s.label} {act} rescalings",
+                                   rules.rescaling_torus(units, n, signed=False)))
+        elif act in ODD and not maxpooled:
+            reading.groups.append((f"{s.label} {act} sign flips",
+                                   rules.sign_flips(units, n, s.label)))
+        if s.kind != "affine" and not (act is None and not maxpooled and not after_bn):
+            slots = [np.concatenate([s.incoming[:, j]]
+                                    + ([np.array([s.bn["gamma"][j], s.bn["beta"][j]])]
+                                       if s.bn is not None else []) + [out_of[j]])
+                     for j in range(s.k)]
+            reader.perm_classes.append((f"{s.label} units", np.stack(slots)))
+            if s.bn is not None:
+                reader.perm_adjust[f"{s.label} units"] = rules.batchnorm_adjust(
+                    s.bn["gamma"], s.bn["beta"], s.bn["mu"], s.bn["sigma"])
+    if reader.fields:
+        reading.groups.append(("layer-norm bias transfers",
+                               rules.field_group(reader.fields, n, f"R^{len(reader.fields)}")))
+    perms = rules.unit_permutations(reader.perm_classes, n, reader.perm_adjust)
+    if perms is not None:
+        reading.groups.append(("unit permutations", perms))
+
+
+class math_attention:
+    """Run torch's attention in its math backend, the one with forward-mode derivatives
+    (the CPU flash kernel and the fused encoder fast path have none), and silence the performance warning torch.func prints when
+    it falls back from a batching rule (paramgeo's own vmap, not the user's code)."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self._ctx = None
+
+    def __enter__(self):
+        import warnings
+
+        self._warn = warnings.catch_warnings()
+        self._warn.__enter__()
+        warnings.filterwarnings("ignore", message=".*[Pp]erformance drop.*")
+        warnings.filterwarnings("ignore", message=".*batching rule.*")
+        mha = getattr(self.torch.backends, "mha", None)
+        self._fastpath = mha.get_fastpath_enabled() if mha is not None else None
+        if mha is not None:  # the fused encoder kernels have no forward-mode derivative either
+            mha.set_fastpath_enabled(False)
+        try:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            self._ctx = sdpa_kernel([SDPBackend.MATH])
+            self._ctx.__enter__()
+        except Exception:  # noqa: BLE001 - an older torch: its default backends stay
+            self._ctx = None
+        return self
+
+    def __exit__(self, *exc):
+        if self._ctx is not None:
+            self._ctx.__exit__(*exc)
+        if self._fastpath is not None:
+            self.torch.backends.mha.set_fastpath_enabled(self._fastpath)
+        self._warn.__exit__(*exc)
+        return False

@@ -1,0 +1,89 @@
+"""How much of the Jacobian's kernel a symmetry group explains.
+
+At a point theta, ker J(theta) contains the vertical space V(theta) (the tangent of the orbit)
+whenever G leaves phi invariant; the group explains all of the redundancy when the two have the
+same dimension, n - rank J = dim V. The directions of ker J orthogonal to V are what no declared
+symmetry accounts for: a symmetry the group misses, or a degeneracy of the point or of the
+probe batch (a ReLU unit active on every probe input acts linearly there). They are listed by
+the blocks of theta they move.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from ..results import Result
+
+#: above this n the kernel is not computed densely: only the dimensions are compared
+MAX_DENSE_N = 4000
+
+
+@dataclasses.dataclass(frozen=True)
+class Completeness(Result):
+    """``kernel_dim`` = n - rank J at the point, ``explained`` = dim of the vertical space
+    inside it, ``unexplained`` = a tuple of directions, each a dict block -> share of the
+    direction's squared norm in that block (largest first; None when n > MAX_DENSE_N)."""
+
+    kernel_dim: int
+    explained: int
+    unexplained: object
+
+    @property
+    def complete(self):
+        return self.explained >= self.kernel_dim
+
+    def __str__(self):
+        head = (f"the declared group explains {self.explained} of the {self.kernel_dim} "
+                "kernel dimensions")
+        if self.complete:
+            return head + " (every kernel dimension)"
+        missing = self.kernel_dim - self.explained
+        if not self.unexplained:
+            return head + f"; {missing} unexplained"
+        parts = []
+        for direction in self.unexplained[:5]:
+            parts.append(", ".join(f"{b} {share:.0%}" for b, share in
+                                   list(direction.items())[:3]))
+        more = f" (and {missing - 5} more)" if missing > 5 else ""
+        return head + f"; {missing} unexplained, moving: " + "; ".join(parts) + more
+
+
+def completeness(param, theta=None, group=None, policy=None, seed=0):
+    """Compare n - rank J(theta) with the orbit dimension of ``group`` (default: the declared
+    symmetry) at ``theta`` (default: a random point), and list the kernel directions the group
+    does not explain, by block (see the module docstring). The rank decision uses the policy of
+    :mod:`paramgeo.geometry`."""
+    from ..geometry import DEFAULT_POLICY, decide_rank, orbit_dim, rank_at
+
+    policy = policy or DEFAULT_POLICY
+    if theta is None:
+        theta = param.random_point(np.random.default_rng(seed))
+    theta = param.as_theta(theta)
+    if group is None:
+        group = param.symmetry() if param.provides("symmetry") else None
+    if param.n > MAX_DENSE_N:
+        kernel = param.n - rank_at(param, theta, policy, warn=False).rank
+        explained = orbit_dim(param, theta, policy) if group is not None else 0
+        return Completeness(int(kernel), int(min(explained, kernel)), None)
+    J = np.asarray(param.jacobian(theta), float)
+    _, s, vt = np.linalg.svd(J, full_matrices=True)
+    rank = decide_rank(np.concatenate([s, np.zeros(max(0, param.n - len(s)))]), policy,
+                       warn=False).rank
+    K = vt[rank:].T  # an orthonormal basis of ker J
+    if group is not None and group.dim:
+        G = np.asarray(group.generators(theta), float)
+        u, sg, _ = np.linalg.svd(G, full_matrices=False)
+        Q = u[:, sg > max(sg[0] * 1e-9, 1e-300)] if sg.size else np.zeros((param.n, 0))
+    else:
+        Q = np.zeros((param.n, 0))
+    R = K - Q @ (Q.T @ K)
+    ur, sr, _ = np.linalg.svd(R, full_matrices=False) if R.size else (None, np.zeros(0), None)
+    keep = sr > 0.5  # directions of ker J at an angle of more than 30 degrees from V
+    missing = int(keep.sum())
+    directions = []
+    for k in np.flatnonzero(keep):
+        shares = {name: float(np.sum(ur[sl, k] ** 2)) for name, sl in param.spec.slices.items()}
+        directions.append(dict(sorted(((b, v) for b, v in shares.items() if v > 0.01),
+                                      key=lambda kv: -kv[1])))
+    kernel = param.n - rank
+    return Completeness(int(kernel), int(kernel - missing), tuple(directions))

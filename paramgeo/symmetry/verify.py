@@ -1,0 +1,95 @@
+"""Verification of a symmetry group against the map it claims to leave invariant.
+
+Two independent checks at random points theta (a rule read from an architecture is refused
+when either fails):
+
+* infinitesimal: every generator X(theta) lies in ker J(theta). Checked first on one random
+  combination G(theta) r of the generator columns (one product J v: a failing column makes the
+  combination fail with probability 1), then column by column to name the failing ones;
+  |J X| <= tol |X| sigma, with sigma = |J u| / |u| for a random u (the scale of J);
+* finite: phi(g . theta) = phi(theta) for random group elements g (this also checks the
+  discrete parts: permutations, sign flips), |phi(g . theta) - phi(theta)| <= tol' |phi|.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from ..errors import ContractError
+from ..results import Result
+
+#: relative tolerances of the infinitesimal and the finite check (float64 models)
+GENERATOR_TOL = 1e-7
+ACTION_TOL = 1e-7
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupVerification(Result):
+    """What :func:`verify_group` measured: the largest relative |J X| over generator
+    combinations (``generator_error``), the largest relative |phi(g theta) - phi(theta)|
+    (``action_error``), the failing generator columns (``failing``: indices) and ``passed``."""
+
+    generator_error: float
+    action_error: float
+    failing: tuple
+    passed: bool
+
+    def __str__(self):
+        state = "verified" if self.passed else "REFUSED"
+        return (f"group {state}: |J X| / (|J| |X|) <= {self.generator_error:.1e}, "
+                f"|phi(g theta) - phi(theta)| / |phi| <= {self.action_error:.1e}")
+
+
+def verify_group(param, group, n_points=2, n_elements=2, seed=0, tol=GENERATOR_TOL,
+                 action_tol=ACTION_TOL, points=None):
+    """Check that ``group`` leaves ``param`` invariant (module docstring) at ``n_points`` random
+    points (``param.random_point``; or the given ``points``). Returns a
+    :class:`GroupVerification`; raises nothing (see :func:`require_group`)."""
+    rng = np.random.default_rng(seed)
+    points = list(points) if points is not None else [param.random_point(rng)
+                                                      for _ in range(n_points)]
+    gen_err, act_err, failing = 0.0, 0.0, set()
+    for theta in points:
+        theta = np.asarray(theta, float)
+        u = rng.standard_normal(theta.size)
+        scale = float(np.linalg.norm(param.jvp(theta, u))) / float(np.linalg.norm(u))
+        scale = max(scale, 1e-300)
+        if group.dim:
+            G = group.sparse_generators(theta).tocsc()
+            v = G @ rng.standard_normal(G.shape[1])
+            err = _rel(param, theta, v, scale)
+            gen_err = max(gen_err, err)
+            if err > tol:
+                for k in range(G.shape[1]):
+                    col = np.asarray(G[:, k].toarray()).ravel()
+                    if _rel(param, theta, col, scale) > tol:
+                        failing.add(k)
+        base = param.forward_flat(theta)
+        size = max(float(np.linalg.norm(base)), 1e-300)
+        for _ in range(n_elements):
+            moved = group.act(group.random_element(rng), theta)
+            act_err = max(act_err, float(np.linalg.norm(param.forward_flat(moved) - base)) / size)
+    passed = gen_err <= tol and act_err <= action_tol
+    return GroupVerification(gen_err, act_err, tuple(sorted(failing)), passed)
+
+
+def _rel(param, theta, v, scale):
+    norm = float(np.linalg.norm(v))
+    if norm == 0.0:
+        return 0.0
+    return float(np.linalg.norm(param.jvp(theta, v))) / (scale * norm)
+
+
+def require_group(param, group, what, **kwargs):
+    """:func:`verify_group`, raising :class:`ContractError` naming ``what`` (the rule or the
+    declaration) when the group does not leave phi invariant."""
+    result = verify_group(param, group, **kwargs)
+    if not result.passed:
+        labels = getattr(group, "labels", None)
+        names = ([labels[k] for k in result.failing[:3]] if labels else
+                 [f"generator {k}" for k in result.failing[:3]])
+        raise ContractError(
+            f"{param.name}: {what} does not leave the model invariant ({result}); "
+            + (f"failing: {', '.join(names)}; " if names else "")
+            + "the layer does not compute what the rule assumes")
+    return result
