@@ -363,7 +363,7 @@ def mp_edges(gamma, sigma2=1.0):
 #: Largest spike strength relative to sigma^2: beyond about 1e10 the spike feature's ridge
 #: (``penalty_fit``) has no root in its bracket in float64; 1e8 leaves a margin.
 MAX_SPIKE = 1e8
-#: Largest d N of :func:`spiked_filter_risks` (its shifted-GD grid costs ~2,500 d N products).
+#: Largest d N of :func:`spiked_filter_risks` (the sample is N x d; its SVD costs N^2 d).
 MAX_FILTER_ENTRIES = 10_000_000
 
 
@@ -405,6 +405,16 @@ class SpikedModel:
         """Excess prediction risk (beta - beta*)^T Sigma (beta - beta*)."""
         e = np.asarray(beta, float) - self.beta_star
         return float(self.sigma2 * e @ e + self.spike * e[0] ** 2)
+
+    def risk_in_rows(self, V, c):
+        """risk(V^T c) for V with orthonormal rows (k x d), in O(k) after one O(k) product
+        per call: with beta* = signal e_1, |V^T c - beta*|^2 = |c|^2 - 2 signal c . V[:, 0] +
+        signal^2 and (V^T c - beta*)_1 = c . V[:, 0] - signal."""
+        c = np.asarray(c, float)
+        first = np.dot(c, V[:, 0])  # numpy scalars: an overflow is inf, as in risk()
+        sq = np.dot(c, c) - 2.0 * self.signal * first + self.signal ** 2
+        return float(self.sigma2 * np.maximum(sq, 0.0) + self.spike * np.square(first -
+                                                                                 self.signal))
 
     def implicit_penalty(self, N):
         """kappa = sigma^2 (d - N - 2) / N: the ridge the flat bulk puts on the spike.
@@ -455,8 +465,8 @@ def spiked_filter_risks(model, N, seed=0, steps=4000, shifts=None, lr=None):
     if model.d * N > MAX_FILTER_ENTRIES:
         raise ArgumentError(
             f"spiked filters: d N = {model.d} x {N} = {model.d * N:.3g} entries, beyond "
-            f"{MAX_FILTER_ENTRIES:.0e}: the grid of shifted-GD risks costs about 2,500 products "
-            "of that size (minutes and more beyond it); give a smaller d or N")
+            f"{MAX_FILTER_ENTRIES:.0e}: the sample and its SVD (N^2 d operations) would take "
+            "minutes and gigabytes; give a smaller d or N")
     X, y = model.sample(N, np.random.default_rng(seed))
     _, sv, Vt = np.linalg.svd(X, full_matrices=False)
     s = sv ** 2 / N
@@ -464,7 +474,7 @@ def spiked_filter_risks(model, N, seed=0, steps=4000, shifts=None, lr=None):
     proj = Vt @ b
 
     def risk_of(filt):
-        return model.risk(Vt.T @ (filt(s) / s * proj))
+        return model.risk_in_rows(Vt, filt(s) / s * proj)
 
     s_min = float(s[-1])
     lo, hi = mp_edges(model.d / N, model.sigma2)

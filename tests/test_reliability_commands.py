@@ -159,3 +159,13 @@ def test_a_plugin_exiting_or_interrupted_at_import_is_the_plugins_fault(tmp_path
     path.write_text(body)
     _refused(_cli("--plugin", path, "list"), f"plugin file '{path}' failed to import", phrase)
     _refused(_cli("describe", path), "failed to import", phrase)
+
+
+def test_the_risk_in_orthonormal_rows_is_the_risk_of_the_vector():
+    from paramgeo.risk import SpikedModel
+
+    rng = np.random.default_rng(0)
+    model = SpikedModel(30, spike=7.0, sigma2=1.5, signal=0.8)
+    V = np.linalg.qr(rng.standard_normal((30, 6)))[0].T  # 6 x 30, orthonormal rows
+    for c in (rng.standard_normal(6), np.zeros(6), 1e3 * rng.standard_normal(6)):
+        assert model.risk_in_rows(V, c) == pytest.approx(model.risk(V.T @ c), rel=1e-12)
