@@ -311,6 +311,8 @@ MIN_ATOL = 1e-30
 #: Largest |field(theta0)| / (1 + |theta0|_inf) a flow starts from: beyond it the time scale
 #: of the flow is below 1e-100 and the integrator's first steps underflow
 MAX_FIELD = 1e100
+#: Largest |theta0|_inf a flow starts from (phi of degree 2 or more overflows near 1e150)
+MAX_START = 1e50
 #: Most steps of one gradient-descent run a command or a sweep accepts (at ~1 ms a step, about
 #: three hours; beyond it a request is a typo, refused before any step).
 MAX_STEPS = 10_000_000
@@ -417,8 +419,8 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
     if t_final / time_scale < MIN_TAU:
         raise ParamgeoError(f"the horizon t_final / time_scale = {t_final:.3g} / "
                             f"{time_scale:.3g} is below {MIN_TAU:.0e} units of tau: the "
-                            "integrator would step in denormal times; give a time scale at "
-                            "most the horizon times 1e12")
+                            "integrator would step in denormal times; give a longer horizon "
+                            f"or a shorter time scale (t_final / time_scale >= {MIN_TAU:.0e})")
     for what, tol in (("rtol", rtol), ("atol", atol)):
         if not (np.isfinite(tol) and tol > 0):
             raise ParamgeoError(f"the tolerance {what} must be a positive number, got {tol}")
@@ -435,6 +437,11 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
             "integrator (RK45 or DOP853) or gradient descent")
     from scipy.integrate import solve_ivp
 
+    if np.max(np.abs(theta0), initial=0.0) > MAX_START:
+        raise ParamgeoError(
+            f"theta0 has an entry of {np.max(np.abs(theta0)):.3g}, beyond {MAX_START:.0e}: "
+            "products of its entries (phi, the loss and its gradient) overflow and the "
+            "integrator stalls; give a smaller start (init scale)")
     with np.errstate(over="ignore", invalid="ignore"):
         start = np.asarray(field(theta0), float)
     if not np.all(np.isfinite(start)) or np.max(np.abs(start), initial=0.0) > MAX_FIELD * (

@@ -80,6 +80,7 @@ def test_the_spiked_model_refuses_non_finite_and_negative_strengths():
     (("--lr-exponent", "1e300"), "is outside [1e-100, 1e100]"),
     (("--lr-exponent", "inf"), "lr_exponent must be a finite number, got inf"),
     (("--lr", "1e300"), "is outside [1e-100, 1e100]"),
+    (("--teacher-rank", "1000"), "the teacher's rank r* must lie in 1..d = 1..20, got 1000"),
 ])
 def test_online_sgd_bounds_its_horizon_and_step_before_the_run(monkeypatch, args, phrase):
     import paramgeo.flows.online as online
@@ -113,6 +114,8 @@ def data(tmp_path):
     ("implicit-bias", ("--time-scale", "1e300"), "the time scale 1e+300 is beyond"),
     ("implicit-bias", ("--time-scale", "1e25"), "t_final / time_scale = 1e+09 / 1e+25"),
     ("implicit-bias", ("--atol", "1e-300"), "atol = 1e-300 is below 1e-30"),
+    ("implicit-bias", ("--t-final", "1e-300"), "give a longer horizon or a shorter time scale"),
+    ("flow", ("--method", "flow", "--init-scale", "1e300"), "theta0 has an entry of 2e+300"),
 ])
 def test_flows_bound_time_scale_and_atol_before_the_run(monkeypatch, data, command, args,
                                                         phrase):

@@ -35,6 +35,9 @@ def run_online(param, *, link="abs", tokens=1, noise=0.0, beta=1.0, teacher="tie
         scale = 1.0 / math.sqrt(param.sizes["r"] * d)
     if not (math.isfinite(horizon) and horizon > 0):
         raise ParamgeoError(f"the horizon must be a positive number, got {horizon}")
+    if teacher_rank is not None and not 1 <= teacher_rank <= d:
+        raise ParamgeoError(f"the teacher's rank r* must lie in 1..d = 1..{d}, got "
+                            f"{teacher_rank}")
     rng = np.random.default_rng(seed)
     planted = Teacher.planted(d, teacher_rank or max(d // 2, 1), rng, kind=teacher,
                               centered=centered)

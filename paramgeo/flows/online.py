@@ -310,8 +310,8 @@ def online_sgd(param, model, teacher, theta0, samples, lr, *, lr_exponent=0.0, s
         raise ParamgeoError(
             f"the step eta = lr d^(-lr_exponent) = exp({log_eta:.4g}) (lr {lr:g}, lr_exponent "
             f"{lr_exponent:g}, d {d}) is outside [1e-100, 1e100]: it leaves the float range or "
-            "moves theta by nothing; give an lr_exponent of the order of 1 (1 for direct S, 0 "
-            "for factored S)")
+            "moves theta by nothing; give an lr of the order of 0.1 and an lr_exponent of the "
+            "order of 1 (1 for direct S, 0 for factored S)")
     if not math.isfinite(scale) or scale == 0:
         raise ParamgeoError(f"scale must be a non-zero number, got {scale}")
     if not 0 < threshold <= 1:
