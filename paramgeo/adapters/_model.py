@@ -129,8 +129,17 @@ class FrameworkModel(Parameterization):
     framework derivatives to any order); jacobian, jvp, vjp, hessian_vp and
     jacobian_derivative call the framework directly.
 
+    Before any engine runs the model is refused (one error naming it and what went wrong)
+    when its output on the probe is empty or not finite at theta0, or when forward is not a
+    function of theta (:func:`paramgeo.contract.function_of_theta`: random numbers, state
+    that forward changes, parameters updated in place); the round-off of forward is measured
+    (:func:`paramgeo.precision.arithmetic_noise`) and, where it is above float64's, sets
+    ``rank_policy`` (rtol = 1000 x noise) with a warning.
+
     Attributes: ``framework`` ("torch" or "jax"), ``device`` (where the products run),
-    ``theta0`` (the model's parameters as a flat float64 vector), ``backend``.
+    ``theta0`` (the model's parameters as a flat float64 vector), ``backend``, ``noise`` (the
+    measured relative round-off of forward), ``rank_policy`` (None, or the policy every rank
+    decision on this model defaults to).
     """
 
     name = "framework-model"
