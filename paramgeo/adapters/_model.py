@@ -197,6 +197,10 @@ class FrameworkModel(Parameterization):
                 "no Python control flow on their values)") from exc
 
     def _check_forward(self):
+        if self.n == 0:
+            raise ShapeError(f"{self.name} ({self._what}): the parameters have no entries "
+                             f"(blocks {dict(self._blocks)}): there is no theta to analyse; "
+                             "give a model with at least one parameter")
         if self.m == 0:
             raise ShapeError(f"{self.name} ({self._what}): the output on the probe is empty "
                              f"(shape {self._out_shape}): there is no predictor to analyse; "
