@@ -338,3 +338,17 @@ def test_a_jax_function_computing_in_float32_is_measured_as_such(rng):
 def test_parameters_without_entries_are_refused():
     with pytest.raises(ShapeError, match=r"the parameters have no entries \(blocks \{'b': \(0,\)\}\)"):
         paramgeo.from_jax(lambda q, x: x + q["b"].sum(), {"b": np.zeros(0)}, np.ones(3))
+
+
+def test_evaluations_differing_at_round_off_are_named_as_such():
+    calls = []
+
+    def wobbly(theta):  # sums in another order at every call: differs in the last bits
+        calls.append(1)
+        terms = np.outer(theta, [1.0, 1e-8, 3.0])
+        return terms[::(-1) ** len(calls)].sum(axis=0)
+
+    problem = function_of_theta(wobbly, np.array([0.1, 0.2, 0.3, 1e-9]),
+                                np.array([1.0, 2.0, 3.0, 4.0]))
+    assert problem.startswith("two evaluations at the same theta differ at round-off level")
+    assert "torch.use_deterministic_algorithms(True)" in problem
