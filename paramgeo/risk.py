@@ -61,12 +61,27 @@ SPECTRA = ("polynomial", "exponential")
 def spectrum(d, kind="polynomial", decay=1.5):
     """Eigenvalues lambda_j, j = 1..d: j^-decay (polynomial) or exp(-decay (j - 1))
     (exponential)."""
-    j = np.arange(1, int(d) + 1, dtype=float)
-    if kind == "polynomial":
-        return j ** -float(decay)
-    if kind == "exponential":
-        return np.exp(-float(decay) * (j - 1))
-    raise ShapeError(f"spectrum kind {kind!r} is unknown; choose one of {', '.join(SPECTRA)}")
+    j = np.arange(1, integer(d, "d", minimum=1) + 1, dtype=float)
+    decay = number(decay, "decay")
+    with np.errstate(under="ignore", over="ignore"):
+        if kind == "polynomial":
+            lam = j ** -decay
+        elif kind == "exponential":
+            lam = np.exp(-decay * (j - 1))
+        else:
+            raise ShapeError(f"spectrum kind {kind!r} is unknown; choose one of "
+                             f"{', '.join(SPECTRA)}")
+    if not (np.all(lam > 0) and np.all(np.isfinite(lam))):
+        raise ArgumentError(
+            f"the {kind} spectrum with decay {decay:g} leaves the float range at d = {int(d)} "
+            f"(lambda_d = {lam[-1]:.3g}, lambda_1 / lambda_d beyond 1e308); give a smaller "
+            "|decay| or a smaller d")
+    return lam
+
+
+#: Largest signal-to-noise ratio of a Gaussian mixture: the Bayes risk is the flip rate from
+#: about 10 on; beyond 1e50 the margins of logistic GD overflow.
+MAX_SNR = 1e50
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +109,7 @@ class GaussianMixture:
     @classmethod
     def from_spectrum(cls, d, kind="polynomial", decay=1.5, snr=3.0, flip=0.1, support=10):
         lam = spectrum(d, kind, decay)
+        snr = number(snr, "snr", positive=True, maximum=MAX_SNR)
         bayes = np.zeros(int(d))
         bayes[:max(1, int(support))] = 1.0
         bayes *= snr / math.sqrt(float(bayes @ (lam * bayes)))

@@ -336,7 +336,8 @@ def test_a_jax_function_computing_in_float32_is_measured_as_such(rng):
 
 
 def test_parameters_without_entries_are_refused():
-    with pytest.raises(ShapeError, match=r"the parameters have no entries \(blocks \{'b': \(0,\)\}\)"):
+    with pytest.raises(ShapeError,
+                       match=r"the parameters have no entries \(blocks \{'b': \(0,\)\}\)"):
         paramgeo.from_jax(lambda q, x: x + q["b"].sum(), {"b": np.zeros(0)}, np.ones(3))
 
 

@@ -172,3 +172,17 @@ def test_the_risk_in_orthonormal_rows_is_the_risk_of_the_vector():
     V = np.linalg.qr(rng.standard_normal((30, 6)))[0].T  # 6 x 30, orthonormal rows
     for c in (rng.standard_normal(6), np.zeros(6), 1e3 * rng.standard_normal(6)):
         assert model.risk_in_rows(V, c) == pytest.approx(model.risk(V.T @ c), rel=1e-12)
+
+
+@pytest.mark.parametrize("args, phrase", [
+    (("--snr", "nan"), "snr must be a finite number, got nan"),
+    (("--snr", "1e100"), "snr must be <= 1e+50, got 1e+100"),
+    (("--decay", "nan"), "decay must be a finite number, got nan"),
+    (("--decay", "400"), "the polynomial spectrum with decay 400 leaves the float range"),
+    (("--decay", "50", "--spectrum", "exponential"), "the exponential spectrum with decay 50"),
+])
+def test_early_stopping_bounds_the_mixture_before_the_work(monkeypatch, args, phrase):
+    import paramgeo.risk as risk
+
+    monkeypatch.setattr(risk, "early_stopping", lambda *a, **k: pytest.fail("the work ran"))
+    _refused(_cli("early-stopping", *args), phrase)
