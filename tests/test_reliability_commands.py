@@ -186,3 +186,18 @@ def test_early_stopping_bounds_the_mixture_before_the_work(monkeypatch, args, ph
 
     monkeypatch.setattr(risk, "early_stopping", lambda *a, **k: pytest.fail("the work ran"))
     _refused(_cli("early-stopping", *args), phrase)
+
+
+def test_an_llc_estimate_whose_chains_cannot_move_says_so(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    np.savez(tmp_path / "d.npz", X=X, y=X @ np.array([1.0, 0.0, 0.0]),
+             theta_star=np.array([1.0, 0.0, 0.0, 1.0, 0.0, 0.0]))
+    args = ("llc", "estimate", "hadamard", "-p", "p=3", "--loss", "squared", "--data",
+            tmp_path / "d.npz", "--draws", "50", "--burn", "10", "--chains", "2",
+            "--no-bias-check")
+    frozen = _cli(*args, "--step", "1e-300")
+    assert frozen.exit_code == 0 and "LLC estimate 0 +- 0" in frozen.stdout
+    assert "the chains did not move" in frozen.stdout  # not a silent 0
+    moving = _cli(*args)
+    assert moving.exit_code == 0 and "did not move" not in moving.output
