@@ -33,6 +33,7 @@ Section 5.4 (backward stability of the SVD); Johansson et al., mpmath
 
 import dataclasses
 import fractions
+import math
 import time
 
 import numpy as np
@@ -359,7 +360,8 @@ def arithmetic_noise(evaluate, theta, rng, step=1e-6, points=9, degree=3, lines=
     It is about 1e-17 for a computation in float64 and about 1e-8 for one in float32 (unit
     round-off 2^-24 = 6e-8), whatever the dtype of the interface; the minimum over lines guards
     against a kink of a piecewise-smooth phi inside one segment. 0 where phi vanishes on the
-    line. ``evaluate``: theta -> phi(theta) as a flat float64 array.
+    line; NaN where phi is not finite on every line. ``evaluate``: theta -> phi(theta) as a
+    flat float64 array.
     """
     theta = np.asarray(theta, dtype=float)
     h = step * (1.0 + float(np.linalg.norm(theta)))
@@ -371,13 +373,15 @@ def arithmetic_noise(evaluate, theta, rng, step=1e-6, points=9, degree=3, lines=
         v /= max(float(np.linalg.norm(v)), 1e-300)
         values = np.stack([np.asarray(evaluate(theta + (h * tj) * v), dtype=float).ravel()
                            for tj in t])
+        if not np.all(np.isfinite(values)):  # phi not finite on this line: no measurement
+            continue
         scale = float(np.sqrt(np.mean(values ** 2)))
         if scale == 0.0:
             return 0.0
         coef = np.linalg.lstsq(basis, values, rcond=None)[0]
         residual = values - basis @ coef
         best = min(best, float(np.sqrt(np.mean(residual ** 2))) / scale)
-    return best
+    return best if np.isfinite(best) else float("nan")
 
 
 def noise_policy(noise, policy=None):
@@ -389,6 +393,6 @@ def noise_policy(noise, policy=None):
     from .numerics import DEFAULT_POLICY
 
     policy = policy or DEFAULT_POLICY
-    if NOISE_MARGIN * noise <= policy.rtol:
+    if not math.isfinite(noise) or NOISE_MARGIN * noise <= policy.rtol:  # NaN: not measured
         return policy
     return dataclasses.replace(policy, rtol=float(NOISE_MARGIN * noise))

@@ -353,3 +353,11 @@ def test_evaluations_differing_at_round_off_are_named_as_such():
                                 np.array([1.0, 2.0, 3.0, 4.0]))
     assert problem.startswith("two evaluations at the same theta differ at round-off level")
     assert "torch.use_deterministic_algorithms(True)" in problem
+
+
+def test_no_measurement_where_phi_is_not_finite(rng):
+    from paramgeo.numerics import DEFAULT_POLICY
+
+    with np.errstate(invalid="ignore"):
+        noise = arithmetic_noise(lambda t: np.log(t - 10.0), np.ones(3), rng)
+    assert np.isnan(noise) and noise_policy(noise) is DEFAULT_POLICY
