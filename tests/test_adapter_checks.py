@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import paramgeo
-from paramgeo.contract import function_of_theta, plugin_state
+from paramgeo.determinism import function_of_theta, plugin_state
 from paramgeo.errors import ContractError, NumericalDoubtWarning, ParamgeoError, ShapeError
 from paramgeo.precision import FLOAT32_UNIT, arithmetic_noise, noise_policy
 

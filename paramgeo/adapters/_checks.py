@@ -1,6 +1,6 @@
 """What a model from a framework must pass before any engine runs on it.
 
-* forward is a function of theta (:func:`paramgeo.contract.function_of_theta`): two
+* forward is a function of theta (:func:`paramgeo.determinism.function_of_theta`): two
   evaluations at the same theta agree bit for bit, also after one at a second theta, and
   forward changes neither the parameters it is given nor the model's state (torch: buffers,
   the module's own parameters, plain attributes of every submodule, :func:`torch_state`;
@@ -18,7 +18,7 @@ import numbers
 
 import numpy as np
 
-from ..contract import attribute_state, snapshot
+from ..determinism import attribute_state, snapshot
 from ..errors import ShapeError
 
 

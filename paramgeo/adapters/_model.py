@@ -131,7 +131,7 @@ class FrameworkModel(Parameterization):
 
     Before any engine runs the model is refused (one error naming it and what went wrong)
     when its output on the probe is empty or not finite at theta0, or when forward is not a
-    function of theta (:func:`paramgeo.contract.function_of_theta`: random numbers, state
+    function of theta (:func:`paramgeo.determinism.function_of_theta`: random numbers, state
     that forward changes, parameters updated in place); the round-off of forward is measured
     (:func:`paramgeo.precision.arithmetic_noise`) and, where it is above float64's, sets
     ``rank_policy`` (rtol = 1000 x noise) with a warning.
@@ -214,9 +214,9 @@ class FrameworkModel(Parameterization):
 
     def _check_function(self, forward):
         """Refuse a model whose forward is not a function of theta (see
-        :func:`paramgeo.contract.function_of_theta`): at theta0 and a random point, forward
+        :func:`paramgeo.determinism.function_of_theta`): at theta0 and a random point, forward
         run uncompiled (so that a traced function re-runs its Python each time)."""
-        from ..contract import function_of_theta
+        from ..determinism import function_of_theta
 
         theta1 = self.random_point(np.random.default_rng(0))
         problem = function_of_theta(lambda t: self._run("forward", forward, t), self.theta0,
