@@ -201,3 +201,26 @@ def test_an_llc_estimate_whose_chains_cannot_move_says_so(tmp_path):
     assert "the chains did not move" in frozen.stdout  # not a silent 0
     moving = _cli(*args)
     assert moving.exit_code == 0 and "did not move" not in moving.output
+
+
+def test_a_plugin_method_calling_sys_exit_is_the_plugins_fault(tmp_path):
+    path = tmp_path / "quitter.py"
+    path.write_text(
+        "import sys\n"
+        "from paramgeo import Parameterization, ParamSpec, Size\n\n\n"
+        "class Quitter(Parameterization):\n"
+        "    name = 'quitter-test'\n"
+        "    size_params = {'p': Size('int', default=2)}\n\n"
+        "    def make_spec(self):\n"
+        "        return ParamSpec(u=(self.p,))\n\n"
+        "    def make_predictor_shape(self):\n"
+        "        return (self.p,)\n\n"
+        "    def forward(self, theta):\n"
+        "        sys.exit(0)\n")
+    try:
+        _refused(_cli("--plugin", path, "rank", "quitter-test"),
+                 "plugin 'quitter-test': forward() raised SystemExit: 0")
+    finally:
+        from paramgeo.registry import unregister
+
+        unregister("quitter-test")
