@@ -185,7 +185,7 @@ class FrameworkModel(Parameterization):
             return self.backend.run(fn, *args)
         except ParamgeoError:
             raise
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a sys.exit() in the model is the model's
             method = next((m for head, m in self._METHODS if what.startswith(head)), "forward")
             raise PluginError(
                 self.name, method,
