@@ -18,7 +18,8 @@ import pytest
 
 import paramgeo
 from paramgeo.determinism import function_of_theta, plugin_state
-from paramgeo.errors import ContractError, NumericalDoubtWarning, ParamgeoError, ShapeError
+from paramgeo.errors import (ContractError, NumericalDoubtWarning, ParamgeoError, PluginError,
+                             ShapeError)
 from paramgeo.precision import FLOAT32_UNIT, arithmetic_noise, noise_policy
 
 if os.environ.get("CI"):  # CI installs both (make test): there a missing framework fails
@@ -360,3 +361,29 @@ def test_no_measurement_where_phi_is_not_finite(rng):
     with np.errstate(invalid="ignore"):
         noise = arithmetic_noise(lambda t: np.log(t - 10.0), np.ones(3), rng)
     assert np.isnan(noise) and noise_policy(noise) is DEFAULT_POLICY
+
+
+CALLS = [0]
+
+
+class ExitsLater(torch.nn.Module):
+    """Calls sys.exit() from its 100th call on (after the checks at construction)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        CALLS[0] += 1
+        if CALLS[0] > 100:
+            raise SystemExit(3)
+        return self.lin(x)
+
+
+def test_sys_exit_inside_a_models_product_is_the_models_fault():
+    CALLS[0] = 0
+    p = paramgeo.from_torch(ExitsLater(), torch.eye(3), name="exits-later")
+    CALLS[0] = 100
+    with pytest.raises(PluginError, match=r"plugin 'exits-later': jacobian\(\) failed in torch "
+                                          r".*SystemExit: 3"):
+        p.jacobian(p.theta0)
