@@ -53,9 +53,9 @@ def completeness(param, theta=None, group=None, policy=None, seed=0):
     symmetry) at ``theta`` (default: a random point), and list the kernel directions the group
     does not explain, by block (see the module docstring). The rank decision uses the policy of
     :mod:`paramgeo.geometry`."""
-    from ..geometry import DEFAULT_POLICY, decide_rank, orbit_dim, rank_at
+    from ..geometry import decide_rank, orbit_dim, policy_of, rank_at
 
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     if theta is None:
         theta = param.random_point(np.random.default_rng(seed))
     theta = param.as_theta(theta)
