@@ -12,12 +12,13 @@ attributes).
 
 import numpy as np
 
+
 def snapshot(value):
-    """A comparable copy of a piece of state: numbers, strings and None as they are, arrays
-    (numpy, or anything with ``.detach().cpu().numpy()`` or ``__array__``) as (dtype, shape,
-    bytes); None for anything else (containers, functions, caches: not compared)."""
+    """A comparable copy of a piece of state: numbers, strings and None by their repr (so that
+    a NaN equals itself), arrays (numpy, torch tensors, JAX arrays) as (dtype, shape, bytes);
+    None for anything else (containers, functions, caches: not compared)."""
     if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
-        return ("value", value)
+        return ("value", repr(value))
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor
         value = value.detach().cpu().numpy()
     if isinstance(value, np.ndarray) or type(value).__module__.startswith(("jax", "jaxlib")):

@@ -25,7 +25,7 @@ from ..errors import ShapeError
 def torch_state(module):
     """{"buffer 'name'" | "parameter 'name'" | "attribute 'sub.key'": snapshot} of a torch
     module: its buffers and parameters by value and the attributes of each submodule that
-    :func:`paramgeo.contract.snapshot` compares (numbers, strings, arrays, tensors)."""
+    :func:`paramgeo.determinism.snapshot` compares (numbers, strings, arrays, tensors)."""
     state = {f"buffer {name!r}": snapshot(b) for name, b in module.named_buffers()}
     state.update({f"parameter {name!r}": snapshot(p) for name, p in module.named_parameters()})
     for prefix, sub in module.named_modules():
