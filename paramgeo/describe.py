@@ -38,7 +38,7 @@ class Description(Result):
     rank_route: str = "dense"  # dense, closed-form, sparse or matrix-free (paramgeo.matfree)
     rank_certificate: object = None  # how a matrix-free generic rank was certified
     #: how many of the n - generic rank kernel dimensions the group explains, and the blocks
-    #: the unexplained directions move (:func:`paramgeo.symmetry.completeness`)
+    #: the unexplained directions move (:func:`paramgeo.critical.completeness`)
     symmetry_explains: str = None
 
 
@@ -89,7 +89,7 @@ def _explains(param, rank, sym, discovered, quotient, seed):
     """The completeness line of :class:`Description`: the kernel dimensions n - R against the
     orbit dimension; below ``completeness.MAX_DENSE_N`` parameters measured at a random point
     with the unexplained directions by block."""
-    from .symmetry.completeness import MAX_DENSE_N, completeness
+    from .critical.completeness import MAX_DENSE_N, completeness
 
     kernel = param.n - rank
     if sym is None and discovered is None:

@@ -270,10 +270,12 @@ def test_relu_rescalings_and_powers_are_read_from_the_layers(rng):
         assert np.linalg.norm(J @ G.generators(theta)) < 1e-12 * np.linalg.norm(J)
 
 
-def test_other_modules_get_no_graph_but_their_discovered_symmetry():
+def test_other_modules_get_their_group_from_the_graph_and_layers_false_none():
     net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.LayerNorm(2))
     p = paramgeo.from_torch(net, np.eye(2) + 1.0)
-    assert not p.provides("architecture") and not p.provides("symmetry")
+    # layer norm removes the mean: b + t 1 and the columns W[:, i] + t 1 (3 fields)
+    assert p.provides("symmetry") and p.symmetry().dim == 3
+    assert paramgeo.symmetry.verify_group(p, p.symmetry()).passed
     q = paramgeo.from_torch(deep_linear_torch(), torch.eye(6), layers=False)
     assert not q.provides("architecture") and not q.provides("symmetry")
     with pytest.raises(ShapeError,

@@ -9,8 +9,8 @@ import pytest
 
 import paramgeo
 from paramgeo import critical
-from paramgeo.symmetry import (FieldGroup, ShearGroup, UnitPermutationGroup, completeness,
-                               verify_group)
+from paramgeo.critical import completeness
+from paramgeo.symmetry import FieldGroup, ShearGroup, UnitPermutationGroup, verify_group
 
 torch = pytest.importorskip("torch")
 nn = torch.nn

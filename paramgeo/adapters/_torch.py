@@ -10,8 +10,9 @@ import sys
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
+from ._attention import math_attention
 from ._checks import probe_array, torch_state
-from ._graph import math_attention, read_torch
+from ._graph import read_torch
 from ._layers import GraphModel, LayeredModel, torch_layers
 from ._model import Backend, FrameworkModel, model_class
 

@@ -34,6 +34,7 @@ linear layers):
 import numpy as np
 
 from ..errors import ParamgeoError
+from .actions import UnitPermutationGroup
 from .groups import ProductGroup, ScalingTorus, SignedPermutationGroup, hidden_layer_group
 
 #: The activation names :func:`from_architecture` knows and their kind: "linear",
@@ -83,8 +84,9 @@ def from_architecture(graph, n):
     neurons) for every class of twin linear neurons; a torus (R_{>0})^k of the rescalings of
     the positively homogeneous neurons; a torus (R\\{0})^k of the degree-aware rescalings of
     the power neurons (exponents +1 on the inputs and bias, -k on the outputs); one
-    :class:`SignedPermutationGroup` of the sign flips of odd neurons and the transpositions of
-    twins. Factors that would be trivial are left out; with none the trivial torus "1".
+    :class:`UnitPermutationGroup` of the twin classes (each neuron with its incoming weights,
+    bias and outgoing weights) and one :class:`SignedPermutationGroup` of the sign flips of odd
+    neurons. Factors that would be trivial are left out; with none the trivial torus "1".
 
     >>> import networkx as nx
     >>> g = nx.DiGraph()
@@ -122,7 +124,7 @@ def from_architecture(graph, n):
         classes.setdefault(key, []).append(v)
 
     factors, rows = [], {"homogeneous": [], "power": []}
-    flips, swaps, names = [], [], []
+    flips, twins = [], []
     for (layer, kind, degree, _, _, _), nodes in sorted(classes.items(), key=lambda kv: (
             kv[0][0], str(kv[1][0]))):
         # neighbours in the order of their weights in theta (the storage order of the layer),
@@ -154,21 +156,18 @@ def from_architecture(graph, n):
                 signs = np.ones(n)
                 signs[incoming(v) + outgoing(v)] = -1.0
                 flips.append((np.arange(n), signs))
-        if len(nodes) > 1:
-            names.append(f"S_{len(nodes)}")
-            for a, b in zip(nodes, nodes[1:]):
-                perm = np.arange(n)
-                for fa, fb in ((incoming(a), incoming(b)), (outgoing(a), outgoing(b))):
-                    perm[fa], perm[fb] = fb, fa  # the same sorted order of neighbours
-                swaps.append((perm, np.ones(n)))
+        if len(nodes) > 1:  # twins: unit i owns its incoming weights, bias and outgoing weights
+            twins.append((f"layer {layer} ({', '.join(map(str, nodes))})",
+                          np.array([incoming(v) + outgoing(v) for v in nodes], dtype=int)))
     if rows["homogeneous"]:
         factors.append(ScalingTorus(np.array(rows["homogeneous"]), signed=False))
     if rows["power"]:
         factors.append(ScalingTorus(np.array(rows["power"]), signed=True))
+    if twins:
+        factors.append(UnitPermutationGroup(twins, n))
     if flips:
-        names.append(f"(Z_2)^{len(flips)}" if len(flips) > 1 else "Z_2")
-    if flips or swaps:
-        factors.append(SignedPermutationGroup(" x ".join(names), swaps + flips, n))
+        factors.append(SignedPermutationGroup(
+            f"(Z_2)^{len(flips)}" if len(flips) > 1 else "Z_2", flips, n))
     if not factors:
         return ScalingTorus(np.zeros((0, n), dtype=int))
     return factors[0] if len(factors) == 1 else ProductGroup(*factors)
