@@ -137,6 +137,21 @@ def finite_difference_jacobian(param, theta, h=1e-6):
     return np.stack(cols, axis=1)
 
 
+def _difference_step(param, tol):
+    """(h, tolerance, note) of the finite-difference properties: h = 1e-6 and max(tol, 1e-5);
+    for a plugin whose measured round-off ``noise`` (a framework model computing below
+    float64, :func:`paramgeo.precision.arithmetic_noise`) is above float64's, the step that
+    balances truncation h^2 against round-off noise / h, h = noise^(1/3), and the tolerance
+    10 noise^(2/3) of that balance (Nocedal and Wright, "Numerical optimization", Sec. 8.1)."""
+    noise = getattr(param, "noise", None)
+    if noise is None or not np.isfinite(noise) or noise <= 1e-13:
+        return 1e-6, max(tol, 1e-5), ""
+    h = max(1e-6, float(noise) ** (1 / 3))
+    fd_tol = max(tol, 1e-5, 10 * float(noise) ** (2 / 3))
+    return h, fd_tol, (f"forward's measured round-off is {noise:.2g}: differences at step "
+                       f"{h:.2g}, tolerance {fd_tol:.2g}")
+
+
 def _autograd_jacobian(param, theta):
     from .parameterization import Parameterization
 
@@ -147,7 +162,8 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True):
     """Run the contract check on an instantiated parameterization; returns a CheckReport.
 
     ``tol`` is the relative tolerance of the exact identities (closed forms, invariance,
-    generators in the kernel); finite differences get ``max(tol, 1e-5)``. ``llc=False`` skips
+    generators in the kernel); finite differences get ``max(tol, 1e-5)`` (a model computing below
+float64 gets the step and tolerance of its measured round-off, :func:`_difference_step`). ``llc=False`` skips
     the short estimate that tests a declared learning coefficient.
     """
     from .arguments import integer, number, parameterization
@@ -160,6 +176,7 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True):
     rng = np.random.default_rng(seed)
     items = []
     where = {}  # point index -> preview of its coordinates
+    fd_h, fd_tol, fd_note = _difference_step(param, tol)
 
     def add(prop, err, tolerance, point, hint, note=""):
         items.append(CheckItem(prop, bool(err <= tolerance), float(err), tolerance, point, hint,
@@ -214,8 +231,9 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True):
             if param.provides("jacobian"):
                 add("jacobian-autograd", _rel(J, _autograd_jacobian(param, theta)), tol, k,
                     "the closed-form jacobian() disagrees with autograd's derivative of forward()")
-            add("jacobian-fd", _rel(J, finite_difference_jacobian(param, theta)), max(tol, 1e-5), k,
-                "jacobian() disagrees with central finite differences of forward()")
+            add("jacobian-fd", _rel(J, finite_difference_jacobian(param, theta, fd_h)), fd_tol,
+                k, "jacobian() disagrees with central finite differences of forward()",
+                note=fd_note)
             v = rng.standard_normal(param.n)
             w = rng.standard_normal(param.m)
             if param.provides("sparse_jacobian"):
@@ -246,12 +264,12 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True):
                     "batched_vjp(thetas) disagrees with forward(theta) or vjp(theta, w) at a "
                     "row of thetas")
             if _overrides(param, "hessian_vp") or _overrides(param, "jacobian_derivative"):
-                h = 1e-5 * (1.0 + np.max(np.abs(theta)))
+                h = max(1e-5, fd_h) * (1.0 + np.max(np.abs(theta)))
                 fd = (param.vjp(theta + h * v, w) - param.vjp(theta - h * v, w)) / (2 * h)
-                add("hessian-vp", _rel(param.hessian_vp(theta, w, v), fd), max(tol, 1e-5), k,
+                add("hessian-vp", _rel(param.hessian_vp(theta, w, v), fd), fd_tol, k,
                     "hessian_vp(theta, w, v) disagrees with central differences of vjp along v")
                 add("jacobian-derivative", _rel(param.jacobian_derivative(theta, v).T @ w, fd),
-                    max(tol, 1e-5), k,
+                    fd_tol, k,
                     "jacobian_derivative(theta, v) disagrees with central differences of J along v")
             try:  # the group is the plugin's object: its faults are failures too
                 if group is not None:

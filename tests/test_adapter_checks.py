@@ -387,3 +387,19 @@ def test_sys_exit_inside_a_models_product_is_the_models_fault():
     with pytest.raises(PluginError, match=r"plugin 'exits-later': jacobian\(\) failed in torch "
                                           r".*SystemExit: 3"):
         p.jacobian(p.theta0)
+
+
+def test_check_differences_a_float32_forward_at_the_step_its_round_off_allows():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumericalDoubtWarning)
+        p32 = paramgeo.from_torch(DeepLinear(torch.float32), torch.eye(6))
+    p64 = paramgeo.from_torch(DeepLinear(torch.float64), torch.eye(6))
+    r32, r64 = (paramgeo.check(p, n_points=1, llc=False) for p in (p32, p64))
+    [fd32] = [i for i in r32.items if i.property == "jacobian-fd"]
+    [fd64] = [i for i in r64.items if i.property == "jacobian-fd"]
+    assert r32.passed and r64.passed
+    # h = noise^(1/3), tolerance 10 noise^(2/3): the balance of truncation and round-off
+    assert fd32.tolerance == pytest.approx(10 * p32.noise ** (2 / 3))
+    assert "measured round-off" in fd32.note and fd64.tolerance == 1e-5 and not fd64.note
+    # the differences still resolve J: a Jacobian off by 1% of its norm would fail
+    assert fd32.error < fd32.tolerance < 1e-2 / 10
