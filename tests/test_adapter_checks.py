@@ -225,6 +225,10 @@ def test_a_float32_forward_inside_a_float64_interface_gets_the_float64_rank_and_
     from paramgeo.describe import describe
 
     assert describe(p32).generic_rank == 24
+    # a policy given explicitly wins over the model's: at rtol 1e-9 round-off counts as rank
+    from paramgeo.numerics import DEFAULT_POLICY
+
+    assert paramgeo.generic_rank(p32, policy=DEFAULT_POLICY) > 24
 
 
 def test_the_measured_noise_of_a_quantised_forward_is_the_rounding_variance(rng):
