@@ -229,3 +229,26 @@ def test_completeness_lists_what_a_group_misses():
     assert all(set(d) <= {"U", "V"} and abs(sum(d.values()) - 1) < 1e-9
                for d in partial.unexplained)
     assert "explains 1 of the 4" in str(partial)
+
+
+def test_structured_discovery_of_a_gated_unit():
+    class Gated(nn.Module):  # no rule covers u(x) * sigmoid(g(x))
+        def __init__(self, a, b):
+            super().__init__()
+            self.u, self.g = nn.Linear(a, b), nn.Linear(a, b)
+
+        def forward(self, x):
+            return self.u(x) * torch.sigmoid(self.g(x))
+
+    torch.manual_seed(0)
+    net = nn.Sequential(Gated(4, 6), nn.Linear(6, 3))
+    X = torch.randn(80, 4)
+    model = paramgeo.from_torch(net, X, name="test-gated")
+    G = model.symmetry()
+    # per unit j: u's row and bias times c, the next layer's column j times 1/c
+    assert G.dim == 6
+    assert G.labels[0] == "0.u*0.g unit 0: 0.u row x c, 1 column x 1/c"
+    assert verify_group(model, G).passed
+    rank = _autograd_rank(net, X.numpy(), model.theta0, model)
+    assert rank == model.n - G.dim
+    assert completeness(model, model.theta0).complete

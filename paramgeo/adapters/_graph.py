@@ -44,6 +44,7 @@ class Stream:
     bn: object = None  # dict(label, gamma, beta, mu, sigma) of batch norm in eval mode
     layer_norm: bool = False  # an affine stream written by a layer norm with a bias
     parts: tuple = ()  # custom streams: per parameter slice, a (k, size) index array
+    part_names: tuple = ()  # and its name
     events: list = dataclasses.field(default_factory=list)  # (kind, stage, data)
 
     def unit_inp(self, j, stage):
@@ -101,12 +102,13 @@ class _Reader:
         for part in value.parts:
             self.escape(part, reason)
 
-    def custom(self, label, parts):
-        """A stream of units whose producer no rule covers: ``parts`` (k, size) index arrays,
-        unit j owning row j of each; its symmetries are searched by structured discovery."""
+    def custom(self, label, parts, names):
+        """A stream of units whose producer no rule covers: ``parts`` (k, size) index arrays
+        named ``names``, unit j owning row j of each; its symmetries are searched by
+        structured discovery."""
         parts = tuple(np.asarray(p, dtype=int) for p in parts)
         s = self.new_stream(label, "custom", np.hstack(parts).T)
-        s.parts = parts
+        s.parts, s.part_names = parts, tuple(names)
         return s
 
     def new_stream(self, label, kind, incoming, bias=None):
@@ -399,8 +401,9 @@ def read_torch(model, probe, positions, n):
                 for a in args:
                     reader.escape(a, "multiplied by another stream (a gated unit)")
                 parts = [part for a in args for part in _unit_parts(a.stream)]
+                names = [nm for a in args for nm in _unit_part_names(a.stream)]
                 out = Value("stream", reader.custom(f"{args[0].stream.label}*"
-                                                    f"{args[1].stream.label}", parts),
+                                                    f"{args[1].stream.label}", parts, names),
                             axis=args[0].axis)
             elif target is operator.getitem and first.kind == "tuple":
                 out = first.parts[node.args[1]] if isinstance(node.args[1], int) else OPAQUE
@@ -428,6 +431,10 @@ def _unit_parts(stream):
     return [stream.incoming.T]
 
 
+def _unit_part_names(stream):
+    return list(stream.part_names) if stream.kind == "custom" else [f"{stream.label} row"]
+
+
 def _unknown_layer(reader, label, tname, mod, shape):
     """A parametrised layer no rule covers: when every parameter has the output's feature
     count as its first axis, its units (one row of each parameter) become a custom stream for
@@ -438,7 +445,8 @@ def _unknown_layer(reader, label, tname, mod, shape):
     k = shape[-1] if shape else None
     parts = [reader.idx(label, key) for key in params]
     if k and all(p is not None and p.ndim >= 1 and p.shape[0] == k for p in parts):
-        s = reader.custom(label, [p.reshape(k, -1) for p in parts])
+        s = reader.custom(label, [p.reshape(k, -1) for p in parts],
+                          [f"{label}.{key} row" for key in params])
         return Value("stream", s, axis=len(shape) - 1)
     reader.reading.notes.append(f"{label} ({tname}): no rule, and its parameters are not "
                                 "sliced by its output features")
@@ -529,10 +537,11 @@ def _apply_rules(reader):
                 reading.notes.append(f"{s.label}: its units {escapes[0][2]}; no unit symmetry")
             continue
         if s.kind == "custom":
+            names = list(s.part_names) + [f"{e[2][0]} column" for e in consumers]
             for j in range(s.k):
                 slots = [part[j] for part in s.parts] + [o[:, j] for o in
                                                         (e[2][1] for e in consumers)]
-                reading.discover.append((f"{s.label} unit {j}", slots))
+                reading.discover.append((f"{s.label} unit {j}", slots, names))
             continue
         stages = {e[1] for e in consumers}
         if len(stages) > 1:

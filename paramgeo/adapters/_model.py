@@ -34,7 +34,7 @@ import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 
 from ..errors import (ContractError, NumericalDoubtWarning, ParamgeoError, PluginError,
-                      ShapeError)
+                      ShapeError, SizeError)
 from ..parameterization import Parameterization, ParamSpec
 
 
@@ -157,7 +157,11 @@ class FrameworkModel(Parameterization):
     rank_policy = None
     _warned_noise = None  # the round-off the precision warning of this class was given for
 
-    def __init__(self):
+    def __init__(self, /, **sizes):
+        if sizes:  # refused before the model is built; a framework model has no sizes
+            raise SizeError(f"{type(self).name}: unknown size {', '.join(sorted(sizes))}; a "
+                            "model from PyTorch or JAX has no sizes: change the model in its "
+                            "file instead")
         built = type(self)._source()
         self.backend, self._blocks, self._out_shape = built["backend"], built["blocks"], \
             built["predictor_shape"]

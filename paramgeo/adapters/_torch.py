@@ -47,10 +47,9 @@ class TorchBackend(Backend):
         return math_attention(self.torch)
 
     def tensor(self, a):
-        a = np.asarray(a, dtype=np.float64)
-        if not (a.flags.writeable and a.flags.c_contiguous):
-            a = np.array(a, dtype=np.float64)
-        t = self.torch.from_numpy(a)
+        # always a copy: a forward that updates its weights in place never writes the caller's
+        # array (theta, model.theta0)
+        t = self.torch.from_numpy(np.array(a, dtype=np.float64))
         return t if self._cpu else t.to(self.device)
 
     def run(self, fn, *arrays):

@@ -77,6 +77,7 @@ import warnings
 import numpy as np
 
 from ..errors import ParamgeoError
+from ..files import save_figure
 from ..results import Result
 from .sampler import auto_step_size, sample_chains
 
@@ -170,10 +171,10 @@ class LLCEstimate(Result):
         written to ``path`` (.png, .svg, .pdf). Returns the matplotlib figure."""
         import matplotlib
 
-        from ..trajectory import _check_plot_path
+        from ..files import check_plot_path
 
         if path is not None:  # a bad path is one clear error, before any drawing
-            path = _check_plot_path(path)
+            path = check_plot_path(path)
         if ax is None:
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
@@ -202,7 +203,7 @@ class LLCEstimate(Result):
             fig.suptitle(f"LLC estimate (slope) {self.llc:.3g} +- {self.se:.2g}", fontsize=10)
         if path is not None:
             fig.tight_layout()
-            fig.savefig(path, dpi=110)
+            save_figure(fig, path)
         return fig
 
 

@@ -66,8 +66,8 @@ def _fields(coef, basis, slots, n, label):
 
 def structured_discovery(param, units, n_points=3, seed=0, policy=None, progress=None):
     """The fields of each unit (see the module docstring). ``units`` is a list of
-    (label, slots) with slots a list of integer index arrays (the unit's positions, one array
-    per slot, the same slot layout for every unit of a layer). Returns a :class:`FieldGroup`
+    (label, slots[, slot names]) with slots a list of integer index arrays (the unit's
+    positions, one array per slot, the same slot layout for every unit of a layer). Returns a :class:`FieldGroup`
     (dimension 0 when nothing is found) whose ``labels`` name the unit of each field."""
     from ..numerics import as_rng
     from .verify import verify_group
@@ -77,7 +77,9 @@ def structured_discovery(param, units, n_points=3, seed=0, policy=None, progress
     n = param.n
     points = [param.random_point(rng) for _ in range(n_points)]
     fields, pattern = [], None
-    for k, (label, slots) in enumerate(units):
+    for k, unit in enumerate(units):
+        label, slots = unit[0], unit[1]
+        slot_names = unit[2] if len(unit) > 2 else [f"slot {a}" for a in range(len(slots))]
         slots = [np.asarray(s, dtype=int).ravel() for s in slots]
         basis = _basis(slots, n)
         found = None
@@ -92,13 +94,15 @@ def structured_discovery(param, units, n_points=3, seed=0, policy=None, progress
                                      for t in basis], axis=1) for theta in points])
             scale = np.linalg.norm(M, axis=0)
             scale[scale == 0] = 1.0
-            null = null_basis(M / scale, policy, f"structured discovery of {label}",
-                              warn=False)[0]
+            # the triangular factor of M has M's singular values and right vectors, at the
+            # size of the ansatz (M itself has points x m rows)
+            R = np.linalg.qr(M / scale, mode="r")
+            null = null_basis(R, policy, f"structured discovery of {label}", warn=False)[0]
             # the RREF of the null space (unique, small rationals snapped): the same basis on
             # every unit of a layer, so that the pattern transfers
             rows = rational_rref((null / scale[:, None]).T) if null.size else []
             coefs = [np.array([float(x) for x in row]) for row in rows]
-            names = [_describe(c, basis) for c in coefs]
+            names = [_describe(c, basis, slot_names) for c in coefs]
             found = [_fields(c, basis, slots, n, f"{label}: {name}")
                      for c, name in zip(coefs, names)]
             pattern = (coefs, names)
@@ -108,12 +112,15 @@ def structured_discovery(param, units, n_points=3, seed=0, policy=None, progress
     return FieldGroup(fields, n, name=f"R^{len(fields)}" if fields else "1")
 
 
-def _describe(coef, basis):
-    terms = []
-    for x, (kind, a, b) in zip(coef, basis):
-        if x == 0:
-            continue
-        terms.append(f"{x:+.3g} slot{a}" + ("" if kind == "const" or a == b else
-                                             f"<-slot{b}") + (" (shift)" if kind == "const"
-                                                              else ""))
-    return " ".join(terms)
+def _describe(coef, basis, names):
+    """A field in words: "0.u row x c, 1 column x 1/c" for a rescaling (a field with
+    coefficients +1 and -1 on its slots), else its terms "d(a) = x b" and "d(a) = x"."""
+    diag = {a: x for x, (kind, a, b) in zip(coef, basis) if x != 0 and kind == "lin" and a == b}
+    rest = [(x, kind, a, b) for x, (kind, a, b) in zip(coef, basis)
+            if x != 0 and not (kind == "lin" and a == b)]
+    if not rest and diag and all(abs(x) == 1 for x in diag.values()):
+        return ", ".join(f"{names[a]} x {'c' if x > 0 else '1/c'}" for a, x in diag.items())
+    terms = [f"d({names[a]}) = {x:+.3g} {names[a]}" for a, x in diag.items()]
+    terms += [f"d({names[a]}) = {x:+.3g}" + ("" if kind == "const" else f" {names[b]}")
+              for x, kind, a, b in rest]
+    return "; ".join(terms)
