@@ -321,7 +321,7 @@ def test_an_empty_output_is_refused_before_any_engine_runs():
         def forward(self, x):
             return self.lin(x)[:, :0]
 
-    with pytest.raises(ShapeError, match=r"the output on the probe is empty \(shape \(3, 0\)\)"):
+    with pytest.raises(ParamgeoError, match=r"the predictor shape \(3, 0\) has no entries"):
         paramgeo.from_torch(Nothing(), torch.eye(3))
 
 

@@ -103,7 +103,7 @@ def data(tmp_path):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((3, 4))
     paths = {}
-    for scale in (1.0, 1e20, 1e200):
+    for scale in (1.0, 1e20, 1e90):
         paths[scale] = tmp_path / f"d{scale:g}.npz"
         np.savez(paths[scale], X=scale * X, y=X @ np.ones(4))
     return paths
@@ -127,12 +127,13 @@ def test_flows_bound_time_scale_and_atol_before_the_run(monkeypatch, data, comma
              phrase)
 
 
-def test_implicit_bias_on_data_of_1e200_is_refused_at_the_start(monkeypatch, data):
+def test_a_flow_on_data_of_1e90_is_refused_at_the_start(monkeypatch, data):
     import scipy.integrate
 
     monkeypatch.setattr(scipy.integrate, "solve_ivp", lambda *a, **k: pytest.fail("it ran"))
-    _refused(_cli("implicit-bias", "hadamard", "-p", "p=4", "--data", data[1e200],
-                  "--init-scale", "0.1"), "the field of the flow at theta0 has an entry of 3")
+    _refused(_cli("flow", "hadamard", "-p", "p=4", "--data", data[1e90], "--loss", "squared",
+                  "--method", "flow"), "the field of the flow at theta0 has an entry of",
+             "beyond 1e+100")
 
 
 def test_a_flow_that_fails_before_its_first_record_ends_at_the_start(data):

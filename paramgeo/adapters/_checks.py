@@ -97,3 +97,17 @@ def one_array(out, name, framework):
                          "(e.g. its first element)")
     real_array(out, f"{name}: the output on the probe",
                f"return the {framework} array of real numbers to analyse")
+
+
+def written_by(forward):
+    """theta -> what ``forward`` (a flat torch function) writes into the parameter tensor it
+    is given (the change of that tensor over the call; zero where it writes nothing). The
+    backend hands forward a copy of theta at every call, so an update of the model's weights
+    in place (``with torch.no_grad(): self.w.add_(1.0)``) is invisible in its outputs at the
+    same theta; the function-of-theta check reads it from here."""
+    def change(theta):
+        before = theta.clone()
+        forward(theta)
+        return theta - before
+    return change
+

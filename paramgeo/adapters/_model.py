@@ -174,7 +174,7 @@ class FrameworkModel(Parameterization):
         self._state = built.get("state")
         self._what = built.get("what", f"{self.framework} model")
         self._check_forward()
-        self._check_function(built["forward"])
+        self._check_function(built["forward"], built.get("written"))
         self._measure_precision()
 
     #: the contract method a product of the tower is reported under (the outermost product)
@@ -205,10 +205,6 @@ class FrameworkModel(Parameterization):
             raise ShapeError(f"{self.name} ({self._what}): the parameters have no entries "
                              f"(blocks {dict(self._blocks)}): there is no theta to analyse; "
                              "give a model with at least one parameter")
-        if self.m == 0:
-            raise ShapeError(f"{self.name} ({self._what}): the output on the probe is empty "
-                             f"(shape {self._out_shape}): there is no predictor to analyse; "
-                             "give a probe on which the model returns at least one number")
         out = self._f(self.theta0)
         if out.shape != (self.m,) or not np.all(np.isfinite(out)):
             raise ContractError(
@@ -216,15 +212,22 @@ class FrameworkModel(Parameterization):
                 f"{'non-finite values' if out.shape == (self.m,) else f'shape {out.shape}'} "
                 f"at the model's own parameters; give a probe the model accepts")
 
-    def _check_function(self, forward):
+    def _check_function(self, forward, written=None):
         """Refuse a model whose forward is not a function of theta (see
         :func:`paramgeo.determinism.function_of_theta`): at theta0 and a random point, forward
-        run uncompiled (so that a traced function re-runs its Python each time)."""
+        run uncompiled (so that a traced function re-runs its Python each time). ``written``
+        (torch): theta -> what forward writes into the parameters it is given, added to the
+        checked array, since the backend hands forward a copy."""
         from ..determinism import function_of_theta
 
+        def evaluate(theta):
+            if written is not None:
+                theta += self._run("forward", written, theta)
+            return self._run("forward", forward, theta)
+
         theta1 = self.random_point(np.random.default_rng(0))
-        problem = function_of_theta(lambda t: self._run("forward", forward, t), self.theta0,
-                                    theta1, state=self.model_state, labels=self.spec.labels)
+        problem = function_of_theta(evaluate, self.theta0, theta1, state=self.model_state,
+                                    labels=self.spec.labels)
         if problem is not None:
             raise ContractError(
                 f"{self.name} ({self._what}): forward is not a function of theta: {problem}; "

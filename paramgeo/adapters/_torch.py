@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
 from ._attention import math_attention
-from ._checks import probe_array, torch_state
+from ._checks import probe_array, torch_state, written_by
 from ._graph import read_torch
 from ._layers import GraphModel, LayeredModel, torch_layers
 from ._model import Backend, FrameworkModel, model_class
@@ -199,7 +199,7 @@ def from_torch(module, probe, name=None, device=None, layers="auto"):
                 "predictor_shape": tuple(out.shape), "forward": forward,
                 "theta0": [p.detach().cpu().numpy() for _, p in named], "layers": layered,
                 "graph": read_graph if layers == "auto" else None,
-                "state": lambda: torch_state(model),
+                "state": lambda: torch_state(model), "written": written_by(forward),
                 "what": f"torch module {type(module).__name__}"}
 
     base = (TorchLayeredModel if layered is not None else
