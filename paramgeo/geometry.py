@@ -138,7 +138,7 @@ def generic_rank(param, n_points=3, seed=0, policy=None, route="auto"):
     return generic_rank_decision(param, n_points, seed, policy, route).rank
 
 
-def generic_rank_decision(param, n_points=3, seed=0, policy=None, route="auto"):
+def generic_rank_decision(param, n_points=3, seed=0, policy=None, route="auto", progress=None):
     """The :class:`RankDecision` of the random point of largest rank among ``n_points``.
 
     The rank of a polynomial (or analytic) map's Jacobian equals its generic value outside a
@@ -152,15 +152,21 @@ def generic_rank_decision(param, n_points=3, seed=0, policy=None, route="auto"):
     integer(n_points, "n_points", minimum=1)
     rng = as_rng(seed)
     best = None
-    for _ in range(n_points):
+    own = getattr(param, "theta0", None)
+    own = own if own is not None and np.shape(own) == (param.n,) else None
+    total = n_points + (own is not None)
+    for k in range(n_points):
         decision = rank_at(param, param.random_point(rng), policy, route=route, warn=False)
+        if progress is not None:
+            progress(k + 1, total)
         if best is None or decision.rank > best.rank:
             best = decision
         if decision.route in ("sparse", "matrix-free") and decision.certificate.deficiency == 0:
             return best
-    own = getattr(param, "theta0", None)
-    if own is not None and np.shape(own) == (param.n,):
+    if own is not None:
         decision = rank_at(param, own, policy, route=route, warn=False)
+        if progress is not None:
+            progress(total, total)
         if decision.rank > best.rank:
             best = decision
     return best

@@ -152,7 +152,7 @@ def test_encoder_products_and_dead_head(encoder):
     theta[sl] = W.ravel()
     c = critical.classify(model, theta, n_points=1)
     assert c.verdict == "critical" and "subnetwork" in c.causes
-    assert ("0 head 0", "out-zero") in c.inactive
+    assert ("self_attn head 0", "out-zero") in c.inactive
 
 
 def test_jax_nested_dict_mlp():
@@ -252,3 +252,16 @@ def test_structured_discovery_of_a_gated_unit():
     rank = _autograd_rank(net, X.numpy(), model.theta0, model)
     assert rank == model.n - G.dim
     assert completeness(model, model.theta0).complete
+
+
+def test_mirror_prices_the_first_level_before_paying(cnn):
+    import time
+
+    from paramgeo.errors import BudgetError
+    from paramgeo.mirror import lie_algebra
+
+    _, _, model = cnn
+    tic = time.process_time()
+    with pytest.raises(BudgetError, match="bracket level 1"):
+        lie_algebra(model, budget=0.5)
+    assert time.process_time() - tic < 30  # one product, not the 600 fields

@@ -202,18 +202,18 @@ class _Reader:
             heads.append({"q": proj(0), "k": proj(1), "v": proj(2), "o": Wo[:, rows],
                           "key_bias": None if b is None else b[E:2 * E][rows],
                           "value_bias": None if b is None else b[2 * E:][rows]})
-        groups, fields = rules.attention_heads(heads, bo, self.n, label)
+        groups, fields = rules.attention_heads(heads, bo, self.n, p)
         for h in range(H):
-            self.reading.groups.append((f"{label} head {h} QK", groups[2 * h]))
-            self.reading.groups.append((f"{label} head {h} VO", groups[2 * h + 1]))
+            self.reading.groups.append((f"{p} head {h} QK", groups[2 * h]))
+            self.reading.groups.append((f"{p} head {h} VO", groups[2 * h + 1]))
         if fields:
-            self.reading.groups.append((f"{label} key and value biases",
+            self.reading.groups.append((f"{p} key and value biases",
                                         rules.field_group(fields, self.n, f"R^{len(fields)}")))
         perm = np.stack([np.concatenate([hd[k].ravel() for k in ("q", "k", "v")]
                                         + [hd["o"].ravel()]) for hd in heads])
-        self.perm_classes.append((f"{label} heads", perm))
+        self.perm_classes.append((f"{p} heads", perm))
         for h, hd in enumerate(heads):
-            self.reading.units.append((f"{label} heads", f"{label} head {h}",
+            self.reading.units.append((f"{p} heads", f"{p} head {h}",
                                        hd["v"].ravel(), hd["o"].ravel(), "attention"))
         incoming = Wo.T if bo is None else np.vstack([Wo.T, bo[None, :]])
         return self.new_stream(f"{p}.out_proj", "dense", incoming, bo)
@@ -305,7 +305,8 @@ def read_torch(model, probe, positions, n):
                     or super().is_leaf_module(m, qualname))
 
     tracer = Tracer()
-    if tracer.is_leaf_module(model, ""):  # a torch layer itself: trace it as a one-layer model
+    wrapped = tracer.is_leaf_module(model, "")
+    if wrapped:  # a torch layer itself: trace it as a one-layer model
         model = torch.nn.Sequential(model)
         positions = {f"0.{key}": value for key, value in positions.items()}
     try:
@@ -421,7 +422,26 @@ def read_torch(model, probe, positions, n):
             out = dataclasses.replace(out, shape=shape if isinstance(shape, tuple) else None)
         env[node] = out
     _apply_rules(reader)
+    if wrapped:  # the wrapper's "0." is not the user's name for anything
+        _unwrap(reader.reading)
     return reader.reading, None
+
+
+def _unwrap(reading):
+    """Drop the leading "0." / "0 " the one-layer wrapper added to every label."""
+    import re
+
+    def fix(text):
+        return re.sub(r"(^|(?<=[\s(*+,]))0[. ]", "", text) or text
+
+    reading.groups = [(fix(name), group) for name, group in reading.groups]
+    for _, group in reading.groups:
+        for g in getattr(group, "factors", (group,)):
+            if hasattr(g, "labels"):
+                g.labels = tuple(fix(label) for label in g.labels)
+    reading.units = [(fix(a), fix(b), *rest) for a, b, *rest in reading.units]
+    reading.discover = [(fix(unit[0]), *unit[1:]) for unit in reading.discover]
+    reading.notes = [fix(note) for note in reading.notes]
 
 
 def _unit_parts(stream):
