@@ -55,6 +55,7 @@ import numpy as np
 
 from .errors import ParamgeoError, PluginError
 from .geometry import decide_rank
+from .precision import difference_step
 from .results import Result
 
 
@@ -137,21 +138,6 @@ def finite_difference_jacobian(param, theta, h=1e-6):
     return np.stack(cols, axis=1)
 
 
-def _difference_step(param, tol):
-    """(h, tolerance, note) of the finite-difference properties: h = 1e-6 and max(tol, 1e-5);
-    for a plugin whose measured round-off ``noise`` (a framework model computing below
-    float64, :func:`paramgeo.precision.arithmetic_noise`) is above float64's, the step that
-    balances truncation h^2 against round-off noise / h, h = noise^(1/3), and the tolerance
-    10 noise^(2/3) of that balance (Nocedal and Wright, "Numerical optimization", Sec. 8.1)."""
-    noise = getattr(param, "noise", None)
-    if noise is None or not np.isfinite(noise) or noise <= 1e-13:
-        return 1e-6, max(tol, 1e-5), ""
-    h = max(1e-6, float(noise) ** (1 / 3))
-    fd_tol = max(tol, 1e-5, 10 * float(noise) ** (2 / 3))
-    return h, fd_tol, (f"forward's measured round-off is {noise:.2g}: differences at step "
-                       f"{h:.2g}, tolerance {fd_tol:.2g}")
-
-
 def _autograd_jacobian(param, theta):
     from .parameterization import Parameterization
 
@@ -163,7 +149,8 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True):
 
     ``tol`` is the relative tolerance of the exact identities (closed forms, invariance,
     generators in the kernel); finite differences get ``max(tol, 1e-5)`` (a model computing below
-float64 gets the step and tolerance of its measured round-off, :func:`_difference_step`). ``llc=False`` skips
+float64 gets the step and tolerance of its measured round-off,
+:func:`paramgeo.precision.difference_step`). ``llc=False`` skips
     the short estimate that tests a declared learning coefficient.
     """
     from .arguments import integer, number, parameterization
@@ -176,7 +163,7 @@ float64 gets the step and tolerance of its measured round-off, :func:`_differenc
     rng = np.random.default_rng(seed)
     items = []
     where = {}  # point index -> preview of its coordinates
-    fd_h, fd_tol, fd_note = _difference_step(param, tol)
+    fd_h, fd_tol, fd_note = difference_step(param, tol)
 
     def add(prop, err, tolerance, point, hint, note=""):
         items.append(CheckItem(prop, bool(err <= tolerance), float(err), tolerance, point, hint,

@@ -396,3 +396,18 @@ def noise_policy(noise, policy=None):
     if not math.isfinite(noise) or NOISE_MARGIN * noise <= policy.rtol:  # NaN: not measured
         return policy
     return dataclasses.replace(policy, rtol=float(NOISE_MARGIN * noise))
+
+
+def difference_step(param, tol):
+    """(h, tolerance, note) of the contract check's finite-difference properties: h = 1e-6
+    and max(tol, 1e-5); for a plugin whose measured round-off ``noise`` (a framework model
+    computing below float64, :func:`arithmetic_noise`) is above float64's, the step that
+    balances truncation h^2 against round-off noise / h, h = noise^(1/3), and the tolerance
+    10 noise^(2/3) of that balance (Nocedal and Wright, "Numerical optimization", Sec. 8.1)."""
+    noise = getattr(param, "noise", None)
+    if noise is None or not np.isfinite(noise) or noise <= 1e-13:
+        return 1e-6, max(tol, 1e-5), ""
+    h = max(1e-6, float(noise) ** (1 / 3))
+    fd_tol = max(tol, 1e-5, 10 * float(noise) ** (2 / 3))
+    return h, fd_tol, (f"forward's measured round-off is {noise:.2g}: differences at step "
+                       f"{h:.2g}, tolerance {fd_tol:.2g}")
