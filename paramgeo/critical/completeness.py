@@ -67,9 +67,9 @@ def completeness(param, theta=None, group=None, policy=None, seed=0, generic_ran
     does not explain, by block (see the module docstring). The rank decision uses the policy of
     :mod:`paramgeo.geometry`. With ``generic_rank`` R, a kernel larger than n - R is reported
     as the point's own excess (``excess``)."""
-    from ..geometry import DEFAULT_POLICY, decide_rank, orbit_dim, rank_at
+    from ..geometry import decide_rank, orbit_dim, policy_of, rank_at
 
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     if theta is None:
         theta = param.random_point(np.random.default_rng(seed))
     theta = param.as_theta(theta)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError
-from ..geometry import DEFAULT_POLICY, as_rng
+from ..geometry import as_rng, policy_of
 from ..results import Result
 from .classification import classify
 from .patterns import generic_values
@@ -127,7 +127,7 @@ def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, pro
     parameterization(param)
     integer(starts, "starts", minimum=1)
     integer(maxiter, "maxiter", minimum=1)  # 0 iterations would report the starts themselves
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     rng = as_rng(seed)
     R, _ = generic_values(param, policy)
     if R == 0:

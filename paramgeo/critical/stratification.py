@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError
-from ..geometry import DEFAULT_POLICY, as_rng
+from ..geometry import as_rng, policy_of
 from ..results import Result
 from .patterns import (
     _class_states,
@@ -181,7 +181,7 @@ def strata(param, kinds="deleted", n_points=2, seed=0, policy=None, max_strata=2
 
     if kinds not in ("deleted", "all"):
         raise ParamgeoError(f"kinds must be 'deleted' or 'all', got {kinds!r}")
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     struct = structure(param)
     if struct is None:
         raise ParamgeoError(

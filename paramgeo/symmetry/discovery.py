@@ -44,8 +44,7 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError, SizeError
-from ..numerics import (DEFAULT_POLICY, RankPolicy, decide_rank, null_basis, range_basis,
-                        rational_rref)
+from ..numerics import RankPolicy, decide_rank, null_basis, policy_of, range_basis, rational_rref
 from ..results import Result
 from .groups import SymmetryGroup
 
@@ -198,7 +197,7 @@ def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEA
             f"{MAX_LINEAR_ENTRIES:.3g}; it runs up to about n = {largest} (max_linear_dim / "
             f"--max-dim <= {largest}); without it the scaling and discrete searches run at any n")
     rng = np.random.default_rng(seed)
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     labels = param.spec.labels()
     first = param.random_point(rng)
     rank0 = max(1, decide_rank(param.jacobian(first), policy, warn=False).rank)
