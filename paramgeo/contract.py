@@ -56,7 +56,7 @@ import numpy as np
 from .errors import ParamgeoError, PluginError
 from .geometry import decide_rank
 from .precision import difference_step
-from .results import Result
+from .results import Result, title
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,8 +96,7 @@ class CheckReport(Result):
 
     def __str__(self):
         """One line per property (worst point); failing points are listed in full."""
-        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
-        lines = [f"{self.name} ({sizes}): {'passed' if self.passed else 'FAILED'}"]
+        lines = [f"{title(self.name, self.sizes)}: {'passed' if self.passed else 'FAILED'}"]
         worst = {}
         for item in self.items:
             if item.property not in worst or item.error > worst[item.property].error:

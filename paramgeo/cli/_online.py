@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import ParamgeoError
 from ._common import (exit_if_interrupted, json_option, progress_bar, progress_enabled,
                       progress_option, resolve, seed_option, sizes_option, table)
+from ..results import title
 
 LINK_NAMES = ("linear", "quadratic", "tanh", "relu", "abs", "softmax")
 
@@ -137,7 +138,7 @@ def online_sgd_cmd(name, sizes, link, tokens, noise, beta, teacher, teacher_rank
                          init=init, scale=scale, lr=lr, lr_exponent=lr_exponent, batch=batch,
                          horizon=horizon, threshold=threshold, seed=seed, progress=update)
     if plot_path:
-        run.plot(plot_path, title=f"{param.name} {param.sizes}: online SGD, {link} link")
+        run.plot(plot_path, title=f"{title(param.name, param.sizes)}: online SGD, {link} link")
     summary = online_summary(param, run)
     if as_json:
         click.echo(json.dumps(dict(summary, plot=plot_path), indent=2, default=str))

@@ -46,7 +46,7 @@ import numpy as np
 
 from ..errors import NumericalDoubtWarning
 from ..geometry import as_rng, decide_rank, policy_of, rank_at
-from ..results import Result
+from ..results import Result, title
 from .patterns import _orbit_dim, _rank, factor_rank_drops, generic_values, structure
 from .points import _point_stratum
 
@@ -122,7 +122,7 @@ class Classification(Result):
     rank_certificate: object = None
 
     def __str__(self):
-        head = f"{self.name} {self.sizes}: {self.verdict}"
+        head = f"{title(self.name, self.sizes)}: {self.verdict}"
         if self.causes:
             head += f" ({', '.join(self.causes)})"
         if self.near_singular:

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
 from ..numerics import as_rng
-from ..results import Result, to_jsonable
+from ..results import Result, to_jsonable, title
 from ..files import check_plot_path, save_figure
 from ..trajectory import _finish, _progress_callback, _pyplot_figure
 
@@ -170,7 +170,7 @@ def _as_square(param, flat):
     d = math.isqrt(m)
     if d * d != m:
         raise ShapeError(f"online SGD needs a plugin whose predictor is a d x d matrix S; "
-                         f"{param.name} {param.sizes} has predictors of shape "
+                         f"{title(param.name, param.sizes)} has predictors of shape "
                          f"{param.predictor_shape} (use matrix, uut, uvt, or qk-attention "
                          f"with heads=1 and output=scores)")
     return np.reshape(flat, (d, d))
@@ -293,7 +293,7 @@ def online_sgd(param, model, teacher, theta0, samples, lr, *, lr_exponent=0.0, s
                          f"has d = {d}")
     theta = param.as_theta(theta0).copy()
     if _as_square(param, param.forward_flat(theta)).shape != (d, d):
-        raise ShapeError(f"{param.name} {param.sizes} gives {param.predictor_shape} predictors "
+        raise ShapeError(f"{title(param.name, param.sizes)} gives {param.predictor_shape} predictors "
                          f"but the model has d = {d}")
     for what, v in (("samples", samples), ("batch", batch)):
         if not math.isfinite(v) or int(v) != v or v < 1:
