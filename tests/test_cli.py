@@ -249,7 +249,7 @@ def test_closed_pipe_is_not_an_internal_error(tmp_path):
     proc = subprocess.run(
         f"{sys.executable} {ROOT / 'cli.py'} strata hadamard -p p=10 | head -1", shell=True,
         capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    assert proc.stdout.startswith("hadamard {'p': 10}: 1024 strata")
+    assert proc.stdout.startswith("hadamard (p=10): 1024 strata")
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
 
 
