@@ -75,6 +75,10 @@ class JaxBackend(Backend):
     def jacobian_map(self, fn, reverse):
         return (self.jax.jacrev if reverse else self.jax.jacfwd)(fn)
 
+    def batch_map(self, fn, a):
+        vmapped = self.jax.vmap(fn)
+        return lambda z: vmapped(z.reshape(-1, a)).reshape(-1)
+
 
 class JaxModel(FrameworkModel):
     """A JAX function fn(params, probe) on a fixed probe (built by :func:`from_jax`)."""
@@ -337,13 +341,21 @@ def from_jax(fn, params, probe, name=None, device=None, activation=None):
     def source():
         import jax.numpy as jnp
 
-        def forward(theta):
-            parts, start = [], 0
-            for shape, size in zip(shapes, sizes):
-                parts.append(jnp.reshape(theta[start:start + size], shape))
-                start += size
-            out = fn(jax.tree_util.tree_unflatten(treedef, parts), probe)
-            return jnp.reshape(jnp.asarray(out, dtype=jnp.float64), (-1,))
+        def forward_on(data):
+            data = np.asarray(data)
+            data = data.astype(np.float64) if np.issubdtype(data.dtype, np.floating) else data
+
+            def forward(theta):
+                parts, start = [], 0
+                for shape, size in zip(shapes, sizes):
+                    parts.append(jnp.reshape(theta[start:start + size], shape))
+                    start += size
+                out = fn(jax.tree_util.tree_unflatten(treedef, parts), data)
+                return jnp.reshape(jnp.asarray(out, dtype=jnp.float64), (-1,))
+
+            return forward
+
+        forward = forward_on(probe)
 
         try:
             with _x64(jax):
@@ -355,6 +367,7 @@ def from_jax(fn, params, probe, name=None, device=None, activation=None):
                              "fn(params, probe) a probe it accepts") from exc
         return {"backend": JaxBackend(jax, device), "blocks": list(zip(names, shapes)),
                 "predictor_shape": tuple(np.shape(out)), "forward": forward,
+                "forward_on": forward_on,
                 "theta0": leaves, "layers": layered}
 
     caller = sys._getframe(1).f_globals.get("__name__", __name__)
