@@ -7,14 +7,16 @@ localized Langevin (MALA or SGLD) estimator of the local learning coefficient (L
 chains' kernels.
 """
 
-from .exact import (LearningCoefficient, aoyagi_watanabe_piecewise, deep_linear_network,
+from .exact import (LearningCoefficient, aoyagi_watanabe_piecewise, block_learning_coefficient,
+                    deep_linear_network,
                     exact_learning_coefficient, monomial, normal_crossing_sum,
                     reduced_rank_regression, regular)
-from .estimate import LLCEstimate, LLCWarning, auto_step, estimate_llc
+from .estimate import LLCEstimate, LLCWarning, auto_step, estimate_llc, localization_check
 from .steps import StepSweep, step_sweep
 
-__all__ = ["LearningCoefficient", "aoyagi_watanabe_piecewise", "deep_linear_network",
+__all__ = ["LearningCoefficient", "aoyagi_watanabe_piecewise", "block_learning_coefficient",
+           "deep_linear_network",
            "exact_learning_coefficient", "monomial", "normal_crossing_sum",
            "reduced_rank_regression", "regular", "LLCEstimate", "LLCWarning", "StepSweep",
-           "auto_step", "estimate_llc",
+           "auto_step", "estimate_llc", "localization_check",
            "step_sweep"]

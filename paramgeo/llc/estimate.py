@@ -440,6 +440,11 @@ def estimate_llc(param, loss, theta_star=None, n=None, nbeta=None, gamma=1.0, st
             eps.append(auto_step_size(grad_U, w_star, step_scale, np.random.default_rng(seeds[i]),
                                       mask=mask)
                        if step == "auto" else float(step) / t)
+    if check:
+        mixing = mixing_check(check, eps, temps, nbeta, gamma, burn, sampler)
+        for note in mixing:
+            warnings.warn(f"LLC estimator (before sampling): {note}", LLCWarning, stacklevel=2)
+        pre_notes += mixing
     # row (g * T + i) * chains + k: chain k at temperature t_i and localization gammas[g]
     gammas = (float(gamma),) + ((BIAS_CHECK * float(gamma),) if bias_check else ())
     rows = len(temps) * chains
@@ -527,6 +532,37 @@ def retained(a, temps):
     return np.sum(c * a * t / (a * t + 1.0), axis=-1)
 
 
+def mixing_check(check, eps, temps, nbeta, gamma, burn, sampler):
+    """The relaxation time of the slowest direction: a Langevin chain of step eps_k on a
+    direction of curvature kappa_k = t_k n beta h + gamma forgets its start like
+    (1 - eps_k kappa_k / 2)^t, in about 2 / (eps_k kappa_k) steps; the slowest direction is the
+    least curved (h the smallest, at least 0: a flat direction is held by gamma alone). SGLD
+    keeps the steps ``eps``; MALA adapts its step, but stays below 2 / kappa_top (beyond it
+    the steepest direction is unstable), so its relaxation time is at least kappa_top /
+    kappa_slow. Sets ``relaxation`` (steps; a lower bound for MALA) and ``mixing_gamma`` (the
+    gamma that brings it to a third of the burn-in) in ``check``; returns a warning where it
+    exceeds the burn-in."""
+    h, top = check["slowest"], check["top"]
+    if sampler == "mala":
+        eps = [2.0 / (t * top + gamma) for t in temps]
+    tau = max(2.0 / (e * (t * h + gamma)) for e, t in zip(eps, temps))
+    need = max(6.0 / (e * max(burn, 1)) - t * h for e, t in zip(eps, temps))
+    check.update(relaxation=float(tau), mixing_gamma=float(max(need, gamma)))
+    if tau <= burn:
+        return []
+    note = (f"mixing-bound: the least curved direction (n beta h = {h:.3g}) relaxes in "
+            f"{'at least ' if sampler == 'mala' else ''}about {tau:.3g} steps (the step is "
+            f"bounded by the largest curvature, n beta h = {top:.3g}), longer than the burn-in "
+            f"of {burn}; run a burn-in of {3 * tau:.3g} steps or more, or raise gamma to "
+            f"{need:.3g}")
+    if check["suggested_gamma"] < check["gamma"] and need > check["suggested_gamma"]:
+        note += (f"; no gamma is both below {check['suggested_gamma']:.3g} (localization) and "
+                 f"above {need:.3g} (mixing) at this n: the curvatures span a ratio "
+                 f"{top / max(h, 1e-300):.3g}, so only more samples (n beta h grows against "
+                 "gamma) or far longer chains make the estimate reliable")
+    return [note]
+
+
 def localization_check(batch, w_star, nbeta, gamma, temps, rng, mask=None, k=40):
     """Before sampling: the spectrum of the Hessian H of L_n at w* (Lanczos on Hessian-vector
     products, central differences of the gradient, :func:`~paramgeo.llc.sampler.
@@ -561,6 +597,7 @@ def localization_check(batch, w_star, nbeta, gamma, temps, rng, mask=None, k=40)
     quad = float(np.sum(count[curved] * retained(a[curved], temps)) / 2)
     ideal = n_curved / 2
     out = dict(top=float(nbeta * theta.max()), bottom=float(nbeta * theta.min()),
+               slowest=float(nbeta * max(theta.min(), 0.0)),
                gamma=float(gamma), curved=n_curved, flat=float(count[~curved].sum()),
                quadratic=quad, unlocalized=ideal, suggested_gamma=float(gamma),
                exact_spectrum=bool(np.all(count == 1)))

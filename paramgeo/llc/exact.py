@@ -258,3 +258,45 @@ def exact_learning_coefficient(param, theta, policy=None):
         f"an exact learning coefficient at this point (rank J = {d} is below the generic rank "
         f"and the plugin {param.name} declares no formula here; estimate it with "
         "paramgeo.llc.estimate_llc or `paramgeo llc estimate`)")
+
+
+def block_learning_coefficient(param, theta, block, policy=None):
+    """The exact weight-refined learning coefficient of the block(s) ``block`` at the true
+    parameter ``theta`` (the others fixed there), where phi is affine in the block: then the
+    restricted model w_b -> phi(w_b, theta_rest) is a linear regression, K(w_b) a quadratic
+    form of rank d_b = rank J_b(theta) (J_b the Jacobian's block columns), so lambda = d_b / 2
+    with m = 1 (Watanabe 2009, Sec. 1.4; the kernel directions leave K unchanged). In a deep
+    linear net phi = W_L ... W_1 is affine in each W_l: phi = A_l W_l B_l with
+    A_l = W_L ... W_{l+1}, B_l = W_{l-1} ... W_1, J_l = A_l (x) B_l^T, so
+    d_l = rank A_l * rank B_l and lambda_l = rank A_l rank B_l / 2. Affinity is verified by
+    the derivative of J_b along random directions of the block (d/dt J_b(theta + t v) = 0);
+    NotProvidedError where it fails."""
+    import numpy as np
+    import sympy
+
+    from ..numerics import decide_rank
+    from .estimate import block_mask
+
+    theta = param.as_theta(theta)
+    mask = block_mask(param, block)
+    cols = np.flatnonzero(mask)
+    J = np.asarray(param.jacobian(theta))[:, cols]
+    rng = np.random.default_rng(0)
+    scale = max(float(np.linalg.norm(J)), 1.0)
+    for _ in range(2):
+        v = np.zeros(param.n)
+        v[cols] = rng.standard_normal(cols.size)
+        dJ = np.asarray(param.jacobian_derivative(theta, v))[:, cols]
+        if np.linalg.norm(dJ) > 1e-8 * scale * np.linalg.norm(v):
+            raise NotProvidedError(
+                type(param).__name__,
+                f"an exact weight-refined learning coefficient of {block!r} ({param.name} is "
+                "not affine in that block; estimate it with estimate_llc(..., block=...))")
+    d = decide_rank(J, policy, what="the block's Jacobian").rank
+    lam = sympy.Rational(int(d), 2)
+    names = ", ".join([block] if isinstance(block, str) else block)
+    return LearningCoefficient(
+        float(lam), 1, str(lam),
+        f"weight-refined, phi affine in {names} (a linear regression in the block)",
+        f"rank J_block(w*) / 2 with rank J_block = {int(d)} (deep linear: rank A_l rank B_l)",
+        WATANABE_2009)
