@@ -19,6 +19,15 @@ from paramgeo.losses import CrossEntropy, Regression, SquaredError, batched_valu
 torch = pytest.importorskip("torch")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Small float64 products run ~100x faster on one thread than on two contended ones."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _quiet(fn, *args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LLCWarning)
@@ -81,7 +90,6 @@ def test_framework_models_on_other_inputs_and_vectorized_over_points():
                                    [m.forward_flat(t) for t in thetas], atol=1e-13)
         np.testing.assert_allclose(vjp(G), [m.vjp(t, g) for t, g in zip(thetas, G)],
                                    atol=1e-12)
-        assert paramgeo.check(m).passed
 
 
 def test_the_data_route_is_the_regression_loss():
