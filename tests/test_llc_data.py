@@ -249,3 +249,52 @@ def test_bad_data_inputs_name_the_fix():
         estimate_llc(model, "mse", data=(X, Y), block="W3")
     with pytest.raises(paramgeo.errors.ShapeError, match="shape"):
         estimate_llc(model, "mse", data=(X, Y[:, :2]))
+
+
+@pytest.fixture
+def own_registry(monkeypatch):
+    """What a test registers through --plugin is forgotten after it."""
+    from paramgeo import registry
+
+    monkeypatch.setattr(registry, "_registered", dict(registry._registered))
+    monkeypatch.setattr(registry, "_sources", dict(registry._sources))
+
+
+def test_the_cli_estimates_a_plugin_file_model_on_an_npz(tmp_path, own_registry):
+    import json
+    import textwrap
+
+    from click.testing import CliRunner
+
+    from paramgeo.cli import main
+
+    path = tmp_path / "model.py"
+    path.write_text(textwrap.dedent("""\
+        import torch
+        import paramgeo
+
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+        model = paramgeo.from_torch(net, torch.zeros(1, 3), name="tiny-mlp")
+        """))
+    rng = np.random.default_rng(0)
+    X, labels = rng.standard_normal((60, 3)), rng.integers(0, 2, 60)
+    np.savez(tmp_path / "d.npz", X=X, Y=labels)
+    args = ["--plugin", str(path), "llc", "estimate", "tiny-mlp", "--loss", "cross-entropy",
+            "--data", str(tmp_path / "d.npz"), "--batch-size", "20", "--chains", "2",
+            "--burn", "30", "--draws", "40", "--no-bias-check", "--json"]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output[res.output.index("{"):])
+    assert out["batches"] == 3 and out["sampler"] == "sgld" and out["n"] == 60
+    model = paramgeo.get("tiny-mlp")
+    direct = _quiet(estimate_llc, model, "cross-entropy", data=(X, labels), batch_size=20,
+                    chains=2, burn=30, draws=40, bias_check=False)
+    assert out["llc"] == pytest.approx(direct.llc, rel=1e-9)
+    assert out["curvature"]["top"] == pytest.approx(direct.curvature["top"], rel=1e-9)
+    res = CliRunner().invoke(main, args[:-1] + ["--sampler", "mala"])
+    assert res.exit_code != 0 and "Error:" in res.output and "sgld" in res.output
+    assert "Traceback" not in res.output
+    np.savez(tmp_path / "e.npz", X=X)
+    res = CliRunner().invoke(main, args[:7] + ["--data", str(tmp_path / "e.npz")])
+    assert res.exit_code != 0 and "no array 'Y'" in res.output

@@ -555,11 +555,11 @@ def mixing_check(check, eps, temps, nbeta, gamma, burn, sampler):
             f"bounded by the largest curvature, n beta h = {top:.3g}), longer than the burn-in "
             f"of {burn}; run a burn-in of {3 * tau:.3g} steps or more, or raise gamma to "
             f"{need:.3g}")
-    if check["suggested_gamma"] < check["gamma"] and need > check["suggested_gamma"]:
+    if 0 < h and check["suggested_gamma"] < check["gamma"] and need > check["suggested_gamma"]:
         note += (f"; no gamma is both below {check['suggested_gamma']:.3g} (localization) and "
                  f"above {need:.3g} (mixing) at this n: the curvatures span a ratio "
-                 f"{top / max(h, 1e-300):.3g}, so only more samples (n beta h grows against "
-                 "gamma) or far longer chains make the estimate reliable")
+                 f"{top / h:.3g}, so only more samples (n beta h grows against gamma) or far "
+                 "longer chains make the estimate reliable")
     return [note]
 
 

@@ -59,7 +59,7 @@ def step_sweep(param, loss, theta_star, steps=None, progress=None, **options):
     default: the automatic step times 1/8, 1/4, 1/2, 1, 2), the other ``options`` shared;
     returns a :class:`StepSweep`."""
     if steps is None:
-        keys = ("n", "nbeta", "gamma", "step_scale", "seed")
+        keys = ("n", "nbeta", "gamma", "step_scale", "seed", "data", "batch_size", "block")
         auto = auto_step(param, loss, theta_star, **{k: options[k] for k in keys
                                                       if k in options})
         steps = [auto * f for f in (0.125, 0.25, 0.5, 1.0, 2.0)]
