@@ -536,13 +536,16 @@ def mixing_check(check, eps, temps, nbeta, gamma, burn, sampler):
     """The relaxation time of the slowest direction: a Langevin chain of step eps_k on a
     direction of curvature kappa_k = t_k n beta h + gamma forgets its start like
     (1 - eps_k kappa_k / 2)^t, in about 2 / (eps_k kappa_k) steps; the slowest direction is the
-    least curved (h the smallest, at least 0: a flat direction is held by gamma alone). SGLD
+    least curved of the curved directions (flat ones, symmetry orbits among them, leave the
+    loss unchanged; their wandering shows as drift after sampling). SGLD
     keeps the steps ``eps``; MALA adapts its step, but stays below 2 / kappa_top (beyond it
     the steepest direction is unstable), so its relaxation time is at least kappa_top /
     kappa_slow. Sets ``relaxation`` (steps; a lower bound for MALA) and ``mixing_gamma`` (the
     gamma that brings it to a third of the burn-in) in ``check``; returns a warning where it
     exceeds the burn-in."""
     h, top = check["slowest"], check["top"]
+    if not math.isfinite(h):  # no curved direction: nothing the loss resolves to relax
+        return []
     if sampler == "mala":
         eps = [2.0 / (t * top + gamma) for t in temps]
     tau = max(2.0 / (e * (t * h + gamma)) for e, t in zip(eps, temps))
@@ -597,7 +600,7 @@ def localization_check(batch, w_star, nbeta, gamma, temps, rng, mask=None, k=40)
     quad = float(np.sum(count[curved] * retained(a[curved], temps)) / 2)
     ideal = n_curved / 2
     out = dict(top=float(nbeta * theta.max()), bottom=float(nbeta * theta.min()),
-               slowest=float(nbeta * max(theta.min(), 0.0)),
+               slowest=float(nbeta * theta[curved].min()) if curved.any() else math.nan,
                gamma=float(gamma), curved=n_curved, flat=float(count[~curved].sum()),
                quadratic=quad, unlocalized=ideal, suggested_gamma=float(gamma),
                exact_spectrum=bool(np.all(count == 1)))
@@ -622,7 +625,9 @@ def localization_check(batch, w_star, nbeta, gamma, temps, rng, mask=None, k=40)
             f"about {quad:.3g} where those directions alone give {ideal:.3g} (the quadratic "
             f"approximation at w*); lower gamma to {out['suggested_gamma']:.3g} (keeps 95%) or "
             "give more samples (n beta grows with n), and watch for drift warnings, which a "
-            "weaker localization makes more likely")
+            "weaker localization makes more likely. In a singular model the least curved of "
+            "these may be singular directions whose 1/2 is not due (then the bias check at "
+            "4 gamma changes the estimate little)")
     return out, notes
 
 
