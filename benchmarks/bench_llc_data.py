@@ -1,7 +1,7 @@
 """The LLC estimator on data through framework models: minibatch SGLD against the full-batch
 estimator where the truth is known, and a torch MLP on scikit-learn's digits.
 
-Usage: python benchmarks/bench_llc_data.py [--calibration] [--digits] [--n 10000]
+Usage: python benchmarks/bench_llc_data.py [--calibration] [--digits] [--tanh] [--n 10000]
        [--datasets 2] [--batch-size 500] [--out DIR]
 
 ``--calibration``: the five reduced-rank-regression cases of ``bench_llc.py`` ((M, H, N) =
@@ -18,6 +18,9 @@ within 1.5x of full batch), and the CPU time of each.
 download), a torch MLP 64 -> 128 -> 10 (9,610 parameters) with ReLU trained with Adam on the
 cross-entropy, then the LLC at the trained weights with the "cross-entropy" loss in minibatches
 of 128 (minibatch SGLD), with its CPU time and the pre-check's numbers.
+
+``--tanh``: the JAX tanh MLP of 54 parameters at n = 80 (:func:`tanh_mlp`): the estimate at
+gamma = 1 and at the gamma the pre-check suggests, with the pre-check's warnings.
 
 Torch and BLAS run on one thread (on a loaded two-core machine a second thread makes small
 float64 products up to 100x slower). Results go to DIR (default benchmarks/out-llc-data).
@@ -122,7 +125,7 @@ def digits(batch_size=128, steps=600, seed=0):
                  chains=8, burn=500, draws=500, seed=seed)
     cpu = time.process_time() - cpu
     print(est)
-    out = dict(parameters=model.n, samples=len(y), train_loss=float(loss), accuracy=accuracy,
+    out = dict(parameters=model.n, samples=len(y), train_loss=float(loss.detach()), accuracy=accuracy,
                train_cpu=train_cpu, llc=est.llc, se_total=est.se_total, se=est.se,
                se_bias=est.se_bias, llc_check=est.llc_check, chains=est.chains,
                draws=est.draws, burn=est.burn, batches=est.batches, cpu_seconds=cpu,
@@ -131,10 +134,49 @@ def digits(batch_size=128, steps=600, seed=0):
     return out
 
 
+def tanh_mlp(seed=0):
+    """The JAX tanh MLP 3 -> 9 -> 3 without biases (54 parameters, regular at its fit: lambda =
+    d / 2 = 27) on n = 80 samples of a random teacher of the same architecture with unit
+    Gaussian noise, at the least-squares fit (L-BFGS from the teacher): the pre-check's
+    numbers and the estimate at the default gamma = 1 and at the gamma the pre-check
+    suggests."""
+    import jax.numpy as jnp
+    from scipy.optimize import minimize
+
+    import paramgeo
+    from paramgeo.llc import estimate_llc
+    from paramgeo.llc.data import make_batches
+
+    rng = np.random.default_rng(seed)
+
+    def mlp(p, x):
+        return jnp.tanh(x @ p["W1"]) @ p["W2"]
+
+    teacher = {"W1": rng.standard_normal((3, 9)) / np.sqrt(3),
+               "W2": rng.standard_normal((9, 3)) / 3}
+    X = rng.standard_normal((80, 3))
+    model = paramgeo.from_jax(mlp, teacher, X)
+    Y = model.forward(model.theta0) + rng.standard_normal((80, 3))
+    value, grad = make_batches(model, "mse", (X, Y)).full()
+    w_star = minimize(value, model.theta0, jac=grad, method="L-BFGS-B",
+                      options=dict(gtol=1e-12, maxiter=5000)).x
+    out = {}
+    for label, gamma in (("default", 1.0), ("suggested", None)):
+        if gamma is None:
+            gamma = out["default"]["curvature"]["suggested_gamma"]
+        est = _quiet(estimate_llc, model, "mse", w_star, data=(X, Y), gamma=gamma)
+        print(est)
+        out[label] = dict(gamma=gamma, llc=est.llc, se_total=est.se_total, rhat=est.rhat,
+                          curvature=est.curvature, warnings=list(est.warnings))
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calibration", action="store_true")
     parser.add_argument("--digits", action="store_true")
+    parser.add_argument("--tanh", action="store_true",
+                        help="only the JAX tanh MLP of 54 parameters at n = 80 (tanh_mlp)")
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--datasets", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=500)
@@ -146,6 +188,10 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = {}
+    if args.tanh:
+        results["tanh"] = tanh_mlp()
+        (out / "tanh.json").write_text(json.dumps(results, indent=1, default=float))
+        return
     if args.calibration or not args.digits:
         results["calibration"] = calibration(args.n, args.datasets, args.batch_size)
     if args.digits or not args.calibration:
