@@ -2,7 +2,7 @@
 estimator where the truth is known, and a torch MLP on scikit-learn's digits.
 
 Usage: python benchmarks/bench_llc_data.py [--calibration] [--digits] [--tanh] [--n 10000]
-       [--datasets 2] [--batch-size 500] [--out DIR]
+       [--datasets 2] [--batch-size 500] [--step-scale 0.05] [--out DIR]
 
 ``--calibration``: the five reduced-rank-regression cases of ``bench_llc.py`` ((M, H, N) =
 (5,3,5), (5,4,5), (4,3,8), (8,3,4), (3,8,4), true map 0, x ~ N(0, I_M), y ~ N(0, I_N)) at
@@ -52,7 +52,7 @@ def _quiet(fn, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
-def calibration(n, datasets, batch_size):
+def calibration(n, datasets, batch_size, step_scale=0.05):
     import torch
 
     import paramgeo
@@ -77,7 +77,7 @@ def calibration(n, datasets, batch_size):
             cpu_full = time.process_time() - cpu
             cpu = time.process_time()
             mini = _quiet(estimate_llc, model, "mse", theta, data=(X, Y),
-                          batch_size=batch_size, seed=s)
+                          batch_size=batch_size, step_scale=step_scale, seed=s)
             cpu_mini = time.process_time() - cpu
             row = dict(case=[M, H, N], n=n, dataset=s, exact=exact, full=full.llc,
                        full_se=full.se_total, full_cpu=cpu_full, minibatch=mini.llc,
@@ -180,6 +180,8 @@ def main(argv=None):
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--datasets", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument("--step-scale", type=float, default=0.05,
+                        help="the minibatch route's step times the largest curvature")
     parser.add_argument("--out", default=str(Path(__file__).with_name("out-llc-data")))
     args = parser.parse_args(argv)
     import torch
@@ -193,7 +195,8 @@ def main(argv=None):
         (out / "tanh.json").write_text(json.dumps(results, indent=1, default=float))
         return
     if args.calibration or not args.digits:
-        results["calibration"] = calibration(args.n, args.datasets, args.batch_size)
+        results["calibration"] = calibration(args.n, args.datasets, args.batch_size,
+                                             args.step_scale)
     if args.digits or not args.calibration:
         results["digits"] = digits()
     (out / "results.json").write_text(json.dumps(results, indent=1, default=float))

@@ -62,6 +62,15 @@ magnitude, not a correction (the form of the remainder is not known in general).
 ``se_total`` = sqrt(se^2 + se_data^2 + se_bias^2); docs/learning-coefficients.md measures
 all of them.
 
+Data and minibatches (:mod:`paramgeo.llc.data`): L_n = sum_b (n_b / n) L_b over batches, each
+a (parameterization, loss) pair (a model evaluated on the batch's inputs through the
+contract's ``on_inputs``, or a Loss's ``minibatch``); minibatch SGLD draws one batch per step
+with probability n_b / n and records L_b(w_t) + L_n(w*) - L_b(w*), an unbiased reading of
+L_n(w_t) with a control variate. ``block``: only the named blocks move (the weight-refined
+LLC). Before sampling, :func:`localization_check` reads the Hessian spectrum of L_n at w*
+against gamma (a direction of curvature h contributes r(n beta h / gamma) / 2, not 1/2,
+:func:`retained`) and :func:`mixing_check` the relaxation time of the least curved direction.
+
 Step size ``"auto"``: eps = step_scale / h with h the largest curvature (power iteration on
 Hessian-vector products by central differences of the gradient) of the potential
 n beta L_n(w) + gamma |w - w*|^2 / 2, measured at w* and again at the end of short pilot runs
@@ -626,8 +635,8 @@ def localization_check(batch, w_star, nbeta, gamma, temps, rng, mask=None, k=40)
             f"approximation at w*); lower gamma to {out['suggested_gamma']:.3g} (keeps 95%) or "
             "give more samples (n beta grows with n), and watch for drift warnings, which a "
             "weaker localization makes more likely. In a singular model the least curved of "
-            "these may be singular directions whose 1/2 is not due (then the bias check at "
-            "4 gamma changes the estimate little)")
+            "these may be singular directions whose 1/2 is not due (then a 4 times larger "
+            "gamma changes the estimate little)")
     return out, notes
 
 
