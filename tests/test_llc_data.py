@@ -123,6 +123,11 @@ def test_minibatches_average_to_the_full_loss():
     assert sum(c * v(w) for c, (v, _) in zip(batches.weights, pairs)) == pytest.approx(value(w))
     np.testing.assert_allclose(sum(c * g(w) for c, (_, g) in zip(batches.weights, pairs)),
                                grad(w), atol=1e-13)
+    # a Loss built from samples splits through its minibatch(): the same weighted sum
+    plugin = paramgeo.get("deep-linear", widths=(5, 3, 5))
+    split = make_batches(plugin, Regression(X, Y), batch_size=16)
+    assert len(split) == 4 and split.n == 50
+    assert split.full()[0](w) == pytest.approx(Regression(X, Y).value(plugin.forward_flat(w)))
     # an iterable of batches (a DataLoader) gives the same loss
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(
         torch.tensor(X), torch.tensor(Y)), batch_size=20)
