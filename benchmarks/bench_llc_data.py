@@ -132,7 +132,8 @@ def digits(batch_size=128, steps=600, seed=0):
                  chains=8, burn=500, draws=500, seed=seed)
     cpu = time.process_time() - cpu
     print(est)
-    out = dict(parameters=model.n, samples=len(y), train_loss=float(loss.detach()), accuracy=accuracy,
+    out = dict(parameters=model.n, samples=len(y), train_loss=float(loss.detach()),
+               accuracy=accuracy,
                train_cpu=train_cpu, llc=est.llc, se_total=est.se_total, se=est.se,
                se_bias=est.se_bias, llc_check=est.llc_check, chains=est.chains,
                draws=est.draws, burn=est.burn, batches=est.batches, cpu_seconds=cpu,

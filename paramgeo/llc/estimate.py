@@ -332,7 +332,8 @@ def auto_step(param, loss, theta_star=None, n=None, nbeta=None, gamma=1.0, step_
     mask = block_mask(param, block)
     grad_U = _potential_gradient(grad, w_star, nbeta, gamma, mask)
     return auto_step_size(grad_U, w_star, step_scale,
-                          np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]), mask=mask)
+                          np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]),
+                          mask=mask)
 
 
 def block_mask(param, block):
@@ -471,8 +472,8 @@ def estimate_llc(param, loss, theta_star=None, n=None, nbeta=None, gamma=1.0, st
                                                            len(gammas)),
                         np.repeat(gammas, rows), L_star, burn, draws,
                         rng, progress, keep if keep >= 20 else 0,
-                        keep_rows=rows, groups=len(gammas), pick=batch_picker(batches.weights, rng),
-                        shift=shift, mask=mask)
+                        keep_rows=rows, groups=len(gammas),
+                        pick=batch_picker(batches.weights, rng), shift=shift, mask=mask)
     done = run["traces"].shape[1] - burn
     notes = []
     if run["interrupted"]:

@@ -45,15 +45,16 @@ def sample_chains(batches, sampler, w_star, nbs, eps, gamma, L_star, burn, draws
     its losses (a control variate: E_b[L_b(w) + shift[b]] = L_n(w) as E_b[L_b] = L_n, with the
     variance of L_b(w) - L_b(w*) instead of that of L_b(w)). ``mask`` (0/1 per coordinate)
     keeps the coordinates where it is 0 at w* (their gradient and noise are zeroed: the chain
-    samples the conditional posterior of the others). Returns the traces nbs[r] (L_n(w_t) - L_n(w*)) (K x steps made;
-    Ctrl-C after the burn-in ends the run early), the final steps, the acceptance rates after
-    burn-in, the step at which each row blew up (-1: never; such a row is reset to w* and its
-    trace is NaN from there), whether Ctrl-C stopped it, and up to ``keep`` states of each of
-    the first ``keep_rows`` rows (default: all) after burn-in, evenly thinned (``states``,
-    keep_rows x kept x n; ``kept_at``, their steps). ``groups`` > 1: the rows are that many
-    blocks of equal size that share their random numbers (row r of every block draws the same
-    Gaussian and uniform numbers: common random numbers, so that the blocks' differences are
-    not blurred by independent noise)."""
+    samples the conditional posterior of the others). Returns the traces nbs[r] (L_n(w_t) -
+    L_n(w*)) (K x steps made; Ctrl-C after the burn-in ends the run early), the final steps,
+    the acceptance rates after burn-in, the step at which each row blew up (-1: never; such a
+    row is reset to w* and its trace is NaN from there), whether Ctrl-C stopped it, and up to
+    ``keep`` states of each of the first ``keep_rows`` rows (default: all) after burn-in,
+    evenly thinned (``states``, keep_rows x kept x n; ``kept_at``, their steps). ``groups`` >
+    1: the rows are that many blocks of equal size that share their random numbers (row r of
+    every block draws the same Gaussian and uniform numbers: common random numbers, so that the
+    blocks' differences are not blurred by independent noise).
+    """
     K, total = len(nbs), burn + draws
     keep_rows = K if keep_rows is None else keep_rows
     gamma = np.broadcast_to(np.asarray(gamma, float), (K,))
