@@ -19,7 +19,8 @@ of (a) and (b).
 ``--digits``: ``sklearn.datasets.load_digits`` (1797 images of 8 x 8 pixels, bundled, no
 download), a torch MLP 64 -> 128 -> 10 (9,610 parameters) with ReLU trained with Adam on the
 cross-entropy, then the LLC at the trained weights with the "cross-entropy" loss in minibatches
-of 128 (minibatch SGLD), with its CPU time and the pre-check's numbers.
+of 128 (minibatch SGLD), with its CPU time and the pre-check's numbers; with ``--cnn`` a CNN of
+over 10^5 parameters (:func:`_cnn`) instead, 8 chains x (200 + 200) steps.
 
 ``--tanh``: the JAX tanh MLP of 54 parameters at n = 80 (:func:`tanh_mlp`): the estimate at
 gamma = 1 and at the gamma the pre-check suggests, with the pre-check's warnings.
@@ -103,7 +104,21 @@ def calibration(n, datasets, batch_size, step_scale=0.05):
                 error_minibatch=err_mini)
 
 
-def digits(batch_size=128, steps=600, seed=0):
+def _cnn(torch):
+    """A CNN for 8 x 8 digits: conv 1 -> 32 (3 x 3) ReLU, conv 32 -> 64 (3 x 3) ReLU, linear
+    64 * 4 * 4 -> 96 ReLU, linear 96 -> 10 (over 10^5 parameters)."""
+
+    class Image(torch.nn.Module):
+        def forward(self, x):
+            return x.reshape(x.shape[0], 1, 8, 8)
+
+    return torch.nn.Sequential(Image(), torch.nn.Conv2d(1, 32, 3), torch.nn.ReLU(),
+                               torch.nn.Conv2d(32, 64, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                               torch.nn.Linear(64 * 4 * 4, 96), torch.nn.ReLU(),
+                               torch.nn.Linear(96, 10))
+
+
+def digits(batch_size=128, steps=600, seed=0, cnn=False, chains=8, burn=500, draws=500):
     import torch
     from sklearn.datasets import load_digits
 
@@ -114,8 +129,8 @@ def digits(batch_size=128, steps=600, seed=0):
     X = (data.data / 16.0).astype(np.float32)
     y = data.target.astype(np.int64)
     torch.manual_seed(seed)
-    net = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
-                              torch.nn.Linear(128, 10))
+    net = _cnn(torch) if cnn else torch.nn.Sequential(
+        torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
     opt = torch.optim.Adam(net.parameters(), lr=3e-3)
     Xt, yt = torch.tensor(X), torch.tensor(y)
     cpu = time.process_time()
@@ -129,7 +144,7 @@ def digits(batch_size=128, steps=600, seed=0):
     model = paramgeo.from_torch(net, X[:2])
     cpu = time.process_time()
     est = _quiet(estimate_llc, model, "cross-entropy", data=(X, y), batch_size=batch_size,
-                 chains=8, burn=500, draws=500, seed=seed)
+                 chains=chains, burn=burn, draws=draws, seed=seed)
     cpu = time.process_time() - cpu
     print(est)
     out = dict(parameters=model.n, samples=len(y), train_loss=float(loss.detach()),
@@ -183,6 +198,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calibration", action="store_true")
     parser.add_argument("--digits", action="store_true")
+    parser.add_argument("--cnn", action="store_true",
+                        help="with --digits: the CNN (_cnn) instead of the MLP, 8 chains x "
+                             "(200 + 200) steps")
     parser.add_argument("--tanh", action="store_true",
                         help="only the JAX tanh MLP of 54 parameters at n = 80 (tanh_mlp)")
     parser.add_argument("--n", type=int, default=10_000)
@@ -206,7 +224,7 @@ def main(argv=None):
         results["calibration"] = calibration(args.n, args.datasets, args.batch_size,
                                              args.step_scale)
     if args.digits or not args.calibration:
-        results["digits"] = digits()
+        results["digits"] = (digits(cnn=True, burn=200, draws=200) if args.cnn else digits())
     (out / "results.json").write_text(json.dumps(results, indent=1, default=float))
 
 
