@@ -20,7 +20,11 @@ of (a) and (b).
 download), a torch MLP 64 -> 128 -> 10 (9,610 parameters) with ReLU trained with Adam on the
 cross-entropy, then the LLC at the trained weights with the "cross-entropy" loss in minibatches
 of 128 (minibatch SGLD), with its CPU time and the pre-check's numbers; with ``--cnn`` a CNN of
-over 10^5 parameters (:func:`_cnn`) instead, 8 chains x (200 + 200) steps.
+over 10^5 parameters (:func:`_cnn`) instead, 8 chains x (200 + 200) steps. ``--devinterp``
+also runs devinterp (a throwaway environment, /tmp/devinterp-venv, torch first) on the MLP, its
+SGLD at equal draws (chains = paramgeo's chains times temperatures, the same burn-in, draws,
+batch size, n beta and localization) with lr = paramgeo's automatic step and 10 times it,
+and prints its estimate and CPU time per chain step against paramgeo's.
 
 ``--tanh``: the JAX tanh MLP of 54 parameters at n = 80 (:func:`tanh_mlp`): the estimate at
 gamma = 1 and at the gamma the pre-check suggests, with the pre-check's warnings.
@@ -118,7 +122,28 @@ def _cnn(torch):
                                torch.nn.Linear(96, 10))
 
 
-def digits(batch_size=128, steps=600, seed=0, cnn=False, chains=8, burn=500, draws=500):
+def devinterp_digits(net, X, y, lr, n_beta, chains, burn, draws, batch_size, seed, workdir):
+    """devinterp's estimate on the same MLP, data and batch size (its SGLD, float32, localization
+    1 as paramgeo's gamma, n beta = n / log n): run by _devinterp_digits_worker.py in the
+    throwaway environment of bench_llc.ensure_devinterp."""
+    import subprocess
+
+    from benchmarks.bench_llc import ensure_devinterp
+
+    python = ensure_devinterp()
+    src, dst = workdir / "di-digits.npz", workdir / "di-digits.json"
+    np.savez(src, X=X, y=y, W0=net[0].weight.detach().numpy(), b0=net[0].bias.detach().numpy(),
+             W1=net[2].weight.detach().numpy(), b1=net[2].bias.detach().numpy(), lr=lr,
+             n_beta=n_beta, localization=1.0, chains=chains, draws=draws, burn=burn,
+             batch_size=batch_size, seed=seed)
+    worker = Path(__file__).with_name("_devinterp_digits_worker.py")
+    subprocess.run([str(python), str(worker), str(src), str(dst)], check=True,
+                   capture_output=True)
+    return json.loads(dst.read_text())
+
+
+def digits(batch_size=128, steps=600, seed=0, cnn=False, chains=8, burn=500, draws=500,
+           devinterp=False, workdir=None):
     import torch
     from sklearn.datasets import load_digits
 
@@ -154,6 +179,25 @@ def digits(batch_size=128, steps=600, seed=0, cnn=False, chains=8, burn=500, dra
                draws=est.draws, burn=est.burn, batches=est.batches, cpu_seconds=cpu,
                warnings=list(est.warnings), curvature=est.curvature)
     print(json.dumps({k: v for k, v in out.items() if k != "warnings"}), flush=True)
+    if devinterp and not cnn:
+        # equal draws: as many chains as paramgeo's chains over its temperatures, each with
+        # paramgeo's burn-in and draws (paramgeo's bias check doubles its own chains on top)
+        steps_paramgeo = 2 * len(est.temperatures) * est.chains * (est.burn + est.draws)
+        out["devinterp"] = []
+        for factor in (1.0, 10.0):
+            lr = factor * est.step
+            di = devinterp_digits(net, X, y, lr, est.nbeta, len(est.temperatures) * est.chains,
+                                  est.burn, est.draws, batch_size, seed, workdir)
+            di.update(lr=lr, chain_steps=len(est.temperatures) * est.chains
+                      * (est.burn + est.draws))
+            out["devinterp"].append(di)
+            print(f"devinterp (lr = {factor:g} x paramgeo's step = {lr:.3g}): LLC "
+                  f"{di['llc']:.4g} +- {di['std']:.2g} (sd over chains) in "
+                  f"{di['cpu_seconds']:.1f} s CPU for {di['chain_steps']} chain steps; paramgeo "
+                  f"{est.llc:.4g} +- {est.se_total:.2g} in {cpu:.1f} s CPU for {steps_paramgeo} "
+                  f"chain steps (with the bias check): per chain step "
+                  f"{di['cpu_seconds'] / di['chain_steps'] / (cpu / steps_paramgeo):.2f} times "
+                  "paramgeo's CPU time", flush=True)
     return out
 
 
@@ -201,6 +245,8 @@ def main(argv=None):
     parser.add_argument("--cnn", action="store_true",
                         help="with --digits: the CNN (_cnn) instead of the MLP, 8 chains x "
                              "(200 + 200) steps")
+    parser.add_argument("--devinterp", action="store_true",
+                        help="with --digits: devinterp beside paramgeo on the MLP")
     parser.add_argument("--tanh", action="store_true",
                         help="only the JAX tanh MLP of 54 parameters at n = 80 (tanh_mlp)")
     parser.add_argument("--n", type=int, default=10_000)
@@ -224,7 +270,8 @@ def main(argv=None):
         results["calibration"] = calibration(args.n, args.datasets, args.batch_size,
                                              args.step_scale)
     if args.digits or not args.calibration:
-        results["digits"] = (digits(cnn=True, burn=200, draws=200) if args.cnn else digits())
+        results["digits"] = (digits(cnn=True, burn=200, draws=200) if args.cnn else
+                             digits(devinterp=args.devinterp, workdir=out))
     (out / "results.json").write_text(json.dumps(results, indent=1, default=float))
 
 
