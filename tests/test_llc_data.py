@@ -303,3 +303,41 @@ def test_the_cli_estimates_a_plugin_file_model_on_an_npz(tmp_path, own_registry)
     np.savez(tmp_path / "e.npz", X=X)
     res = CliRunner().invoke(main, args[:7] + ["--data", str(tmp_path / "e.npz")])
     assert res.exit_code != 0 and "no array 'Y'" in res.output
+
+
+def test_the_tanh_network_at_n_80_is_flagged_before_sampling():
+    """The JAX tanh MLP 3 -> 9 -> 3 (54 parameters, regular: lambda = 27) at its least-squares
+    fit on n = 80 samples: the pre-check reads all 54 curvatures (n beta h over five orders of
+    magnitude, a few below gamma / 1000), predicts an estimate far below their d / 2 at
+    gamma = 1, and says that no gamma is both small enough and large enough (localization
+    against mixing) at this n."""
+    jnp = pytest.importorskip("jax.numpy")
+    from scipy.optimize import minimize
+
+    from paramgeo.llc.estimate import mixing_check
+
+    rng = np.random.default_rng(0)
+
+    def mlp(p, x):
+        return jnp.tanh(x @ p["W1"]) @ p["W2"]
+
+    teacher = {"W1": rng.standard_normal((3, 9)) / np.sqrt(3),
+               "W2": rng.standard_normal((9, 3)) / 3}
+    X = rng.standard_normal((80, 3))
+    model = paramgeo.from_jax(mlp, teacher, X)
+    Y = model.forward(model.theta0) + rng.standard_normal((80, 3))
+    batches = make_batches(model, "mse", (X, Y))
+    value, grad = batches.full()
+    w_star = minimize(value, model.theta0, jac=grad, method="L-BFGS-B",
+                      options=dict(gtol=1e-12, maxiter=5000)).x
+    nbeta = 80 / math.log(80)
+    check, notes = localization_check(batches.batched()[0], w_star, nbeta, 1.0, (0.5, 2.0),
+                                      np.random.default_rng(0))
+    assert check["exact_spectrum"] and check["curved"] + check["flat"] == 54
+    assert check["curved"] >= 45 and check["unlocalized"] == check["curved"] / 2
+    assert check["quadratic"] < 0.7 * check["unlocalized"] and check["suggested_gamma"] < 1e-2
+    assert check["top"] / check["slowest"] > 1e5
+    assert any(note.startswith("localization-bound") and "lower gamma" in note
+               for note in notes)
+    mixing = mixing_check(check, [1e-3, 1e-3], (0.5, 2.0), nbeta, 1.0, 1000, "mala")
+    assert mixing and "no gamma is both" in mixing[0] and "more samples" in mixing[0]

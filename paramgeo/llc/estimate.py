@@ -576,7 +576,7 @@ def mixing_check(check, eps, temps, nbeta, gamma, burn, sampler):
     return [note]
 
 
-def localization_check(batch, w_star, nbeta, gamma, temps, rng, mask=None, k=40):
+def localization_check(batch, w_star, nbeta, gamma, temps, rng, mask=None, k=64):
     """Before sampling: the spectrum of the Hessian H of L_n at w* (Lanczos on Hessian-vector
     products, central differences of the gradient, :func:`~paramgeo.llc.sampler.
     curvature_spectrum`; on the free coordinates of ``mask``) against the localization gamma.

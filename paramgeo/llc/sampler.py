@@ -178,10 +178,10 @@ def _step_rounds(grad_U, w_star, step_scale, rng, rounds, pilot, mask):
     return step_scale / h
 
 
-def curvature_spectrum(hvp, size, rng, k=40):
+def curvature_spectrum(hvp, size, rng, k=64):
     """(theta, count): Ritz values theta_j of the symmetric operator v -> hvp(v) on R^size and
     counts with sum_i f(h_i) ~ sum_j count_j f(theta_j) over its eigenvalues h_i. Lanczos with
-    full reorthogonalization, k = min(size, 40) steps from a random unit vector. Where k =
+    full reorthogonalization, k = min(size, 64) steps from a random unit vector. Where k =
     size the Ritz values are the eigenvalues (count 1 each: exact); otherwise the counts are
     size tau_j^2, tau_j the first entries of the eigenvectors of the tridiagonal matrix
     (stochastic Lanczos quadrature: unbiased over the random start; Golub and Meurant 2010,
