@@ -1,7 +1,8 @@
 """The LLC estimator on data through framework models: minibatch SGLD against the full-batch
 estimator where the truth is known, and a torch MLP on scikit-learn's digits.
 
-Usage: python benchmarks/bench_llc_data.py [--calibration] [--digits] [--tanh] [--n 10000]
+Usage: python benchmarks/bench_llc_data.py [--calibration] [--digits [--cnn] [--devinterp]]
+       [--tanh] [--fibres] [--n 10000]
        [--datasets 2] [--batch-size 500] [--step-scale 0.05] [--out DIR]
 
 ``--calibration``: the five reduced-rank-regression cases of ``bench_llc.py`` ((M, H, N) =
@@ -25,6 +26,9 @@ also runs devinterp (a throwaway environment, /tmp/devinterp-venv, torch first) 
 SGLD at equal draws (chains = paramgeo's chains times temperatures, the same burn-in, draws,
 batch size, n beta and localization) with lr = paramgeo's automatic step and 10 times it,
 and prints its estimate and CPU time per chain step against paramgeo's.
+
+``--fibres``: ``llc exact`` at points of the true fibre where a factor of U V^T has rank above
+r0 (the smooth-fibre case, rank J / 2) against the estimator (:func:`fibres`).
 
 ``--tanh``: the JAX tanh MLP of 54 parameters at n = 80 (:func:`tanh_mlp`): the estimate at
 gamma = 1 and at the gamma the pre-check suggests, with the pre-check's warnings.
@@ -238,6 +242,39 @@ def tanh_mlp(seed=0):
     return out
 
 
+def fibres(n=10_000, seed=0):
+    """``llc exact`` at smooth-fibre points against the estimator: uvt (m = N, n = M, r = H)
+    at a true U V^T of rank r0 = 1 with one factor of full rank H, for (M, H, N) = (6, 2, 5)
+    and (10, 3, 6); the data x ~ N(0, I_M), y = B0 x + N(0, I_N), n samples; the estimator
+    (defaults) at the rank-H least-squares fit reached from the true point by minimum-norm
+    Gauss-Newton steps."""
+    import paramgeo
+    from paramgeo.llc import estimate_llc, exact_learning_coefficient
+    from paramgeo.losses import Regression
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for (M, H, N), full in (((6, 2, 5), "U"), ((6, 2, 5), "V"), ((10, 3, 6), "U"),
+                            ((10, 3, 6), "V")):
+        p = paramgeo.get("uvt", m=N, n=M, r=H)
+        U, V = rng.standard_normal((N, H)), rng.standard_normal((M, H))
+        (V if full == "U" else U)[:, 1:] = 0
+        theta = p.spec.pack(U, V)
+        exact = exact_learning_coefficient(p, theta)
+        X = rng.standard_normal((n, M))
+        loss = Regression(X, X @ (U @ V.T).T + rng.standard_normal((n, N)))
+        W1, W2 = loss.reduced_rank_minimiser(H)
+        target, w = (W2 @ W1).ravel(), theta.copy()
+        for _ in range(30):
+            w = w - np.linalg.lstsq(p.jacobian(w), p.forward_flat(w) - target, rcond=1e-12)[0]
+        est = _quiet(estimate_llc, p, loss, w)
+        row = dict(case=[M, H, N, 1], full=full, exact=exact.exact, case_name=exact.case,
+                   llc=est.llc, se_total=est.se_total, rhat=est.rhat)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calibration", action="store_true")
@@ -247,6 +284,8 @@ def main(argv=None):
                              "(200 + 200) steps")
     parser.add_argument("--devinterp", action="store_true",
                         help="with --digits: devinterp beside paramgeo on the MLP")
+    parser.add_argument("--fibres", action="store_true",
+                        help="only llc exact at smooth-fibre points against the estimator")
     parser.add_argument("--tanh", action="store_true",
                         help="only the JAX tanh MLP of 54 parameters at n = 80 (tanh_mlp)")
     parser.add_argument("--n", type=int, default=10_000)
@@ -262,6 +301,10 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = {}
+    if args.fibres:
+        results["fibres"] = fibres()
+        (out / "fibres.json").write_text(json.dumps(results, indent=1, default=float))
+        return
     if args.tanh:
         results["tanh"] = tanh_mlp()
         (out / "tanh.json").write_text(json.dumps(results, indent=1, default=float))
