@@ -6,12 +6,14 @@ arrays), at n of about 1e5 parameters. The ratio framework / adapter is the adap
 (torch by OMP_NUM_THREADS=1 from run.py, XLA by the flags below, set before jax is imported):
 threaded runtimes on a loaded machine add noise that is neither's.
 
-What the JAX rows' ratio below 1 is: XLA's CPU client uses a host buffer in place only when it
-is 64-byte aligned, and numpy's large arrays are usually only 16-byte aligned, so JAX copies
-the point and the tangent (or cotangent) into buffers of its own on every call;
-torch.from_numpy shares the array. The framework's own product here gets arrays already on
-its device; the two "host arrays" rows give it the adapter's own host numpy arrays instead, so
-their ratio is what the adapter adds beyond those copies."""
+The JAX rows: XLA's CPU client uses a host buffer in place only when it is 64-byte aligned,
+and numpy's large arrays are usually only 16-byte aligned, so JAX copies host arrays into
+buffers of its own on every call; torch.from_numpy shares the array. The adapter keeps the
+point on the device while it is unchanged (one comparison with a kept host copy per call) and
+stages the tangent (or cotangent) through an aligned host buffer (one copy by numpy), so what
+it adds over JAX's product on arrays already on its device is that comparison and that copy
+(target for the JAX rows: at least 0.85x). The two "host arrays" rows give the jitted
+products the adapter's own host numpy arrays instead."""
 
 import os
 
@@ -22,6 +24,7 @@ import paramgeo
 WIDTHS = (100, 300, 200, 10)  # 92,510 parameters with biases
 BATCH = 32
 TARGET = 1 / 1.3
+JAX_TARGET = 0.85
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
                       "intra_op_parallelism_threads=1")
@@ -106,9 +109,9 @@ def _jax_rows(row, repeats, rng):
         own_jvp(), own_vjp(), host_jvp(), host_vjp()
         tag = f"jax MLP n={p.n}:"
         row(f"{tag} adapter JVP vs jitted jax.jvp", lambda: p.jvp(theta, v), own_jvp, repeats,
-            target=TARGET)
+            target=JAX_TARGET)
         row(f"{tag} adapter VJP vs jitted jax.vjp", lambda: p.vjp(theta, w), own_vjp, repeats,
-            target=TARGET)
+            target=JAX_TARGET)
         # the same jitted products called on the same host numpy arrays as the adapter: what
         # the adapter itself adds, without the copies into XLA's buffers that both then pay
         row(f"{tag} adapter JVP vs jitted jax.jvp, host arrays", lambda: p.jvp(theta, v),

@@ -49,6 +49,7 @@ _LAZY = {
     "from_jax": "adapters",  # jax likewise
     "estimate_llc": "llc",  # learning coefficients: the estimator and the exact values
     "exact_learning_coefficient": "llc",
+    "trusted": "guard",  # the guard's checks off inside a block
 }
 
 
@@ -102,4 +103,5 @@ __all__ = [
     "from_jax",
     "estimate_llc",
     "exact_learning_coefficient",
+    "trusted",
 ]

@@ -312,6 +312,7 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True):
         if param.provides("learning_coefficient") and llc:
             items.append(_check_learning_coefficient(param, seed))
         items.append(_check_discovered(param, group, seed))
+        items.append(_check_completeness(param, group, seed))
     except PluginError as exc:  # reported once: a method failing at the points already is
         if not any(not i.passed and i.property == _property_of(exc.method) for i in items):
             add(_property_of(exc.method), float("inf"), 0.0, -1, str(exc))
@@ -518,6 +519,21 @@ def _is_linear(group, n, rng, tol=1e-8):
                 group.act(g, 2 * a), 2 * group.act(g, a)) > tol:
             return False
     return True
+
+
+def _check_completeness(param, group, seed):
+    """How many of the kernel dimensions n - rank J the declared group explains at a random
+    point (:func:`paramgeo.critical.completeness`): reported, not failed (a symmetry the group
+    does not declare makes the quotient too large, not the plugin wrong)."""
+    from .critical.completeness import MAX_DENSE_N, completeness
+
+    if param.n > MAX_DENSE_N:
+        return CheckItem("symmetry-completeness", True, 0.0, 0.0, -1, "",
+                         f"skipped: n = {param.n} > {MAX_DENSE_N} (paramgeo describe compares "
+                         "the dimensions)")
+    found = completeness(param, group=group, seed=seed)
+    return CheckItem("symmetry-completeness", True, float(found.kernel_dim - found.explained),
+                     0.0, -1, "", str(found))
 
 
 def _check_discovered(param, group, seed):

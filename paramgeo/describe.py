@@ -38,22 +38,34 @@ class Description(Result):
     rank_route: str = "dense"  # dense, closed-form, sparse or matrix-free (paramgeo.matfree)
     rank_certificate: object = None  # how a matrix-free generic rank was certified
     #: how many of the n - generic rank kernel dimensions the group explains, and the blocks
-    #: the unexplained directions move (:func:`paramgeo.symmetry.completeness`)
+    #: the unexplained directions move (:func:`paramgeo.critical.completeness`)
     symmetry_explains: str = None
 
 
-def describe(param, seed=0, route="auto"):
+def describe(param, seed=0, route="auto", progress=None):
     """Describe ``param``: n, m, generic rank (max over random points), symmetry name and
     dimension (declared, else discovered), quotient dimension n - dim(orbit) and whether it
     equals the generic rank. ``route`` chooses how ranks are decided (dense SVD, the plugin's
-    closed form, or the matrix-free certificate; see :func:`paramgeo.geometry.rank_at`)."""
-    decision = generic_rank_decision(param, seed=seed, route=route)
+    closed form, or the matrix-free certificate; see :func:`paramgeo.geometry.rank_at`).
+    ``progress(done, total)`` is called after each rank decision and after the symmetry's
+    reading, orbit and completeness (the CLI's ``--progress`` bar)."""
+    steps = [0]
+
+    def step(total=7):
+        steps[0] += 1
+        if progress is not None:
+            progress(min(steps[0], total), total)
+
+    decision = generic_rank_decision(param, seed=seed, route=route,
+                                     progress=lambda done, total: step())
     rank = decision.rank
     if param.provides("symmetry"):
         group = param.symmetry()
+        step()
         theta = param.random_point(np.random.default_rng(seed))
         sym = {"name": group.name, "dim": int(group.dim)}
         quotient = param.n - orbit_dim(param, theta)
+        step()
         discovered = None
     else:
         from .symmetry import MAX_LINEAR_DIM, discover
@@ -65,6 +77,8 @@ def describe(param, seed=0, route="auto"):
                           "orbit_dim": int(found.orbit_dim)}
             quotient = param.n - found.orbit_dim
     explains = _explains(param, rank, sym, discovered, quotient, seed)
+    while steps[0] < 7:
+        step()
     return Description(
         name=param.name,
         sizes=dict(param.sizes),
@@ -89,7 +103,7 @@ def _explains(param, rank, sym, discovered, quotient, seed):
     """The completeness line of :class:`Description`: the kernel dimensions n - R against the
     orbit dimension; below ``completeness.MAX_DENSE_N`` parameters measured at a random point
     with the unexplained directions by block."""
-    from .symmetry.completeness import MAX_DENSE_N, completeness
+    from .critical.completeness import MAX_DENSE_N, Completeness, completeness
 
     kernel = param.n - rank
     if sym is None and discovered is None:
@@ -97,8 +111,4 @@ def _explains(param, rank, sym, discovered, quotient, seed):
                 "dimensions is explained")
     if sym is not None and param.n <= MAX_DENSE_N and kernel > param.n - quotient:
         return str(completeness(param, seed=seed))
-    explained = min(param.n - quotient, kernel)
-    if explained >= kernel:
-        return f"the {'declared' if sym else 'discovered'} group explains every kernel dimension ({kernel})"
-    return (f"the {'declared' if sym else 'discovered'} group explains {explained} of the "
-            f"{kernel} kernel dimensions; {kernel - explained} unexplained")
+    return str(Completeness(kernel, min(param.n - quotient, kernel), None, rank >= param.m))

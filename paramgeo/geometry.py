@@ -43,10 +43,12 @@ def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=N
             digits=None):
     """Rank of J(theta) with its evidence (a :class:`RankDecision`).
 
-    ``route`` (see :func:`paramgeo.matfree.choose_route`): ``auto`` takes the plugin's closed
-    form where it declares ``rank_at``, the SVD of the dense J while m x n <= DENSE_MAX_ENTRIES,
-    and otherwise the sparse or matrix-free certificate of :func:`paramgeo.matfree.certify_rank`
-    (Lanczos on the horizontally deflated J^T J); ``decision.route`` says which was used and
+    ``route`` (see :func:`paramgeo.routes.choose_route`): ``auto`` takes the plugin's closed
+    form where it declares ``rank_at``, and otherwise the cheaper, by their cost predicted at
+    theta (``decision.prices``, a :class:`paramgeo.routes.RoutePrices`), of the SVD of the
+    dense J (while m x n <= DENSE_MEMORY_ENTRIES) and the sparse or matrix-free certificate of
+    :func:`paramgeo.matfree.certify_rank` (Lanczos on the horizontally deflated J^T J, or the
+    assembled Gram operator where that is cheaper); ``decision.route`` says which was used and
     ``decision.certificate`` how a matrix-free rank was certified (``max_deficiency``: the
     most rank drops beyond the symmetry it counts, default ``matfree.MAX_DEFICIENCY``).
 
@@ -65,11 +67,16 @@ def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=N
     from . import precision
     from .arguments import parameterization
     from .kinks import kink_report
-    from .matfree import MAX_DEFICIENCY, certify_rank, choose_route
+    from .matfree import MAX_DEFICIENCY, certify_rank
+    from .routes import choose_route, route_prices, static_route, timed_jacobian
 
     theta = parameterization(param).as_theta(theta)
     asked = route == "auto" and digits is None
-    route = choose_route(param, route)
+    route = static_route(param) if route == "auto" else choose_route(param, route)
+    prices = None
+    if route == "priced" and not digits:
+        prices = route_prices(param, theta)
+        route = prices.chosen
     if digits and route not in ("exact", "high-precision"):
         route = "high-precision"
     if route in ("exact", "high-precision"):
@@ -82,7 +89,7 @@ def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=N
             decision = dataclasses.replace(param.rank_at(theta, policy), route="closed-form")
     elif route == "dense":
         escalate = asked and precision.escalates(param)
-        decision = decide_rank(param.jacobian(theta), policy, what=f"J of {param.name}",
+        decision = decide_rank(timed_jacobian(param, theta), policy, what=f"J of {param.name}",
                                warn=warn and not escalate)
     else:
         try:
@@ -97,6 +104,8 @@ def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=N
     if (asked and decision.doubtful and decision.route in ("dense", "closed-form")
             and precision.escalates(param)):
         decision = _escalated(param, theta, policy, decision, warn)
+    if prices is not None:
+        decision = dataclasses.replace(decision, prices=prices)
     kinks = kink_report(param, theta)
     if kinks is None:
         return decision
@@ -128,7 +137,7 @@ def generic_rank(param, n_points=3, seed=0, policy=None, route="auto"):
     return generic_rank_decision(param, n_points, seed, policy, route).rank
 
 
-def generic_rank_decision(param, n_points=3, seed=0, policy=None, route="auto"):
+def generic_rank_decision(param, n_points=3, seed=0, policy=None, route="auto", progress=None):
     """The :class:`RankDecision` of the random point of largest rank among ``n_points``.
 
     The rank of a polynomial (or analytic) map's Jacobian equals its generic value outside a
@@ -142,15 +151,21 @@ def generic_rank_decision(param, n_points=3, seed=0, policy=None, route="auto"):
     integer(n_points, "n_points", minimum=1)
     rng = as_rng(seed)
     best = None
-    for _ in range(n_points):
+    own = getattr(param, "theta0", None)
+    own = own if own is not None and np.shape(own) == (param.n,) else None
+    total = n_points + (own is not None)
+    for k in range(n_points):
         decision = rank_at(param, param.random_point(rng), policy, route=route, warn=False)
+        if progress is not None:
+            progress(k + 1, total)
         if best is None or decision.rank > best.rank:
             best = decision
         if decision.route in ("sparse", "matrix-free") and decision.certificate.deficiency == 0:
             return best
-    own = getattr(param, "theta0", None)
-    if own is not None and np.shape(own) == (param.n,):
+    if own is not None:
         decision = rank_at(param, own, policy, route=route, warn=False)
+        if progress is not None:
+            progress(total, total)
         if decision.rank > best.rank:
             best = decision
     return best
@@ -239,7 +254,8 @@ def horizontal_lift(param, theta, w, policy=None, route="auto"):
     stopped at relative residual 1e-12. For w outside range J this is the least-squares solution
     of least norm.
     """
-    from .matfree import DENSE_MAX_ENTRIES, jacobian_operator
+    from .matfree import jacobian_operator
+    from .routes import DENSE_MAX_ENTRIES
 
     theta = param.as_theta(theta)
     w = np.asarray(w, float).ravel()

@@ -24,6 +24,7 @@ or from paramgeo itself, so it is not converted. The CLI turns a ``PluginError``
 failed property. Engines never catch it per command: this module is the one place.
 """
 
+import contextlib
 import functools
 import math
 
@@ -35,6 +36,32 @@ from .errors import ParamgeoError, PluginError, ShapeError
 #: Entries of theta up to this size in absolute value must give a finite phi and J; beyond it a
 #: non-finite value may be an honest overflow (phi = u^p at |u| = 1e200), not the plugin's fault.
 FINITE_INPUT_BOUND = 1e6
+
+#: numpy's float64 dtype (a singleton: the fast path compares it by identity)
+_F64 = np.dtype(float)
+#: how many ``trusted()`` blocks are open (process-wide; 0: every call is checked)
+_TRUSTED = [0]
+
+
+@contextlib.contextmanager
+def trusted():
+    """Turn the guard's checks off inside the block: every guarded method then calls the
+    plugin's code directly (no argument or result checks, exceptions unconverted), which saves
+    about a microsecond per call. For inner loops whose arguments the caller makes itself (a
+    sampler's or a flow's steps) once one checked call has passed; a fault inside the block
+    surfaces as the plugin's own exception or a non-finite value instead of a ``PluginError``.
+    Process-wide (all threads) while the block is open; blocks nest::
+
+        with paramgeo.trusted():
+            for _ in range(steps):
+                theta -= lr * p.vjp(theta, loss_grad(p.forward_flat(theta)))
+    """
+    _TRUSTED[0] += 1
+    try:
+        yield
+    finally:
+        _TRUSTED[0] -= 1
+
 
 #: How to make forward traceable, the fix of every untraceable forward.
 UNTRACEABLE_FIX = ("write forward with autograd.numpy (import autograd.numpy as np; no "
@@ -239,20 +266,36 @@ def guarded(fn, method, plugin_code=True):
     #: the attribute holding each vector argument's length ("n" or "m")
     lengths = tuple("m" if name == "w" else "n" for name in names)
     has_theta = bool(names) and names[0] in ("theta", "theta0")
+    #: the instance attribute caching (argument shapes, result shape) of this method
+    cache = f"_guard_shapes_{method}"
+    arity = len(names)
 
     @functools.wraps(fn)
     def call(self, *args, **kwargs):
+        if _TRUSTED[0]:
+            return fn(self, *args, **kwargs)
         state = self.__dict__
-        ready = "predictor_shape" in state  # sizes, spec and shape known (after __init__)
+        shapes = state.get(cache)
+        ready = shapes is not None or "predictor_shape" in state  # sizes, spec, shape known
+        if shapes is None and ready:
+            shapes = state[cache] = (tuple((state[length],) for length in lengths),
+                                     None if shape_of is None else tuple(shape_of(self)))
         # the common case, checked at the cost of a few comparisons: every vector argument a
-        # float array of its length (then nothing is traced and nothing is exotic)
-        plain = ready and len(args) == len(names)
+        # float64 array of its length (then nothing is traced and nothing is exotic); the one-
+        # and two-argument methods (forward, jacobian, jvp, vjp) unrolled
+        plain = ready and len(args) == arity
         if plain:
-            for value, length in zip(args, lengths):
-                if (type(value) is not np.ndarray or value.dtype.kind != "f"
-                        or value.shape != (state[length],)):
-                    plain = False
-                    break
+            if arity == 2:
+                a, b = args
+                (sa, sb), _ = shapes
+                plain = (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is _F64
+                         and b.dtype is _F64 and a.shape == sa and b.shape == sb)
+            elif arity == 1:
+                a, = args
+                plain = type(a) is np.ndarray and a.dtype is _F64 and a.shape == shapes[0][0]
+            else:
+                plain = all(type(value) is np.ndarray and value.dtype is _F64
+                            and value.shape == shape for value, shape in zip(args, shapes[0]))
         if plain:
             traced = exotic = False
         else:
@@ -277,10 +320,11 @@ def guarded(fn, method, plugin_code=True):
                          f"{plugin_label(self)}` tests every method of the contract)", exc)
         if (not ready or exotic) and method not in OTHER_METHODS:
             return out  # object arrays in, object arrays out: their caller checks them
-        if (plain and type(out) is np.ndarray and out.dtype.kind == "f"
-                and shape_of is not None and out.shape == shape_of(self)
-                and math.isfinite(out.sum())):
-            return out  # the common result: one reduction (see _result_problem for the rest)
+        if (plain and type(out) is np.ndarray and out.shape == shapes[1] and out.dtype is _F64
+                and math.isfinite(out.dot(out) if out.ndim == 1 else np.vdot(out, out))):
+            # the common result: one inner product, finite only if every entry is (an overflow
+            # of it at entries beyond 1e154 is told apart by _result_problem)
+            return out
         if shape_of is not None:
             problem = _result_problem(self, method, out, shape_of, theta, traced)
         else:

@@ -224,10 +224,15 @@ class QuadraticMeasurements(Loss):
             r = f - self.y
             return float(0.5 * (r @ r) / self.N)
 
-        def grad(theta):
+        def both(theta):
             f, vjp = param.quadratic_forms(theta, self.X)
-            return np.asarray(vjp((f - self.y) / self.N), dtype=float)
+            r = f - self.y
+            return float(0.5 * (r @ r) / self.N), np.asarray(vjp(r / self.N), dtype=float)
 
+        def grad(theta):
+            return both(theta)[1]
+
+        grad.value_and_grad = both  # value_and_grad's one pass (the value is one dot product)
         return value, grad
 
 
@@ -620,11 +625,13 @@ def pullback(param, loss):
 
 def value_and_grad(param, loss):
     """theta -> (L(theta), grad L(theta)) for L = ell(phi(theta)): one forward pass for both
-    (grad L = J^T grad ell(phi(theta)) by VJP), or the pair of :func:`pullback` where the loss
-    has a ``structured_pullback`` for this plugin."""
+    (grad L = J^T grad ell(phi(theta)) by VJP); where the loss has a ``structured_pullback`` for
+    this plugin, its one-pass pair if its gradient carries one (attribute ``value_and_grad``),
+    else the value and the gradient of :func:`pullback` called in turn."""
     value, grad = pullback(param, loss)
     if loss.structured_pullback(param) is not None:
-        return lambda theta: (value(theta), grad(theta))
+        return getattr(grad, "value_and_grad", None) or (lambda theta: (value(theta),
+                                                                        grad(theta)))
 
     def both(theta):
         beta = np.asarray(param.forward_flat(theta))

@@ -40,13 +40,8 @@ import numpy as np
 
 from .errors import NumericalDoubtWarning, ParamgeoError
 from .results import Result
+from .routes import ASSEMBLE_MAX_DIM, LANCZOS_PRODUCTS, _eigh_seconds, _factor_seconds
 
-#: m x n up to which route="auto" forms the dense Jacobian and takes its SVD (16 MB).
-DENSE_MAX_ENTRIES = 2_000_000
-#: the work m n min(m, n) of that SVD above which route="auto" prefers a declared sparse J
-#: (a 1000 x 2000 SVD costs 2e9 and takes seconds to a minute on a shared core; shift-invert
-#: on the sparse J of hadamard p=1000 takes a fraction of a second).
-DENSE_MAX_WORK_IF_SPARSE = 200_000_000
 #: rank drops the matrix-free route counts before it refuses (Ritz vectors kept: n x that many).
 MAX_DEFICIENCY = 64
 #: the matrix-free route decides with tol = max(policy tol, RTOL_FLOOR * sigma_max): the |J x|
@@ -55,16 +50,9 @@ MAX_DEFICIENCY = 64
 RTOL_FLOOR = 1e-10
 #: a matrix-free decision is doubtful when a singular value lies within this factor of tol.
 BAND = 30.0
-#: largest Gram side the matrix-free route may assemble (dim products, then one pivoted
-#: Cholesky factorisation) when that is cheaper than counting a rank drop by locked Lanczos:
-#: 8192^2 floats are 0.5 GB, and LAPACK factors in place.
-ASSEMBLE_MAX_DIM = 8192
 #: the share of the assembled price that locked Lanczos may spend counting a drop before the
 #: route assembles instead (see _smallest)
 SWITCH_AT = 0.1
-
-#: exact and high-precision: :mod:`paramgeo.precision` (mpmath singular values, same policy)
-ROUTES = ("auto", "closed-form", "dense", "sparse", "matrix-free", "exact", "high-precision")
 
 
 class RankCertificateError(ParamgeoError):
@@ -128,36 +116,6 @@ def jacobian_operator(param, theta):
                           rmatvec=lambda w: products.vjp(np.ravel(w)))
 
 
-def choose_route(param, route="auto"):
-    """The rank route for ``param``: ``closed-form`` (the plugin declares ``rank_at``),
-    ``dense`` (m n <= DENSE_MAX_ENTRIES, and the SVD's work m n min(m, n) <=
-    DENSE_MAX_WORK_IF_SPARSE where the plugin declares ``sparse_jacobian``), ``sparse``
-    (declared ``sparse_jacobian``), else ``matrix-free``. An explicit ``route`` is validated
-    and returned; ``exact`` and ``high-precision`` (:mod:`paramgeo.precision`) are chosen only
-    when asked for, or by :func:`paramgeo.geometry.rank_at` when a float64 decision is in
-    doubt."""
-    if route not in ROUTES:
-        raise ParamgeoError(f"unknown rank route {route!r}; choose one of {', '.join(ROUTES)}")
-    if route == "closed-form" and not param.provides("rank_at"):
-        raise ParamgeoError(f"{param.name} declares no closed-form rank (capability 'rank_at'); "
-                            "use route='auto', 'dense' or 'matrix-free'")
-    if route == "sparse" and not param.provides("sparse_jacobian"):
-        raise ParamgeoError(f"{param.name} declares no sparse Jacobian; use route='matrix-free'")
-    if route == "exact" and not param.provides("symbolic"):
-        raise ParamgeoError(f"{param.name} declares no symbolic form (capability 'symbolic'), "
-                            "so J cannot be formed exactly; use route='high-precision'")
-    if route != "auto":
-        return route
-    if param.provides("rank_at"):
-        return "closed-form"
-    sparse = param.provides("sparse_jacobian")
-    entries = param.m * param.n
-    if entries <= DENSE_MAX_ENTRIES and not (
-            sparse and entries * min(param.m, param.n) > DENSE_MAX_WORK_IF_SPARSE):
-        return "dense"
-    return "sparse" if sparse else "matrix-free"
-
-
 def matrix_free_bytes(param):
     """Bytes the matrix-free route allocates: 2 MAX_DEFICIENCY + 4 Lanczos vectors on the
     smaller side (the Gram it works on) plus a few vectors of length max(m, n) for products."""
@@ -189,7 +147,9 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
     rng = np.random.default_rng(seed)
     predictor_side = param.m <= param.n - k
     dim = param.m if predictor_side else param.n
+    started, counted = time.process_time(), J.count
     lam_max = _largest(J, predictor_side, dim, rng)
+    pair = max((time.process_time() - started) / max((J.count - counted) / 2, 1), 1e-9)
     sigma_max = float(np.sqrt(lam_max))
     tol = max(policy.tol(np.array([sigma_max])), RTOL_FLOOR * sigma_max)
     if predictor_side:
@@ -229,7 +189,7 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
         # shift-invert needs A assembled: J J^T, or J^T J without a vertical deflation
         use_sparse = route == "sparse" and J.sparse is not None and (predictor_side or k == 0)
         lam, sigma, res, assembled = _smallest(apply, sigmas, J, dim, predictor_side, lam_max,
-                                               tol, rng, max_deficiency, use_sparse)
+                                               tol, rng, max_deficiency, use_sparse, pair)
     small = sigma <= tol
     deficiency = int(np.sum(small))
     # _smallest stops once a singular value above tol appears or the count passes the limit
@@ -265,7 +225,8 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
     gap = float(sigma_min / below) if below > 0 else float("inf")
     route_used = "sparse" if use_sparse else "matrix-free"
     note = (f"{name} assembled from {dim} products and its smallest eigenvalues computed "
-            "directly (cheaper than counting the drop by Lanczos): every eigenvalue is found"
+            "directly (priced below Lanczos at the measured cost of a product): every "
+            "eigenvalue is found"
             if assembled == "eigh" else
             f"{name} assembled from {dim} products; the rank drop read from its pivoted "
             "Cholesky factor (cheaper than counting it by Lanczos), then one Lanczos run with "
@@ -300,7 +261,7 @@ def _largest(J, predictor_side, dim, rng):
 
 
 def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_deficiency,
-              use_sparse):
+              use_sparse, pair):
     """(lambda, sigma, residuals, assembled): the smallest eigenvalues of the PSD operator
     ``apply`` in ascending order, the singular values ``sigmas`` of their Ritz vectors, the
     residual norms, and how the operator was assembled ("" if it was not, "eigh" or "pivoted
@@ -308,7 +269,14 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
     found locked, until some sigma lies above tol (or max_deficiency + 1 are found). A large
     drop is counted on the assembled operator instead, once locked Lanczos has spent SWITCH_AT
     of its price: by LAPACK's symmetric eigensolver, or from the pivoted Cholesky factor with
-    one locked Lanczos run for the margin, whichever is priced lower."""
+    one locked Lanczos run for the margin, whichever is priced lower.
+
+    The first run is priced too (``pair``: CPU seconds of one product of ``apply``): an
+    operator whose assembled price, dim products and one symmetric eigensolve, is below
+    LANCZOS_PRODUCTS products is assembled at once, and a first run that has not converged
+    within the assembled price (an ill-conditioned spectrum: Lanczos needs many restarts) is
+    stopped and the operator assembled, so the call costs at most about twice the assembled
+    price where dim <= ASSEMBLE_MAX_DIM."""
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
     started, counted = time.process_time(), J.count
@@ -324,15 +292,24 @@ def _smallest(apply, sigmas, J, dim, predictor_side, lam_max, tol, rng, max_defi
         shift, solve = _sparse_shift_invert(J, predictor_side, lam_max, dim)
     q = min(2 if solve is not None else 1, dim - 1)
     ncv = min(dim, 8 if solve is not None else 20)
+    first_price = (dim * pair + _eigh_seconds(dim) if not use_sparse and dim <= ASSEMBLE_MAX_DIM
+                   else None)
+    if first_price is not None and first_price <= LANCZOS_PRODUCTS * pair:
+        return (*_assembled(apply, sigmas, dim, lam_max, max_deficiency), "eigh")
+    # ARPACK's maxiter counts restarts, each ncv - q products
+    restarts = np.inf if first_price is None else first_price / pair / (ncv - q)
+    maxiter = int(max(1, min(50 * dim, restarts)))
     try:
         if solve is not None:
             lam, vec = eigsh(op, k=q, sigma=-shift, OPinv=solve, which="LM", ncv=ncv, tol=1e-12,
                              v0=rng.standard_normal(dim))
         else:
-            lam, vec = eigsh(flipped, k=q, which="LA", ncv=ncv, tol=1e-13, maxiter=50 * dim,
+            lam, vec = eigsh(flipped, k=q, which="LA", ncv=ncv, tol=1e-13, maxiter=maxiter,
                              v0=rng.standard_normal(dim))
             lam = c - lam
     except ArpackNoConvergence:
+        if first_price is not None:
+            return (*_assembled(apply, sigmas, dim, lam_max, max_deficiency), "eigh")
         raise RankCertificateError(
             "Lanczos did not converge on the smallest eigenvalue of the Gram operator of J; use "
             "route='dense' if m x n fits") from None
@@ -469,50 +446,6 @@ def _null_space_assembled(apply, sigmas, dim, tol):
     sigma = sigmas(vec)
     keep = sigma <= tol
     return lam[keep], vec[:, keep], sigma[keep]
-
-
-#: side of the PSD matrix on which this process measures LAPACK's rates once (after a warm-up
-#: call: a process's first call of a LAPACK routine pays for loading it, ten times the call)
-CALIBRATION_DIM = 512
-_RATES = {}
-
-
-def _lapack_rates():
-    """CPU seconds per dim^3 of the symmetric eigensolve (scipy.linalg.eigh of the 65
-    smallest pairs, as _assembled calls it: 4/3 dim^3 flops of tridiagonalisation) and of the
-    pivoted Cholesky factorisation (dpstrf, dim^3 / 3 flops), measured once in this process on
-    a CALIBRATION_DIM x CALIBRATION_DIM PSD matrix, each after a warm-up call on a 32 x 32 one.
-    Per dim^3 both rates fall slowly with dim (blocking pays more on larger matrices: on one
-    core 2.2e-10 and 9e-11 s at 512, 1.6e-10 and 4.4e-11 s at 2048), so the prices err high,
-    which lets locked Lanczos explore a little longer than needed."""
-    from scipy.linalg import eigh, lapack
-
-    if not _RATES:
-        rng = np.random.default_rng(0)
-        for size in (32, CALIBRATION_DIM):
-            X = rng.standard_normal((size, size // 2))
-            A = np.asfortranarray(X @ X.T)
-            B = A.copy(order="F")
-            start = time.process_time()
-            eigh(A, subset_by_index=[0, min(64, size - 1)], overwrite_a=True,
-                 check_finite=False)
-            middle = time.process_time()
-            lapack.dpstrf(B, tol=-1.0, lower=0, overwrite_a=1)
-            end = time.process_time()
-            _RATES["eigh"], _RATES["factor"] = (middle - start) / size ** 3, (
-                end - middle) / size ** 3
-    return _RATES["eigh"], _RATES["factor"]
-
-
-def _eigh_seconds(dim):
-    """Predicted CPU seconds of a dim x dim symmetric eigensolve (:func:`_lapack_rates`)."""
-    return _lapack_rates()[0] * dim ** 3
-
-
-def _factor_seconds(dim):
-    """Predicted CPU seconds of the pivoted Cholesky factorisation of a dim x dim PSD matrix
-    (:func:`_lapack_rates`)."""
-    return _lapack_rates()[1] * dim ** 3
 
 
 def _ritz(apply, sigmas, lam, vec):

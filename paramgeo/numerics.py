@@ -61,6 +61,8 @@ class RankDecision(Result):
     route: str = "dense"
     certificate: object = None
     kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi (rank_at)
+    #: paramgeo.routes.RoutePrices where route="auto" priced dense against matrix-free
+    prices: object = None
 
 
 def decide_rank(matrix_or_singular_values, policy=None, what="matrix", warn=True):
@@ -93,6 +95,20 @@ def decide_rank(matrix_or_singular_values, policy=None, what="matrix", warn=True
             stacklevel=2,
         )
     return RankDecision(rank, tol, s, gap, doubtful, closest)
+
+
+#: entries per block of the fused elementwise products (:func:`blocks`): 32768 floats are
+#: 256 kB a stream, so the few streams of one block stay in the core's L2 cache
+BLOCK = 32768
+
+
+def blocks(size, block=BLOCK):
+    """Slices [0, b), [b, 2b), ... covering range(size): the blocks of a fused elementwise
+    product. Evaluating a chain of numpy ufuncs block by block (into preallocated buffers,
+    ``out=``) reads each input and writes each output once from memory, the temporaries
+    staying in cache, instead of one pass over memory per ufunc: what a compiler's loop fusion
+    (jax.jit, numexpr) does, at the cost of one Python iteration per block."""
+    return [slice(start, min(start + block, size)) for start in range(0, size, block)]
 
 
 def as_rng(seed):

@@ -295,6 +295,12 @@ class Parameterization(abc.ABC):
         self.predictor_shape = tuple(int(s) for s in self.make_predictor_shape())
         self.n = self.spec.size
         self.m = math.prod(self.predictor_shape)
+        if self.m <= 0 or any(s < 0 for s in self.predictor_shape):
+            label = f"{self.name} with {self.sizes}" if self.sizes else self.name
+            raise SizeError(f"{label}: the predictor shape "
+                            f"{self.predictor_shape} has no entries, so there is no map to "
+                            "analyse; give sizes (or a make_predictor_shape) with at least one "
+                            "predictor coordinate")
         self._jac = autograd.jacobian(self.forward_flat)
 
     # ------------------------------------------------------------------ required

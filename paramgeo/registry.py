@@ -64,19 +64,57 @@ def validate_declaration(cls):
 def register(cls, name=None, replace=False, source="register()"):
     """Register a Parameterization subclass under ``name`` (default ``cls.name``).
 
-    Returns the class, so it can be used as a decorator. Re-registering a name raises unless
-    ``replace=True``.
+    Returns the class, so it can be used as a decorator. Names are unique: a name provided by
+    an installed package (a built-in or a plugin package's entry point) or by a saved
+    definition is refused to any other class (even with ``replace=True``), and a name
+    registered in this process (from Python or a plugin file) is refused to another class
+    unless ``replace=True``; the error names both origins. Registering the same class again is
+    allowed (and :func:`load_plugin_file` reloads a file over its own classes).
     """
     validate_declaration(cls)
     name = name or cls.name
-    if name in _registered and _registered[name] is not cls and not replace:
+    if _registered.get(name) is cls:
+        return cls
+    taken = _installed_origin(name)
+    if taken is not None and taken != source and not _is_entry_point_class(name, cls):
         raise ContractError(
-            f"a parameterization named {name!r} is already registered from {_sources[name]}; "
-            "pass replace=True to override it"
-        )
+            f"the name {name!r} of {_origin_of(cls, source)} is already registered from "
+            f"{taken}; give the new one another name")
+    if name in _registered and not replace:
+        hint = " (or pass replace=True to override it)" if source == "register()" else ""
+        raise ContractError(
+            f"the name {name!r} of {_origin_of(cls, source)} is already registered from "
+            f"{_sources[name]}; give one of them another name{hint}")
     _registered[name] = cls
     _sources[name] = source
     return cls
+
+
+def origin(name):
+    """Where the name comes from: the source of its registration in this process, else its
+    entry point or provider; None for an unknown name."""
+    return _sources[name] if name in _registered else _installed_origin(name)
+
+
+def _origin_of(cls, source):
+    return f"{cls.__qualname__} from {source}"
+
+
+def _installed_origin(name):
+    """Where ``name`` comes from outside this process's registrations (an entry point or a
+    provider, e.g. a saved definition), or None."""
+    ep = _discover().get(name)
+    if ep is not None:
+        return f"entry point {ep.value} in {getattr(ep.dist, 'name', 'an installed package')}"
+    provider = _provided().get(name)
+    if provider is not None:
+        return provider.origin(name)
+    return None
+
+
+def _is_entry_point_class(name, cls):
+    ep = _discover().get(name)
+    return ep is not None and ep.value == f"{cls.__module__}:{cls.__qualname__}"
 
 
 def unregister(name):
@@ -112,10 +150,11 @@ def refresh():
 
 
 def add_provider(provider):
-    """Add a source of parameterizations: an object with ``names()`` (an iterable of names) and
-    ``load(name)`` -> ``(cls, source)``. Providers are asked after this process's registrations
-    and the entry points; what they load is registered like any plugin. paramgeo's own
-    provider serves the expression specs saved by ``paramgeo define`` (paramgeo.userdefs)."""
+    """Add a source of parameterizations: an object with ``names()`` (an iterable of names),
+    ``load(name)`` -> ``(cls, source)`` and ``origin(name)`` -> that source, without loading.
+    Providers are asked after this process's registrations and the entry points; what they
+    load is registered like any plugin. paramgeo's own provider serves the expression specs
+    saved by ``paramgeo define`` (paramgeo.userdefs)."""
     if provider not in _providers:
         _providers.append(provider)
 
@@ -154,8 +193,7 @@ def get_class(name):
         cls = ep.load()
     except Exception as exc:  # a broken third-party plugin must not take the others down
         raise ContractError(f"plugin {name!r} ({ep.value}) failed to import: {exc}") from exc
-    dist = getattr(ep.dist, "name", "an installed package")
-    return register(cls, name=name, source=f"entry point {ep.value} in {dist}")
+    return register(cls, name=name, source=_installed_origin(name))
 
 
 def get(name, /, **sizes):
@@ -207,7 +245,9 @@ def load_plugin_file(path):
             and obj.__module__ == mod_name
             and not inspect.isabstract(obj)
         ):
-            register(obj, replace=True, source=str(path))
+            # the same file loaded again replaces its own classes; a name taken elsewhere is
+            # refused
+            register(obj, replace=_sources.get(obj.name) == str(path), source=str(path))
             if obj.name not in names:
                 names.append(obj.name)
     if not names:

@@ -12,11 +12,12 @@ over polynomial rings / their fraction fields), so no floating-point tolerance i
 """
 
 import dataclasses
+import numbers
 import time
 
 import numpy as np
 
-from .errors import ContractError, ParamgeoError
+from .errors import ParamgeoError, PluginError
 from .results import Result
 
 
@@ -42,14 +43,46 @@ def symbolic_form(param):
 
 
 def _validated(param):
-    symbols, exprs = param.symbolic()
-    symbols, exprs = list(symbols), list(exprs)
+    """param.symbolic() checked against the contract: a pair (symbols, exprs) of n distinct
+    sympy Symbols and m sympy expressions (or plain numbers) in those symbols; anything else is
+    a PluginError naming the plugin and what was returned."""
+    import sympy
+
+    from .guard import plugin_label
+
+    def fault(problem):
+        return PluginError(plugin_label(param), "symbolic", problem,
+                           f"return (symbols, exprs): {param.n} distinct sympy Symbols in theta "
+                           f"order and {param.m} sympy expressions of them")
+
+    out = param.symbolic()
+    try:
+        symbols, exprs = out
+        symbols, exprs = list(symbols), list(exprs)
+    except (TypeError, ValueError):
+        raise fault(f"returned {_describe(out)}, not a pair (symbols, exprs)") from None
     if len(symbols) != param.n or len(exprs) != param.m:
-        raise ContractError(
-            f"{type(param).__name__}.symbolic() must return {param.n} symbols and {param.m} "
-            f"expressions, got {len(symbols)} and {len(exprs)}"
-        )
+        raise fault(f"returned {len(symbols)} symbols and {len(exprs)} expressions")
+    bad = next((x for x in symbols if not isinstance(x, sympy.Symbol)), None)
+    if bad is not None:
+        raise fault(f"returned {_describe(bad)} among the symbols")
+    if len(set(symbols)) != len(symbols):
+        raise fault("returned a symbol twice")
+    for i, e in enumerate(exprs):
+        if isinstance(e, numbers.Number) and not isinstance(e, bool):
+            exprs[i] = sympy.sympify(e)  # a number (never text): a constant coordinate
+        elif not isinstance(e, sympy.Expr):
+            raise fault(f"returned {_describe(e)} as expression {i}")
+        stray = exprs[i].free_symbols - set(symbols)
+        if stray:
+            raise fault(f"expression {i} uses {', '.join(sorted(map(str, stray)))}, which are "
+                        "not among its symbols")
     return symbols, exprs
+
+
+def _describe(value):
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
 
 
 # Derived objects (Jacobian, lambdified functions, exact results) are computed once per class

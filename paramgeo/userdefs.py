@@ -50,6 +50,7 @@ import numpy as np
 
 from . import registry
 from .errors import ContractError, ParamgeoError, PluginError, PluginNotFoundError, approx
+from .files import write_file
 from .expr import FUNCTIONS, ExpressionError, block_symbols, expression_nodes, parse_expression
 from .parameterization import Parameterization, ParamSpec, Size
 from .symmetry import discovered_group
@@ -399,14 +400,21 @@ def define(spec_file=None, text=None, replace=False):
         raise SpecError(f"{name!r} is already defined in {saved[name]}; pass --replace to "
                         f"overwrite it or `paramgeo undefine {name}` first")
     if name not in saved and name in registry.available():
-        raise SpecError(f"the name {name!r} is taken by another parameterization; choose "
-                        "another name")
+        raise SpecError(f"the name {name!r} of {origin} is taken by "
+                        f"{registry.origin(name)}; choose another name")
     folder = definitions_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpecError(f"cannot create the definitions folder {str(folder)!r}: "
+                        f"{exc.strerror}; set {ENV_HOME} to a folder you can write to"
+                        ) from None
+    if not folder.is_dir():  # e.g. a dangling link named like the folder
+        raise SpecError(f"the definitions folder {str(folder)!r} is not a folder; set "
+                        f"{ENV_HOME} to a folder you can write to")
     target = folder / f"{name}.toml"
-    tmp = folder / f".{name}.toml.tmp"
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
+    # an existing definition of this name is replaced only with --replace (checked above)
+    write_file(target, text, what="definition", replace=replace)
     registry.unregister(name)
     cls.spec_path = str(target)
     return registry.register(cls, source=f"definition {target}")
@@ -418,16 +426,13 @@ def undefine(name):
     if name not in saved:
         if name in registry.available():
             raise SpecError(f"{name!r} is not a user definition (it comes from "
-                            f"{_source(name)}); only `paramgeo define`d names can be undefined")
+                            f"{registry.origin(name)}); only `paramgeo define`d names can be "
+                            "undefined")
         raise SpecError(f"no user definition named {name!r}; defined: "
                         f"{', '.join(saved) or 'none'}")
     saved[name].unlink()
     registry.unregister(name)
     return saved[name]
-
-
-def _source(name):
-    return registry._sources.get(name, "an installed package")
 
 
 class _DefinitionsProvider:
@@ -446,6 +451,9 @@ class _DefinitionsProvider:
             raise ContractError(f"saved definition {name!r} ({path}) is broken: {exc}; fix it "
                                 f"or `paramgeo undefine {name}`") from None
         return cls, f"definition {path}"
+
+    def origin(self, name):
+        return f"definition {defined()[name]}"
 
 
 PROVIDER = _DefinitionsProvider()

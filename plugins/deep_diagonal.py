@@ -72,6 +72,7 @@ from paramgeo import Parameterization, ParamSpec, Size
 from paramgeo.parameterization import require_entries
 from paramgeo.errors import SizeError
 from paramgeo.geometry import decide_rank
+from paramgeo.numerics import BLOCK, blocks
 from paramgeo.symmetry import ScalingTorus, SignedPermutationGroup, SymmetryGroup
 
 
@@ -180,25 +181,38 @@ class DeepDiagonal(Parameterization):
         return np.asarray(theta, float).reshape(self.depth, self.p)
 
     def cofactors(self, theta):
-        """(L, p) array c_l = prod_{k != l} w_k (prefix times suffix products; exact at zeros).
+        """(L, p) array c_l = prod_{k != l} w_k (prefix times suffix products; exact at zeros);
+        see :meth:`_scaled_cofactors`."""
+        return self._scaled_cofactors(theta, 1.0)
 
-        The prefix products w_1 ... w_{l-1} are written into the rows in place and multiplied by
-        a running suffix w_{l+1} ... w_L: 2L - 3 passes over p entries and one p-vector of
-        scratch (numpy's cumprod along the short axis and the stacked copies took 18x longer
-        at p = 5e6, depth 4)."""
+    def _scaled_cofactors(self, theta, scale):
+        """(L, p) array scale * c_l (scale a number or a p-vector: the VJP's w * c_l).
+
+        Block by block (:func:`paramgeo.numerics.blocks`): the prefix products scale * w_1 ...
+        w_{l-1} are written into the rows in place and multiplied by a running suffix
+        w_{l+1} ... w_L, 3L - 4 products per block in cache and one pass over memory (numpy's
+        cumprod along the short axis and the stacked copies took 18x longer at p = 5e6, depth
+        4; the unblocked prefix/suffix passes and a separate product by w, 2.5x)."""
         W = self._factors(theta)
         L = self.depth
         out = np.empty_like(W)
-        out[0] = 1.0
-        for l in range(1, L):
-            np.multiply(out[l - 1], W[l - 1], out=out[l])
-        suffix = W[L - 1].copy()
-        for l in range(L - 2, -1, -1):
-            out[l] *= suffix
-            if l:
-                suffix *= W[l]
+        suffix = np.empty(min(BLOCK, self.p))
+        scalar = np.ndim(scale) == 0
+        for b in self._spans():
+            Wb, Ob, S = W[:, b], out[:, b], suffix[:b.stop - b.start]
+            Ob[0] = scale if scalar else scale[b]
+            for l in range(1, L):
+                np.multiply(Ob[l - 1], Wb[l - 1], out=Ob[l])
+            np.copyto(S, Wb[L - 1])
+            for l in range(L - 2, -1, -1):
+                Ob[l] *= S
+                if l:
+                    S *= Wb[l]
         return out
 
+    def _spans(self):
+        """The blocks of the fused products (numerics.blocks), or the whole range as one."""
+        return blocks(self.p) if self.p > BLOCK else (slice(0, self.p),)
     def _signed_derivatives(self, theta):
         theta = np.asarray(theta, float)
         L, p = self.depth, self.p
@@ -223,21 +237,39 @@ class DeepDiagonal(Parameterization):
             du, dv = self._signed_derivatives(theta)
             return du * x[: self.p] + dv * x[self.p:]
         # forward mode of beta = w_1 ... w_L: (P, dP) <- (P w_l, dP w_l + P x_l) layer by
-        # layer, no (L, p) temporary (the sum over l of c_l x_l)
-        W, X = self._factors(theta), x.reshape(self.depth, self.p)
-        P, dP = W[0].copy(), X[0].copy()
-        for l in range(1, self.depth):
-            dP *= W[l]
-            dP += P * X[l]
-            P *= W[l]
-        return dP
+        # layer (the sum over l of c_l x_l) from (P, dP) = (w_1 w_2, x_1 w_2 + w_1 x_2); beyond
+        # one block fused block by block (numerics.blocks): 4L - 5 ufunc calls per block in
+        # cache, theta and x read once (within one block the temporaries stay in cache anyway)
+        W, X, L = self._factors(theta), x.reshape(self.depth, self.p), self.depth
+        if self.p <= BLOCK or L == 1:
+            P, dP = W[0].copy(), X[0].copy()
+            for l in range(1, L):
+                dP *= W[l]
+                dP += P * X[l]
+                P *= W[l]
+            return dP
+        out = np.empty(self.p)
+        buffers = np.empty((2, BLOCK))
+        for b in blocks(self.p):
+            P, T = buffers[:, :b.stop - b.start]
+            Wb, Xb, dP = W[:, b], X[:, b], out[b]
+            np.multiply(Xb[0], Wb[1], out=dP)
+            dP += np.multiply(Wb[0], Xb[1], out=T)
+            if L > 2:
+                np.multiply(Wb[0], Wb[1], out=P)
+            for l in range(2, L):
+                dP *= Wb[l]
+                dP += np.multiply(P, Xb[l], out=T)
+                if l + 1 < L:
+                    P *= Wb[l]
+        return out
 
     def vjp(self, theta, w):
         w = np.asarray(w, float)
         if self.variant == "signed":
             du, dv = self._signed_derivatives(theta)
             return np.concatenate([w * du, w * dv])
-        return (self.cofactors(theta) * w[None, :]).ravel()
+        return self._scaled_cofactors(theta, w).ravel()
 
     def hessian_vp(self, theta, w, v):
         """(sum_i w_i Hess phi_i(theta)) v in closed form.

@@ -119,8 +119,9 @@ class DeepLinear(Parameterization):
 
     def weights(self, theta):
         """[W_1, ..., W_L] as arrays (n_l x n_{l-1})."""
-        W = self.spec.unpack(np.asarray(theta, float))
-        return [W[f"W{l}"] for l in range(1, self.L + 1)]
+        theta = np.asarray(theta, float)
+        return [theta[s].reshape(shape) for s, shape in zip(self.spec.slices.values(),
+                                                             self.spec.blocks.values())]
 
     def _partials(self, theta):
         """(A, B): A[i] = W_L ... W_{i+2}, B[i] = W_i ... W_1 for the 0-based layer i (so layer
@@ -136,9 +137,15 @@ class DeepLinear(Parameterization):
 
     # ------------------------------------------------------------------ derivatives
     def jvp(self, theta, v):
-        A, B = self._partials(theta)
-        dW = self.weights(v)
-        return sum(a @ d @ b for a, d, b in zip(A, dW, B)).ravel()
+        """sum_i A_i dW_i B_i by forward mode alongside the product: (P, dP) <- (W_l P,
+        W_l dP + dW_l P) from (W_1, dW_1), three products a layer and no partial products."""
+        Ws, dWs = self.weights(theta), self.weights(v)
+        P, dP = Ws[0], dWs[0]
+        for l in range(1, self.L):
+            dP = Ws[l] @ dP + dWs[l] @ P
+            if l + 1 < self.L:
+                P = Ws[l] @ P
+        return dP.flatten()  # a copy also for one layer (dP a view of v)
 
     def vjp(self, theta, w):
         A, B = self._partials(theta)

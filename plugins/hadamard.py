@@ -35,6 +35,7 @@ import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, Size
 from paramgeo.geometry import decide_rank
+from paramgeo.numerics import BLOCK, blocks
 from paramgeo.symmetry import ScalingTorus
 
 
@@ -78,13 +79,26 @@ class Hadamard(Parameterization):
         return sp.hstack([sp.diags(v), sp.diags(u)], format="csr")
 
     def jvp(self, theta, x):
+        """v * du + u * dv; beyond one block (numerics.BLOCK entries) fused block by block, so
+        that theta and x are read once and no p-vector temporary is written."""
         u, v = self._uv(theta)
         du, dv = self._uv(x)
-        return v * du + u * dv
+        if self.p <= BLOCK:
+            return v * du + u * dv
+        out, T = np.empty(self.p), np.empty(BLOCK)
+        for b in blocks(self.p):
+            t = T[:b.stop - b.start]
+            np.multiply(v[b], du[b], out=out[b])
+            out[b] += np.multiply(u[b], dv[b], out=t)
+        return out
 
     def vjp(self, theta, w):
+        """(w * v, w * u), each written into its half of the result (no concatenated copy)."""
         u, v = self._uv(theta)
-        return np.concatenate([w * v, w * u])
+        out = np.empty(2 * self.p)
+        np.multiply(w, v, out=out[:self.p])
+        np.multiply(w, u, out=out[self.p:])
+        return out
 
     # phi is a homogeneous quadratic map, so J(theta) is linear in theta: the derivative of J
     # along v is J(v), and (sum_i w_i Hess phi_i) v = J(v)^T w.

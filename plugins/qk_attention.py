@@ -146,16 +146,16 @@ class QKAttention(Parameterization):
         return rng.standard_normal(self.n) / np.sqrt(self.r)
 
     # ------------------------------------------------------------------ forward
-    def _factors(self, theta, np_=np):
+    def _factors(self, theta):
         """(Q, K), each (..., H, d, r) for theta of shape (..., n) (Q is K when tied)."""
         shape = theta.shape[:-1] + (self.heads, self.d, self.r)
         k = self.heads * self.d * self.r
-        Q = np_.reshape(theta[..., :k], shape)
-        K = Q if self.tied else np_.reshape(theta[..., k:], shape)
+        Q = theta[..., :k].reshape(shape)  # the method: numpy's and autograd's boxes alike
+        K = Q if self.tied else theta[..., k:].reshape(shape)
         return Q, K
 
     def forward(self, theta):
-        Q, K = self._factors(theta, anp)
+        Q, K = self._factors(theta)
         if self.output == "attention":
             XQ, XK = anp.matmul(self._Xs, Q), anp.matmul(self._Xs, K)  # Xs = X / d^(1/4)
             logits = anp.matmul(XQ, anp.transpose(XK, (0, 2, 1)))
@@ -219,6 +219,10 @@ class QKAttention(Parameterization):
         self._last = (theta.copy(), (P, R, A))
         return P, R, A
 
+    #: outputs (batch x heads x rows^2 entries) up to which _jvp_batch takes the two products
+    #: dP R^T + P dR^T instead of one product of stacked copies
+    PAIR_MAX_ENTRIES = 10_000
+
     def _jvp_batch(self, theta, dirs):
         """J dirs^T for a batch of directions dirs (b x n); returns b x m.
 
@@ -233,7 +237,9 @@ class QKAttention(Parameterization):
         if b > 1:
             P = np.broadcast_to(P, (b, h, rows, k)).reshape(b * h, rows, k)
             R = np.broadcast_to(R, (b, h, rows, k)).reshape(b * h, rows, k)
-        if self.tied:  # dP P^T + P dP^T = [dP, P] [P, dP]^T: one pass over the output
+        if b * h * rows * rows <= self.PAIR_MAX_ENTRIES:  # small: no stacked copies (see uut)
+            out = dP @ np.swapaxes(R, -1, -2) + P @ np.swapaxes(dR, -1, -2)
+        elif self.tied:  # dP P^T + P dP^T = [dP, P] [P, dP]^T: one pass over the output
             out = (np.concatenate([dP, P], axis=-1)
                    @ np.swapaxes(np.concatenate([P, dP], axis=-1), -1, -2))
         else:

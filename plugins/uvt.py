@@ -108,9 +108,15 @@ class UVT(Parameterization):
         return np.concatenate([np.ravel(U), np.ravel(V)])
 
     # ------------------------------------------------------------------ derivatives
+    #: m x n up to which the JVP is the two products dU V^T + U dV^T (the stacked copies of
+    #: the one-product form cost more than they save on outputs that stay in cache; see uut)
+    PAIR_MAX_ENTRIES = 10_000
+
     def jvp(self, theta, v):
         U, V = self._UV(theta)
         dU, dV = self._UV(v)
+        if self.rows * self.cols <= self.PAIR_MAX_ENTRIES:
+            return (dU @ V.T + U @ dV.T).ravel()
         # dU V^T + U dV^T = [dU, U] [V, dV]^T: one product, one pass over the output
         return (np.hstack([dU, U]) @ np.hstack([V, dV]).T).ravel()
 

@@ -143,3 +143,13 @@ def test_discovered_larger_than_declared_is_a_finding():
     item = [i for i in report.items if i.property == "declared-vs-discovered"][0]
     assert item.passed and item.note.startswith("finding: discovered torus of rescalings")
     assert "finding" in str(report)
+
+
+def test_scaling_directions_read_per_block_and_unsearched_discrete_parts_say_so():
+    from paramgeo.symmetry.discovery import _exponent_label
+
+    labels = [f"W[{i},{j}]" for i in range(2) for j in range(3)] + ["a[0]", "a[1]"]
+    row = np.array([1, 1, 1, 0, 0, 0, -1, 0])  # neuron 0: its incoming row and outgoing weight
+    assert _exponent_label(row, labels) == "theta -> c^E theta: W[0, 0:3] x c, a[0] x c^-1"
+    found = discover(paramgeo.get("hadamard", p=2), discrete=False)
+    assert found.discrete is None and "discrete: not searched" in str(found)

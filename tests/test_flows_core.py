@@ -40,3 +40,30 @@ def test_gd_divergence_is_reported(rng):
     loss = LinearMeasurements(np.eye(2), [1.0, 1.0])
     with pytest.raises(paramgeo.ParamgeoError, match="diverged"):
         gradient_descent(p, loss, np.ones(4) * 10, 100, 10.0)
+
+
+@pytest.mark.parametrize("structured", [True, False])
+def test_gd_records_kept_while_stepping_equal_those_evaluated_after(rng, structured):
+    """The losses and gradient norms descent keeps from its steps (one pass with the gradient)
+    equal L and |grad L| evaluated afresh at the recorded thetas, for the structured pullback
+    (uut's quadratic forms) and the generic one; the last record and SGD's are evaluated."""
+    from paramgeo.losses import QuadraticMeasurements, pullback
+
+    p = paramgeo.get("uut", d=4, r=2)
+    X = rng.standard_normal((12, 4))
+    y = np.sum((X @ rng.standard_normal((4, 2))) ** 2, axis=1)
+    loss = QuadraticMeasurements(X, y)
+    if not structured:
+        A = np.einsum("ni,nj->nij", X, X)
+        loss = LinearMeasurements(A, y)
+    assert (loss.structured_pullback(p) is not None) == structured
+    value, grad = pullback(p, loss)
+    theta0 = 0.3 * p.random_point(rng)
+    for kwargs in ({"record_every": 7}, {"batch_size": 5, "seed": 1, "record_every": 7}):
+        traj = gradient_descent(p, loss, theta0, 30, 1e-2, **kwargs)
+        known = traj.evaluate.known["losses"]
+        assert np.sum(np.isnan(known)) == (1 if "seed" not in kwargs else len(known))
+        np.testing.assert_allclose(traj.losses, [value(t) for t in traj.thetas], rtol=1e-12)
+        np.testing.assert_allclose(traj.grad_norms,
+                                   [np.linalg.norm(grad(t)) for t in traj.thetas], rtol=1e-12)
+        assert traj._loss(-1) == pytest.approx(value(traj.thetas[-1]), rel=1e-12)

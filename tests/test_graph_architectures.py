@@ -9,8 +9,8 @@ import pytest
 
 import paramgeo
 from paramgeo import critical
-from paramgeo.symmetry import (FieldGroup, ShearGroup, UnitPermutationGroup, completeness,
-                               verify_group)
+from paramgeo.critical import completeness
+from paramgeo.symmetry import FieldGroup, ShearGroup, UnitPermutationGroup, verify_group
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -152,7 +152,7 @@ def test_encoder_products_and_dead_head(encoder):
     theta[sl] = W.ravel()
     c = critical.classify(model, theta, n_points=1)
     assert c.verdict == "critical" and "subnetwork" in c.causes
-    assert ("0 head 0", "out-zero") in c.inactive
+    assert ("self_attn head 0", "out-zero") in c.inactive
 
 
 def test_jax_nested_dict_mlp():
@@ -229,3 +229,39 @@ def test_completeness_lists_what_a_group_misses():
     assert all(set(d) <= {"U", "V"} and abs(sum(d.values()) - 1) < 1e-9
                for d in partial.unexplained)
     assert "explains 1 of the 4" in str(partial)
+
+
+def test_structured_discovery_of_a_gated_unit():
+    class Gated(nn.Module):  # no rule covers u(x) * sigmoid(g(x))
+        def __init__(self, a, b):
+            super().__init__()
+            self.u, self.g = nn.Linear(a, b), nn.Linear(a, b)
+
+        def forward(self, x):
+            return self.u(x) * torch.sigmoid(self.g(x))
+
+    torch.manual_seed(0)
+    net = nn.Sequential(Gated(4, 6), nn.Linear(6, 3))
+    X = torch.randn(80, 4)
+    model = paramgeo.from_torch(net, X, name="test-gated")
+    G = model.symmetry()
+    # per unit j: u's row and bias times c, the next layer's column j times 1/c
+    assert G.dim == 6
+    assert G.labels[0] == "0.u*0.g unit 0: 0.u row x c, 1 column x 1/c"
+    assert verify_group(model, G).passed
+    rank = _autograd_rank(net, X.numpy(), model.theta0, model)
+    assert rank == model.n - G.dim
+    assert completeness(model, model.theta0).complete
+
+
+def test_mirror_prices_the_first_level_before_paying(cnn):
+    import time
+
+    from paramgeo.errors import BudgetError
+    from paramgeo.mirror import lie_algebra
+
+    _, _, model = cnn
+    tic = time.process_time()
+    with pytest.raises(BudgetError, match="bracket level 1"):
+        lie_algebra(model, budget=0.5)
+    assert time.process_time() - tic < 30  # one product, not the 600 fields

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import paramgeo
-from paramgeo import geometry, matfree
+from paramgeo import geometry, matfree, routes
 from paramgeo.describe import describe
 from paramgeo.errors import NumericalDoubtWarning
 
@@ -138,12 +138,12 @@ def test_auto_route_by_size():
     class NoClosedRank(Hadamard):  # hadamard with its sparse J but without rank_at
         capabilities = Hadamard.capabilities - {"rank_at"}
 
-    assert matfree.choose_route(paramgeo.get("uut", d=10, r=2)) == "closed-form"
-    assert matfree.choose_route(paramgeo.get("monomial", widths=(3, 4, 1))) == "dense"
-    assert matfree.choose_route(paramgeo.get("monomial", widths=(200, 200, 1))) == "matrix-free"
-    assert matfree.choose_route(NoClosedRank(p=3000)) == "sparse"
+    assert routes.choose_route(paramgeo.get("uut", d=10, r=2)) == "closed-form"
+    assert routes.choose_route(paramgeo.get("monomial", widths=(3, 4, 1))) == "dense"
+    assert routes.choose_route(paramgeo.get("monomial", widths=(200, 200, 1))) == "matrix-free"
+    assert routes.choose_route(NoClosedRank(p=3000)) == "sparse"
     with pytest.raises(paramgeo.ParamgeoError, match="unknown rank route"):
-        matfree.choose_route(paramgeo.get("uut"), "fast")
+        routes.choose_route(paramgeo.get("uut"), "fast")
 
 
 def test_describe_matrix_free_matches_closed_form_generic_rank():
@@ -206,3 +206,48 @@ def test_large_rank_drop_counted_exactly_by_every_way(monkeypatch, way):
     svd = np.linalg.svd(p.jacobian(theta), compute_uv=False)
     assert dec.certificate.sigma_min == pytest.approx(svd[189], rel=1e-6)
     assert decide_rank(p.jacobian(theta), warn=False).rank == 190
+
+
+def _relu200():
+    """relu-net with m = 200 outputs and n = 996 parameters: J J^T is ill-conditioned enough
+    that Lanczos for its smallest eigenvalue does not converge in 50 dim restarts."""
+    return paramgeo.get("relu-net", d=10, width=83, outputs=1, n_inputs=200)
+
+
+def test_ill_conditioned_gram_is_assembled_and_agrees_with_dense(rng, monkeypatch):
+    p = _relu200()
+    theta = p.random_point(rng)
+    dense = geometry.rank_at(p, theta, route="dense").rank
+    free = geometry.rank_at(p, theta, route="matrix-free", warn=False)
+    assert free.rank == dense == 200
+    assert "assembled from 200 products" in free.certificate.note
+    # priced so that Lanczos runs first: it stops at the assembled price and assembles
+    monkeypatch.setattr(matfree, "LANCZOS_PRODUCTS", 0)
+    stopped = geometry.rank_at(p, theta, route="matrix-free", warn=False)
+    assert stopped.rank == dense and "assembled" in stopped.certificate.note
+    assert stopped.certificate.matvecs < 4000  # at most about twice the assembled price
+
+
+def test_auto_route_priced_and_recorded(rng, monkeypatch):
+    monkeypatch.setattr(routes, "UNPRICED_WORK", 0)  # price this small case
+    p = _relu200()
+    theta = p.random_point(rng)
+    assert routes.static_route(p) == "priced"
+    first = geometry.rank_at(p, theta)
+    prices = first.prices
+    assert prices.chosen == first.route == min(("dense", "matrix-free"), key=lambda r: {
+        "dense": prices.dense, "matrix-free": prices.matrix_free}[r])
+    assert prices.jacobian_seconds == 0 and prices.pair_seconds > 0
+    assert first.rank == geometry.rank_at(p, theta, route="dense").rank
+    # a dense rank timed J: the next prices include it
+    assert geometry.rank_at(p, theta).prices.jacobian_seconds > 0
+    assert routes.choose_route(p, theta=theta) in ("dense", "matrix-free")
+
+
+def test_route_prices_follow_the_cost_model(rng, monkeypatch):
+    p = _relu200()
+    theta = p.random_point(rng)
+    monkeypatch.setattr(routes, "_lapack_rates", lambda: (1e-10, 1e-10, 1.0))  # SVD: hours
+    assert routes.route_prices(p, theta).chosen == "matrix-free"
+    monkeypatch.setattr(routes, "_lapack_rates", lambda: (1e-10, 1e-10, 0.0))  # SVD: free
+    assert routes.route_prices(p, theta).chosen == "dense"

@@ -246,6 +246,29 @@ def test_wrong_argument_lengths_are_the_callers_shape_error():
             call()
 
 
+def test_the_fast_result_check_tells_an_inf_from_a_large_finite_value(broken_file):
+    """The guard's common-case check is one inner product: an inf entry fails it and is blamed;
+    finite entries whose squares overflow it (1e200) are checked entry by entry and pass."""
+    p = paramgeo.get("uut", d=3, r=2)
+    big = np.full(p.n, 1e100)  # phi entries 2e200: finite, their squares overflow
+    assert np.all(np.isfinite(p.forward(big))) and np.all(np.isfinite(p.jvp(big, big)))
+    q = paramgeo.get("b-nan")
+    with pytest.raises(PluginError, match="returned nan"):
+        q.jvp(-np.ones(q.n), np.ones(q.n))
+
+
+def test_trusted_turns_the_checks_off_inside_the_block_only():
+    p = paramgeo.get("uut", d=3, r=2)
+    theta, v = np.ones(p.n), np.ones(p.n)
+    with paramgeo.trusted():
+        with paramgeo.trusted():  # blocks nest
+            assert np.array_equal(p.jvp(theta, v), type(p).jvp.__wrapped__(p, theta, v))
+        with pytest.raises(ValueError):  # numpy's own error: no argument check ran
+            p.jvp(np.ones(5), v)
+    with pytest.raises(ShapeError, match="argument theta must have 6 entries"):
+        p.jvp(np.ones(5), v)
+
+
 # --------------------------------------------------------------------- sweeps
 
 SPEC = 'query = "describe"\nplugin = "uvt"\n[grid]\nsizes.m = [{}]\n'

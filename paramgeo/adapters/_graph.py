@@ -10,7 +10,7 @@ meets (a residual sum, the model's output, an unknown operation) makes it *escap
 symmetry is claimed for it. The rules of :mod:`paramgeo.symmetry.rules` then give, per
 stream, the symmetries its units carry; each rule's group is verified against the model before
 it is kept (:func:`paramgeo.symmetry.verify_group`), and what the rules leave unexplained is
-measured by :func:`paramgeo.symmetry.completeness`.
+measured by :func:`paramgeo.critical.completeness`.
 """
 
 import dataclasses
@@ -19,6 +19,7 @@ import operator
 import numpy as np
 
 from ..symmetry import rules
+from ._attention import math_attention
 
 #: activations by the name the rules know them by (torch modules, functions and methods)
 ACTIVATION_NAMES = {
@@ -42,6 +43,8 @@ class Stream:
     bias: object = None  # (k,) index array of the producer's bias, or None
     bn: object = None  # dict(label, gamma, beta, mu, sigma) of batch norm in eval mode
     layer_norm: bool = False  # an affine stream written by a layer norm with a bias
+    parts: tuple = ()  # custom streams: per parameter slice, a (k, size) index array
+    part_names: tuple = ()  # and its name
     events: list = dataclasses.field(default_factory=list)  # (kind, stage, data)
 
     def unit_inp(self, j, stage):
@@ -76,6 +79,7 @@ class Reading:
 
     groups: list = dataclasses.field(default_factory=list)
     units: list = dataclasses.field(default_factory=list)
+    discover: list = dataclasses.field(default_factory=list)  # (label, slots) per unit
     notes: list = dataclasses.field(default_factory=list)
     layers: list = dataclasses.field(default_factory=list)  # (qualname, type name)
 
@@ -97,6 +101,15 @@ class _Reader:
             value.stream.events.append(("escape", value.stage, reason))
         for part in value.parts:
             self.escape(part, reason)
+
+    def custom(self, label, parts, names):
+        """A stream of units whose producer no rule covers: ``parts`` (k, size) index arrays
+        named ``names``, unit j owning row j of each; its symmetries are searched by
+        structured discovery."""
+        parts = tuple(np.asarray(p, dtype=int) for p in parts)
+        s = self.new_stream(label, "custom", np.hstack(parts).T)
+        s.parts, s.part_names = parts, tuple(names)
+        return s
 
     def new_stream(self, label, kind, incoming, bias=None):
         s = Stream(label, kind, incoming.shape[1], incoming, bias)
@@ -189,18 +202,18 @@ class _Reader:
             heads.append({"q": proj(0), "k": proj(1), "v": proj(2), "o": Wo[:, rows],
                           "key_bias": None if b is None else b[E:2 * E][rows],
                           "value_bias": None if b is None else b[2 * E:][rows]})
-        groups, fields = rules.attention_heads(heads, bo, self.n, label)
+        groups, fields = rules.attention_heads(heads, bo, self.n, p)
         for h in range(H):
-            self.reading.groups.append((f"{label} head {h} QK", groups[2 * h]))
-            self.reading.groups.append((f"{label} head {h} VO", groups[2 * h + 1]))
+            self.reading.groups.append((f"{p} head {h} QK", groups[2 * h]))
+            self.reading.groups.append((f"{p} head {h} VO", groups[2 * h + 1]))
         if fields:
-            self.reading.groups.append((f"{label} key and value biases",
+            self.reading.groups.append((f"{p} key and value biases",
                                         rules.field_group(fields, self.n, f"R^{len(fields)}")))
         perm = np.stack([np.concatenate([hd[k].ravel() for k in ("q", "k", "v")]
                                         + [hd["o"].ravel()]) for hd in heads])
-        self.perm_classes.append((f"{label} heads", perm))
+        self.perm_classes.append((f"{p} heads", perm))
         for h, hd in enumerate(heads):
-            self.reading.units.append((f"{label} heads", f"{label} head {h}",
+            self.reading.units.append((f"{p} heads", f"{p} head {h}",
                                        hd["v"].ravel(), hd["o"].ravel(), "attention"))
         incoming = Wo.T if bo is None else np.vstack([Wo.T, bo[None, :]])
         return self.new_stream(f"{p}.out_proj", "dense", incoming, bo)
@@ -292,7 +305,8 @@ def read_torch(model, probe, positions, n):
                     or super().is_leaf_module(m, qualname))
 
     tracer = Tracer()
-    if tracer.is_leaf_module(model, ""):  # a torch layer itself: trace it as a one-layer model
+    wrapped = tracer.is_leaf_module(model, "")
+    if wrapped:  # a torch layer itself: trace it as a one-layer model
         model = torch.nn.Sequential(model)
         positions = {f"0.{key}": value for key, value in positions.items()}
     try:
@@ -370,8 +384,9 @@ def read_torch(model, probe, positions, n):
                     out = _activate(first, act)
                 else:
                     reader.escape(first, f"enters {label} ({tname}), which no rule covers")
-                    if any(True for _ in mod.parameters(recurse=True)):
-                        reader.reading.notes.append(f"{label} ({tname}): no rule")
+                    for a in args[1:] + kw:
+                        reader.escape(a, f"enters {label} ({tname})")
+                    out = _unknown_layer(reader, label, tname, mod, shape_of(node))
         else:  # call_function, call_method
             target = node.target
             name = target if isinstance(target, str) else getattr(target, "__name__", "")
@@ -380,6 +395,17 @@ def read_torch(model, probe, positions, n):
                     out = Value("sum", parts=tuple(args[:2]))
                 else:
                     reader.escape(first, "shifted by a constant")
+            elif (target in (operator.mul, torch.mul) or name == "mul") and len(args) == 2 \
+                    and all(a.kind == "stream" for a in args) \
+                    and args[0].stream.k == args[1].stream.k and args[0].axis == args[1].axis:
+                # a gated unit: unit j of the product reads unit j of both factors
+                for a in args:
+                    reader.escape(a, "multiplied by another stream (a gated unit)")
+                parts = [part for a in args for part in _unit_parts(a.stream)]
+                names = [nm for a in args for nm in _unit_part_names(a.stream)]
+                out = Value("stream", reader.custom(f"{args[0].stream.label}*"
+                                                    f"{args[1].stream.label}", parts, names),
+                            axis=args[0].axis)
             elif target is operator.getitem and first.kind == "tuple":
                 out = first.parts[node.args[1]] if isinstance(node.args[1], int) else OPAQUE
             elif name in ("flatten", "view", "reshape"):
@@ -396,7 +422,55 @@ def read_torch(model, probe, positions, n):
             out = dataclasses.replace(out, shape=shape if isinstance(shape, tuple) else None)
         env[node] = out
     _apply_rules(reader)
+    if wrapped:  # the wrapper's "0." is not the user's name for anything
+        _unwrap(reader.reading)
     return reader.reading, None
+
+
+def _unwrap(reading):
+    """Drop the leading "0." / "0 " the one-layer wrapper added to every label."""
+    import re
+
+    def fix(text):
+        return re.sub(r"(^|(?<=[\s(*+,]))0[. ]", "", text) or text
+
+    reading.groups = [(fix(name), group) for name, group in reading.groups]
+    for _, group in reading.groups:
+        for g in getattr(group, "factors", (group,)):
+            if hasattr(g, "labels"):
+                g.labels = tuple(fix(label) for label in g.labels)
+    reading.units = [(fix(a), fix(b), *rest) for a, b, *rest in reading.units]
+    reading.discover = [(fix(unit[0]), *unit[1:]) for unit in reading.discover]
+    reading.notes = [fix(note) for note in reading.notes]
+
+
+def _unit_parts(stream):
+    """The per-unit parameter slices of a stream, as (k, size) index arrays."""
+    if stream.kind == "custom":
+        return list(stream.parts)
+    return [stream.incoming.T]
+
+
+def _unit_part_names(stream):
+    return list(stream.part_names) if stream.kind == "custom" else [f"{stream.label} row"]
+
+
+def _unknown_layer(reader, label, tname, mod, shape):
+    """A parametrised layer no rule covers: when every parameter has the output's feature
+    count as its first axis, its units (one row of each parameter) become a custom stream for
+    structured discovery; otherwise a note."""
+    params = [key for key, _ in mod.named_parameters()]
+    if not params:
+        return OPAQUE
+    k = shape[-1] if shape else None
+    parts = [reader.idx(label, key) for key in params]
+    if k and all(p is not None and p.ndim >= 1 and p.shape[0] == k for p in parts):
+        s = reader.custom(label, [p.reshape(k, -1) for p in parts],
+                          [f"{label}.{key} row" for key in params])
+        return Value("stream", s, axis=len(shape) - 1)
+    reader.reading.notes.append(f"{label} ({tname}): no rule, and its parameters are not "
+                                "sliced by its output features")
+    return OPAQUE
 
 
 def _activate(value, act):
@@ -482,6 +556,13 @@ def _apply_rules(reader):
             if consumers and escapes:
                 reading.notes.append(f"{s.label}: its units {escapes[0][2]}; no unit symmetry")
             continue
+        if s.kind == "custom":
+            names = list(s.part_names) + [f"{e[2][0]} column" for e in consumers]
+            for j in range(s.k):
+                slots = [part[j] for part in s.parts] + [o[:, j] for o in
+                                                        (e[2][1] for e in consumers)]
+                reading.discover.append((f"{s.label} unit {j}", slots, names))
+            continue
         stages = {e[1] for e in consumers}
         if len(stages) > 1:
             reading.notes.append(f"{s.label}: read at different stages; no unit symmetry")
@@ -528,40 +609,3 @@ def _apply_rules(reader):
     if perms is not None:
         reading.groups.append(("unit permutations", perms))
 
-
-class math_attention:
-    """Run torch's attention in its math backend, the one with forward-mode derivatives
-    (the CPU flash kernel and the fused encoder fast path have none), and silence the performance warning torch.func prints when
-    it falls back from a batching rule (paramgeo's own vmap, not the user's code)."""
-
-    def __init__(self, torch):
-        self.torch = torch
-        self._ctx = None
-
-    def __enter__(self):
-        import warnings
-
-        self._warn = warnings.catch_warnings()
-        self._warn.__enter__()
-        warnings.filterwarnings("ignore", message=".*[Pp]erformance drop.*")
-        warnings.filterwarnings("ignore", message=".*batching rule.*")
-        mha = getattr(self.torch.backends, "mha", None)
-        self._fastpath = mha.get_fastpath_enabled() if mha is not None else None
-        if mha is not None:  # the fused encoder kernels have no forward-mode derivative either
-            mha.set_fastpath_enabled(False)
-        try:
-            from torch.nn.attention import SDPBackend, sdpa_kernel
-
-            self._ctx = sdpa_kernel([SDPBackend.MATH])
-            self._ctx.__enter__()
-        except Exception:  # noqa: BLE001 - an older torch: its default backends stay
-            self._ctx = None
-        return self
-
-    def __exit__(self, *exc):
-        if self._ctx is not None:
-            self._ctx.__exit__(*exc)
-        if self._fastpath is not None:
-            self.torch.backends.mha.set_fastpath_enabled(self._fastpath)
-        self._warn.__exit__(*exc)
-        return False

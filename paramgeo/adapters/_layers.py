@@ -221,7 +221,14 @@ def _verified_reading(model):
     if reading is None:
         return ScalingTorus(np.zeros((0, model.n), dtype=int)), [], [model._graph_reason], []
     kept, refused = [], []
-    for name, group in reading.groups:
+    groups = list(reading.groups)
+    if reading.discover:
+        from ..symmetry.structured import structured_discovery
+
+        groups.append(("structured discovery", structured_discovery(model, reading.discover)))
+    for name, group in groups:
+        if group.dim == 0 and not hasattr(group, "classes"):
+            continue
         result = verify_group(model, group)
         if result.passed:
             kept.append(group)

@@ -32,7 +32,7 @@ import autograd
 import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 
-from ..errors import ContractError, ParamgeoError, PluginError
+from ..errors import ContractError, ParamgeoError, PluginError, SizeError
 from ..parameterization import Parameterization, ParamSpec
 
 
@@ -142,7 +142,11 @@ class FrameworkModel(Parameterization):
     framework = ""
     _source = None
 
-    def __init__(self):
+    def __init__(self, /, **sizes):
+        if sizes:  # refused before the model is built; a framework model has no sizes
+            raise SizeError(f"{type(self).name}: unknown size {', '.join(sorted(sizes))}; a "
+                            "model from PyTorch or JAX has no sizes: change the model in its "
+                            "file instead")
         built = type(self)._source()
         self.backend, self._blocks, self._out_shape = built["backend"], built["blocks"], \
             built["predictor_shape"]

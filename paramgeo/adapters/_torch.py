@@ -10,7 +10,8 @@ import sys
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ._graph import math_attention, read_torch
+from ._attention import math_attention
+from ._graph import read_torch
 from ._layers import GraphModel, LayeredModel, torch_layers
 from ._model import Backend, FrameworkModel, model_class
 
@@ -45,10 +46,9 @@ class TorchBackend(Backend):
         return math_attention(self.torch)
 
     def tensor(self, a):
-        a = np.asarray(a, dtype=np.float64)
-        if not (a.flags.writeable and a.flags.c_contiguous):
-            a = np.array(a, dtype=np.float64)
-        t = self.torch.from_numpy(a)
+        # always a copy: a forward that updates its weights in place never writes the caller's
+        # array (theta, model.theta0)
+        t = self.torch.from_numpy(np.array(a, dtype=np.float64))
         return t if self._cpu else t.to(self.device)
 
     def run(self, fn, *arrays):

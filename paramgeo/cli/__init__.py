@@ -23,6 +23,7 @@ COMMANDS = {
     "describe": "_core:describe_cmd",
     "rank": "_core:rank_cmd",
     "check": "_core:check_cmd",
+    "quotient": "_quotient:quotient_cmd",
     "mirror": "_mirror:mirror_cmd",
     "implicit-bias": "_mirror:implicit_bias_cmd",
     "pacbayes": "_pacbayes:pacbayes_cmd",
@@ -48,6 +49,7 @@ COMMANDS = {
 SHORT_HELP = {
     "check": 'Run the contract check on a plugin (by name or .py file); exit 1 if a property fails.',
     "critical": 'Classify a point: regular, or critical with its causes (orbit-degenerate, subnetwork, other), the rank against the generic rank and the stratum the point lies on.',
+    "quotient": 'Moving in the quotient: align two points modulo the symmetry group, loss barriers along straight, aligned and geodesic paths, and teleportation along an orbit.',
     "define": 'Define a parameterization from an expression spec (TOML) and save it for later use.',
     "describe": 'Dimensions, generic rank, symmetry group and quotient dimension of a parameterization.',
     "discover": 'Discover symmetries: linear (Lie algebra of A with J(theta) A theta = 0), scaling, discrete.',

@@ -149,6 +149,36 @@ def exit_if_interrupted(result, how_far):
         raise_interrupted(f"interrupted {how_far}; the output above holds the finished ones")
 
 
+#: seconds an interrupted command has to print what finished when that needs the plugin again
+#: (the records of a trajectory); past them it ends as if Ctrl-C had been pressed again
+AFTER_INTERRUPT_SECONDS = 3.0
+
+
+@contextlib.contextmanager
+def finishing(result, how_far):
+    """Around the printing of ``result``: when Ctrl-C interrupted it, the printing gets
+    AFTER_INTERRUPT_SECONDS (a plugin whose forward loops would otherwise hold the command
+    until a second Ctrl-C); past them it ends with ``Error: interrupted {how_far}...`` and exit
+    code 130."""
+    if not getattr(result, "interrupted", False):
+        yield
+        return
+    seconds = AFTER_INTERRUPT_SECONDS
+    import _thread
+    import threading
+
+    timer = threading.Timer(seconds, _thread.interrupt_main)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise_interrupted(f"interrupted {how_far}; the finished records were not printed: "
+                          f"evaluating them took over {seconds:g} s")
+    finally:
+        timer.cancel()
+
+
 def raise_interrupted(message):
     """End with the one line ``Error: {message}`` and exit code 130 (the shell's code for an
     interrupt, Ctrl-C)."""
@@ -210,14 +240,15 @@ def resolve(name, sizes, dense=True):
     Refuses sizes whose parameter vector exceeds ``MAX_PARAMS``, and checks what the command
     will allocate: ``dense=True`` (commands that form the m x n Jacobian) refuses more than
     ``MAX_JACOBIAN_ENTRIES`` entries; ``dense="auto"`` (describe, rank: the route of
-    :func:`paramgeo.matfree.choose_route`) checks the dense Jacobian only where that route is
+    :func:`paramgeo.routes.choose_route`) checks the dense Jacobian only where that route is
     dense and the matrix-free route's O(n k) vectors against ``MAX_MATRIX_FREE_BYTES``
     otherwise; ``dense=False`` (commands that only use J^T v) checks n alone. Each limit is
     overridable by the environment variable of that name (PARAMGEO_...; ``inf`` lifts it). A
     dense route whose SVDs cost more than ``SLOW_SVD_WORK`` flops each is announced on stderr
     before it starts.
     """
-    from ..matfree import choose_route, matrix_free_bytes
+    from ..matfree import matrix_free_bytes
+    from ..routes import choose_route
 
     param = _instantiate(name, sizes)
     max_n = _limit("PARAMGEO_MAX_PARAMS", MAX_PARAMS)

@@ -6,8 +6,9 @@ import json
 import click
 
 from ..results import Result
-from ._common import (emit, json_option, load_point, point_options, precision_option, resolve,
-                      seed_option, sizes_option, table)
+from ._common import (emit, json_option, load_point, point_options, precision_option,
+                      progress_bar, progress_enabled, progress_option, resolve, seed_option,
+                      sizes_option, table)
 
 
 route_option = click.option(
@@ -105,8 +106,9 @@ def _fmt(v):
 @click.option("--all", "all_", is_flag=True, help="Describe every plugin at its default sizes.")
 @seed_option()
 @route_option
+@progress_option
 @json_option
-def describe_cmd(name, sizes, all_, seed, route, as_json):
+def describe_cmd(name, sizes, all_, seed, route, progress, as_json):
     """Dimensions, generic rank, symmetry group and quotient dimension of a parameterization.
 
     Example: paramgeo describe uut -p d=4 -p r=2 --json
@@ -137,7 +139,9 @@ def describe_cmd(name, sizes, all_, seed, route, as_json):
     if not name:
         raise click.UsageError("give a parameterization NAME or --all")
     param = resolve(name, sizes, dense="auto" if route != "dense" else True)
-    emit(describe(param, seed=seed, route=route), as_json)
+    with progress_bar("describe", progress_enabled(progress)) as update:
+        result = describe(param, seed=seed, route=route, progress=update)
+    emit(result, as_json)
 
 
 #: what the columns of ``describe --all`` mean (printed under the table)

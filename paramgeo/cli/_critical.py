@@ -65,9 +65,9 @@ def strata_cmd(name, sizes, fmt, kinds, seed, progress, plot_path, as_json):
         raise click.UsageError(f"give --json or --format {fmt}, not both")
 
     if plot_path:  # before the work, not after it
-        from ..trajectory import _check_plot_path
+        from ..files import check_plot_path
 
-        _check_plot_path(plot_path)
+        check_plot_path(plot_path)
     param = resolve(name, sizes)
     with progress_bar("strata", progress_enabled(progress)) as update:
         result = strata(param, kinds=kinds, seed=seed, progress=update)

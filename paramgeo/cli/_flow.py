@@ -7,9 +7,9 @@ import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
 from ..trajectory import MAX_RECORDS, MAX_STEPS
-from ._common import (deprecated_option, exit_if_interrupted, json_option, progress_bar,
-                      progress_enabled, progress_option, resolve, seed_option, sizes_option,
-                      stiff_flow_options, table, take_alias)
+from ._common import (deprecated_option, exit_if_interrupted, finishing, json_option,
+                      progress_bar, progress_enabled, progress_option, resolve, seed_option,
+                      sizes_option, stiff_flow_options, table, take_alias)
 
 
 def load_data(path):
@@ -77,9 +77,9 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
     """
     t_final = take_alias(t_final, time_alias, "--time", "--t-final")
     if plot_path:  # before the run, not after it
-        from ..trajectory import _check_plot_path
+        from ..files import check_plot_path
 
-        _check_plot_path(plot_path)
+        check_plot_path(plot_path)
     param = resolve(name, sizes, dense=False)  # descent and flow use J^T v only
     arrays = load_data(data_path)
     enabled = progress_enabled(progress, quiet=as_json)
@@ -110,25 +110,29 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
                      chart=chart, time_scale=time_scale, exact_jacobian=exact_jacobian,
                      records=records, stop_loss=stop_loss, stop_grad=stop_grad, alpha=alpha,
                      seed=seed, progress=update)
-    if plot_path:
-        traj.plot(plot_path, title=f"{param.name} {param.sizes}: {traj.method}, {loss_kind} loss")
-    summary = traj.summary()
-    summary.update(name=param.name, sizes=param.sizes, loss=loss_kind,
-                   final_predictor=traj.final_predictor.tolist(), plot=plot_path)
-    if as_json:
-        click.echo(json.dumps(summary, indent=2, default=str))
-        exit_if_interrupted(traj, traj.message.removeprefix("interrupted "))
-        return
-    click.echo(str(traj))
-    idx = np.unique(np.linspace(0, len(traj.times) - 1, min(8, len(traj.times))).astype(int))
-    click.echo(table([(f"{traj.times[i]:.4g}", f"{traj.losses[i]:.6g}",
-                       f"{traj.grad_norms[i]:.3g}") for i in idx], ["time", "loss", "|grad L|"]))
-    if traj.conserved_laws:
-        click.echo(table([(lab, f"{d:.2e}") for lab, d in traj.conserved_laws],
-                         ["conserved quantity", "relative drift"]))
-    if plot_path:
-        click.echo(f"figure written to {plot_path}")
-    exit_if_interrupted(traj, traj.message.removeprefix("interrupted "))
+    how_far = traj.message.removeprefix("interrupted ")
+    with finishing(traj, how_far):
+        if plot_path:
+            traj.plot(plot_path,
+                      title=f"{param.name} {param.sizes}: {traj.method}, {loss_kind} loss")
+        summary = traj.summary()
+        summary.update(name=param.name, sizes=param.sizes, loss=loss_kind,
+                       final_predictor=traj.final_predictor.tolist(), plot=plot_path)
+        if as_json:
+            click.echo(json.dumps(summary, indent=2, default=str))
+            exit_if_interrupted(traj, how_far)
+            return
+        click.echo(str(traj))
+        idx = np.unique(np.linspace(0, len(traj.times) - 1, min(8, len(traj.times))).astype(int))
+        click.echo(table([(f"{traj.times[i]:.4g}", f"{traj.losses[i]:.6g}",
+                           f"{traj.grad_norms[i]:.3g}") for i in idx],
+                         ["time", "loss", "|grad L|"]))
+        if traj.conserved_laws:
+            click.echo(table([(lab, f"{d:.2e}") for lab, d in traj.conserved_laws],
+                             ["conserved quantity", "relative drift"]))
+        if plot_path:
+            click.echo(f"figure written to {plot_path}")
+        exit_if_interrupted(traj, how_far)
 
 
 def train(param, loss_kind, arrays, data_path, *, method="gd", steps=None, t_final=None, lr=1e-2,

@@ -159,9 +159,12 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
     """
     import json
 
+    from ..files import check_plot_path
     from ..llc import step_sweep
     from ._flow import load_data
 
+    if plot_path:  # before the run, not after it
+        check_plot_path(plot_path)
     param = resolve(name, sizes, dense=False)
     arrays = load_data(data_path)
     theta_star = None if at is None else load_point(param, at, 0)
@@ -185,12 +188,14 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
                                          progress=update, **options)
     if plot_path:
         result.plot(plot_path)
+    how_far = (f"after {len(result.estimates)} of {len(result.steps)} steps" if sweep_steps
+               else f"after {result.draws} draws")
     if as_json:
         out = result.to_dict()
         if not sweep_steps:
             out["exact"] = None if exact is None else exact.to_dict()
         click.echo(json.dumps(out, indent=2))
-        exit_if_interrupted(result, f"after {getattr(result, 'draws', 0)} draws")
+        exit_if_interrupted(result, how_far)
         return
     text = str(result)
     if exact is not None:
@@ -199,7 +204,7 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
     if plot_path:
         text += f"\nfigure written to {plot_path}"
     emit(result, False, text)
-    exit_if_interrupted(result, f"after {getattr(result, 'draws', 0)} draws")
+    exit_if_interrupted(result, how_far)
 
 
 def parse_temperatures(text):

@@ -101,9 +101,9 @@ def implicit_bias_cmd(name, sizes, data, alpha, t_final, rtol, atol, chart, time
     if not (np.isfinite(alpha) and alpha > 0):
         raise ParamgeoError(f"--init-scale must be a positive number, got {alpha}")
     if plot_path:  # before the run, not after it
-        from ..trajectory import _check_plot_path
+        from ..files import check_plot_path
 
-        _check_plot_path(plot_path)
+        check_plot_path(plot_path)
     X, y = load_regression(data)
     param = resolve(name, sizes)
     result = implicit_bias(param, X, y, alpha, t_final=t_final, rtol=rtol, atol=atol,

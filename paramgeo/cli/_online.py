@@ -118,6 +118,10 @@ def online_sgd_cmd(name, sizes, link, tokens, noise, beta, teacher, teacher_rank
     \b
     Example: paramgeo online-sgd uut -p d=16 -p r=8 --link abs --horizon 2
     """
+    if plot_path:  # before the run, not after it
+        from ..files import check_plot_path
+
+        check_plot_path(plot_path)
     param = resolve(name, sizes, dense=False)  # online SGD uses forward and J^T v only
     with progress_bar("online SGD", progress_enabled(progress, quiet=as_json)) as update:
         run = run_online(param, link=link, tokens=tokens, noise=noise, beta=beta,

@@ -105,9 +105,10 @@ class Strata(Result):
         """Draw the poset (PNG, SVG or PDF by the suffix of ``path``; needs matplotlib): one box
         per stratum at the height of its generic rank, an arrow from each stratum to the strata
         it covers (the maximal strata in its closure). Returns the path."""
-        from ..trajectory import _check_plot_path, _pyplot_figure
+        from ..files import check_plot_path, save_figure
+        from ..trajectory import _pyplot_figure
 
-        path = _check_plot_path(path)
+        path = check_plot_path(path)
         g = self.graph
         levels = {}
         for node in sorted(g.nodes, key=lambda n: (g.nodes[n]["zeroed_params"], n)):
@@ -145,7 +146,7 @@ class Strata(Result):
                               f"{g.number_of_nodes()} strata\narrow: to a maximal stratum in "
                               "the closure", fontsize=10)
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        save_figure(fig, path)
         return path
 
 

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError
-from ..losses import pullback
+from ..losses import pullback, value_and_grad
 from ..trajectory import _check_stops, _finish, _progress_callback
 
 
@@ -88,7 +88,11 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=None, stop_
         rng = np.random.default_rng(seed)
     schedule_fn = lr if callable(lr) else (lambda _t: lr)
     direction = optimizer.start(value, param.n) if optimizer is not None else None
-    times, thetas = [0], [theta.copy()]
+    # full-batch steps evaluate the loss with the gradient (one pass): the loss and gradient
+    # norm of each recorded theta are kept when the next step computes them (nan until then,
+    # and for the last record, whose values are evaluated if read)
+    both = value_and_grad(param, loss) if rng is None else None
+    times, thetas, losses, norms = [0], [theta.copy()], [np.nan], [np.nan]
     message = f"completed {steps} steps"
     n_evals = 0
     report, close = _progress_callback(progress, f"gradient descent, {steps} steps")
@@ -99,7 +103,12 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=None, stop_
                 idx = rng.choice(loss.N, size=batch_size, replace=False)
                 step_grad = pullback(param, loss.minibatch(idx))[1]
             with np.errstate(over="ignore", invalid="ignore"):
-                g = step_grad(theta)
+                if both is None:
+                    g = step_grad(theta)
+                else:
+                    current, g = both(theta)
+                    if times[-1] == t:  # theta is the last record
+                        losses[-1], norms[-1] = current, math.sqrt(g @ g)
                 if direction is not None:
                     g = direction(t, theta, g)
                 theta = theta - schedule_fn(t) * g
@@ -112,6 +121,8 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=None, stop_
             if (t + 1) % record_every == 0 or t + 1 == steps:
                 times.append(t + 1)
                 thetas.append(theta.copy())
+                losses.append(np.nan)
+                norms.append(np.nan)
             stop = None
             if stop_loss is not None and value(theta) < stop_loss:
                 stop = f"loss below {stop_loss} at step {t + 1}"
@@ -122,16 +133,22 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=None, stop_
                 if times[-1] != t + 1:
                     times.append(t + 1)
                     thetas.append(theta.copy())
+                    losses.append(np.nan)
+                    norms.append(np.nan)
                 break
     except KeyboardInterrupt:  # Ctrl-C: keep the steps finished, record where it stopped
         interrupted, message = True, f"interrupted after {n_evals} of {steps} steps"
         if times[-1] != n_evals:
             times.append(n_evals)
             thetas.append(theta.copy())
+            losses.append(np.nan)
+            norms.append(np.nan)
     finally:
         close()
     method = "gd" if rng is None else f"sgd (batch {batch_size}, seed {seed})"
     if optimizer is not None:
         method = f"{optimizer.name} ({method})"
     return _finish(param, value, grad, method, times, thetas, not interrupted, message, n_evals,
-                   conserved, interrupted)
+                   conserved, interrupted,
+                   known={"losses": np.array(losses), "grad_norms": np.array(norms)}
+                   if len(losses) == len(thetas) == len(norms) else None)

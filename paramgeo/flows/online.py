@@ -41,7 +41,8 @@ import numpy as np
 from ..errors import ParamgeoError, ShapeError
 from ..numerics import as_rng
 from ..results import Result, to_jsonable
-from ..trajectory import _check_plot_path, _finish, _progress_callback, _pyplot_figure
+from ..files import check_plot_path, save_figure
+from ..trajectory import _finish, _progress_callback, _pyplot_figure
 
 
 def _softmax(h, beta):
@@ -239,7 +240,7 @@ class OnlineRun(Result):
 
     def plot(self, path, *, title=None):
         """Order parameters against t = n / d^2 (teacher values dashed). Needs matplotlib."""
-        path = _check_plot_path(path)
+        path = check_plot_path(path)
         fig = _pyplot_figure((10.0, 4.0))
         ax1, ax2 = fig.subplots(1, 2)
         for i, name in enumerate(("mean", "norm", "overlap")):
@@ -254,7 +255,7 @@ class OnlineRun(Result):
         if title:
             fig.suptitle(title)
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        save_figure(fig, path)
         return path
 
 

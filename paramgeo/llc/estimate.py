@@ -86,6 +86,7 @@ import warnings
 import numpy as np
 
 from ..errors import ParamgeoError
+from ..files import save_figure
 from ..results import Result
 from .data import batch_picker, make_batches
 from .sampler import auto_step_size, curvature_spectrum, sample_chains
@@ -223,7 +224,7 @@ class LLCEstimate(Result):
             fig.suptitle(f"LLC estimate (slope) {self.llc:.3g} +- {self.se:.2g}", fontsize=10)
         if path is not None:
             fig.tight_layout()
-            fig.savefig(path, dpi=110)
+            save_figure(fig, path)
         return fig
 
 

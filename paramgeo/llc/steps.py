@@ -5,6 +5,7 @@ discretization bias or poor mixing)."""
 import dataclasses
 import warnings
 
+from ..files import save_figure
 from ..results import Result
 from .estimate import LLCWarning, auto_step, estimate_llc
 
@@ -17,13 +18,17 @@ class StepSweep(Result):
 
     steps: tuple
     estimates: tuple
+    #: True when Ctrl-C stopped the sweep: ``estimates`` holds the steps finished (the last one
+    #: possibly with fewer draws, its own ``interrupted`` set)
+    interrupted: bool = False
 
     def rows(self):
         return [(f"{e.step:.3g}", f"{e.llc:.4g}", f"{e.se:.2g}", f"{e.rhat:.3f}",
                  "; ".join(e.warnings) or "-") for e in self.estimates]
 
     def to_dict(self):
-        return {"steps": list(self.steps), "estimates": [e.to_dict() for e in self.estimates]}
+        return {"steps": list(self.steps), "estimates": [e.to_dict() for e in self.estimates],
+                "interrupted": self.interrupted}
 
     def __str__(self):
         head = ("step", "llc", "s.e.", "R-hat", "warnings")
@@ -50,24 +55,36 @@ class StepSweep(Result):
         ax.set_ylabel("LLC estimate +- 2 s.e.")
         if path is not None:
             fig.tight_layout()
-            fig.savefig(path, dpi=110)
+            save_figure(fig, path)
         return fig
 
 
 def step_sweep(param, loss, theta_star, steps=None, progress=None, **options):
     """:func:`estimate_llc` at each step of ``steps`` (the step at the base temperature;
     default: the automatic step times 1/8, 1/4, 1/2, 1, 2), the other ``options`` shared;
-    returns a :class:`StepSweep`."""
+    returns a :class:`StepSweep`. ``progress(done, total)`` counts chain steps over the whole
+    sweep. Ctrl-C stops the sweep at once and returns the steps finished (``interrupted``);
+    before the first step's burn-in ended it raises KeyboardInterrupt."""
     if steps is None:
         keys = ("n", "nbeta", "gamma", "step_scale", "seed", "data", "batch_size", "block")
         auto = auto_step(param, loss, theta_star, **{k: options[k] for k in keys
                                                       if k in options})
         steps = [auto * f for f in (0.125, 0.25, 0.5, 1.0, 2.0)]
-    out = []
+    out, interrupted = [], False
     for i, step in enumerate(steps):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", LLCWarning)
-            out.append(estimate_llc(param, loss, theta_star, step=float(step), **options))
-        if progress is not None:
-            progress(i + 1, len(steps))
-    return StepSweep(tuple(float(s) for s in steps), tuple(out))
+        inner = None if progress is None else (
+            lambda done, total, i=i: progress(i * total + done, len(steps) * total))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", LLCWarning)
+                out.append(estimate_llc(param, loss, theta_star, step=float(step),
+                                        progress=inner, **options))
+        except KeyboardInterrupt:  # Ctrl-C before this step's burn-in ended
+            if not out:
+                raise
+            interrupted = True
+            break
+        if out[-1].interrupted:  # Ctrl-C after the burn-in: this step's draws so far
+            interrupted = True
+            break
+    return StepSweep(tuple(float(s) for s in steps), tuple(out), interrupted)

@@ -30,6 +30,26 @@ def _check_data(X, y):
     return X, y
 
 
+#: the largest |X|_F^2 / N and |y|^2 / N :func:`implicit_bias` integrates: the curvature of the
+#: flow's loss in beta and its size, with a margin of 1e100 below float64's overflow (1.8e308)
+#: for the products of the field, its Jacobian and LSODA's finite differences
+MAX_DATA_SCALE = 1e200
+
+
+def _check_scale(X, y):
+    """Refuse (ShapeError) data whose mean squares |X|_F^2 / N or |y|^2 / N exceed
+    MAX_DATA_SCALE: the flow on |X beta - y|^2 / (2N) would overflow, or never end."""
+    n = max(len(y), 1)
+    with np.errstate(over="ignore"):
+        for label, size in (("|X|_F^2 / N", np.sum(np.square(X / n ** 0.5))),
+                            ("|y|^2 / N", np.sum(np.square(y / n ** 0.5)))):
+            if not size <= MAX_DATA_SCALE:
+                raise ShapeError(f"the data are too large for the flow: {label} = {size:.3g} "
+                                 f"is over {MAX_DATA_SCALE:g}, where the gradient flow's field "
+                                 "and curvature overflow float64; divide X and y by a common "
+                                 "scale")
+
+
 def min_l1(X, y, upper=None, lower=None):
     """argmin |beta|_1 s.t. X beta = y, by linear programming (scipy.optimize.linprog, HiGHS):
     beta = a - b, a, b >= 0, minimise sum(a + b).
@@ -302,9 +322,10 @@ class ImplicitBias(Result):
         """Draw the four predictors coordinate by coordinate (PNG, SVG or PDF by the suffix of
         ``path``; needs matplotlib): the gradient-flow limit, argmin R, the minimum-l1 and the
         minimum-l2 interpolators. Returns the path."""
-        from ..trajectory import _check_plot_path, _pyplot_figure
+        from ..files import check_plot_path, save_figure
+        from ..trajectory import _pyplot_figure
 
-        path = _check_plot_path(path)
+        path = check_plot_path(path)
         fig = _pyplot_figure((max(6.0, 0.12 * len(self.beta_flow) + 4), 4.0))
         ax = fig.subplots()
         i = np.arange(len(self.beta_flow))
@@ -321,7 +342,7 @@ class ImplicitBias(Result):
                               f"{self.l2_distance:.2g}", fontsize=9)
         ax.legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        save_figure(fig, path)
         return path
 
     def __str__(self):
@@ -360,6 +381,7 @@ def implicit_bias(param, X, y, alpha=None, theta0=None, *, t_final=1e9, stop_los
     from ..losses import LinearMeasurements
 
     X, y = _check_data(X, y)
+    _check_scale(X, y)
     if X.shape[1] != param.m:
         raise ShapeError(f"X has {X.shape[1]} columns but {param.name} {param.sizes} has "
                          f"predictors of dimension {param.m}; they must agree")

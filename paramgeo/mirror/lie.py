@@ -359,6 +359,12 @@ def _lie_by_levels(param, point, extra, exact, max_depth, policy, method, rng, c
                                 - np.einsum("kpq,lqr->klpr", first, cur)).reshape(-1, n, n),
             lambda mats, idx: mats[np.asarray(idx, dtype=int)],
             max_depth, policy, n, param.m, "numeric (linear fields)", clock)
+    # level 1 is the m fields grad phi_i at every point, one reverse product each: priced
+    # from one product before it is paid for (a framework model's Jacobian can take minutes)
+    tic = time.perf_counter()
+    param.vjp(point, np.eye(1, param.m).ravel())
+    clock.check((time.perf_counter() - tic) * param.m * len(pts),
+                f"the {param.m} fields grad phi_i at {len(pts)} points (bracket level 1)")
     return _grow_algebra(
         autograd.jacobian(param.forward_flat),
         lambda F: np.stack([np.asarray(F(p), float) for p in pts], axis=1),

@@ -46,7 +46,14 @@ def _check_cert_inputs(empirical_risk, kl, n, delta):
 
 
 def kl_bernoulli(q, p):
-    """kl(q || p) = q ln(q/p) + (1-q) ln((1-q)/(1-p)) with 0 ln 0 = 0 (scipy.special.xlogy)."""
+    """kl(q || p) = q ln(q/p) + (1-q) ln((1-q)/(1-p)) with 0 ln 0 = 0 (scipy.special.xlogy),
+    the KL divergence of Bernoulli(q) from Bernoulli(p); q and p are probabilities in [0, 1]
+    (anything else, NaN included, is a PacBayesInputError)."""
+    for label, value in (("q", q), ("p", p)):
+        if isinstance(value, bool) or not (isinstance(value, numbers.Real)
+                                           and 0.0 <= value <= 1.0):
+            raise PacBayesInputError(f"kl_bernoulli: {label} must be a probability in [0, 1], "
+                                     f"got {value!r}")
     q, p = float(q), float(p)
     if p <= 0.0:
         return 0.0 if q == 0.0 else math.inf

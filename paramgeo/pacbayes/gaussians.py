@@ -125,15 +125,39 @@ def kl_gaussian(q, p):
 
 def kl_mvn(mq, Sq, mp, Sp):
     """KL(N(mq, Sq) || N(mp, Sp)) for full covariances:
-    1/2 [ tr(Sp^-1 Sq) + (mp - mq)^T Sp^-1 (mp - mq) - k + ln det Sp - ln det Sq ]."""
+    1/2 [ tr(Sp^-1 Sq) + (mp - mq)^T Sp^-1 (mp - mq) - k + ln det Sp - ln det Sq ].
+
+    The means must be finite vectors of one length k and the covariances finite, symmetric
+    and positive definite k x k matrices (a Cholesky factor exists): the Gaussians' domain.
+    Anything else is a PacBayesInputError naming the argument."""
     mq, mp = np.atleast_1d(mq).astype(float), np.atleast_1d(mp).astype(float)
     Sq, Sp = np.atleast_2d(Sq).astype(float), np.atleast_2d(Sp).astype(float)
-    cp = linalg.cho_factor(Sp)
+    k = mq.shape[0]
+    for label, m in (("mq", mq), ("mp", mp)):
+        if k == 0 or m.shape != (k,) or not np.all(np.isfinite(m)):
+            raise PacBayesInputError(f"kl_mvn: the mean {label} must be a finite vector of "
+                                     f"length {k}, got shape {m.shape}")
+    factors = {}
+    for label, S in (("Sq", Sq), ("Sp", Sp)):
+        if S.shape != (k, k) or not np.all(np.isfinite(S)):
+            raise PacBayesInputError(f"kl_mvn: the covariance {label} must be a finite {k} x "
+                                     f"{k} matrix, got shape {S.shape}")
+        if not np.allclose(S, S.T, rtol=1e-10, atol=1e-12 * np.abs(S).max()):
+            raise PacBayesInputError(f"kl_mvn: the covariance {label} is not symmetric; give "
+                                     "a symmetric positive definite matrix")
+        try:
+            factors[label] = linalg.cho_factor(S)
+        except linalg.LinAlgError:
+            raise PacBayesInputError(f"kl_mvn: the covariance {label} is not positive "
+                                     "definite (no Cholesky factor): a Gaussian needs a "
+                                     "positive definite covariance") from None
+    cq, cp = factors["Sq"], factors["Sp"]
     diff = mp - mq
-    _, ldq = np.linalg.slogdet(Sq)
-    _, ldp = np.linalg.slogdet(Sp)
+    # ln det S = 2 sum ln diag(L) for S = L L^T
+    ldq = 2.0 * np.sum(np.log(np.diag(cq[0])))
+    ldp = 2.0 * np.sum(np.log(np.diag(cp[0])))
     return float(0.5 * (np.trace(linalg.cho_solve(cp, Sq)) + diff @ linalg.cho_solve(cp, diff)
-                        - len(mq) + ldp - ldq))
+                        - k + ldp - ldq))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -101,7 +101,8 @@ class _Watchdog:
                 self._sleeping_until = min((d for _, d in self._cells.values()),
                                            default=math.inf)
                 wait = self._sleeping_until - now
-                self._cond.wait(None if math.isinf(wait) else max(wait, 0.0))
+                # a deadline past what the clock can wait for (1e300 s) is no deadline
+                self._cond.wait(None if wait >= threading.TIMEOUT_MAX else max(wait, 0.0))
 
     @contextlib.contextmanager
     def limit(self, seconds):

@@ -8,16 +8,15 @@ cell; at the end the table is written in cell order as Parquet (pyarrow), CSV or
 extension of OUT and the journal is removed.
 """
 
-import errno
 import fcntl
 import json
 import math
 import os
-import stat
-import tempfile
+import re
 import time
 from pathlib import Path
 
+from ..files import UnsafeFileError, check_target, open_own, write_file
 from ..results import to_jsonable
 from .spec import SweepSpecError
 
@@ -27,7 +26,8 @@ BOOKKEEPING = ("cell", "status", "error")
 
 def check_output(path):
     """The output path, refused (SweepSpecError) unless its extension is a known format and
-    its folder exists and is writable (checked before any cell runs)."""
+    its folder exists and is writable, and (UnsafeFileError) when it is a link or not a regular
+    file (checked before any cell runs)."""
     path = Path(path)
     if path.suffix not in FORMATS:
         raise SweepSpecError(f"output {str(path)!r}: unknown format {path.suffix or '(none)'}; "
@@ -41,6 +41,9 @@ def check_output(path):
     if not os.access(folder, os.W_OK | os.X_OK):
         raise SweepSpecError(f"output {str(path)!r}: the folder {str(folder)!r} is not "
                              "writable; give an output in a folder you can write to")
+    # a link or a special file is refused now, not after the cells ran; whether an existing
+    # table may be replaced is --resume's or --overwrite's to say
+    check_target(path, what="sweep table", replace=True)
     return path
 
 
@@ -52,22 +55,12 @@ def lock_path(path):
     return Path(f"{path}.lock")
 
 
-def _open_nofollow(path, flags, what):
-    """os.open of ``path`` that never follows a symbolic link and opens only a regular file
-    (SweepSpecError naming ``what`` otherwise)."""
-    try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise SweepSpecError(f"the {what} {str(path)!r} is a symbolic link; paramgeo does "
-                                 "not write or read sweep files through links: remove it or "
-                                 "give another output") from None
-        raise SweepSpecError(f"cannot open the {what} {str(path)!r}: {exc.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise SweepSpecError(f"the {what} {str(path)!r} is not a regular file; remove it or "
-                             "give another output")
-    return fd
+_LOCK_LINE = re.compile(r"[^\n]*, pid \d+, started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n?\Z")
+
+
+def _is_lock(fd):
+    """Whether the open file ``fd`` holds what :class:`OutputLock` writes (one holder line)."""
+    return bool(_LOCK_LINE.match(os.read(fd, 4096).decode(errors="replace")))
 
 
 class OutputLock:
@@ -81,7 +74,7 @@ class OutputLock:
 
     def __enter__(self):
         while True:
-            fd = _open_nofollow(self.path, os.O_RDWR | os.O_CREAT, "lock file")
+            fd = open_own(self.path, os.O_RDWR, what="lock file")
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -97,7 +90,12 @@ class OutputLock:
             if same:
                 break
             os.close(fd)
+        if os.fstat(fd).st_size and not _is_lock(fd):  # a user's file named like our lock
+            os.close(fd)
+            raise UnsafeFileError(f"the lock file {str(self.path)!r} exists and was not "
+                                  "written by paramgeo sweep; remove it or give another output")
         os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
         os.write(fd, f"{self.holder}, pid {os.getpid()}, started "
                      f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
         self._fd = fd
@@ -158,7 +156,9 @@ class Journal:
 
     def append(self, row):
         if self._fh is None:
-            fd = _open_nofollow(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "journal")
+            # an existing journal is appended to only on --resume, after read_rows checked
+            # that every line is a row paramgeo wrote
+            fd = open_own(self.path, os.O_WRONLY | os.O_APPEND, what="journal")
             self._fh = os.fdopen(fd, "a")
         self._fh.write(json.dumps(row) + "\n")
         self._fh.flush()
@@ -180,7 +180,7 @@ def read_rows(path):
             rows[row["cell"]] = row
     journal = journal_path(path)
     if os.path.lexists(journal):
-        with os.fdopen(_open_nofollow(journal, os.O_RDONLY, "journal")) as fh:
+        with os.fdopen(open_own(journal, os.O_RDONLY, what="journal", create=False)) as fh:
             lines = fh.read().splitlines()
         for number, line in enumerate(lines, 1):
             try:
@@ -230,32 +230,20 @@ def frame(rows):
 
 
 def write_table(df, path):
-    """Write ``df`` to ``path`` as Parquet, CSV or JSONL (by extension), atomically."""
+    """Write ``df`` to ``path`` as Parquet, CSV or JSONL (by extension), through the one file
+    writer (paramgeo.files.write_file). An existing table is replaced: the sweep has read it as
+    its own (--resume) or was told to (--overwrite)."""
     path = Path(path)
-    # a fresh temporary file of our own (O_EXCL, never a link, never a user's file) renamed
-    # over the output: the rename replaces a link named like the output, never its target
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())  # the mode a plain open() would give, not mkstemp's
-        with os.fdopen(fd, "wb") as fh:
-            if path.suffix == ".parquet":
-                _arrow_safe(df).to_parquet(fh, index=False)
-            elif path.suffix == ".csv":
-                fh.write(df.to_csv(index=False).encode())
-            else:
-                fh.write(df.to_json(orient="records", lines=True).encode())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
+    def content(fh):
+        if path.suffix == ".parquet":
+            _arrow_safe(df).to_parquet(fh, index=False)
+        elif path.suffix == ".csv":
+            fh.write(df.to_csv(index=False).encode())
+        else:
+            fh.write(df.to_json(orient="records", lines=True).encode())
 
-def _umask():
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    write_file(path, content, what="sweep table", replace=True)
 
 
 def _arrow_safe(df):

@@ -10,10 +10,10 @@ architecture graph (:func:`from_architecture`). All are re-exported here, the pu
 import them from.
 """
 
+from .actions import FieldGroup, ShearGroup, UnitPermutationGroup
 from .architecture import ACTIVATIONS, from_architecture
 from .discovery import (MAX_LINEAR_DIM, DiscoveredSymmetry, LinearSymmetryGroup, discover,
                         discovered_group)
 # every public name of groups, as when symmetry was one module (groups added there need no edit here)
 from .groups import *  # noqa: F401,F403
-from .completeness import Completeness, completeness
 from .verify import GroupVerification, require_group, verify_group

@@ -34,8 +34,8 @@ linear layers):
 import numpy as np
 
 from ..errors import ParamgeoError
-from .groups import (ProductGroup, ScalingTorus, SignedPermutationGroup, UnitPermutationGroup,
-                     hidden_layer_group)
+from .actions import UnitPermutationGroup
+from .groups import ProductGroup, ScalingTorus, SignedPermutationGroup, hidden_layer_group
 
 #: The activation names :func:`from_architecture` knows and their kind: "linear",
 #: "homogeneous" (positively homogeneous of degree 1), "odd", "power" (t^k, node attribute

@@ -88,7 +88,8 @@ class DiscoveredSymmetry(Result):
     invariance_error: float  # max relative |phi(exp(X) theta) - phi(theta)|, X random in g
     scaling_dim: int
     scaling_exponents: np.ndarray  # (scaling_dim, n) exponent rows E
-    discrete: tuple  # labels of the discrete candidates that leave phi invariant
+    discrete: object  # labels of the discrete candidates that leave phi invariant (None: not
+    # searched)
     declared: object  # {"name", "dim"} of the declared group, or None
     finding: str  # comparison with the declared group
     points: int  # random points stacked for the linear search
@@ -127,8 +128,10 @@ class DiscoveredSymmetry(Result):
             lines.append(f"    {_exponent_label(row, self._labels())}")
         if len(self.scaling_exponents) > 6:
             lines.append(f"    ... ({len(self.scaling_exponents) - 6} more)")
-        shown = ", ".join(self.discrete[:8]) or "none found among the candidates"
-        more = f" (+{len(self.discrete) - 8} more)" if len(self.discrete) > 8 else ""
+        found = self.discrete or ()
+        shown = ", ".join(found[:8]) or ("not searched" if self.discrete is None
+                                         else "none found among the candidates")
+        more = f" (+{len(found) - 8} more)" if len(found) > 8 else ""
         lines.append(f"  discrete: {shown}{more}")
         if self.input_equivariance is not None:
             lines.append(f"  {self.input_equivariance}")
@@ -217,7 +220,7 @@ def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEA
     if interrupted:
         note = f"interrupted after {lin['interrupted']} of {lin['total']} points"
         lin = None
-    found = _discrete(param, rng) if discrete and not interrupted else ()
+    found = _discrete(param, rng) if discrete and not interrupted else None
     finding = _finding(lin, declared, scaling)
     if lin is None:
         out = DiscoveredSymmetry(
@@ -419,12 +422,33 @@ def _scaling(param, rng, rank0, policy):
 
 
 def _exponent_label(row, labels):
-    parts = []
+    """theta -> c^E theta summarised per block: the entries of one block with one exponent
+    as a slice when they fill a box ("4.weight[0:3, 0:36] x c^-1"), else listed."""
+    groups = {}
     for j in np.flatnonzero(np.abs(row) > 1e-12):
         e = row[j]
         txt = f"{e:g}" if float(e).is_integer() else f"{e:.4g}"
-        parts.append(f"{labels[j]}^{txt}")
-    return "theta -> c^E theta with E: " + " ".join(parts)
+        name, _, rest = labels[j].partition("[")
+        index = tuple(int(t) for t in rest.rstrip("]").split(",") if t.strip()) if rest else ()
+        groups.setdefault((name, txt), []).append((index, labels[j]))
+    parts = []
+    for (name, txt), entries in groups.items():
+        power = "c" if txt == "1" else f"c^{txt}"
+        parts.append(f"{_box(name, entries)} x {power}")
+    return "theta -> c^E theta: " + ", ".join(parts)
+
+
+def _box(name, entries):
+    """``name[a:b, c:d]`` when the indices of ``entries`` fill that box, else the labels."""
+    indices = [index for index, _ in entries]
+    if not indices or not indices[0]:
+        return " ".join(label for _, label in entries)
+    axes = list(zip(*indices))
+    ranges = [(min(a), max(a)) for a in axes]
+    size = int(np.prod([hi - lo + 1 for lo, hi in ranges]))
+    if size != len(set(indices)) or len(entries) == 1:
+        return " ".join(label for _, label in entries)
+    return f"{name}[{', '.join(f'{lo}:{hi + 1}' if hi > lo else str(lo) for lo, hi in ranges)}]"
 
 
 # ------------------------------------------------------------------------------- discrete

@@ -77,6 +77,12 @@ def sparse_projector(G, policy=None):
     n, k = G.shape
     if k == 0 or G.nnz == 0:
         return _projector(np.zeros(min(k, n)), policy, lambda tol: np.zeros_like)
+    if G.nnz > MAX_PROJECTOR_BLOCK_ENTRIES:  # each nonzero is an entry of some block: refuse
+        # before the component analysis, whose sorts of nnz entries are the slow part
+        raise SizeError(
+            f"the {k} symmetry generators have {G.nnz:.3g} nonzero entries, so their dense "
+            f"blocks would hold at least as many ({8e-9 * G.nnz:.3g} GB), more than "
+            f"{MAX_PROJECTOR_BLOCK_ENTRIES:.3g}; use smaller sizes")
     pattern = G.copy()
     pattern.data[:] = 1.0
     _, label = connected_components(pattern.T @ pattern, directed=False)

@@ -43,9 +43,8 @@ Rules, with their references:
 
 import numpy as np
 
-from .groups import (FieldGroup, GeneralLinearGroup, ScalingTorus, ShearGroup,
-                     SignedPermutationGroup,
-                     UnitPermutationGroup)
+from .actions import FieldGroup, ShearGroup, UnitPermutationGroup
+from .groups import GeneralLinearGroup, ScalingTorus, SignedPermutationGroup
 
 
 def _flat(*arrays):

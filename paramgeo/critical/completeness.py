@@ -27,6 +27,7 @@ class Completeness(Result):
     kernel_dim: int
     explained: int
     unexplained: object
+    capped: bool = False  # rank J = m: the predictors bound the rank, not a missing symmetry
 
     @property
     def complete(self):
@@ -38,6 +39,10 @@ class Completeness(Result):
         if self.complete:
             return head + " (every kernel dimension)"
         missing = self.kernel_dim - self.explained
+        if self.capped:
+            return (head + f"; the rank equals the predictor dimension, so {missing} kernel "
+                    "dimensions are the predictors' limit, not missing symmetries (a larger "
+                    "probe batch raises it)")
         if not self.unexplained:
             return head + f"; {missing} unexplained"
         parts = []
@@ -64,7 +69,8 @@ def completeness(param, theta=None, group=None, policy=None, seed=0):
     if param.n > MAX_DENSE_N:
         kernel = param.n - rank_at(param, theta, policy, warn=False).rank
         explained = orbit_dim(param, theta, policy) if group is not None else 0
-        return Completeness(int(kernel), int(min(explained, kernel)), None)
+        return Completeness(int(kernel), int(min(explained, kernel)), None,
+                            param.n - kernel >= param.m)
     J = np.asarray(param.jacobian(theta), float)
     _, s, vt = np.linalg.svd(J, full_matrices=True)
     rank = decide_rank(np.concatenate([s, np.zeros(max(0, param.n - len(s)))]), policy,
@@ -86,4 +92,4 @@ def completeness(param, theta=None, group=None, policy=None, seed=0):
         directions.append(dict(sorted(((b, v) for b, v in shares.items() if v > 0.01),
                                       key=lambda kv: -kv[1])))
     kernel = param.n - rank
-    return Completeness(int(kernel), int(kernel - missing), tuple(directions))
+    return Completeness(int(kernel), int(kernel - missing), tuple(directions), rank >= param.m)

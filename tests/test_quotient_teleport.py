@@ -1,0 +1,81 @@
+"""paramgeo.quotient.teleport: exact group moves, the closed-form minimal sharpness of a
+global minimum of (1/2)|U V^T - Y|^2 along GL(r), checked by a second route."""
+
+import numpy as np
+import pytest
+from scipy.linalg import expm
+
+import paramgeo
+from paramgeo.errors import ArgumentError
+from paramgeo.losses import CallableLoss, value_and_grad
+from paramgeo.quotient import teleport
+from paramgeo.quotient.teleport import expm_small
+
+
+def _minimum(rng, m=4, n=3, r=2):
+    q = paramgeo.get("uvt", m=m, n=n, r=r)
+    P, s, Qt = np.linalg.svd(rng.standard_normal((m, r)) @ rng.standard_normal((r, n)),
+                             full_matrices=False)
+    P, s, Qt = P[:, :r], s[:r], Qt[:r]
+    Y = (P * s) @ Qt
+    loss = CallableLoss(lambda b: 0.5 * np.sum((b - Y.ravel()) ** 2), m=m * n)
+    return q, loss, P, s, Qt
+
+
+def _fd_sharpness(q, loss, theta, h=1e-5):
+    """Largest eigenvalue of the Hessian by central differences of the gradient."""
+    vg = value_and_grad(q, loss)
+    H = np.column_stack([(vg(theta + h * e)[1] - vg(theta - h * e)[1]) / (2 * h)
+                         for e in np.eye(q.n)])
+    return np.linalg.eigvalsh(0.5 * (H + H.T))[-1]
+
+
+def test_min_sharpness_along_gl_is_two_sigma_one(rng):
+    q, loss, P, s, Qt = _minimum(rng)
+    G = np.array([[2.0, 0.5], [0.0, 0.7]])
+    U, V = P * np.sqrt(s) @ G, Qt.T * np.sqrt(s) @ np.linalg.inv(G).T
+    theta = q.spec.pack(U=U, V=V)
+    # before: |U|_2^2 + |V|_2^2, by the closed form and by finite differences
+    closed = np.linalg.norm(U, 2) ** 2 + np.linalg.norm(V, 2) ** 2
+    assert _fd_sharpness(q, loss, theta) == pytest.approx(closed, rel=1e-6)
+    res = teleport(q, loss, theta, objective="sharpness", mode="min", radius=3.0, starts=1)
+    assert res.before == pytest.approx(closed, rel=1e-10)
+    assert res.after == pytest.approx(2 * s[0], rel=1e-6)
+    assert _fd_sharpness(q, loss, res.theta) == pytest.approx(2 * s[0], rel=1e-5)
+    assert res.invariance_error < 1e-12 and not res.at_bound
+    # the balanced factors are the flattest point: the closed form agrees there
+    balanced = q.spec.pack(U=P * np.sqrt(s), V=Qt.T * np.sqrt(s))
+    assert _fd_sharpness(q, loss, balanced) == pytest.approx(2 * s[0], rel=1e-5)
+
+
+def test_max_grad_norm_off_a_minimum_is_bounded_and_keeps_the_loss(rng):
+    q = paramgeo.get("uvt", m=3, n=3, r=2)
+    Y = rng.standard_normal((3, 3))
+    loss = CallableLoss(lambda b: 0.5 * np.sum((b - Y.ravel()) ** 2), m=9)
+    theta = q.random_point(rng)
+    small = teleport(q, loss, theta, objective="grad_norm", mode="max", radius=0.5, starts=1)
+    large = teleport(q, loss, theta, objective="grad_norm", mode="max", radius=1.5, starts=1)
+    assert small.before < small.after < large.after
+    assert large.at_bound  # unbounded along the orbit: the optimum sits on the bound
+    assert large.loss_after == pytest.approx(large.loss_before, rel=1e-10)
+    assert "search bound" in str(large)
+
+
+def test_callable_objective_and_errors(rng):
+    h = paramgeo.get("hadamard", p=2)
+    loss = CallableLoss(lambda b: 0.5 * np.sum((b - 1.0) ** 2), m=2)
+    theta = np.array([2.0, 1.0, 0.5, 1.0])
+    # the balanced point of the torus minimises |theta|^2: u_i^2 = v_i^2 = |u_i v_i|
+    res = teleport(h, loss, theta, objective=lambda t: float(t @ t), mode="min", radius=2.0)
+    assert res.after == pytest.approx(2 * np.sum(np.abs(theta[:2] * theta[2:])), rel=1e-6)
+    with pytest.raises(ArgumentError, match="objective must be one of"):
+        teleport(h, loss, theta, objective="curvature")
+    with pytest.raises(ArgumentError, match="mode"):
+        teleport(h, loss, theta, mode="up")
+
+
+def test_expm_small_against_scipy(rng):
+    for scale in (0.1, 1.0, 10.0):
+        X = scale * rng.standard_normal((3, 3))
+        assert np.allclose(expm_small(X), expm(X), rtol=1e-12, atol=1e-12 * np.exp(
+            np.linalg.norm(X, 2)))
