@@ -13,8 +13,10 @@ from paramgeo.errors import ParamgeoError
 from paramgeo.llc import (LLCWarning, block_learning_coefficient, estimate_llc,
                           localization_check)
 from paramgeo.llc.data import batch_picker, make_batches
-from paramgeo.llc.estimate import block_mask, retained
-from paramgeo.losses import CrossEntropy, Regression, SquaredError, batched_value_and_grad
+from paramgeo.llc.diagnostics import retained
+from paramgeo.llc.estimate import block_mask
+from paramgeo.losses import Regression, batched_value_and_grad
+from paramgeo.output_losses import CrossEntropy, SquaredError
 
 torch = pytest.importorskip("torch")
 
@@ -314,7 +316,7 @@ def test_the_tanh_network_at_n_80_is_flagged_before_sampling():
     jnp = pytest.importorskip("jax.numpy")
     from scipy.optimize import minimize
 
-    from paramgeo.llc.estimate import mixing_check
+    from paramgeo.llc.diagnostics import mixing_check
 
     rng = np.random.default_rng(0)
 
