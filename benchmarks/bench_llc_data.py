@@ -275,6 +275,40 @@ def fibres(n=10_000, seed=0):
     return rows
 
 
+#: benchmarks/run.py runs this module only when it is named (``run.py llc_data``)
+HEAVY = True
+
+
+def bench(row, repeats):
+    """For benchmarks/run.py: one estimate of the (5,3,5) case at n = 1000 through a torch deep
+    linear net in minibatches of 100, beside the full-batch plugin route on the same data
+    (times and estimates; the exact value 6.5)."""
+    import torch
+
+    import paramgeo
+    from paramgeo.llc import estimate_llc
+    from paramgeo.losses import Regression
+
+    torch.set_num_threads(1)
+    X, Y = dataset(5, 5, 1000, 0)
+    loss = Regression(X, Y)
+    W1, W2 = loss.reduced_rank_minimiser(3)
+    plugin = paramgeo.get("deep-linear", widths=(5, 3, 5))
+    theta = plugin.spec.pack(W1, W2)
+    net = torch.nn.Sequential(torch.nn.Linear(5, 3, bias=False), torch.nn.Linear(3, 5, bias=False))
+    model = paramgeo.from_torch(net, X[:1])
+    for label, call in (("full batch, plugin (MALA)",
+                         lambda: _quiet(estimate_llc, plugin, loss, theta)),
+                        ("from_torch, minibatches of 100 (SGLD)",
+                         lambda: _quiet(estimate_llc, model, "mse", theta, data=(X, Y),
+                                        batch_size=100))):
+        start = time.perf_counter()
+        est = call()
+        print(f"{'llc data: RRR (5,3,5) n=1e3, ' + label:<60} "
+              f"{time.perf_counter() - start:10.3f} s   estimate {est.llc:.3f} +- "
+              f"{est.se_total:.2f} (exact 6.5)", flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calibration", action="store_true")
