@@ -3,6 +3,10 @@
 ``check(param)`` evaluates, at a few random points drawn from ``param.random_point``:
 
 * ``forward``: phi(theta) has ``predictor_shape`` and finite entries;
+* ``function-of-theta``: forward is a function of theta
+  (:func:`paramgeo.determinism.function_of_theta`): two
+  evaluations at the same point agree bit for bit, also after one at a second point, and
+  forward changes neither the array it is given nor the plugin's state;
 * ``jacobian-autograd``: a closed-form J agrees with autograd's (only if overridden);
 * ``jacobian-fd``: J agrees with central finite differences, step h = 1e-6 (1 + |theta|_inf);
 * ``jvp`` / ``vjp``: J v and J^T w agree with the Jacobian;
@@ -51,7 +55,8 @@ import numpy as np
 
 from .errors import ParamgeoError, PluginError
 from .geometry import decide_rank
-from .results import Result
+from .precision import difference_step
+from .results import Result, title
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,8 +96,7 @@ class CheckReport(Result):
 
     def __str__(self):
         """One line per property (worst point); failing points are listed in full."""
-        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
-        lines = [f"{self.name} ({sizes}): {'passed' if self.passed else 'FAILED'}"]
+        lines = [f"{title(self.name, self.sizes)}: {'passed' if self.passed else 'FAILED'}"]
         worst = {}
         for item in self.items:
             if item.property not in worst or item.error > worst[item.property].error:
@@ -143,7 +147,9 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True):
     """Run the contract check on an instantiated parameterization; returns a CheckReport.
 
     ``tol`` is the relative tolerance of the exact identities (closed forms, invariance,
-    generators in the kernel); finite differences get ``max(tol, 1e-5)``. ``llc=False`` skips
+    generators in the kernel); finite differences get ``max(tol, 1e-5)`` (a model computing below
+float64 gets the step and tolerance of its measured round-off,
+:func:`paramgeo.precision.difference_step`). ``llc=False`` skips
     the short estimate that tests a declared learning coefficient.
     """
     from .arguments import integer, number, parameterization
@@ -156,6 +162,7 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True):
     rng = np.random.default_rng(seed)
     items = []
     where = {}  # point index -> preview of its coordinates
+    fd_h, fd_tol, fd_note = difference_step(param, tol)
 
     def add(prop, err, tolerance, point, hint, note=""):
         items.append(CheckItem(prop, bool(err <= tolerance), float(err), tolerance, point, hint,
@@ -198,12 +205,21 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True):
                 f"forward returned shape {out.shape}, expected {param.predictor_shape}, all finite")
             if not ok_shape:
                 continue
+            if k == 0:
+                from .determinism import function_of_theta, plugin_state
+
+                problem = function_of_theta(param.forward_flat, theta, 0.5 * np.roll(theta, 1),
+                                            state=lambda: plugin_state(param),
+                                            labels=param.spec.labels)
+                add("function-of-theta", 0.0 if problem is None else float("inf"), 0.0, k,
+                    f"forward is not a function of theta: {problem}")
             J = param.jacobian(theta)  # its shape is checked by the guarded call layer
             if param.provides("jacobian"):
                 add("jacobian-autograd", _rel(J, _autograd_jacobian(param, theta)), tol, k,
                     "the closed-form jacobian() disagrees with autograd's derivative of forward()")
-            add("jacobian-fd", _rel(J, finite_difference_jacobian(param, theta)), max(tol, 1e-5), k,
-                "jacobian() disagrees with central finite differences of forward()")
+            add("jacobian-fd", _rel(J, finite_difference_jacobian(param, theta, fd_h)), fd_tol,
+                k, "jacobian() disagrees with central finite differences of forward()",
+                note=fd_note)
             v = rng.standard_normal(param.n)
             w = rng.standard_normal(param.m)
             if param.provides("sparse_jacobian"):
@@ -234,12 +250,12 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True):
                     "batched_vjp(thetas) disagrees with forward(theta) or vjp(theta, w) at a "
                     "row of thetas")
             if _overrides(param, "hessian_vp") or _overrides(param, "jacobian_derivative"):
-                h = 1e-5 * (1.0 + np.max(np.abs(theta)))
+                h = max(1e-5, fd_h) * (1.0 + np.max(np.abs(theta)))
                 fd = (param.vjp(theta + h * v, w) - param.vjp(theta - h * v, w)) / (2 * h)
-                add("hessian-vp", _rel(param.hessian_vp(theta, w, v), fd), max(tol, 1e-5), k,
+                add("hessian-vp", _rel(param.hessian_vp(theta, w, v), fd), fd_tol, k,
                     "hessian_vp(theta, w, v) disagrees with central differences of vjp along v")
                 add("jacobian-derivative", _rel(param.jacobian_derivative(theta, v).T @ w, fd),
-                    max(tol, 1e-5), k,
+                    fd_tol, k,
                     "jacobian_derivative(theta, v) disagrees with central differences of J along v")
             try:  # the group is the plugin's object: its faults are failures too
                 if group is not None:

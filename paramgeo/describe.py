@@ -110,5 +110,5 @@ def _explains(param, rank, sym, discovered, quotient, seed):
         return (f"no symmetry group declared or discovered: none of the {kernel} kernel "
                 "dimensions is explained")
     if sym is not None and param.n <= MAX_DENSE_N and kernel > param.n - quotient:
-        return str(completeness(param, seed=seed))
+        return str(completeness(param, seed=seed, generic_rank=rank))
     return str(Completeness(kernel, min(param.n - quotient, kernel), None, rank >= param.m))

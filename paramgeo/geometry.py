@@ -14,7 +14,7 @@ import numpy as np
 from .arguments import finite_vector
 from .errors import NumericalDoubtWarning, ShapeError
 from .numerics import (DEFAULT_POLICY, RankDecision, RankPolicy, as_rng, decide_rank,  # noqa: F401
-                       null_basis, range_basis, rational_rref)
+                       null_basis, policy_of, range_basis, rational_rref)
 
 
 def solve_sylvester_psd(A, B, C, rtol=1e-12):
@@ -71,6 +71,7 @@ def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=N
     from .routes import choose_route, route_prices, static_route, timed_jacobian
 
     theta = parameterization(param).as_theta(theta)
+    policy = policy_of(param, policy)
     asked = route == "auto" and digits is None
     route = static_route(param) if route == "auto" else choose_route(param, route)
     prices = None
@@ -184,7 +185,8 @@ def vertical_projector(param, theta, policy=None):
 
 def kernel(param, theta, policy=None):
     """Orthonormal basis (n x k) of ker J(theta)."""
-    return null_basis(param.jacobian(param.as_theta(theta)), policy, f"J of {param.name}")[0]
+    return null_basis(param.jacobian(param.as_theta(theta)), policy_of(param, policy),
+                      f"J of {param.name}")[0]
 
 
 def vertical_space(param, theta, policy=None):
@@ -265,7 +267,7 @@ def horizontal_lift(param, theta, w, policy=None, route="auto"):
     if route == "dense" or (route == "auto" and param.m * param.n <= DENSE_MAX_ENTRIES):
         J = param.jacobian(theta)
         u, s, vt = np.linalg.svd(J, full_matrices=False)
-        r = decide_rank(s, policy, what=f"J of {param.name}").rank
+        r = decide_rank(s, policy_of(param, policy), what=f"J of {param.name}").rank
         return vt[:r].T @ ((u[:, :r].T @ w) / s[:r])
     from scipy.sparse.linalg import lsmr
 

@@ -308,7 +308,7 @@ def guarded(fn, method, plugin_code=True):
             out = fn(self, *args, **kwargs)
         except (ParamgeoError, MemoryError):
             raise
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a stray sys.exit() is the plugin's fault too
             if not plugin_code:
                 raise
             if traced and _works_untraced(fn, self, args, kwargs):
@@ -343,7 +343,7 @@ def _works_untraced(fn, self, args, kwargs):
     """Whether ``fn`` succeeds on the plain values of its (traced) arguments."""
     try:
         fn(self, *[getval(a) for a in args], **kwargs)
-    except Exception:
+    except (Exception, SystemExit):
         return False
     return True
 

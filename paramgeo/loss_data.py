@@ -7,6 +7,7 @@ import numpy as np
 from .errors import ParamgeoError, ShapeError
 from .losses import (Exponential, LinearMeasurements, Logistic, QuadraticMeasurements,
                      Regression)
+from .results import title
 
 
 #: loss kinds of :func:`loss_from_arrays` -> (class, required arrays, description)
@@ -97,5 +98,5 @@ def loss_from_arrays(kind, arrays, param, source="the data"):
         rows = (f" (one row per entry of y: y has {N}, A has {A.shape[0]})"
                 if A.ndim and A.shape[0] != N else "")
         raise ShapeError(f"{source}: array 'A' must have shape {expected} "
-                         f"for {param.name} {param.sizes}, got {A.shape}{rows}")
+                         f"for {title(param.name, param.sizes)}, got {A.shape}{rows}")
     return cls(A.reshape(N, param.m), y)

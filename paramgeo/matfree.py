@@ -135,9 +135,9 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
     vectors; a closed-form ``rank_at`` or the dense route then answers). ``warn=False`` only
     records a doubtful decision in the result.
     """
-    from .numerics import DEFAULT_POLICY, RankDecision
+    from .numerics import RankDecision, policy_of
 
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     theta = param.as_theta(theta)
     start = time.perf_counter()
     if projector is None and param.provides("symmetry"):

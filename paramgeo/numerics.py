@@ -18,7 +18,9 @@ singularity (``paramgeo.critical``) reach 1e-10 and below. A decision is *doubtf
 singular value lies within a factor ``band`` (1e3) of tol; it is then reported with the figures
 (the singular value closest to tol and the gap s_rank / s_{rank+1}) and a
 :class:`~paramgeo.errors.NumericalDoubtWarning` is emitted, so a near-singular point is called
-near-singular, not silently regular. Change it for one call by passing ``policy=RankPolicy(...)``.
+near-singular, not silently regular. Change it for one call by passing ``policy=RankPolicy(...)``;
+a plugin whose arithmetic is coarser than float64 carries its own (``rank_policy``, read by
+:func:`policy_of`).
 """
 
 import dataclasses
@@ -44,6 +46,14 @@ class RankPolicy:
 
 
 DEFAULT_POLICY = RankPolicy()
+
+
+def policy_of(param, policy=None):
+    """The policy a rank of ``param`` is decided under: ``policy`` when one is given, else the
+    plugin's own ``rank_policy`` attribute where it sets one (a model from a framework whose
+    forward computes below float64 sets rtol from the round-off measured in its arithmetic,
+    :func:`paramgeo.precision.arithmetic_noise`), else :data:`DEFAULT_POLICY`."""
+    return policy or getattr(param, "rank_policy", None) or DEFAULT_POLICY
 
 
 @dataclasses.dataclass(frozen=True)

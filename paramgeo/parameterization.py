@@ -296,7 +296,9 @@ class Parameterization(abc.ABC):
         self.n = self.spec.size
         self.m = math.prod(self.predictor_shape)
         if self.m <= 0 or any(s < 0 for s in self.predictor_shape):
-            label = f"{self.name} with {self.sizes}" if self.sizes else self.name
+            from .results import title
+
+            label = title(self.name, self.sizes)
             raise SizeError(f"{label}: the predictor shape "
                             f"{self.predictor_shape} has no entries, so there is no map to "
                             "analyse; give sizes (or a make_predictor_shape) with at least one "

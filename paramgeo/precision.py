@@ -33,6 +33,7 @@ Section 5.4 (backward stability of the SVD); Johansson et al., mpmath
 
 import dataclasses
 import fractions
+import math
 import time
 
 import numpy as np
@@ -336,3 +337,77 @@ def escalates(param):
     """Whether a decision on ``param`` in doubt is redone in high precision without being asked:
     m * n <= AUTO_MAX_ENTRIES (the route is O(m n min(m, n)) in mpmath)."""
     return param.m * param.n <= AUTO_MAX_ENTRIES
+
+
+#: a rank tolerance this many times the measured round-off of forward (relative to |phi|):
+#: the singular values that round-off alone gives J lie below it
+NOISE_MARGIN = 1e3
+#: float32's unit round-off 2^-24, to name the precision a measured noise level corresponds to
+FLOAT32_UNIT = 2.0 ** -24
+
+
+def arithmetic_noise(evaluate, theta, rng, step=1e-6, points=9, degree=3, lines=2):
+    """The round-off of forward's actual arithmetic, measured, relative to |phi|.
+
+    phi restricted to a line, t -> phi(theta + t v) (v a random unit vector, t in
+    [-h, h] at ``points`` equispaced values, h = step (1 + |theta|_2)), is smooth, so a
+    polynomial of ``degree`` in t fits it up to the truncation |phi^(degree+1)| h^(degree+1) /
+    (degree+1)! (about 1e-24 |phi| for h = 1e-6, degree 3); what the least-squares fit leaves
+    is the round-off of the computation:
+
+        noise = min over ``lines`` lines of rms(residual) / rms(phi).
+
+    It is about 1e-17 for a computation in float64 and about 1e-8 for one in float32 (unit
+    round-off 2^-24 = 6e-8), whatever the dtype of the interface; the minimum over lines guards
+    against a kink of a piecewise-smooth phi inside one segment. 0 where phi vanishes on the
+    line; NaN where phi is not finite on every line. ``evaluate``: theta -> phi(theta) as a
+    flat float64 array.
+    """
+    theta = np.asarray(theta, dtype=float)
+    h = step * (1.0 + float(np.linalg.norm(theta)))
+    t = np.linspace(-1.0, 1.0, points)
+    basis = np.vander(t, degree + 1)
+    best = np.inf
+    for _ in range(lines):
+        v = rng.standard_normal(theta.size)
+        v /= max(float(np.linalg.norm(v)), 1e-300)
+        values = np.stack([np.asarray(evaluate(theta + (h * tj) * v), dtype=float).ravel()
+                           for tj in t])
+        if not np.all(np.isfinite(values)):  # phi not finite on this line: no measurement
+            continue
+        scale = float(np.sqrt(np.mean(values ** 2)))
+        if scale == 0.0:
+            return 0.0
+        coef = np.linalg.lstsq(basis, values, rcond=None)[0]
+        residual = values - basis @ coef
+        best = min(best, float(np.sqrt(np.mean(residual ** 2))) / scale)
+    return best if np.isfinite(best) else float("nan")
+
+
+def noise_policy(noise, policy=None):
+    """The rank policy for a forward whose measured round-off is ``noise`` (relative, see
+    :func:`arithmetic_noise`): rtol = max(policy.rtol, NOISE_MARGIN * noise), so that
+    singular values of J that round-off alone produces (about noise * |J|) count as zero.
+    Returns ``policy`` (default :data:`~paramgeo.numerics.DEFAULT_POLICY`) unchanged for
+    float64 arithmetic (NOISE_MARGIN * noise below its rtol)."""
+    from .numerics import DEFAULT_POLICY
+
+    policy = policy or DEFAULT_POLICY
+    if not math.isfinite(noise) or NOISE_MARGIN * noise <= policy.rtol:  # NaN: not measured
+        return policy
+    return dataclasses.replace(policy, rtol=float(NOISE_MARGIN * noise))
+
+
+def difference_step(param, tol):
+    """(h, tolerance, note) of the contract check's finite-difference properties: h = 1e-6
+    and max(tol, 1e-5); for a plugin whose measured round-off ``noise`` (a framework model
+    computing below float64, :func:`arithmetic_noise`) is above float64's, the step that
+    balances truncation h^2 against round-off noise / h, h = noise^(1/3), and the tolerance
+    10 noise^(2/3) of that balance (Nocedal and Wright, "Numerical optimization", Sec. 8.1)."""
+    noise = getattr(param, "noise", None)
+    if noise is None or not np.isfinite(noise) or noise <= 1e-13:
+        return 1e-6, max(tol, 1e-5), ""
+    h = max(1e-6, float(noise) ** (1 / 3))
+    fd_tol = max(tol, 1e-5, 10 * float(noise) ** (2 / 3))
+    return h, fd_tol, (f"forward's measured round-off is {noise:.2g}: differences at step "
+                       f"{h:.2g}, tolerance {fd_tol:.2g}")

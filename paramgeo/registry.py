@@ -191,9 +191,23 @@ def get_class(name):
     ep = eps[name]
     try:
         cls = ep.load()
-    except Exception as exc:  # a broken third-party plugin must not take the others down
-        raise ContractError(f"plugin {name!r} ({ep.value}) failed to import: {exc}") from exc
+    # a broken third-party plugin must not take the others down, nor exit for paramgeo
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
+        raise ContractError(f"plugin {name!r} ({ep.value}) failed to import: "
+                            f"{_import_fault(exc)}") from exc
     return register(cls, name=name, source=_installed_origin(name))
+
+
+def _import_fault(exc):
+    """What a plugin raised at import, as text: SystemExit and KeyboardInterrupt raised by its
+    code are its faults too (a stray ``sys.exit()``, an ``input()`` or a wait at import)."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(exc, SystemExit):
+        return (f"{text} (it calls sys.exit() or exit() when imported; put that under "
+                "if __name__ == '__main__':)")
+    if isinstance(exc, KeyboardInterrupt):
+        return f"{text} (interrupted while its module ran)"
+    return text
 
 
 def get(name, /, **sizes):
@@ -229,10 +243,10 @@ def load_plugin_file(path):
         spec.loader.exec_module(module)
     except ParamgeoError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # the file's, not paramgeo's
+        sys.modules.pop(mod_name, None)
         raise ParamgeoError(
-            f"plugin file {str(path)!r} failed to import: {type(exc).__name__}: {exc}"
-        ) from exc
+            f"plugin file {str(path)!r} failed to import: {_import_fault(exc)}") from exc
     names = []
     for obj in vars(module).values():
         if isinstance(obj, Parameterization):

@@ -12,6 +12,20 @@ import math
 import numpy as np
 
 
+def title(name, sizes):
+    """The header of a result: the plugin's name with its sizes, "uut (d=4, r=2)", or the name
+    alone when it has none (a framework model)."""
+    sizes = dict(sizes or {})
+    inner = ", ".join(f"{k}={_size_text(v)}" for k, v in sizes.items())
+    return f"{name} ({inner})" if inner else str(name)
+
+
+def _size_text(value):
+    if isinstance(value, (tuple, list)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
 def to_jsonable(value):
     """Convert numpy arrays/scalars, tuples, dataclasses and dicts to JSON-able Python."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

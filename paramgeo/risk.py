@@ -48,7 +48,8 @@ import math
 import numpy as np
 from scipy.special import ndtr
 
-from .errors import ShapeError
+from .arguments import integer, number
+from .errors import ArgumentError, ShapeError
 from .losses import Logistic, max_margin, pullback
 from .numerics import as_rng
 from .results import Result
@@ -60,12 +61,27 @@ SPECTRA = ("polynomial", "exponential")
 def spectrum(d, kind="polynomial", decay=1.5):
     """Eigenvalues lambda_j, j = 1..d: j^-decay (polynomial) or exp(-decay (j - 1))
     (exponential)."""
-    j = np.arange(1, int(d) + 1, dtype=float)
-    if kind == "polynomial":
-        return j ** -float(decay)
-    if kind == "exponential":
-        return np.exp(-float(decay) * (j - 1))
-    raise ShapeError(f"spectrum kind {kind!r} is unknown; choose one of {', '.join(SPECTRA)}")
+    j = np.arange(1, integer(d, "d", minimum=1) + 1, dtype=float)
+    decay = number(decay, "decay")
+    with np.errstate(under="ignore", over="ignore"):
+        if kind == "polynomial":
+            lam = j ** -decay
+        elif kind == "exponential":
+            lam = np.exp(-decay * (j - 1))
+        else:
+            raise ShapeError(f"spectrum kind {kind!r} is unknown; choose one of "
+                             f"{', '.join(SPECTRA)}")
+    if not (np.all(lam > 0) and np.all(np.isfinite(lam))):
+        raise ArgumentError(
+            f"the {kind} spectrum with decay {decay:g} leaves the float range at d = {int(d)} "
+            f"(lambda_d = {lam[-1]:.3g}, lambda_1 / lambda_d beyond 1e308); give a smaller "
+            "|decay| or a smaller d")
+    return lam
+
+
+#: Largest signal-to-noise ratio of a Gaussian mixture: the Bayes risk is the flip rate from
+#: about 10 on; beyond 1e50 the margins of logistic GD overflow.
+MAX_SNR = 1e50
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +109,7 @@ class GaussianMixture:
     @classmethod
     def from_spectrum(cls, d, kind="polynomial", decay=1.5, snr=3.0, flip=0.1, support=10):
         lam = spectrum(d, kind, decay)
+        snr = number(snr, "snr", positive=True, maximum=MAX_SNR)
         bayes = np.zeros(int(d))
         bayes[:max(1, int(support))] = 1.0
         bayes *= snr / math.sqrt(float(bayes @ (lam * bayes)))
@@ -359,15 +376,33 @@ def mp_edges(gamma, sigma2=1.0):
     return sigma2 * (1 - r) ** 2, sigma2 * (1 + r) ** 2
 
 
+#: Largest spike strength relative to sigma^2: beyond about 1e10 the spike feature's ridge
+#: (``penalty_fit``) has no root in its bracket in float64; 1e8 leaves a margin.
+MAX_SPIKE = 1e8
+#: Largest d N of :func:`spiked_filter_risks` (the sample is N x d; its SVD costs N^2 d).
+MAX_FILTER_ENTRIES = 10_000_000
+
+
 @dataclasses.dataclass(frozen=True)
 class SpikedModel:
-    """x ~ N(0, sigma^2 I + spike e_1 e_1^T), y = x . beta* + noise, beta* = signal e_1."""
+    """x ~ N(0, sigma^2 I + spike e_1 e_1^T), y = x . beta* + noise, beta* = signal e_1
+    (spike in [0, MAX_SPIKE sigma^2], noise >= 0, all finite)."""
 
     d: int
     spike: float = 20.0
     sigma2: float = 1.0
     signal: float = 1.0
     noise: float = 0.5
+
+    def __post_init__(self):
+        integer(self.d, "d", minimum=2)
+        sigma2 = number(self.sigma2, "sigma2", positive=True, maximum=1e50)
+        number(self.spike, "spike", maximum=MAX_SPIKE * sigma2)
+        number(self.signal, "signal", maximum=1e50)
+        number(self.noise, "noise", maximum=1e50)
+        if self.spike < 0 or self.noise < 0:
+            raise ArgumentError(f"spike and noise must be >= 0, got spike {self.spike}, noise "
+                                f"{self.noise}")
 
     @property
     def beta_star(self):
@@ -386,6 +421,16 @@ class SpikedModel:
         """Excess prediction risk (beta - beta*)^T Sigma (beta - beta*)."""
         e = np.asarray(beta, float) - self.beta_star
         return float(self.sigma2 * e @ e + self.spike * e[0] ** 2)
+
+    def risk_in_rows(self, V, c):
+        """risk(V^T c) for V with orthonormal rows (k x d), in O(k) after one O(k) product
+        per call: with beta* = signal e_1, |V^T c - beta*|^2 = |c|^2 - 2 signal c . V[:, 0] +
+        signal^2 and (V^T c - beta*)_1 = c . V[:, 0] - signal."""
+        c = np.asarray(c, float)
+        first = np.dot(c, V[:, 0])  # numpy scalars: an overflow is inf, as in risk()
+        sq = np.dot(c, c) - 2.0 * self.signal * first + self.signal ** 2
+        return float(self.sigma2 * np.maximum(sq, 0.0) + self.spike * np.square(first -
+                                                                                 self.signal))
 
     def implicit_penalty(self, N):
         """kappa = sigma^2 (d - N - 2) / N: the ridge the flat bulk puts on the spike.
@@ -429,9 +474,15 @@ def spiked_filter_risks(model, N, seed=0, steps=4000, shifts=None, lr=None):
     knobs, beside the MP edges, s_min and kappa = sigma^2 (d - 1)/N."""
     from scipy.optimize import brentq, minimize_scalar
 
+    N = integer(N, "N", minimum=2)
     if model.d <= N:
         raise ShapeError(f"spiked filters: need d > N (an over-parameterized sample); got "
                          f"d = {model.d}, N = {N}")
+    if model.d * N > MAX_FILTER_ENTRIES:
+        raise ArgumentError(
+            f"spiked filters: d N = {model.d} x {N} = {model.d * N:.3g} entries, beyond "
+            f"{MAX_FILTER_ENTRIES:.0e}: the sample and its SVD (N^2 d operations) would take "
+            "minutes and gigabytes; give a smaller d or N")
     X, y = model.sample(N, np.random.default_rng(seed))
     _, sv, Vt = np.linalg.svd(X, full_matrices=False)
     s = sv ** 2 / N
@@ -439,7 +490,7 @@ def spiked_filter_risks(model, N, seed=0, steps=4000, shifts=None, lr=None):
     proj = Vt @ b
 
     def risk_of(filt):
-        return model.risk(Vt.T @ (filt(s) / s * proj))
+        return model.risk_in_rows(Vt, filt(s) / s * proj)
 
     s_min = float(s[-1])
     lo, hi = mp_edges(model.d / N, model.sigma2)

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from .errors import ParamgeoError, PluginError
-from .results import Result
+from .results import Result, title
 
 
 class ExactComputationError(ParamgeoError, ValueError):
@@ -329,13 +329,12 @@ class ExactAnalysis(Result):
     interrupted: bool = False  # Ctrl-C: fewer points, no rank over Q(theta)
 
     def __str__(self):
-        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
         sym = "not computed (too large or not rational)" if self.symbolic_rank is None else \
             str(self.symbolic_rank)
         how = "exact over Q" if self.exact else "60-digit evaluation"
         if self.interrupted:
             how += (f"; INTERRUPTED after {len(self.rational_ranks)} of {self.points} points")
-        return (f"{self.name} ({sizes}): n={self.param_dim}, m={self.predictor_dim}\n"
+        return (f"{title(self.name, self.sizes)}: n={self.param_dim}, m={self.predictor_dim}\n"
                 f"  rank at rational points ({how}): {list(self.rational_ranks)} -> generic rank "
                 f"{self.generic_rank}\n"
                 f"  rank over Q(theta): {sym}\n"

@@ -297,6 +297,16 @@ MAX_RECORDS = 100_000
 #: Longest horizon of a gradient flow: small initialisations of deep diagonal networks escape
 #: at t ~ alpha^-(2L-2) (1e24 at alpha = 1e-4, L = 4); 1e300 is a typo, not a horizon.
 MAX_T_FINAL = 1e30
+#: Shortest interval [0, t_final / time_scale] the integrator is given, and smallest atol:
+#: below them its steps are denormal numbers (a time scale of 1e300, an atol of 1e-300) and
+#: it stalls without progress.
+MIN_TAU = 1e-12
+MIN_ATOL = 1e-30
+#: Largest |field(theta0)| / (1 + |theta0|_inf) a flow starts from: beyond it the time scale
+#: of the flow is below 1e-100 and the integrator's first steps underflow
+MAX_FIELD = 1e100
+#: Largest |theta0|_inf a flow starts from (phi of degree 2 or more overflows near 1e150)
+MAX_START = 1e50
 #: Most steps of one gradient-descent run a command or a sweep accepts (at ~1 ms a step, about
 #: three hours; beyond it a request is a typo, refused before any step).
 MAX_STEPS = 10_000_000
@@ -354,6 +364,11 @@ def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, at
                  conserved=conserved, chart=chart, time_scale=time_scale, field_jacobian=hessian)
 
 
+def _largest(values):
+    bad = values[~np.isfinite(values)]
+    return f"{bad[0]}" if bad.size else f"{np.max(np.abs(values)):.3g}"
+
+
 def _chart_jacobian(theta, field, D, chart, time_scale):
     """The Jacobian of the solver's field -T f (theta chart) or -T f(theta) / theta in
     r = log|theta| (log chart) from D, the n x n Jacobian of f = ``field`` in theta: -T D, or
@@ -373,6 +388,10 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
         raise ParamgeoError(f"unknown chart {chart!r}; choose 'theta' or 'log'")
     if not (np.isfinite(time_scale) and time_scale > 0):
         raise ParamgeoError(f"the time scale must be a positive number, got {time_scale}")
+    if time_scale > MAX_T_FINAL:
+        raise ParamgeoError(f"the time scale {time_scale:.3g} is beyond {MAX_T_FINAL:.0e}, the "
+                            "longest horizon of a flow: give one of the order of the dynamics' "
+                            "time scale (e.g. alpha^(2-L) for a depth-L diagonal network)")
     if chart == "log" and not np.all(theta0 != 0):
         raise ParamgeoError(
             f"the log chart needs every entry of theta0 nonzero ({int(np.sum(theta0 == 0))} "
@@ -391,9 +410,19 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
         from .arguments import integer
 
         integer(n_records, "n_records", minimum=2, maximum=MAX_RECORDS)
+    if t_final / time_scale < MIN_TAU:
+        raise ParamgeoError(f"the horizon t_final / time_scale = {t_final:.3g} / "
+                            f"{time_scale:.3g} is below {MIN_TAU:.0e} units of tau: the "
+                            "integrator would step in denormal times; give a longer horizon "
+                            f"or a shorter time scale (t_final / time_scale >= {MIN_TAU:.0e})")
     for what, tol in (("rtol", rtol), ("atol", atol)):
         if not (np.isfinite(tol) and tol > 0):
             raise ParamgeoError(f"the tolerance {what} must be a positive number, got {tol}")
+    if atol < MIN_ATOL:
+        raise ParamgeoError(f"the tolerance atol = {atol:.3g} is below {MIN_ATOL:.0e}: the "
+                            "integrator would resolve coordinates near the bottom of the float "
+                            "range and stall; give atol >= 1e-30 (with chart='log' atol is a "
+                            "relative error: about 1e-12)")
     _check_stops(stop_loss, stop_grad)
     if method in IMPLICIT_METHODS and theta0.size > MAX_IMPLICIT_DIM:
         raise ParamgeoError(
@@ -402,6 +431,20 @@ def _flow(param, value, grad, field, theta0, t_final, label, *, method, rtol, at
             "integrator (RK45 or DOP853) or gradient descent")
     from scipy.integrate import solve_ivp
 
+    if np.max(np.abs(theta0), initial=0.0) > MAX_START:
+        raise ParamgeoError(
+            f"theta0 has an entry of {np.max(np.abs(theta0)):.3g}, beyond {MAX_START:.0e}: "
+            "products of its entries (phi, the loss and its gradient) overflow and the "
+            "integrator stalls; give a smaller start (init scale)")
+    with np.errstate(over="ignore", invalid="ignore"):
+        start = np.asarray(field(theta0), float)
+    if not np.all(np.isfinite(start)) or np.max(np.abs(start), initial=0.0) > MAX_FIELD * (
+            1.0 + np.max(np.abs(theta0), initial=0.0)):
+        raise ParamgeoError(
+            f"the field of the flow at theta0 has an entry of {_largest(start)}, beyond "
+            f"{MAX_FIELD:.0e} (1 + |theta0|_inf): the loss or its gradient overflows there and "
+            "the integrator's steps would underflow (data or a start with entries of 1e50 or "
+            "more); rescale the data or the start")
     counter = {"n": 0, "shown": 0, "last": (0.0, theta0)}
 
     def rhs(tau, z):

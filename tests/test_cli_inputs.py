@@ -157,7 +157,7 @@ def test_slow_dense_route_is_announced_before_it_starts(monkeypatch):
     monkeypatch.setattr(common, "SLOW_SVD_WORK", 100)
     res = CliRunner().invoke(main, ["describe", "uut", "--route", "dense"])
     assert res.exit_code == 0
-    assert "Note: uut {'d': 4, 'r': 2}: every dense SVD of the 16 x 8 Jacobian" in res.output
+    assert "Note: uut (d=4, r=2): every dense SVD of the 16 x 8 Jacobian" in res.output
 
 
 def test_hadamard_1000_is_fast():

@@ -394,13 +394,13 @@ def test_cli_exact_and_estimate(tmp_path):
     out = runner.invoke(main, ["llc", "exact", "uvt", "-p", "m=5", "-p", "n=5", "-p", "r=3",
                                "--zero", "--json"])
     assert out.exit_code == 0, out.output
-    assert json.loads(out.output)["exact"] == "13/2"
+    assert json.loads(out.stdout)["exact"] == "13/2"
     path = _rrr_file(tmp_path)
     out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
                                "--data", str(path), "--draws", "100", "--burn", "20",
                                "--chains", "2", "--truth-zero", "--json"])
     assert out.exit_code == 0, out.output
-    data = json.loads(out.output)
+    data = json.loads(out.stdout)
     assert data["exact"]["exact"] == "2" and data["chains"] == 2 and "traces" not in data
     assert [lv["temperature"] for lv in data["levels"]] == [0.5, 2.0]
     assert data["gamma_check"] == 4.0 and data["se_bias"] == abs(data["llc"] - data["llc_check"])
@@ -408,13 +408,13 @@ def test_cli_exact_and_estimate(tmp_path):
                                "--data", str(path), "--draws", "100", "--burn", "20",
                                "--chains", "2", "--no-bias-check", "--json"])
     assert out.exit_code == 0, out.output
-    data = json.loads(out.output)
+    data = json.loads(out.stdout)
     assert data["se_bias"] == "nan" and data["llc_check"] == "nan"  # JSON has no NaN
     assert data["se_total"] == pytest.approx(math.hypot(data["se"], data["se_data"]))
     out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
                                "--data", str(path), "--draws", "20", "--burn", "0",
                                "--chains", "1", "--temperatures", "1", "--json"])
-    assert out.exit_code == 0 and len(json.loads(out.output)["levels"]) == 1, out.output
+    assert out.exit_code == 0 and len(json.loads(out.stdout)["levels"]) == 1, out.output
     out = runner.invoke(main, ["llc", "estimate", "deep-linear", "-p", "widths=3,2,2",
                                "--data", str(path), "--temperatures", "0.5,x"])
     assert out.exit_code == 2 and "--temperatures" in out.output and "Traceback" not in out.output

@@ -11,6 +11,7 @@ import threading
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
+from ._checks import object_state, one_array, probe_array, real_array
 from ._layers import LayeredModel, check_layers
 from ._model import Backend, FrameworkModel, model_class
 
@@ -374,10 +375,10 @@ def from_jax(fn, params, probe, name=None, device=None, activation=None):
     if not flat:
         raise ShapeError(f"{name}: params has no arrays")
     names = [_path_name(path) for path, _ in flat]
-    leaves = [np.asarray(leaf, dtype=np.float64) for _, leaf in flat]
+    leaves = [real_array(leaf, f"{name}: the parameter {key}", "params holds arrays of real "
+                         "numbers only").astype(np.float64) for key, (_, leaf) in zip(names, flat)]
     shapes = [tuple(leaf.shape) for leaf in leaves]
-    probe = np.asarray(probe)
-    probe = probe.astype(np.float64) if np.issubdtype(probe.dtype, np.floating) else probe
+    probe = probe_array(probe, name)
     sizes = [int(np.prod(s)) for s in shapes]
     layered = None
     if activation is not None:
@@ -411,10 +412,12 @@ def from_jax(fn, params, probe, name=None, device=None, activation=None):
                              f"{probe.shape}: {type(exc).__name__}: "
                              f"{str(exc).splitlines()[0] if str(exc) else ''}; give "
                              "fn(params, probe) a probe it accepts") from exc
+        one_array(out, name, "JAX")
         return {"backend": JaxBackend(jax, device), "blocks": list(zip(names, shapes)),
                 "predictor_shape": tuple(np.shape(out)), "forward": forward,
                 "forward_on": forward_on,
-                "theta0": leaves, "layers": layered}
+                "theta0": leaves, "layers": layered, "state": lambda: object_state(fn),
+                "what": f"JAX function {getattr(fn, '__name__', type(fn).__name__)}"}
 
     caller = sys._getframe(1).f_globals.get("__name__", __name__)
     if layered is None:

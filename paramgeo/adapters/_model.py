@@ -28,11 +28,14 @@ batch. The products run on the framework's device; the eigensolvers of the engin
 host with numpy.
 """
 
+import warnings
+
 import autograd
 import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 
-from ..errors import ContractError, ParamgeoError, PluginError, SizeError
+from ..errors import (ContractError, NumericalDoubtWarning, ParamgeoError, PluginError,
+                      ShapeError, SizeError)
 from ..parameterization import Parameterization, ParamSpec
 
 
@@ -127,8 +130,17 @@ class FrameworkModel(Parameterization):
     framework derivatives to any order); jacobian, jvp, vjp, hessian_vp and
     jacobian_derivative call the framework directly.
 
+    Before any engine runs the model is refused (one error naming it and what went wrong)
+    when its output on the probe is empty or not finite at theta0, or when forward is not a
+    function of theta (:func:`paramgeo.determinism.function_of_theta`: random numbers, state
+    that forward changes, parameters updated in place); the round-off of forward is measured
+    (:func:`paramgeo.precision.arithmetic_noise`) and, where it is above float64's, sets
+    ``rank_policy`` (rtol = 1000 x noise) with a warning.
+
     Attributes: ``framework`` ("torch" or "jax"), ``device`` (where the products run),
-    ``theta0`` (the model's parameters as a flat float64 vector), ``backend``.
+    ``theta0`` (the model's parameters as a flat float64 vector), ``backend``, ``noise`` (the
+    measured relative round-off of forward), ``rank_policy`` (None, or the policy every rank
+    decision on this model defaults to).
     """
 
     name = "framework-model"
@@ -141,6 +153,10 @@ class FrameworkModel(Parameterization):
     )
     framework = ""
     _source = None
+    #: the rank policy of this model (:func:`paramgeo.numerics.policy_of`): None (the default
+    #: policy) unless forward's measured round-off is above float64's
+    rank_policy = None
+    _warned_noise = None  # the round-off the precision warning of this class was given for
 
     def __init__(self, /, **sizes):
         if sizes:  # refused before the model is built; a framework model has no sizes
@@ -158,7 +174,11 @@ class FrameworkModel(Parameterization):
         self._f = _Op(self.backend, built["forward"], self.n, self.m, self, "forward")
         self._forward_on = built["forward_on"]
         self._batched = None  # the op of phi at a stack of points (vmap), built on first use
+        self._state = built.get("state")
+        self._what = built.get("what", f"{self.framework} model")
         self._check_forward()
+        self._check_function(built["forward"], built.get("written"))
+        self._measure_precision()
 
     #: the contract method a product of the tower is reported under (the outermost product)
     _METHODS = (("the JVP of the VJP of", "hessian_vp"),
@@ -172,7 +192,7 @@ class FrameworkModel(Parameterization):
             return self.backend.run(fn, *args)
         except ParamgeoError:
             raise
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a sys.exit() in the model is the model's
             method = next((m for head, m in self._METHODS if what.startswith(head)), "forward")
             raise PluginError(
                 self.name, method,
@@ -184,12 +204,69 @@ class FrameworkModel(Parameterization):
                 "no Python control flow on their values)") from exc
 
     def _check_forward(self):
+        if self.n == 0:
+            raise ShapeError(f"{self.name} ({self._what}): the parameters have no entries "
+                             f"(blocks {dict(self._blocks)}): there is no theta to analyse; "
+                             "give a model with at least one parameter")
         out = self._f(self.theta0)
         if out.shape != (self.m,) or not np.all(np.isfinite(out)):
             raise ContractError(
                 f"{self.name} ({self.framework} model): forward on the probe gave "
                 f"{'non-finite values' if out.shape == (self.m,) else f'shape {out.shape}'} "
                 f"at the model's own parameters; give a probe the model accepts")
+
+    def _check_function(self, forward, written=None):
+        """Refuse a model whose forward is not a function of theta (see
+        :func:`paramgeo.determinism.function_of_theta`): at theta0 and a random point, forward
+        run uncompiled (so that a traced function re-runs its Python each time). ``written``
+        (torch): theta -> what forward writes into the parameters it is given, added to the
+        checked array, since the backend hands forward a copy."""
+        from ..determinism import function_of_theta
+
+        def evaluate(theta):
+            if written is not None:
+                theta += self._run("forward", written, theta)
+            return self._run("forward", forward, theta)
+
+        theta1 = self.random_point(np.random.default_rng(0))
+        problem = function_of_theta(evaluate, self.theta0, theta1, state=self.model_state,
+                                    labels=self.spec.labels)
+        if problem is not None:
+            raise ContractError(
+                f"{self.name} ({self._what}): forward is not a function of theta: {problem}; "
+                "paramgeo analyses theta -> the output on the probe, which must depend on theta "
+                "alone: switch randomness off (no dropout with training=True, no torch.randn or "
+                "np.random in forward) and keep counters, caches and parameter updates out of "
+                "forward")
+
+    def model_state(self):
+        """The framework model's state that forward must leave unchanged, {what: snapshot}
+        (see :mod:`._checks`)."""
+        return self._state() if self._state is not None else {}
+
+    def _measure_precision(self):
+        """Measure the round-off of forward (:func:`paramgeo.precision.arithmetic_noise` at a
+        random point); where it is above float64's, set ``rank_policy`` (rtol =
+        NOISE_MARGIN x noise, read by every rank decision on this model) and warn."""
+        from ..numerics import DEFAULT_POLICY
+        from ..precision import FLOAT32_UNIT, arithmetic_noise, noise_policy
+
+        rng = np.random.default_rng(1)
+        self.noise = arithmetic_noise(self._f, self.random_point(rng), rng)
+        policy = noise_policy(self.noise)
+        if policy is DEFAULT_POLICY:
+            return
+        self.rank_policy = policy
+        if type(self)._warned_noise == self.noise:  # the same model rebuilt: said once
+            return
+        type(self)._warned_noise = self.noise
+        level = "float32 or coarser" if self.noise > FLOAT32_UNIT / 64 else "below float64"
+        warnings.warn(
+            f"{self.name} ({self._what}) computes below float64 precision: the measured "
+            f"round-off of forward is {self.noise:.2g} relative ({level}; float64's is about "
+            f"1e-16), so rank decisions are limited to that precision: singular values below "
+            f"{policy.rtol:.2g} x the largest count as zero (model.rank_policy); compute in "
+            "float64 inside forward for finer decisions", NumericalDoubtWarning, stacklevel=4)
 
     def make_spec(self):
         return ParamSpec(dict(self._blocks))

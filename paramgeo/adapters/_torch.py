@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
 from ._attention import math_attention
+from ._checks import probe_array, torch_state, written_by
 from ._graph import read_torch
 from ._layers import GraphModel, LayeredModel, torch_layers
 from ._model import Backend, FrameworkModel, model_class
@@ -141,15 +142,14 @@ def from_torch(module, probe, name=None, device=None, layers="auto"):
     name = name or f"torch-{type(module).__name__.lower()}"
     try:
         device = torch.device(device or "cpu")
-        torch.zeros(1, dtype=torch.float64, device=device)
-    except (RuntimeError, AssertionError, TypeError) as exc:
+        torch.zeros(1, dtype=torch.float64, device=device).cpu()  # data must come back
+    except (RuntimeError, AssertionError, TypeError, NotImplementedError) as exc:
         raise ParamgeoError(
             f"{name}: torch cannot use the device {device!r}: {type(exc).__name__}: "
             f"{str(exc).splitlines()[0] if str(exc) else ''}; give device='cpu' or a device "
             "this torch build has (torch.cuda.is_available())") from None
     template = copy.deepcopy(module)
-    probe_data = probe.detach().cpu().numpy() if isinstance(probe, torch.Tensor) else \
-        np.asarray(probe)
+    probe_data = probe_array(probe, name)
     if layers not in ("auto", False, None):
         raise ParamgeoError(f"from_torch: layers must be 'auto' or False, got {layers!r}")
     layered = torch_layers(template, probe_data.shape) if layers == "auto" else None
@@ -212,7 +212,9 @@ def from_torch(module, probe, name=None, device=None, layers="auto"):
                 "predictor_shape": tuple(out.shape), "forward": forward,
                 "forward_on": forward_on,
                 "theta0": [p.detach().cpu().numpy() for _, p in named], "layers": layered,
-                "graph": read_graph if layers == "auto" else None}
+                "graph": read_graph if layers == "auto" else None,
+                "state": lambda: torch_state(model), "written": written_by(forward),
+                "what": f"torch module {type(module).__name__}"}
 
     base = (TorchLayeredModel if layered is not None else
             TorchGraphModel if layers == "auto" else TorchModel)

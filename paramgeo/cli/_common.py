@@ -9,6 +9,7 @@ import click
 import numpy as np
 
 from ..errors import ParamgeoError, SizeError, approx
+from ..results import title
 
 
 def json_option(f):
@@ -252,7 +253,7 @@ def resolve(name, sizes, dense=True):
 
     param = _instantiate(name, sizes)
     max_n = _limit("PARAMGEO_MAX_PARAMS", MAX_PARAMS)
-    where = f"{param.name} {param.sizes}"
+    where = title(param.name, param.sizes)
     if param.n > max_n:
         raise SizeError(f"{where} has n = {approx(param.n)} parameters, more than paramgeo "
                         f"handles ({max_n:.3g}, PARAMGEO_MAX_PARAMS); use smaller sizes")

@@ -7,6 +7,7 @@ import click
 from ._common import (emit, exit_if_interrupted, json_option, load_point, point_options,
                       precision_option, progress_bar, progress_enabled, progress_option, resolve,
                       seed_option, sizes_option, table)
+from ..results import title
 
 #: the output formats of ``strata`` besides text and --json
 STRATA_FORMATS = ("text", "graphml", "dot")
@@ -80,7 +81,7 @@ def strata_cmd(name, sizes, fmt, kinds, seed, progress, plot_path, as_json):
     elif fmt == "dot":
         click.echo(result.dot(), nl=False)
     else:
-        click.echo(f"{result.name} {result.sizes}: {result.graph.number_of_nodes()} strata "
+        click.echo(f"{title(result.name, result.sizes)}: {result.graph.number_of_nodes()} strata "
                    f"({result.kind}, {result.kinds}); generic rank {result.generic_rank}; "
                    f"top: {result.top}")
         click.echo(table(result.rows(), ["stratum", "generic rank", "zeroed params",

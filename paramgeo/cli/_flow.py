@@ -10,6 +10,7 @@ from ..trajectory import MAX_RECORDS, MAX_STEPS
 from ._common import (deprecated_option, exit_if_interrupted, finishing, json_option,
                       progress_bar, progress_enabled, progress_option, resolve, seed_option,
                       sizes_option, stiff_flow_options, table, take_alias)
+from ..results import title
 
 
 def load_data(path):
@@ -114,7 +115,7 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
     with finishing(traj, how_far):
         if plot_path:
             traj.plot(plot_path,
-                      title=f"{param.name} {param.sizes}: {traj.method}, {loss_kind} loss")
+                      title=f"{title(param.name, param.sizes)}: {traj.method}, {loss_kind} loss")
         summary = traj.summary()
         summary.update(name=param.name, sizes=param.sizes, loss=loss_kind,
                        final_predictor=traj.final_predictor.tolist(), plot=plot_path)
@@ -158,7 +159,7 @@ def train(param, loss_kind, arrays, data_path, *, method="gd", steps=None, t_fin
         theta0 = np.asarray(arrays["theta0"], float)
         if theta0.size != param.n:
             raise ShapeError(f"data file {data_path!r}: array 'theta0' has {theta0.size} "
-                             f"entries; {param.name} {param.sizes} needs {param.n}")
+                             f"entries; {title(param.name, param.sizes)} needs {param.n}")
         theta0 = param.as_theta(theta0.ravel())
     else:
         theta0 = param.random_point(np.random.default_rng(seed))

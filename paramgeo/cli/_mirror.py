@@ -7,6 +7,7 @@ import numpy as np
 from ..errors import ParamgeoError, ShapeError
 from ._common import (emit, exit_if_interrupted, json_option, progress_bar, progress_enabled,
                       progress_option, resolve, seed_option, sizes_option, stiff_flow_options)
+from ..results import title
 
 
 @click.command("mirror")
@@ -109,7 +110,7 @@ def implicit_bias_cmd(name, sizes, data, alpha, t_final, rtol, atol, chart, time
     result = implicit_bias(param, X, y, alpha, t_final=t_final, rtol=rtol, atol=atol,
                            chart=chart, time_scale=time_scale, exact_jacobian=exact_jacobian)
     if plot_path:
-        result.plot(plot_path, title=f"{param.name} {param.sizes}: implicit bias, alpha = "
+        result.plot(plot_path, title=f"{title(param.name, param.sizes)}: implicit bias, alpha = "
                                      f"{alpha:g}")
     emit(result, as_json)
     if plot_path and not as_json:

@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import ParamgeoError
 from ._common import (exit_if_interrupted, json_option, progress_bar, progress_enabled,
                       progress_option, resolve, seed_option, sizes_option, table)
+from ..results import title
 
 LINK_NAMES = ("linear", "quadratic", "tanh", "relu", "abs", "softmax")
 
@@ -23,7 +24,7 @@ def run_online(param, *, link="abs", tokens=1, noise=0.0, beta=1.0, teacher="tie
     (r and d from the plugin's sizes), then online SGD on up to horizon * d^2 log d samples,
     stopped at weak recovery (|cosine| >= threshold). One seed drives teacher, start and
     samples."""
-    from ..flows.online import AttentionIndexed, Teacher, _as_square, online_sgd
+    from ..flows.online import MAX_SAMPLES, AttentionIndexed, Teacher, _as_square, online_sgd
 
     d = _as_square(param, np.zeros(param.m)).shape[0]
     if d < 2:
@@ -35,6 +36,9 @@ def run_online(param, *, link="abs", tokens=1, noise=0.0, beta=1.0, teacher="tie
         scale = 1.0 / math.sqrt(param.sizes["r"] * d)
     if not (math.isfinite(horizon) and horizon > 0):
         raise ParamgeoError(f"the horizon must be a positive number, got {horizon}")
+    if teacher_rank is not None and not 1 <= teacher_rank <= d:
+        raise ParamgeoError(f"the teacher's rank r* must lie in 1..d = 1..{d}, got "
+                            f"{teacher_rank}")
     rng = np.random.default_rng(seed)
     planted = Teacher.planted(d, teacher_rank or max(d // 2, 1), rng, kind=teacher,
                               centered=centered)
@@ -42,7 +46,12 @@ def run_online(param, *, link="abs", tokens=1, noise=0.0, beta=1.0, teacher="tie
               "random": lambda: param.random_point(rng), "zero": lambda: np.zeros(param.n)}
     if init not in starts:
         raise ParamgeoError(f"unknown start {init!r}; choose gaussian, random or zero")
-    samples = max(1, int(round(horizon * d * d * math.log(d))))
+    samples = horizon * d * d * math.log(d)
+    if samples > MAX_SAMPLES:
+        raise ParamgeoError(f"the horizon {horizon:.3g} is {samples:.3g} samples (in units of "
+                            f"d^2 log d = {d * d * math.log(d):.4g}), beyond the {MAX_SAMPLES:.0e} "
+                            "one run of online SGD draws; give a smaller horizon")
+    samples = max(1, int(round(samples)))
     return online_sgd(param, AttentionIndexed(d, tokens, link, beta, noise), planted,
                       starts[init](), samples, lr, lr_exponent=lr_exponent, scale=float(scale),
                       batch=batch, threshold=threshold, test_samples=0, stop_at_recovery=True,
@@ -129,7 +138,7 @@ def online_sgd_cmd(name, sizes, link, tokens, noise, beta, teacher, teacher_rank
                          init=init, scale=scale, lr=lr, lr_exponent=lr_exponent, batch=batch,
                          horizon=horizon, threshold=threshold, seed=seed, progress=update)
     if plot_path:
-        run.plot(plot_path, title=f"{param.name} {param.sizes}: online SGD, {link} link")
+        run.plot(plot_path, title=f"{title(param.name, param.sizes)}: online SGD, {link} link")
     summary = online_summary(param, run)
     if as_json:
         click.echo(json.dumps(dict(summary, plot=plot_path), indent=2, default=str))

@@ -15,6 +15,10 @@ from ._common import (
 )
 
 
+def _short(text, keep=40):
+    return text if len(text) <= keep else f"{text[:keep]}... ({len(text)} characters)"
+
+
 def parse_units(text):
     """``W:0,a:0`` -> {"W": 0, "a": 0} (block name : unit axis); None or "" -> None."""
     if not text:
@@ -22,9 +26,13 @@ def parse_units(text):
     out = {}
     for part in text.split(","):
         name, sep, axis = part.strip().partition(":")
-        if not sep or not name or not axis.strip().isdigit():
-            raise ShapeError(f"units {text!r}: each entry must look like BLOCK:AXIS, e.g. "
-                             "--units W:0,a:0")
+        axis = axis.strip()
+        if not sep or not name or not (axis.isascii() and axis.isdigit()):
+            raise ShapeError(f"units {_short(text)!r}: each entry must look like BLOCK:AXIS, "
+                             "e.g. --units W:0,a:0")
+        if len(axis) > 3:  # an axis of a block's shape: a small number
+            raise ShapeError(f"units: the axis of block {_short(name)!r} is {_short(axis)}, "
+                             "not an axis of a block (0, 1, ...); e.g. --units W:0,a:0")
         out[name] = int(axis)
     return out
 

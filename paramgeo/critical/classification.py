@@ -45,8 +45,8 @@ import warnings
 import numpy as np
 
 from ..errors import NumericalDoubtWarning
-from ..geometry import DEFAULT_POLICY, as_rng, decide_rank, rank_at
-from ..results import Result
+from ..geometry import as_rng, decide_rank, policy_of, rank_at
+from ..results import Result, title
 from .patterns import _orbit_dim, _rank, factor_rank_drops, generic_values, structure
 from .points import _point_stratum
 
@@ -122,7 +122,7 @@ class Classification(Result):
     rank_certificate: object = None
 
     def __str__(self):
-        head = f"{self.name} {self.sizes}: {self.verdict}"
+        head = f"{title(self.name, self.sizes)}: {self.verdict}"
         if self.causes:
             head += f" ({', '.join(self.causes)})"
         if self.near_singular:
@@ -241,7 +241,7 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
     Returns a :class:`NearStratum`, or None (no candidate, or none certified). Networks only
     (architecture graph); None otherwise.
     """
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     zero_tol = policy.rtol if zero_tol is None else float(zero_tol)
     theta = param.as_theta(theta)
     struct = structure(param)
@@ -345,7 +345,7 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     """
     from .. import precision as hp
 
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     zero_tol = policy.rtol if zero_tol is None else float(zero_tol)
     theta = param.as_theta(theta)
     with warnings.catch_warnings():

@@ -28,6 +28,9 @@ class Completeness(Result):
     explained: int
     unexplained: object
     capped: bool = False  # rank J = m: the predictors bound the rank, not a missing symmetry
+    #: how much larger the kernel is here than at generic points (rank J(theta) below the
+    #: generic rank R given to :func:`completeness`): the point's own degeneracy
+    excess: int = 0
 
     @property
     def complete(self):
@@ -39,6 +42,11 @@ class Completeness(Result):
         if self.complete:
             return head + " (every kernel dimension)"
         missing = self.kernel_dim - self.explained
+        if self.excess and missing <= self.excess:
+            return (head + f"; the {missing} unexplained lie within the {self.excess} by which "
+                    "the kernel here exceeds its generic dimension (this point is critical: "
+                    "a ReLU unit active or inactive on every probe input acts linearly, for "
+                    "example), so the group explains every generic kernel dimension")
         if self.capped:
             return (head + f"; the rank equals the predictor dimension, so {missing} kernel "
                     "dimensions are the predictors' limit, not missing symmetries (a larger "
@@ -53,14 +61,15 @@ class Completeness(Result):
         return head + f"; {missing} unexplained, moving: " + "; ".join(parts) + more
 
 
-def completeness(param, theta=None, group=None, policy=None, seed=0):
+def completeness(param, theta=None, group=None, policy=None, seed=0, generic_rank=None):
     """Compare n - rank J(theta) with the orbit dimension of ``group`` (default: the declared
     symmetry) at ``theta`` (default: a random point), and list the kernel directions the group
     does not explain, by block (see the module docstring). The rank decision uses the policy of
-    :mod:`paramgeo.geometry`."""
-    from ..geometry import DEFAULT_POLICY, decide_rank, orbit_dim, rank_at
+    :mod:`paramgeo.geometry`. With ``generic_rank`` R, a kernel larger than n - R is reported
+    as the point's own excess (``excess``)."""
+    from ..geometry import decide_rank, orbit_dim, policy_of, rank_at
 
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     if theta is None:
         theta = param.random_point(np.random.default_rng(seed))
     theta = param.as_theta(theta)
@@ -92,4 +101,6 @@ def completeness(param, theta=None, group=None, policy=None, seed=0):
         directions.append(dict(sorted(((b, v) for b, v in shares.items() if v > 0.01),
                                       key=lambda kv: -kv[1])))
     kernel = param.n - rank
-    return Completeness(int(kernel), int(kernel - missing), tuple(directions), rank >= param.m)
+    excess = max(0, int(generic_rank) - rank) if generic_rank is not None else 0
+    return Completeness(int(kernel), int(kernel - missing), tuple(directions), rank >= param.m,
+                        excess)

@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from ..geometry import DEFAULT_POLICY, decide_rank, null_basis, vertical_space
+from ..geometry import decide_rank, null_basis, policy_of, vertical_space
 from ..losses import loss_hessian
 from ..results import Result
 
@@ -70,7 +70,7 @@ def loss_point(param, loss, theta, gtol=1e-8, policy=None):
     """
     from ..losses import pullback
 
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     theta = param.as_theta(theta)
     value, grad = pullback(param, loss)
     gL = np.asarray(grad(theta))

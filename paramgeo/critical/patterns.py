@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from ..errors import NumericalDoubtWarning, ParamgeoError
-from ..geometry import DEFAULT_POLICY, as_rng, generic_rank, orbit_dim, rank_at
+from ..geometry import as_rng, generic_rank, orbit_dim, policy_of, rank_at
 
 
 # ---------------------------------------------------------------------------- generic values
@@ -40,7 +40,7 @@ def generic_values(param, policy=None, n_points=3, seed=0):
     Cached per (plugin class, sizes, policy): a polynomial map attains its generic rank off a
     measure-zero set, so random points are generic almost surely.
     """
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     key = (type(param), tuple(sorted(param.sizes.items())), policy)
     if key not in _GENERIC_CACHE:
         rng = as_rng(seed)

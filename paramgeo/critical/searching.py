@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError
-from ..geometry import DEFAULT_POLICY, as_rng
-from ..results import Result
+from ..geometry import as_rng, policy_of
+from ..results import Result, title
 from .classification import classify
 from .patterns import generic_values
 
@@ -40,7 +40,7 @@ class SearchResult(Result):
     def __str__(self):
         done = (f"INTERRUPTED after {len(self.points)} of {self.starts} starts" if
                 self.interrupted else f"{self.starts} starts")
-        lines = [f"{self.name} {self.sizes}: {done}, generic rank {self.generic_rank}",
+        lines = [f"{title(self.name, self.sizes)}: {done}, generic rank {self.generic_rank}",
                  f"  critical {self.critical} (subnetwork {self.subnetwork}, of which near "
                  f"{self.near_subnetwork}; dependent-weights {self.dependent_weights}; "
                  f"orbit-degenerate {self.orbit_degenerate}; other {self.other}); "
@@ -127,7 +127,7 @@ def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, pro
     parameterization(param)
     integer(starts, "starts", minimum=1)
     integer(maxiter, "maxiter", minimum=1)  # 0 iterations would report the starts themselves
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     rng = as_rng(seed)
     R, _ = generic_values(param, policy)
     if R == 0:

@@ -33,8 +33,8 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError
-from ..geometry import DEFAULT_POLICY, as_rng
-from ..results import Result
+from ..geometry import as_rng, policy_of
+from ..results import Result, title
 from .patterns import (
     _class_states,
     _compositions,
@@ -81,7 +81,7 @@ class Strata(Result):
                  len(list(self.graph.successors(n)))) for n in order]
 
     def __str__(self):
-        lines = [f"{self.name} {self.sizes}: {self.graph.number_of_nodes()} strata "
+        lines = [f"{title(self.name, self.sizes)}: {self.graph.number_of_nodes()} strata "
                  f"({self.kind}, {self.kinds}); generic rank {self.generic_rank}; top: {self.top}"]
         for label, rank, zeroed, covers in self.rows():
             lines.append(f"  rank {rank:>4}  zeroed {zeroed:>4}  covers {covers:>3}  {label}")
@@ -181,7 +181,7 @@ def strata(param, kinds="deleted", n_points=2, seed=0, policy=None, max_strata=2
 
     if kinds not in ("deleted", "all"):
         raise ParamgeoError(f"kinds must be 'deleted' or 'all', got {kinds!r}")
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     struct = structure(param)
     if struct is None:
         raise ParamgeoError(

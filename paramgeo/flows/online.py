@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
 from ..numerics import as_rng
-from ..results import Result, to_jsonable
+from ..results import Result, to_jsonable, title
 from ..files import check_plot_path, save_figure
 from ..trajectory import _finish, _progress_callback, _pyplot_figure
 
@@ -170,7 +170,7 @@ def _as_square(param, flat):
     d = math.isqrt(m)
     if d * d != m:
         raise ShapeError(f"online SGD needs a plugin whose predictor is a d x d matrix S; "
-                         f"{param.name} {param.sizes} has predictors of shape "
+                         f"{title(param.name, param.sizes)} has predictors of shape "
                          f"{param.predictor_shape} (use matrix, uut, uvt, or qk-attention "
                          f"with heads=1 and output=scores)")
     return np.reshape(flat, (d, d))
@@ -259,6 +259,12 @@ class OnlineRun(Result):
         return path
 
 
+#: Most samples (and the largest batch) of one run: each sample is drawn and used once.
+MAX_SAMPLES = 10 ** 12
+#: |log eta| beyond which a step is no step (1e-100) or overflows its update (1e100).
+MAX_LOG_ETA = 100 * math.log(10)
+
+
 def online_sgd(param, model, teacher, theta0, samples, lr, *, lr_exponent=0.0, scale=1.0,
                batch=1, record_at=None, moments=4, threshold=0.5, check_every=None,
                test_samples=256, stop_at_recovery=False, seed=None, progress=False):
@@ -287,14 +293,26 @@ def online_sgd(param, model, teacher, theta0, samples, lr, *, lr_exponent=0.0, s
                          f"has d = {d}")
     theta = param.as_theta(theta0).copy()
     if _as_square(param, param.forward_flat(theta)).shape != (d, d):
-        raise ShapeError(f"{param.name} {param.sizes} gives {param.predictor_shape} predictors "
+        raise ShapeError(f"{title(param.name, param.sizes)} gives {param.predictor_shape} predictors "
                          f"but the model has d = {d}")
     for what, v in (("samples", samples), ("batch", batch)):
-        if int(v) != v or v < 1:
+        if not math.isfinite(v) or int(v) != v or v < 1:
             raise ParamgeoError(f"{what} must be a positive integer, got {v}")
+        if v > MAX_SAMPLES:
+            raise ParamgeoError(f"{what} must be at most {MAX_SAMPLES:.0e} (a run of online SGD "
+                                f"draws each sample), got {v:.3g}")
     samples, batch = int(samples), int(batch)
     if not (math.isfinite(lr) and lr > 0):
         raise ParamgeoError(f"the step size lr must be a positive number, got {lr}")
+    if not math.isfinite(lr_exponent):
+        raise ParamgeoError(f"lr_exponent must be a finite number, got {lr_exponent}")
+    log_eta = math.log(lr) - float(lr_exponent) * math.log(d)
+    if not -MAX_LOG_ETA <= log_eta <= MAX_LOG_ETA:
+        raise ParamgeoError(
+            f"the step eta = lr d^(-lr_exponent) = exp({log_eta:.4g}) (lr {lr:g}, lr_exponent "
+            f"{lr_exponent:g}, d {d}) is outside [1e-100, 1e100]: it leaves the float range or "
+            "moves theta by nothing; give an lr of the order of 0.1 and an lr_exponent of the "
+            "order of 1 (1 for direct S, 0 for factored S)")
     if not math.isfinite(scale) or scale == 0:
         raise ParamgeoError(f"scale must be a non-zero number, got {scale}")
     if not 0 < threshold <= 1:

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..errors import ParamgeoError
 from ..losses import LinearMeasurements
-from ..results import Result
+from ..results import Result, title
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,7 +235,7 @@ def vanishing_init_limit(param, X, y, alpha=1e-6, *, max_saddles=200):
     pot = mirror_potential(param, param.init_at_scale(alpha))
     if pot.limit is None:
         raise ParamgeoError(
-            f"{param.name} {param.sizes}: its mirror potential from init_at_scale({alpha:g}) "
+            f"{title(param.name, param.sizes)}: its mirror potential from init_at_scale({alpha:g}) "
             "declares no vanishing-initialisation limit (Potential.limit); Algorithm 1 is "
             "available for deep-diagonal at depth >= 3 (use saddle_to_saddle with thresholds "
             "1 for u * v)")

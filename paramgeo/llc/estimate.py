@@ -198,6 +198,10 @@ class LLCEstimate(Result):
         written to ``path`` (.png, .svg, .pdf). Returns the matplotlib figure."""
         import matplotlib
 
+        from ..files import check_plot_path
+
+        if path is not None:  # a bad path is one clear error, before any drawing
+            path = check_plot_path(path)
         if ax is None:
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
@@ -517,6 +521,10 @@ def _group_estimate(run, g, temps, nbeta, chains, burn, sampler, gammas):
         return (math.nan, math.nan, levels, good, weights), notes
     for i, level in enumerate(levels):
         post = traces[i][good, burn:]
+        if post.size > 1 and np.ptp(post) == 0:  # a frozen chain estimates nothing
+            notes.append(f"{where}at n beta = {level['nbeta']:.4g}: the chains did not move "
+                         f"(every draw has the same loss): the step {level['step']:.3g} is "
+                         "too small to change theta in float64; give a larger step or 'auto'")
         ess, rhat = effective_sample_size(post)
         var = float(post.var(ddof=1)) if post.size > 1 else 0.0
         level.update(llc=float(post.mean()), se=math.sqrt(var / ess) if ess > 0 else math.nan,

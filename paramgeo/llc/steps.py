@@ -41,6 +41,10 @@ class StepSweep(Result):
         """The estimates +- 2 s.e. against the step (log scale)."""
         import matplotlib
 
+        from ..files import check_plot_path
+
+        if path is not None:  # a bad path is one clear error, before any drawing
+            path = check_plot_path(path)
         if ax is None:
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt

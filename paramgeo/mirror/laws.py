@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError
-from ..geometry import DEFAULT_POLICY, as_rng, decide_rank, rational_rref
+from ..geometry import as_rng, decide_rank, policy_of, rational_rref
 from ..results import Result
 from .lie import _method, lie_algebra, symbolic_fields, vector_fields
 
@@ -70,7 +70,7 @@ def conservation_laws(param, degree=2, seed=0, policy=None, method="auto", algeb
         raise ParamgeoError(f"the degree of the laws must be >= 1, got {degree}")
     degree = int(degree)
     method = _method(param, method)
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     algebra = algebra or lie_algebra(param, seed=seed, policy=policy, method=method)
     exps = _exponents(param.n, degree)
     if len(exps) > LAWS_MAX_UNKNOWNS:

@@ -26,7 +26,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from ..errors import BudgetError, NumericalDoubtWarning, ParamgeoError
-from ..geometry import DEFAULT_POLICY, as_rng, decide_rank, range_basis
+from ..geometry import as_rng, decide_rank, policy_of, range_basis
 from ..results import Result
 
 
@@ -148,7 +148,7 @@ def commuting_test(param, n_points=3, seed=0, policy=None, method="auto", theta=
     rtol * max |DX_j X_i|); a value within ``policy.band`` of the tolerance is doubtful and warns.
     """
     method = _method(param, method)
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     if method == "symbolic":
         nonzero = [pair for pair, expr in symbolic_brackets(param).items()
                    if any(e != 0 for e in expr)]
@@ -318,7 +318,7 @@ def lie_algebra(param, theta=None, seed=0, max_depth=5, policy=None, method="aut
     the bounded route).
     """
     method = _method(param, method)
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     clock = _Budget(param, budget, progress, partial)
     rng = as_rng(seed)
     exact = method == "symbolic" and theta is None

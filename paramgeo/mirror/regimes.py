@@ -23,7 +23,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ..geometry import DEFAULT_POLICY, as_rng, decide_rank
+from ..geometry import as_rng, decide_rank, policy_of
 from ..parameterization import Parameterization
 from ..results import Result, to_jsonable
 from .bias import solve_implicit_bias
@@ -361,7 +361,7 @@ def commuting_regime(param, loss, theta0, *, policy=None, seed=0, n_points=2,
     r spectral coordinates (d/dt log lambda_j = -4 g_j), the others frozen at 0 (Gunasekar et
     al. 2017, Section 3; see docs/mirror.md). Returns a :class:`CommutingRegime`.
     """
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     rng = as_rng(seed)
     theta0 = param.as_theta(theta0)
     A, y = _measurements(param, loss)

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Optional
 
 from ..errors import ParamgeoError
-from ..results import Result
+from ..results import Result, title
 from .laws import conservation_laws
 from .lie import MIRROR_BUDGET, commuting_test, lie_algebra
 from .potentials import mirror_potential
@@ -45,9 +45,8 @@ class MirrorReport(Result):
     interrupted: bool = False
 
     def __str__(self):
-        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
         lines = [
-            f"{self.name} ({sizes}): n = {self.n} parameters, m = {self.m} fields grad phi_i",
+            f"{title(self.name, self.sizes)}: n = {self.n} parameters, m = {self.m} fields grad phi_i",
             f"commuting: {'yes' if self.commuting else 'no'} (largest bracket "
             f"{self.max_bracket:.3g}, relative {self.relative_bracket:.3g}; {self.method})",
             f"generated Lie algebra: dimension {'' if self.algebra_stabilised else '>= '}"

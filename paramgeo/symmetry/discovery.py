@@ -44,9 +44,8 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError, SizeError
-from ..numerics import (DEFAULT_POLICY, RankPolicy, decide_rank, null_basis, range_basis,
-                        rational_rref)
-from ..results import Result
+from ..numerics import RankPolicy, decide_rank, null_basis, policy_of, range_basis, rational_rref
+from ..results import Result, title
 from .groups import SymmetryGroup
 
 #: Largest parameter dimension n for the linear search (n^2 unknowns; n = 40 takes ~2 s).
@@ -110,8 +109,7 @@ class DiscoveredSymmetry(Result):
         return LinearSymmetryGroup(self.algebra, self.basis)
 
     def __str__(self):
-        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
-        lines = [f"{self.name} ({sizes}): n = {self.param_dim}"]
+        lines = [f"{title(self.name, self.sizes)}: n = {self.param_dim}"]
         if self.dim is None:
             lines.append(f"  linear symmetries: not searched ({self.note})")
         else:
@@ -193,12 +191,12 @@ def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEA
     if n <= max_linear_dim and n ** 4 > MAX_LINEAR_ENTRIES:  # about n^2 rows of n^2 unknowns
         largest = int(MAX_LINEAR_ENTRIES ** 0.25)
         raise SizeError(
-            f"{param.name} {param.sizes}: the linear symmetry search at n = {n} stacks a system "
+            f"{title(param.name, param.sizes)}: the linear symmetry search at n = {n} stacks a system "
             f"of at least n^4 = {n ** 4:.3g} entries ({8e-9 * n ** 4:.3g} GB), more than "
             f"{MAX_LINEAR_ENTRIES:.3g}; it runs up to about n = {largest} (max_linear_dim / "
             f"--max-dim <= {largest}); without it the scaling and discrete searches run at any n")
     rng = np.random.default_rng(seed)
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     labels = param.spec.labels()
     first = param.random_point(rng)
     rank0 = max(1, decide_rank(param.jacobian(first), policy, warn=False).rank)

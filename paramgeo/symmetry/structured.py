@@ -22,7 +22,7 @@ is tried on the next one first (one verification), and solved afresh only where 
 
 import numpy as np
 
-from ..numerics import DEFAULT_POLICY, null_basis, rational_rref
+from ..numerics import null_basis, policy_of, rational_rref
 from .actions import FieldGroup
 
 
@@ -72,7 +72,7 @@ def structured_discovery(param, units, n_points=3, seed=0, policy=None, progress
     from ..numerics import as_rng
     from .verify import verify_group
 
-    policy = policy or DEFAULT_POLICY
+    policy = policy_of(param, policy)
     rng = as_rng(seed)
     n = param.n
     points = [param.random_point(rng) for _ in range(n_points)]

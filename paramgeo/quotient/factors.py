@@ -1,0 +1,359 @@
+"""The solvers of :func:`paramgeo.quotient.align`, one per kind of group factor (orthogonal
+Procrustes, general linear least squares, scaling tori, unit permutations by linear assignment,
+sign flips, enumeration of small finite groups); the methods and references are in
+:mod:`paramgeo.quotient.align`'s docstring.
+"""
+
+import itertools
+
+import numpy as np
+
+from ..errors import ParamgeoError
+from ..symmetry import (GeneralLinearGroup, OrthogonalGroup, ScalingTorus,
+                        SignedPermutationGroup, UnitPermutationGroup, block_matrix)
+
+#: group sizes up to which a finite group without unit structure is enumerated
+MAX_ENUMERATED = 5040
+#: sign-flip generators up to which overlapping flips are enumerated (2^k elements)
+MAX_ENUMERATED_FLIPS = 12
+
+
+def _procrustes(group, x, z):
+    M = sum((block_matrix(z, b).T @ block_matrix(x, b) for b in group.right),
+            np.zeros((group.r, group.r)))
+    P, _, Qt = np.linalg.svd(M)
+    R = P @ Qt
+    return R, group.act(R, z), True, "orthogonal Procrustes (polar factor, reflections included)"
+
+
+def _stack(theta, blocks):
+    return np.vstack([block_matrix(theta, b) for b in blocks]) if blocks else None
+
+
+def _least_squares_element(group, A, Y, side):
+    """argmin_h |Y - A h| over all r x r h (linear least squares); ParamgeoError when it is
+    singular, so that the infimum over GL(r) is not attained."""
+    h = np.linalg.lstsq(A, Y, rcond=None)[0]
+    if np.linalg.matrix_rank(h) < group.r:
+        raise ParamgeoError(f"{group.name}: the least-squares alignment of the {side} blocks is "
+                            "singular (the infimum over GL is not attained); align points whose "
+                            "blocks have full column rank")
+    return h
+
+
+def _general_linear(group, x, z):
+    """min_g |B_x - B_z g|^2 + |K_x - K_z g^{-T}|^2; (g, aligned, exact, method)."""
+    from scipy.optimize import least_squares
+
+    r = group.r
+    Bx, Bz = _stack(x, group.right), _stack(z, group.right)
+    Kx, Kz = _stack(x, group.contragredient), _stack(z, group.contragredient)
+    if Kx is None:
+        g = _least_squares_element(group, Bz, Bx, "right")
+        return g, group.act(g, z), True, "linear least squares (right blocks only)"
+    if Bx is None:  # K_z h ~ K_x with h = g^{-T}
+        g = np.linalg.inv(_least_squares_element(group, Kz, Kx, "contragredient")).T
+        return g, group.act(g, z), True, "linear least squares (contragredient blocks only)"
+    starts = [np.eye(r)]
+    for A, Y, invert in ((Kz, Kx, True), (Bz, Bx, False)):
+        h = np.linalg.lstsq(A, Y, rcond=None)[0]
+        if np.linalg.matrix_rank(h) == r:
+            starts.append(np.linalg.inv(h).T if invert else h)
+
+    def residual(vec):
+        g = vec.reshape(r, r)
+        try:
+            gi = np.linalg.inv(g)
+        except np.linalg.LinAlgError:
+            return np.full(Bx.size + Kx.size, 1e150)
+        return np.concatenate([(Bz @ g - Bx).ravel(), (Kz @ gi.T - Kx).ravel()])
+
+    top = np.kron(Bz, np.eye(r))  # d(B g)[i, l] / dg[a, b] = B[i, a] delta(l, b)
+
+    def jac(vec):
+        C = np.linalg.inv(vec.reshape(r, r)).T
+        # d(K g^{-T}) = -K g^{-T} dg^T g^{-T}: entry (i, l), (a, b) is -(K g^{-T})[i, b] C[a, l]
+        bottom = -np.einsum("ib,al->ilab", Kz @ C, C).reshape(-1, r * r)
+        return np.vstack([top, bottom])
+
+    best = None
+    for g0 in starts:
+        sol = least_squares(residual, g0.ravel(), jac=jac, method="lm", xtol=1e-15,
+                            ftol=1e-15, gtol=1e-15, max_nfev=200 * r * r)
+        if best is None or sol.cost < best.cost:
+            best = sol
+    g = best.x.reshape(r, r)
+    return g, group.act(g, z), False, (f"Levenberg-Marquardt on gl(r) from {len(starts)} "
+                                       "starts")
+
+
+def _gl_lower_bound_sq(group, x, z):
+    """Decoupled bound min_g |B_x - B_z g|^2 + min_h |K_x - K_z h|^2 <= the GL objective."""
+    total = 0.0
+    for blocks in (group.right, group.contragredient):
+        if blocks:
+            A, Y = _stack(z, blocks), _stack(x, blocks)
+            total += float(np.sum((A @ np.linalg.lstsq(A, Y, rcond=None)[0] - Y) ** 2))
+    return total
+
+
+def _best_scale(xs, zs, e, signed):
+    """argmin over c > 0 (c != 0 if signed) of sum_j (x_j - z_j c^{e_j})^2, from the real roots
+    of c^{-lo} f'(c) (a polynomial); c = 1 when no term depends on c."""
+    keep = (zs != 0) & (e != 0)
+    if not np.any(keep):
+        return 1.0
+    xs, zs, e = xs[keep], zs[keep], e[keep]
+    # f'(c)/(-2) = sum e x z c^{e-1} - e z^2 c^{2e-1}
+    powers = np.concatenate([e - 1, 2 * e - 1])
+    coeffs = np.concatenate([e * xs * zs, -e * zs ** 2])
+    lo = powers.min()
+    poly = np.zeros(powers.max() - lo + 1)
+    np.add.at(poly, powers - lo, coeffs)
+    roots = np.roots(poly[::-1])
+    real = roots[np.abs(roots.imag) <= 1e-9 * np.maximum(1.0, np.abs(roots))].real
+    cands = [c for c in real if (c > 0 or (signed and c < 0))] + [1.0]
+
+    def f(c):
+        return float(np.sum((xs - zs * np.sign(c) ** (e % 2) * np.abs(c) ** e.astype(float))
+                            ** 2))
+
+    return min(cands, key=f)
+
+
+def _torus(group, x, z, max_sweeps=200, tol=1e-13):
+    E = group.exponents
+    k = E.shape[0]
+    c = np.ones(k)
+    supports = [np.flatnonzero(E[i]) for i in range(k)]
+    separable = _disjoint(supports)
+    cur = np.array(z, float)
+    prev = np.sum((x - cur) ** 2)
+    for _ in range(1 if separable else max_sweeps):
+        for i, s in enumerate(supports):
+            if s.size == 0:
+                continue
+            e = E[i, s]
+            ci = _best_scale(x[s], cur[s], e, group.signed)
+            if ci != 1.0:
+                cur[s] = cur[s] * np.sign(ci) ** (e % 2) * np.abs(ci) ** e.astype(float)
+                c[i] *= ci
+        now = np.sum((x - cur) ** 2)
+        if prev - now <= tol * max(prev, 1e-300):
+            break
+        prev = now
+    return c, group.act(c, z), separable, (
+        "per-unit rescaling, global 1-D minimum in each (separable)" if separable else
+        "coordinate descent over the rescalings (global 1-D minimum per step)")
+
+
+def _disjoint(position_sets):
+    """Whether no position appears twice among the sets (integer arrays of any shape; a set
+    that repeats a position counts as overlapping itself, which only costs exactness)."""
+    arrays = [np.asarray(p, dtype=np.int64).ravel() for p in position_sets]
+    both = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+    return both.size == 0 or int(np.bincount(both).max()) <= 1
+
+
+def _match_classes(classes, x, z, act, max_sweeps=100):
+    """Weight matching: one linear assignment per class in order, repeated until no class
+    changes. ``act(perms, theta)`` applies one permutation per class. Returns (perms,
+    aligned, exact)."""
+    from scipy.optimize import linear_sum_assignment
+
+    perms = [np.arange(len(index)) for _, index in classes]
+    cur = np.array(z, float)
+    exact = _disjoint([index for _, index in classes])
+    for _ in range(1 if exact else max_sweeps):
+        changed = False
+        for c, (_, index) in enumerate(classes):
+            if len(index) < 2:
+                continue
+            C = x[index] @ cur[index].T  # C[i, j] = <x unit i, z unit j>
+            rows, cols = linear_sum_assignment(C, maximize=True)
+            step = np.empty(len(index), dtype=int)
+            step[rows] = cols
+            if np.sum(C[rows, cols]) - np.trace(C) <= 1e-12 * (abs(np.trace(C)) + 1e-300):
+                continue  # no strict improvement: keep the current assignment
+            one = [np.arange(len(ix)) for _, ix in classes]
+            one[c] = step
+            cur = act(one, cur)
+            perms[c] = perms[c][step]  # units of different classes commute
+            changed = True
+        if not changed:
+            break
+    return perms, act(perms, np.asarray(z, float)), exact
+
+
+def _units(group, x, z):
+    perms, aligned, exact = _match_classes(group.classes, x, z,
+                                           lambda p, t: group.act(tuple(p), t))
+    return tuple(perms), aligned, exact, "linear assignment per unit class" + (
+        "" if exact else ", class after class until none changes (weight matching)")
+
+
+def _signed_generators(group):
+    """The generators (perm, signs) the group was built from (its constructor argument)."""
+    return group._gens
+
+
+def _unit_classes_of(group):
+    """The unit classes of a signed permutation group generated by swaps of equal-sized blocks
+    of positions (each generator an involution with signs +1), as (label, index) pairs with
+    index (units, positions), or None when the generators are not of that form. The classes
+    are checked: every generator must swap two units of one class position by position."""
+    gens = _signed_generators(group)
+    n = group.n
+    ident = np.arange(n)
+    if not gens or any(np.any(s != 1) or np.any(p[p] != ident) for p, s in gens):
+        return None
+    moved = [np.flatnonzero(p != ident) for p, _ in gens]
+    signature = {}
+    for k, m in enumerate(moved):
+        for pos in m.tolist():
+            signature.setdefault(pos, set()).add(k)
+    units = {}
+    for pos, sig in signature.items():
+        units.setdefault(frozenset(sig), []).append(pos)
+    units = [np.array(sorted(u)) for u in units.values()]
+    # a generator seen by one candidate unit only: split its pairs (p, perm p) into two units
+    split = []
+    for u in units:
+        ks = {k for k in signature[int(u[0])]}
+        owners = [k for k in ks if sum(k in signature[int(v[0])] for v in units) == 1]
+        if len(ks) == 1 and owners:
+            p = gens[owners[0]][0]
+            if set(p[u].tolist()) == set(u.tolist()):
+                a = np.array(sorted(q for q in u.tolist() if q < p[q]))
+                split += [a, p[a]]
+                continue
+        split.append(u)
+    units = split
+    owner = {}
+    for i, u in enumerate(units):
+        for pos in u.tolist():
+            owner[pos] = i
+    edges = []
+    for k, (p, _) in enumerate(gens):
+        touched = sorted({owner[q] for q in moved[k].tolist()})
+        if len(touched) != 2:
+            return None
+        edges.append((touched[0], touched[1], p))
+    # order each unit's positions from a root by following the swaps; then check every swap
+    order = {}
+    adj = {}
+    for a, b, p in edges:
+        adj.setdefault(a, []).append((b, p))
+        adj.setdefault(b, []).append((a, p))
+    classes = []
+    for root in range(len(units)):
+        if root in order:
+            continue
+        order[root] = units[root]
+        queue, members = [root], [root]
+        while queue:
+            a = queue.pop()
+            for b, p in adj.get(a, []):
+                if b not in order:
+                    order[b] = p[order[a]]
+                    members.append(b)
+                    queue.append(b)
+        classes.append(sorted(members))
+    for a, b, p in edges:
+        if order[a].shape != order[b].shape or np.any(p[order[a]] != order[b]) or \
+                set(order[b].tolist()) != set(units[b].tolist()):
+            return None
+    return [(f"units {members}", np.stack([order[i] for i in members]))
+            for members in classes if len(members) > 1]
+
+
+def _perm_of_units(n, classes, perms):
+    P = np.arange(n)
+    for (_, index), pi in zip(classes, perms):
+        P[index] = index[pi]
+    return P
+
+
+def _signed_permutations(group, x, z):
+    gens = _signed_generators(group)
+    n = group.n
+    ident = np.arange(n)
+    if all(np.all(p == ident) for p, _ in gens):  # sign flips
+        flips = [np.flatnonzero(s < 0) for _, s in gens]
+        if _disjoint(flips):
+            signs = np.ones(n)
+            for f in flips:
+                if np.dot(x[f], z[f]) < 0:
+                    signs[f] = -1.0
+            el = (ident, signs)
+            return el, group.act(el, z), True, "sign flips, one per generator (disjoint)"
+        if len(gens) <= MAX_ENUMERATED_FLIPS:
+            best = None
+            for mask in itertools.product((0, 1), repeat=len(gens)):
+                signs = np.prod([s for s, m in zip((s for _, s in gens), mask) if m] or
+                                [np.ones(n)], axis=0)
+                d = np.sum((x - signs * z) ** 2)
+                if best is None or d < best[0]:
+                    best = (d, signs)
+            el = (ident, best[1])
+            return el, group.act(el, z), True, f"enumeration of 2^{len(gens)} sign patterns"
+    classes = _unit_classes_of(group)
+    if classes is not None:
+        def act(perms, t):
+            return np.asarray(t, float)[_perm_of_units(n, classes, perms)]
+        perms, _, exact = _match_classes(classes, x, z, act)
+        el = (_perm_of_units(n, classes, perms), np.ones(n))
+        return el, group.act(el, z), exact, "linear assignment per unit class (units read " \
+                                            "from the swap generators)"
+    elements = _enumerate(group)
+    best = min(elements, key=lambda el: np.sum((x - group.act(el, z)) ** 2))
+    return best, group.act(best, z), True, f"enumeration of the {len(elements)} elements"
+
+
+def _enumerate(group):
+    gens = _signed_generators(group)
+    n = group.n
+    start = (tuple(range(n)), tuple([1.0] * n))
+    seen = {start}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for perm, signs in frontier:
+            perm, signs = np.array(perm), np.array(signs)
+            for p, s in gens:
+                el = (tuple(perm[p].tolist()), tuple((s * signs[p]).tolist()))
+                if el not in seen:
+                    seen.add(el)
+                    nxt.append(el)
+                    if len(seen) > MAX_ENUMERATED:
+                        raise ParamgeoError(
+                            f"{group.name}: a finite group of more than {MAX_ENUMERATED} "
+                            "elements without unit structure has no exact aligner; declare "
+                            "its units as a paramgeo.symmetry.UnitPermutationGroup")
+        frontier = nxt
+    return [(np.array(p), np.array(s)) for p, s in seen]
+
+
+#: the finite groups among them
+DISCRETE = (UnitPermutationGroup, SignedPermutationGroup)
+#: the group classes :func:`align` has a solver for
+ALIGNABLE = (OrthogonalGroup, GeneralLinearGroup, ScalingTorus, UnitPermutationGroup,
+             SignedPermutationGroup)
+
+
+def _align_factor(group, x, z):
+    """(element, aligned, exact, method) for one factor, or None if it has no aligner."""
+    if isinstance(group, OrthogonalGroup):
+        return _procrustes(group, x, z)
+    if isinstance(group, GeneralLinearGroup):
+        return _general_linear(group, x, z)
+    if isinstance(group, ScalingTorus):
+        return _torus(group, x, z)
+    if isinstance(group, UnitPermutationGroup):
+        return _units(group, x, z)
+    if isinstance(group, SignedPermutationGroup):
+        return _signed_permutations(group, x, z)
+    return None
+
+
+# ------------------------------------------------------------------ lower bounds
