@@ -27,6 +27,8 @@ Built-in losses:
   (symmetric), both BLAS-3 products instead of a memory-bound N x d^2 matrix-vector product.
 * :class:`Regression`: ell(B) = (1 / 2N) sum_i |y_i - B x_i|^2 on out x in predictors
   (multi-output linear regression) from its sufficient statistics, O(out in^2) per evaluation.
+* :mod:`paramgeo.output_losses`: the Gaussian and categorical negative log-likelihoods of a
+  predictor that is a model's outputs on N samples (``SquaredError``, ``CrossEntropy``).
 * :class:`CallableLoss`: any user function written with ``autograd.numpy``.
 
 Losses built from samples (all but CallableLoss) support ``minibatch(indices)`` for stochastic

@@ -47,6 +47,7 @@ CAPABILITIES = {
     "input_action": "input_action",  # a group acting on the fixed inputs (positions, data)
     "learning_coefficient": "learning_coefficient",  # exact (lambda, m) at a true parameter
     "batched_vjp": "batched_vjp",  # phi and its VJP at a batch of points in one array operation
+    "on_inputs": "on_inputs",  # the same map on other inputs (a model's outputs on a data batch)
 }
 
 
@@ -459,6 +460,15 @@ class Parameterization(abc.ABC):
         Phi = U V^T, vjp(G) = (G V, G^T U) per point). Used by
         :func:`paramgeo.losses.batched_value_and_grad` (the LLC estimator's chains)."""
         raise NotProvidedError(type(self).__name__, "batched_vjp", "batched_vjp")
+
+    def on_inputs(self, X):
+        """The same parameters on other inputs: a parameterization theta -> f(theta; X) with
+        the same ``spec`` (theta means the same weights) whose predictor is the model's outputs
+        on the batch X (shape (B, *input_shape)), where this one's predictor is its outputs on
+        its own fixed probe. Plugins whose predictor is a model's outputs declare it (the
+        framework adapters do); losses on data (:func:`paramgeo.llc.estimate_llc` with
+        ``data``) evaluate the model on each batch through it."""
+        raise NotProvidedError(type(self).__name__, "on_inputs", "on_inputs")
 
     def rank_at(self, theta, policy=None):
         """rank J(theta) in closed form from the factors, as a

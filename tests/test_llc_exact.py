@@ -2,6 +2,7 @@
 against it at two layers, the regular case, normal crossings and the plugin capability."""
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -9,8 +10,10 @@ import sympy
 
 import paramgeo
 from paramgeo.errors import NotProvidedError, SizeError
-from paramgeo.llc import (deep_linear_network, exact_learning_coefficient, monomial,
-                          normal_crossing_sum, reduced_rank_regression)
+from paramgeo.llc import (LLCWarning, deep_linear_network, estimate_llc,
+                          exact_learning_coefficient, monomial, normal_crossing_sum,
+                          reduced_rank_regression)
+from paramgeo.losses import Regression
 
 
 @pytest.mark.parametrize("M,H,N,r,lam,m,case", [
@@ -102,7 +105,12 @@ def test_plugins_declare_their_coefficients():
     U[:, 2] = V[:, 2] = 0  # a rank-2 truth on its deepest points
     theta = np.concatenate([U.ravel(), V.ravel()])
     assert exact_learning_coefficient(uvt, theta).lam == reduced_rank_regression(4, 3, 5, 2).lam
-    U[:, 2] = 1.0  # rank U = 3 > rank U V^T = 2: no formula there, and J is rank-deficient
+    U[:, 2] = 1.0  # rank U = 3 > rank U V^T = 2: J rank-deficient, the fibre smooth there
+    value = exact_learning_coefficient(uvt, np.concatenate([U.ravel(), V.ravel()]))
+    assert value.case.startswith("smooth fibre") and value.lam == (20 - (5 - 3) * (4 - 2)) / 2
+    U[:, 1:] = 0
+    U[:, 1] = 1.0  # rank U = 2 of 3 columns, V and U V^T of rank 1: a singular fibre
+    V[:, 1:] = 0
     with pytest.raises(NotProvidedError, match="estimate it"):
         exact_learning_coefficient(uvt, np.concatenate([U.ravel(), V.ravel()]))
     generic = uvt.random_point(rng)  # full rank truth: the regular value d / 2
@@ -135,3 +143,60 @@ def test_normal_crossings_of_diagonal_networks():
     # where the normal-crossing point is a regular point of phi the two routes agree
     w_regular = np.array([[1.0, 0.0, 2.0], [1.0, 1.0, 2.0], [1.0, 1.0, 2.0]]).ravel()
     assert deep.learning_coefficient(w_regular).lam == paramgeo.rank_at(deep, w_regular).rank / 2
+
+
+def _fibre_point(M, H, N, r, full, rng):
+    """A point of uvt (m = N, n = M, r = H) with U V^T of rank r and the factor ``full``
+    ("U" or "V") of rank H > r (the other of rank r)."""
+    p = paramgeo.get("uvt", m=N, n=M, r=H)
+    U, V = rng.standard_normal((N, H)), rng.standard_normal((M, H))
+    (V if full == "U" else U)[:, r:] = 0
+    return p, U, V
+
+
+@pytest.mark.parametrize("case, full, value", [((6, 2, 5, 1), "U", "15/2"),
+                                               ((6, 2, 5, 1), "V", "7"),
+                                               ((10, 3, 6, 1), "U", "33/2"),
+                                               ((10, 3, 6, 1), "V", "25/2")])
+def test_smooth_fibre_points_give_half_the_rank(case, full, value):
+    """Where a factor of U V^T has full rank H above the rank r0 of the product, the fibre
+    {U' V'^T = U V^T} is near the point the manifold {col(U') contains col(B0)} (or the same
+    for V'), of dimension n - rank J: lambda = rank J / 2 with rank J = m n - (m - rank U)
+    (n - rank V), the case named."""
+    M, H, N, r = case
+    p, U, V = _fibre_point(M, H, N, r, full, np.random.default_rng(0))
+    value_ = exact_learning_coefficient(p, p.spec.pack(U, V))
+    rank_u, rank_v = (H, r) if full == "U" else (r, H)
+    assert value_.exact == value and value_.lam == (M * N - (N - rank_u) * (M - rank_v)) / 2
+    assert value_.case.startswith("smooth fibre") and value_.multiplicity == 1
+
+
+def test_a_singular_fibre_is_refused_and_the_smooth_value_is_estimated():
+    """U of rank 2 (of H = 3 columns) with V of rank 1: the fibre is singular there (points at
+    delta along ker J lie delta, not delta^2, from it), so no value; at the smooth points the
+    estimator (n = 10^4, at the rank-H least-squares fit reached from the true point) agrees
+    with rank J / 2."""
+    from paramgeo.llc.exact import fibre_departure
+
+    rng = np.random.default_rng(0)
+    p, U, V = _fibre_point(10, 3, 6, 1, "U", rng)
+    U[:, 2] = 0
+    theta = p.spec.pack(U, V)
+    far, near = fibre_departure(p, theta, np.random.default_rng(1))
+    assert far / near < 20  # order delta: a kernel direction leaves the fibre
+    with pytest.raises(NotProvidedError, match="not smooth"):
+        exact_learning_coefficient(p, theta)
+    p, U, V = _fibre_point(10, 3, 6, 1, "U", np.random.default_rng(2))
+    theta = p.spec.pack(U, V)
+    exact = exact_learning_coefficient(p, theta)
+    n = 10_000
+    X = rng.standard_normal((n, 10))
+    loss = Regression(X, X @ (U @ V.T).T + rng.standard_normal((n, 6)))
+    W1, W2 = loss.reduced_rank_minimiser(3)
+    target, w = (W2 @ W1).ravel(), theta.copy()
+    for _ in range(30):  # minimum-norm Gauss-Newton onto the fit's fibre, from the true point
+        w = w - np.linalg.lstsq(p.jacobian(w), p.forward_flat(w) - target, rcond=1e-12)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LLCWarning)
+        est = estimate_llc(p, loss, w)
+    assert abs(est.llc - exact.lam) < 3 * est.se_total, (est.llc, exact.lam, est.se_total)

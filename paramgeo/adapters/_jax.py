@@ -122,6 +122,10 @@ class JaxBackend(Backend):
     def jacobian_map(self, fn, reverse):
         return (self.jax.jacrev if reverse else self.jax.jacfwd)(fn)
 
+    def batch_map(self, fn, a):
+        vmapped = self.jax.vmap(fn)
+        return lambda z: vmapped(z.reshape(-1, a)).reshape(-1)
+
 
 class JaxModel(FrameworkModel):
     """A JAX function fn(params, probe) on a fixed probe (built by :func:`from_jax`)."""
@@ -384,13 +388,21 @@ def from_jax(fn, params, probe, name=None, device=None, activation=None):
     def source():
         import jax.numpy as jnp
 
-        def forward(theta):
-            parts, start = [], 0
-            for shape, size in zip(shapes, sizes):
-                parts.append(jnp.reshape(theta[start:start + size], shape))
-                start += size
-            out = fn(jax.tree_util.tree_unflatten(treedef, parts), probe)
-            return jnp.reshape(jnp.asarray(out, dtype=jnp.float64), (-1,))
+        def forward_on(data):
+            data = np.asarray(data)
+            data = data.astype(np.float64) if np.issubdtype(data.dtype, np.floating) else data
+
+            def forward(theta):
+                parts, start = [], 0
+                for shape, size in zip(shapes, sizes):
+                    parts.append(jnp.reshape(theta[start:start + size], shape))
+                    start += size
+                out = fn(jax.tree_util.tree_unflatten(treedef, parts), data)
+                return jnp.reshape(jnp.asarray(out, dtype=jnp.float64), (-1,))
+
+            return forward
+
+        forward = forward_on(probe)
 
         try:
             with _x64(jax):
@@ -403,6 +415,7 @@ def from_jax(fn, params, probe, name=None, device=None, activation=None):
         one_array(out, name, "JAX")
         return {"backend": JaxBackend(jax, device), "blocks": list(zip(names, shapes)),
                 "predictor_shape": tuple(np.shape(out)), "forward": forward,
+                "forward_on": forward_on,
                 "theta0": leaves, "layers": layered, "state": lambda: object_state(fn),
                 "what": f"JAX function {getattr(fn, '__name__', type(fn).__name__)}"}
 

@@ -30,6 +30,7 @@ host with numpy.
 
 import warnings
 
+import autograd
 import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 
@@ -143,7 +144,7 @@ class FrameworkModel(Parameterization):
     """
 
     name = "framework-model"
-    capabilities = frozenset({"jacobian", "jvp", "vjp"})
+    capabilities = frozenset({"jacobian", "jvp", "vjp", "batched_vjp", "on_inputs"})
     references = (
         "Dangel et al., curvlinops: linear operators for the curvature of neural networks "
         "(torch.func products behind a scipy LinearOperator)",
@@ -171,6 +172,8 @@ class FrameworkModel(Parameterization):
         super().__init__()
         self.theta0 = self.spec.pack(*built["theta0"])
         self._f = _Op(self.backend, built["forward"], self.n, self.m, self, "forward")
+        self._forward_on = built["forward_on"]
+        self._batched = None  # the op of phi at a stack of points (vmap), built on first use
         self._state = built.get("state")
         self._what = built.get("what", f"{self.framework} model")
         self._check_forward()
@@ -285,6 +288,61 @@ class FrameworkModel(Parameterization):
             scale = 1.0 / np.sqrt(max(int(np.prod(shape[1:])), 1)) if len(shape) > 1 else 0.5
             parts.append(scale * rng.standard_normal(int(np.prod(shape))))
         return np.concatenate(parts) if parts else np.zeros(0)
+
+    def on_inputs(self, X):
+        """The same model on the inputs X (a batch the model accepts, shape
+        (B, *input_shape)): theta -> model(theta; X), with this model's ``spec`` and
+        ``theta0`` and its predictor the outputs on X (shape model(X).shape). The framework
+        module or function is shared, not copied; derivatives come from the framework as for
+        the probe."""
+        import copy
+
+        other = copy.copy(self)
+        other._f = _Op(self.backend, self._forward_on(X), self.n, None, other, "forward")
+        other._batched = None
+        out = other._f(self.theta0)
+        other._out_shape = other.predictor_shape = tuple(
+            int(s) for s in self._output_shape(X, out))
+        other.m = int(out.size)
+        other._f.b = other.m
+        other._jac = autograd.jacobian(other.forward_flat)
+        if not np.all(np.isfinite(out)):
+            raise ContractError(f"{self.name} ({self.framework} model): forward on the inputs "
+                                "gave non-finite values at the model's own parameters; give "
+                                "inputs the model accepts")
+        return other
+
+    def _output_shape(self, X, out):
+        """The shape of the outputs on X: the probe's output shape with its leading (batch)
+        axis set to X's batch size, where that accounts for every output."""
+        rest = tuple(self.predictor_shape[1:])
+        batch = np.shape(X)[0] if np.ndim(X) else 1
+        if self.predictor_shape and batch * int(np.prod(rest)) == out.size:
+            return (batch,) + rest
+        return (out.size,)
+
+    def batched_vjp(self, thetas):
+        """(Phi, vjp) at the K rows of thetas at once: phi vectorized over the rows by the
+        framework's vmap (torch.func.vmap, jax.vmap), vjp(G) = (J(thetas[k])^T G[k])_k the
+        framework's VJP of that vectorized map (the rows are independent, so the VJP of the
+        stacked map is the stack of VJPs). A model that vmap cannot vectorize (e.g. in-place
+        operations) is evaluated row by row instead."""
+        thetas = np.asarray(thetas, dtype=float).reshape(-1, self.n)
+        K = len(thetas)
+        if self._batched is None:
+            self._batched = _Op(self.backend, self.backend.batch_map(self._f.fn, self.n),
+                                None, None, self, "forward (vectorized over points)")
+        if self._batched is not False:
+            try:
+                flat = thetas.ravel()
+                phis = self._batched(flat).reshape((K,) + self.predictor_shape)
+                return phis, lambda G: self._batched.vjp(
+                    flat, np.asarray(G, float).ravel()).reshape(K, self.n)
+            except PluginError:
+                self._batched = False  # vmap cannot run this model: row by row from now on
+        phis = np.stack([self._f(t) for t in thetas]).reshape((K,) + self.predictor_shape)
+        return phis, lambda G: np.stack([self._f.vjp(t, g) for t, g in
+                                         zip(thetas, np.asarray(G, float).reshape(K, -1))])
 
     # ------------------------------------------------------------------ derivatives
     def jacobian(self, theta):

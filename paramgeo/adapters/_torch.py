@@ -72,6 +72,10 @@ class TorchBackend(Backend):
     def jacobian_map(self, fn, reverse):
         return (self.torch.func.jacrev if reverse else self.torch.func.jacfwd)(fn)
 
+    def batch_map(self, fn, a):
+        vmapped = self.torch.func.vmap(fn)
+        return lambda z: vmapped(z.reshape(-1, a)).reshape(-1)
+
 
 class TorchModel(FrameworkModel):
     """A torch ``nn.Module`` on a fixed probe batch (built by :func:`from_torch`)."""
@@ -158,24 +162,33 @@ def from_torch(module, probe, name=None, device=None, layers="auto"):
         if not named:
             raise ShapeError(f"{name}: the torch module has no parameters")
         buffers = dict(model.named_buffers())
-        x = torch.as_tensor(probe_data, device=device)
-        if x.is_floating_point():
-            x = x.to(torch.float64)
         shapes = [(key, tuple(p.shape)) for key, p in named]
         sizes = [int(np.prod(s)) for _, s in shapes]
         call = torch.func.functional_call
 
-        def forward(theta):
-            params, start = {}, 0
-            for (key, shape), size in zip(shapes, sizes):
-                params[key] = theta[start:start + size].view(shape)
-                start += size
-            out = call(model, (params, buffers), (x,))
-            if not isinstance(out, torch.Tensor):
-                raise ShapeError(
-                    f"{name}: the module returned {type(out).__name__}, not one tensor; wrap it "
-                    "in a module whose forward returns the tensor to analyse")
-            return out.reshape(-1)
+        def inputs(data):
+            x = torch.as_tensor(np.asarray(data), device=device)
+            return x.to(torch.float64) if x.is_floating_point() else x
+
+        def forward_on(data):
+            x = inputs(data)
+
+            def forward(theta):
+                params, start = {}, 0
+                for (key, shape), size in zip(shapes, sizes):
+                    params[key] = theta[start:start + size].view(shape)
+                    start += size
+                out = call(model, (params, buffers), (x,))
+                if not isinstance(out, torch.Tensor):
+                    raise ShapeError(
+                        f"{name}: the module returned {type(out).__name__}, not one tensor; "
+                        "wrap it in a module whose forward returns the tensor to analyse")
+                return out.reshape(-1)
+
+            return forward
+
+        x = inputs(probe_data)
+        forward = forward_on(probe_data)
 
         def read_graph():
             positions, start = {}, 0
@@ -197,6 +210,7 @@ def from_torch(module, probe, name=None, device=None, layers="auto"):
                              "to analyse")
         return {"backend": TorchBackend(torch, device), "blocks": shapes,
                 "predictor_shape": tuple(out.shape), "forward": forward,
+                "forward_on": forward_on,
                 "theta0": [p.detach().cpu().numpy() for _, p in named], "layers": layered,
                 "graph": read_graph if layers == "auto" else None,
                 "state": lambda: torch_state(model), "written": written_by(forward),

@@ -6,8 +6,10 @@ import numpy as np
 from ._common import (emit, exit_if_interrupted, json_option, load_point, progress_bar,
                       progress_enabled, progress_option, resolve, sizes_option)
 
-#: the loss kinds ``llc estimate`` accepts (paramgeo.loss_data.LOSS_KINDS)
-LOSSES = ("regression", "squared", "quadratic", "logistic", "exponential")
+#: the loss kinds ``llc estimate`` accepts (paramgeo.loss_data.LOSS_KINDS, and the losses of
+#: a model's outputs on the data's inputs, paramgeo.llc.data.OUTPUT_LOSSES)
+OUTPUT_LOSSES = ("mse", "cross-entropy")
+LOSSES = ("regression", "squared", "quadratic", "logistic", "exponential") + OUTPUT_LOSSES
 
 
 @click.group("llc")
@@ -57,13 +59,33 @@ def llc_estimate(param, loss_kind, arrays, data_path, theta_star, truth=None, **
     local minimum ``theta_star`` (None: the array ``theta_star`` of the data file), and the
     exact value at the true parameter ``truth`` (a theta, or None for none)."""
     from ..llc import estimate_llc, exact_learning_coefficient
+
+    loss, theta_star, data = llc_loss(param, loss_kind, arrays, data_path, theta_star)
+    exact = None if truth is None else exact_learning_coefficient(param, truth)
+    return estimate_llc(param, loss, theta_star, data=data, **options), exact
+
+
+def llc_loss(param, loss_kind, arrays, data_path, theta_star):
+    """(loss, theta_star, data) for estimate_llc: a loss on predictors from the arrays, or for
+    ``mse`` / ``cross-entropy`` the loss's name with data = (X, Y), the model evaluated on X
+    (theta_star None: the array ``theta_star`` of the data file, else, for a model of its own
+    parameters, those)."""
+    from ..errors import ShapeError
     from ..loss_data import loss_from_arrays
 
-    loss = loss_from_arrays(loss_kind, arrays, param, source=data_path)
-    if theta_star is None:
+    if loss_kind not in OUTPUT_LOSSES:
+        loss = loss_from_arrays(loss_kind, arrays, param, source=data_path)
+        if theta_star is None:
+            theta_star = llc_theta_star(param, arrays, data_path)
+        return loss, theta_star, None
+    missing = [k for k in ("X", "Y") if k not in arrays]
+    if missing:
+        raise ShapeError(f"{data_path} has no array {', '.join(map(repr, missing))} (found: "
+                         f"{', '.join(sorted(arrays)) or 'none'}); --loss {loss_kind} needs the "
+                         "inputs X (N, ...) and the targets Y (N, ...) of the model")
+    if theta_star is None and ("theta_star" in arrays or not hasattr(param, "theta0")):
         theta_star = llc_theta_star(param, arrays, data_path)
-    exact = None if truth is None else exact_learning_coefficient(param, truth)
-    return estimate_llc(param, loss, theta_star, **options), exact
+    return loss_kind, theta_star, (arrays["X"], arrays["Y"])
 
 
 @llc_cmd.command("estimate")
@@ -71,7 +93,9 @@ def llc_estimate(param, loss_kind, arrays, data_path, theta_star, truth=None, **
 @sizes_option
 @click.option("--loss", "loss_kind", type=click.Choice(LOSSES), default="regression",
               show_default=True,
-              help="Loss on predictors: regression needs X (N, in) and Y (N, out); the others "
+              help="Loss on predictors: regression needs X (N, in) and Y (N, out); mse and "
+                   "cross-entropy evaluate a model of a plugin file (from_torch, from_jax) on "
+                   "the inputs X against the targets Y (labels or probabilities); the others "
                    "as in `paramgeo flow` (docs/flows.md).")
 @click.option("--data", "data_path", required=True, type=click.Path(dir_okay=False),
               help="An .npz file with the arrays the loss needs (and optionally theta_star).")
@@ -86,8 +110,9 @@ def llc_estimate(param, loss_kind, arrays, data_path, theta_star, truth=None, **
 @click.option("--step-scale", type=click.FloatRange(0, 2, min_open=True, max_open=True),
               default=0.05, show_default=True, help="eps times the curvature, for the "
               "automatic step.")
-@click.option("--sampler", type=click.Choice(["mala", "sgld"]), default="mala",
-              show_default=True, help="MALA (Metropolis-adjusted, no step bias) or SGLD.")
+@click.option("--sampler", type=click.Choice(["mala", "sgld"]), default=None,
+              help="MALA (Metropolis-adjusted, no step bias) or SGLD [default: mala on the "
+                   "full batch, sgld with --batch-size].")
 @click.option("--temperatures", default="0.5,2", show_default=True,
               help="Multipliers of n beta, comma-separated: the estimate is the slope of the "
                    "mean loss against 1 / (n beta) over them (one value: n beta (E[L_n] - "
@@ -109,6 +134,12 @@ def llc_estimate(param, loss_kind, arrays, data_path, theta_star, truth=None, **
               help="A .npy file holding the true parameter: print the exact value there.")
 @click.option("--truth-zero", is_flag=True,
               help="The true parameter is 0 (true map 0): print the exact value there.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+              help="Minibatch SGLD on batches of this many samples [default: the full "
+                   "batch]; needs --sampler sgld (the default with batches).")
+@click.option("--block", "blocks", multiple=True,
+              help="Move only this parameter block (repeatable): the weight-refined LLC, the "
+                   "other blocks fixed at w*.")
 @click.option("--sweep-steps", is_flag=True,
               help="Run the estimate at 1/8, 1/4, 1/2, 1 and 2 times the automatic step.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
@@ -117,7 +148,7 @@ def llc_estimate(param, loss_kind, arrays, data_path, theta_star, truth=None, **
 @json_option
 def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step_scale,
                  sampler, temperatures, chains, draws, burn, bias_check, seed, truth_path,
-                 truth_zero, sweep_steps, plot_path, progress, as_json):
+                 truth_zero, batch_size, blocks, sweep_steps, plot_path, progress, as_json):
     """Estimate the local learning coefficient at a local minimum w* by localized Langevin
     chains (MALA or SGLD): the slope of the mean loss against 1 / (n beta) over the
     temperatures, with an error bar of three parts (the sampler's, from the effective
@@ -128,9 +159,8 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
     """
     import json
 
-    from ..llc import step_sweep
-    from ..loss_data import loss_from_arrays
     from ..files import check_plot_path
+    from ..llc import step_sweep
     from ._flow import load_data
 
     if plot_path:  # before the run, not after it
@@ -140,7 +170,8 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
     theta_star = None if at is None else load_point(param, at, 0)
     options = dict(nbeta=nbeta, gamma=gamma, step_scale=step_scale, chains=chains,
                    draws=draws, burn=burn, sampler=sampler, seed=seed,
-                   temperatures=parse_temperatures(temperatures), bias_check=bias_check)
+                   temperatures=parse_temperatures(temperatures), bias_check=bias_check,
+                   batch_size=batch_size, block=list(blocks) or None)
     if step is not None and sweep_steps:
         raise click.UsageError("give --step or --sweep-steps, not both")
     truth = None
@@ -148,10 +179,8 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
         truth = _true_point(param, truth_path, truth_zero, 0)
     with progress_bar("llc", progress_enabled(progress)) as update:
         if sweep_steps:
-            loss = loss_from_arrays(loss_kind, arrays, param, source=data_path)
-            if theta_star is None:
-                theta_star = llc_theta_star(param, arrays, data_path)
-            result = step_sweep(param, loss, theta_star, progress=update, **options)
+            loss, theta_star, data = llc_loss(param, loss_kind, arrays, data_path, theta_star)
+            result = step_sweep(param, loss, theta_star, progress=update, data=data, **options)
             exact = None
         else:
             result, exact = llc_estimate(param, loss_kind, arrays, data_path, theta_star,

@@ -62,6 +62,15 @@ magnitude, not a correction (the form of the remainder is not known in general).
 ``se_total`` = sqrt(se^2 + se_data^2 + se_bias^2); docs/learning-coefficients.md measures
 all of them.
 
+Data and minibatches (:mod:`paramgeo.llc.data`): L_n = sum_b (n_b / n) L_b over batches, each
+a (parameterization, loss) pair (a model evaluated on the batch's inputs through the
+contract's ``on_inputs``, or a Loss's ``minibatch``); minibatch SGLD draws one batch per step
+with probability n_b / n and records L_b(w_t) + L_n(w*) - L_b(w*), an unbiased reading of
+L_n(w_t) with a control variate. ``block``: only the named blocks move (the weight-refined
+LLC). Before sampling, :func:`localization_check` reads the Hessian spectrum of L_n at w*
+against gamma (a direction of curvature h contributes r(n beta h / gamma) / 2, not 1/2,
+:func:`retained`) and :func:`mixing_check` the relaxation time of the least curved direction.
+
 Step size ``"auto"``: eps = step_scale / h with h the largest curvature (power iteration on
 Hessian-vector products by central differences of the gradient) of the potential
 n beta L_n(w) + gamma |w - w*|^2 / 2, measured at w* and again at the end of short pilot runs
@@ -79,6 +88,9 @@ import numpy as np
 from ..errors import ParamgeoError
 from ..files import save_figure
 from ..results import Result
+from .data import batch_picker, make_batches
+from .diagnostics import (chain_notes, effective_sample_size, localization_check,
+                          mixing_check, slope_weights)
 from .sampler import auto_step_size, sample_chains
 
 
@@ -135,6 +147,13 @@ class LLCEstimate(Result):
     gamma_check: float = math.nan
     #: |llc - llc_check|, the scale of the estimator's finite-n bias (module docstring)
     se_bias: float = math.nan
+    #: the pre-check before sampling (:func:`localization_check`): n beta times the largest
+    #: and smallest curvature of L_n at w*, the quadratic prediction and the suggested gamma
+    curvature: dict = dataclasses.field(default_factory=dict)
+    #: the number of minibatches (1: the full loss at every step)
+    batches: int = 1
+    #: the blocks the chains moved (None: all; the weight-refined LLC otherwise)
+    block: object = None
 
     def to_dict(self, traces=False):
         out = super().to_dict()
@@ -160,8 +179,16 @@ class LLCEstimate(Result):
                       f"{lv['llc']:.4g} +- {lv['se']:.2g} (ESS {lv['ess']:.0f}, R-hat "
                       f"{lv['rhat']:.3f}, step {lv['step']:.3g})" for lv in self.levels]
         lines.append(f"  n = {self.n}, gamma = {self.gamma:g}, step {self.step:.3g} at n beta = "
-                     f"{self.nbeta:.5g} ({self.sampler}), burn-in {self.burn}, seed {self.seed}, "
-                     f"{self.seconds:.2f} s")
+                     f"{self.nbeta:.5g} ({self.sampler}"
+                     + (f", {self.batches} minibatches" if self.batches > 1 else "")
+                     + f"), burn-in {self.burn}, seed {self.seed}, {self.seconds:.2f} s"
+                     + (f", blocks {', '.join(self.block)} only" if self.block else ""))
+        c = self.curvature
+        if c:
+            lines.append(f"  before sampling: n beta h from {c['bottom']:.3g} to {c['top']:.3g} "
+                         f"against gamma = {c['gamma']:g}; {c['curved']:.0f} curved and "
+                         f"{c['flat']:.0f} flat directions; quadratic prediction "
+                         f"{c['quadratic']:.4g} of {c['unlocalized']:.4g}")
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -207,43 +234,6 @@ class LLCEstimate(Result):
         return fig
 
 
-def effective_sample_size(x):
-    """(ESS, split R-hat) of draws x (chains x draws): Gelman et al. (2013), BDA3 Sec. 11.5.
-    var+ = (n - 1)/n W + B/n from the within-chain variance W and between-chain variance B;
-    rho_t = 1 - (W - mean_chains acov_t) / var+; ESS = m n / (1 + 2 sum_t rho_t) with the sum
-    cut by Geyer's initial positive, monotone sequence of pair sums rho_{2k} + rho_{2k+1}."""
-    x = np.asarray(x, float)
-    m, n = x.shape
-    if n < 4:
-        return float("nan"), float("nan")
-    means = x.mean(axis=1)
-    W = float(x.var(axis=1, ddof=1).mean())
-    B = n * float(means.var(ddof=1)) if m > 1 else 0.0
-    var_plus = (n - 1) / n * W + B / n
-    if not var_plus > 0:
-        return float(m * n), 1.0
-    xc = x - means[:, None]
-    f = np.fft.rfft(xc, 2 * n, axis=1)
-    acov = np.fft.irfft(f * np.conj(f), axis=1)[:, :n] / n
-    rho = 1.0 - (W - acov.mean(axis=0)) / var_plus
-    rho[0] = 1.0
-    total, prev = 0.0, math.inf
-    for t in range(0, n - 1, 2):
-        pair = rho[t] + rho[t + 1]
-        if pair < 0:
-            break
-        prev = min(prev, pair)
-        total += prev
-    tau = max(-1.0 + 2.0 * total, 1.0 / math.log10(max(m * n, 10)))
-    half = n // 2
-    split = np.concatenate([x[:, :half], x[:, n - half:]])
-    sm = split.mean(axis=1)
-    sW = float(split.var(axis=1, ddof=1).mean())
-    sB = half * float(sm.var(ddof=1))
-    rhat = math.sqrt(((half - 1) / half * sW + sB / half) / sW) if sW > 0 else 1.0
-    return float(m * n / tau), rhat
-
-
 SAMPLERS = ("mala", "sgld")
 
 #: states kept per chain after burn-in for the data-set error bar, and the most numbers kept
@@ -263,15 +253,19 @@ LOW_ACCEPTANCE = 0.2
 BIAS_CHECK = 4.0
 
 
-def _setup(param, loss, theta_star, n, nbeta, gamma):
-    from ..losses import pullback
-
-    value, grad = pullback(param, loss)
+def _setup(param, batches, theta_star, n, nbeta, gamma):
+    value, _ = batches.full()
+    _, grad = batches.value_grads()[0]  # the step and the curvature from batch 0
+    if theta_star is None:
+        if not hasattr(param, "theta0"):
+            raise ParamgeoError(f"estimate_llc: give the local minimum theta_star ({param.name} "
+                                "has no parameters of its own)")
+        theta_star = param.theta0
     w_star = param.as_theta(theta_star).copy()
-    n = loss.N if n is None else n
+    n = batches.n if n is None else n
     if n is None:
-        raise ParamgeoError(f"estimate_llc: {type(loss).__name__} is not built from samples; "
-                            "give the number of samples n")
+        raise ParamgeoError(f"estimate_llc: {type(batches.losses[0]).__name__} is not built "
+                            "from samples; give the number of samples n")
     n = int(n)
     if n < 2:
         raise ParamgeoError(f"estimate_llc: n={n!r} samples; n / log n needs n >= 2")
@@ -288,27 +282,52 @@ def _setup(param, loss, theta_star, n, nbeta, gamma):
     return value, grad, w_star, n, float(nbeta), float(L_star)
 
 
-def _potential_gradient(grad, w_star, nbeta, gamma):
-    """grad U for U(w) = n beta L_n(w) + gamma |w - w*|^2 / 2."""
+def _potential_gradient(grad, w_star, nbeta, gamma, mask=None):
+    """grad U for U(w) = n beta L_n(w) + gamma |w - w*|^2 / 2 (zero off ``mask``)."""
 
     def grad_U(w):
-        return nbeta * grad(w) + gamma * (w - w_star)
+        g = nbeta * grad(w) + gamma * (w - w_star)
+        return g if mask is None else g * mask
 
     return grad_U
 
 
-def auto_step(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step_scale=0.05, seed=0):
+def auto_step(param, loss, theta_star=None, n=None, nbeta=None, gamma=1.0, step_scale=0.05,
+              seed=0, data=None, batch_size=None, block=None):
     """The automatic SGLD step eps = step_scale / h of :func:`estimate_llc` (h the largest
-    curvature of the potential n beta L_n + gamma |w - w*|^2 / 2 seen near w*)."""
-    _, grad, w_star, _, nbeta, _ = _setup(param, loss, theta_star, n, nbeta, gamma)
-    grad_U = _potential_gradient(grad, w_star, nbeta, gamma)
+    curvature of the potential n beta L_n + gamma |w - w*|^2 / 2 seen near w*; with
+    minibatches, of the first batch's loss)."""
+    batches = make_batches(param, loss, data, batch_size, seed)
+    _, grad, w_star, _, nbeta, _ = _setup(param, batches, theta_star, n, nbeta, gamma)
+    mask = block_mask(param, block)
+    grad_U = _potential_gradient(grad, w_star, nbeta, gamma, mask)
     return auto_step_size(grad_U, w_star, step_scale,
-                          np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]))
+                          np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]),
+                          mask=mask)
 
 
-def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="auto",
-                 step_scale=0.05, chains=None, draws=None, burn=None, sampler="mala", seed=0,
-                 temperatures=TEMPERATURES, bias_check=True, progress=None):
+def block_mask(param, block):
+    """The 0/1 vector of the coordinates of the named blocks of ``param.spec`` (a name or a
+    list of names; None: every coordinate, returned as None)."""
+    if block is None:
+        return None
+    names = [block] if isinstance(block, str) else list(block)
+    blocks = param.spec.slices
+    unknown = [b for b in names if b not in blocks]
+    if not names or unknown:
+        raise ParamgeoError(f"estimate_llc: block={block!r}: {param.name} has no block "
+                            f"{', '.join(map(repr, unknown)) or '(none given)'}; its blocks are "
+                            f"{', '.join(map(repr, blocks))}")
+    mask = np.zeros(param.n)
+    for b in names:
+        mask[blocks[b]] = 1.0
+    return mask
+
+
+def estimate_llc(param, loss, theta_star=None, n=None, nbeta=None, gamma=1.0, step="auto",
+                 step_scale=0.05, chains=None, draws=None, burn=None, sampler=None, seed=0,
+                 temperatures=TEMPERATURES, bias_check=True, progress=None, data=None,
+                 batch_size=None, block=None, precheck=True):
     """Estimate the local learning coefficient of ``loss`` through ``param`` at the local
     minimum ``theta_star`` (see the module docstring): ``chains`` localized chains of
     ``burn + draws`` steps at each inverse temperature n beta_k = t_k n beta, t_k in
@@ -337,8 +356,27 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     runs every chain at the localization 4 gamma, with the same random numbers, for
     ``se_bias`` (see the module docstring); it doubles the chains (batched: about 1.3 times
     the time).
+
+    The loss on data: ``loss`` "mse" (the Gaussian negative log-likelihood
+    (1 / 2n) sum_i |y_i - f(x_i)|^2) or "cross-entropy" (-(1/n) sum_i log softmax(f(x_i))_{y_i})
+    with ``data`` = (X, Y) arrays or an iterable of (x, y) batches (a torch DataLoader works,
+    read once), f the model evaluated on each batch's inputs (``param.on_inputs(x)``, which
+    models from :func:`paramgeo.from_torch` and :func:`paramgeo.from_jax` provide); or a
+    :class:`paramgeo.losses.Loss` (its own data) without ``data``. ``theta_star`` defaults to
+    the model's own parameters (``param.theta0``). ``batch_size`` splits arrays (or a Loss's
+    samples) into minibatches: minibatch SGLD (one batch per step, drawn with probability
+    n_b / n, all chains on it; the loss trace adds the control variate L_n(w*) - L_b(w*),
+    :mod:`paramgeo.llc.data`); ``sampler`` defaults to "mala" on the full batch and must be
+    "sgld" with several batches (the Metropolis test needs the exact loss). ``block``: a block
+    name of ``param.spec`` (or a list of them): the weight-refined LLC, the chains moving only
+    those coordinates with the others fixed at w* (the learning coefficient of the restricted
+    model w_block -> phi(w_block, w*_rest); devinterp's weight-refined LLC, Wang et al. 2024,
+    "Differentiation and specialization of attention heads via the refined local learning
+    coefficient"). ``precheck`` (default True): before sampling, the curvature of n beta L_n
+    at w* against gamma (:func:`localization_check`), whose warnings say when the estimate
+    will be localization-bound and which gamma to use; its numbers are ``curvature``.
     """
-    if sampler not in SAMPLERS:
+    if sampler is not None and sampler not in SAMPLERS:
         raise ParamgeoError(f"estimate_llc: unknown sampler {sampler!r}; choose one of "
                             f"{', '.join(SAMPLERS)}")
     for name, value_, low in (("chains", chains, 1), ("draws", draws, 4), ("burn", burn, 0)):
@@ -350,7 +388,15 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     if not isinstance(bias_check, (bool, np.bool_)):
         raise ParamgeoError(f"estimate_llc: bias_check={bias_check!r} must be True or False")
     temps = _temperatures(temperatures)
-    _, grad, w_star, n, nbeta, L_star = _setup(param, loss, theta_star, n, nbeta, gamma)
+    batches = make_batches(param, loss, data, batch_size, seed)
+    if sampler is None:
+        sampler = "mala" if len(batches) == 1 else "sgld"
+    elif sampler == "mala" and len(batches) > 1:
+        raise ParamgeoError("estimate_llc: MALA's Metropolis test needs the exact loss, not a "
+                            "minibatch; give sampler='sgld' with minibatches, or the full "
+                            "batch (batch_size=None)")
+    _, grad, w_star, n, nbeta, L_star = _setup(param, batches, theta_star, n, nbeta, gamma)
+    mask = block_mask(param, block)
     if step == "auto":
         if isinstance(step_scale, bool) or not (isinstance(step_scale, (int, float))
                                                 and 0 < step_scale < 2):
@@ -358,30 +404,46 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
     elif isinstance(step, bool) or not (isinstance(step, (int, float)) and math.isfinite(step)
                                         and step > 0):
         raise ParamgeoError(f"estimate_llc: step={step!r} must be a positive number or 'auto'")
-    from ..losses import batched_value_and_grad
-
-    batch = batched_value_and_grad(param, loss)
+    fns = batches.batched()
     chains, burn, draws = (int(given) if given is not None else default for given, default
-                           in zip((chains, burn, draws), DEFAULT_RUNS[batch.batched]))
+                           in zip((chains, burn, draws), DEFAULT_RUNS[fns[0].batched]))
     started = time.perf_counter()
-    seeds = np.random.SeedSequence(seed).spawn(len(temps) + 1)
+    seeds = np.random.SeedSequence(seed).spawn(len(temps) + 2)  # steps, chains, pre-check
+    check, pre_notes = ({}, []) if not precheck else localization_check(
+        fns[0], w_star, nbeta, gamma, temps, np.random.default_rng(seeds[-1]), mask)
+    for note in pre_notes:  # before sampling: the user may stop the run and follow the advice
+        warnings.warn(f"LLC estimator (before sampling): {note}", LLCWarning, stacklevel=2)
     eps = []
     with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
         for i, t in enumerate(temps):
-            grad_U = _potential_gradient(grad, w_star, t * nbeta, gamma)
-            eps.append(auto_step_size(grad_U, w_star, step_scale, np.random.default_rng(seeds[i]))
+            grad_U = _potential_gradient(grad, w_star, t * nbeta, gamma, mask)
+            eps.append(auto_step_size(grad_U, w_star, step_scale, np.random.default_rng(seeds[i]),
+                                      mask=mask)
                        if step == "auto" else float(step) / t)
+    if check:
+        mixing = mixing_check(check, eps, temps, nbeta, gamma, burn, sampler)
+        for note in mixing:
+            warnings.warn(f"LLC estimator (before sampling): {note}", LLCWarning, stacklevel=2)
+        pre_notes += mixing
     # row (g * T + i) * chains + k: chain k at temperature t_i and localization gammas[g]
     gammas = (float(gamma),) + ((BIAS_CHECK * float(gamma),) if bias_check else ())
     rows = len(temps) * chains
     nbs = np.tile(np.repeat([t * nbeta for t in temps], chains), len(gammas))
-    f_star = loss.sample_features(np.asarray(param.forward_flat(w_star), float)[None])
+    f_star = None  # the data-set error bar needs the full loss's per-sample features
+    if len(batches) == 1:
+        f_star = batches.losses[0].sample_features(
+            np.asarray(batches.params[0].forward_flat(w_star), float)[None])
     keep = 0 if f_star is None else min(KEPT_STATES, STATE_BUDGET // (rows * w_star.size))
-    run = sample_chains(batch, sampler, w_star, nbs, np.tile(np.repeat(eps, chains),
-                                                             len(gammas)),
+    shift = None
+    if len(batches) > 1:
+        shift = np.array([L_star - v(w_star) for v, _ in batches.value_grads()])
+    rng = np.random.default_rng(seeds[len(temps)])
+    run = sample_chains(fns, sampler, w_star, nbs, np.tile(np.repeat(eps, chains),
+                                                           len(gammas)),
                         np.repeat(gammas, rows), L_star, burn, draws,
-                        np.random.default_rng(seeds[-1]), progress, keep if keep >= 20 else 0,
-                        keep_rows=rows, groups=len(gammas))
+                        rng, progress, keep if keep >= 20 else 0,
+                        keep_rows=rows, groups=len(gammas),
+                        pick=batch_picker(batches.weights, rng), shift=shift, mask=mask)
     done = run["traces"].shape[1] - burn
     notes = []
     if run["interrupted"]:
@@ -409,8 +471,8 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
         states = run["states"].reshape(len(temps), chains, kept, -1)[:, good]
         losses = (run["traces"][:rows, run["kept_at"]] / nbs[:rows, None] + L_star).reshape(
             len(temps), chains, kept)[:, good]
-        se_data = data_set_se(param, loss, states, losses, [lv["nbeta"] for lv in levels],
-                              weights, f_star[0])
+        se_data = data_set_se(batches.params[0], batches.losses[0], states, losses,
+                              [lv["nbeta"] for lv in levels], weights, f_star[0])
     for note in notes:
         warnings.warn(f"LLC estimator: {note}", LLCWarning, stacklevel=2)
     public = tuple({k: (float(v) if k != "temperature" else v) for k, v in lv.items()
@@ -420,9 +482,12 @@ def estimate_llc(param, loss, theta_star, n=None, nbeta=None, gamma=1.0, step="a
                        max(lv["rhat"] for lv in levels), chain_llc, n, nbeta, float(gamma),
                        float(np.median([lv["step"] * lv["temperature"] for lv in levels])),
                        chains, done, burn, sampler, int(seed), L_star,
-                       time.perf_counter() - started, tuple(notes), temps, public, traces,
-                       run["interrupted"], se_data, math.sqrt(sum(v * v for v in parts)),
-                       llc_check, gammas[-1] if bias_check else math.nan, se_bias)
+                       time.perf_counter() - started, tuple(pre_notes + notes), temps, public,
+                       traces, run["interrupted"], se_data,
+                       math.sqrt(sum(v * v for v in parts)), llc_check,
+                       gammas[-1] if bias_check else math.nan, se_bias, check, len(batches),
+                       None if block is None else tuple([block] if isinstance(block, str)
+                                                        else block))
 
 
 def _group_estimate(run, g, temps, nbeta, chains, burn, sampler, gammas):
@@ -465,7 +530,7 @@ def _group_estimate(run, g, temps, nbeta, chains, burn, sampler, gammas):
         level.update(llc=float(post.mean()), se=math.sqrt(var / ess) if ess > 0 else math.nan,
                      ess=ess, rhat=rhat, chain_llc=post.mean(axis=1))
         label = where + (f"at n beta = {level['nbeta']:.4g}: " if T > 1 else "")
-        notes += [label + note for note in _diagnose(post, good, level["llc"], level["se"],
+        notes += [label + note for note in chain_notes(post, good, level["llc"], level["se"],
                                                      rhat)]
     llc = float(sum(w * lv["llc"] for w, lv in zip(weights, levels)))
     se = math.sqrt(sum((w * lv["se"]) ** 2 for w, lv in zip(weights, levels)))
@@ -520,19 +585,6 @@ def data_set_se(param, loss, states, losses, nbetas, weights, f_star):
     return math.sqrt(max(cross, 0.0))
 
 
-def slope_weights(nbetas):
-    """Weights c_k with lambda_hat = sum_k c_k lambda_k, lambda_k = n beta_k (E_k[L_n] -
-    L_n(w*)) the single-temperature estimates: the least-squares slope of
-    y_k = lambda_k / (n beta_k) against x_k = 1 / (n beta_k), c_k = (x_k - mean x) /
-    (n beta_k sum_j (x_j - mean x)^2); one temperature gives c = (1,)."""
-    nbetas = np.asarray(nbetas, float)
-    if nbetas.size == 1:
-        return (1.0,)
-    x = 1.0 / nbetas
-    dx = x - x.mean()
-    return tuple(float(c) for c in dx / (nbetas * float(dx @ dx)))
-
-
 def _temperatures(temperatures):
     try:
         temps = tuple(float(t) for t in temperatures)
@@ -543,22 +595,3 @@ def _temperatures(temperatures):
         raise ParamgeoError(f"estimate_llc: temperatures={temperatures!r} must be distinct "
                             "positive numbers (multipliers of n beta), e.g. (0.5, 2)")
     return temps
-
-
-def _diagnose(post, good, llc, se, rhat):
-    notes = []
-    draws = post.shape[1]
-    third = max(draws // 3, 2)
-    for k, trace in zip(good, post):
-        first, last = trace[:third], trace[-third:]
-        spread = math.sqrt((first.var() + last.var()) / third) * 4  # rough autocorrelated s.e.
-        if spread > 0 and abs(last.mean() - first.mean()) > 4 * spread:
-            notes.append(f"chain {k} drifts: mean {first.mean():.4g} in its first third of "
-                         f"draws, {last.mean():.4g} in its last; run longer or raise gamma")
-    if rhat > 1.1:
-        notes.append(f"chains disagree (R-hat {rhat:.3f} > 1.1); run longer (more draws or "
-                     "burn-in) or check that w* is a local minimum")
-    if llc < -2 * se:
-        notes.append(f"negative estimate {llc:.4g}: the chains found loss below L_n(w*); w* is "
-                     "not a local minimum of the loss (minimise first)")
-    return notes

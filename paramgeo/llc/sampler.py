@@ -35,26 +35,41 @@ def curvature(grad_U, w, rng, iters=12):
     return max(est, norm if math.isfinite(norm) else 0.0)
 
 
-def sample_chains(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, progress,
-                  keep=0, keep_rows=None, groups=1):
+def sample_chains(batches, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, progress,
+                  keep=0, keep_rows=None, groups=1, pick=None, shift=None, mask=None):
     """Every chain from w*, all advanced together: row r of the (K, n) state samples
     exp(-nbs[r] L_n(w) - gamma[r] |w - w*|^2 / 2) with the step eps[r] (MALA adapts it every 50
-    burn-in steps towards the acceptance 0.574). ``batch`` maps the states to their losses and
-    gradients in one call. Returns the traces nbs[r] (L_n(w_t) - L_n(w*)) (K x steps made;
-    Ctrl-C after the burn-in ends the run early), the final steps, the acceptance rates after
-    burn-in, the step at which each row blew up (-1: never; such a row is reset to w* and its
-    trace is NaN from there), whether Ctrl-C stopped it, and up to ``keep`` states of each of
-    the first ``keep_rows`` rows (default: all) after burn-in, evenly thinned (``states``,
-    keep_rows x kept x n; ``kept_at``, their steps). ``groups`` > 1: the rows are that many
-    blocks of equal size that share their random numbers (row r of every block draws the same
-    Gaussian and uniform numbers: common random numbers, so that the blocks' differences are
-    not blurred by independent noise)."""
+    burn-in steps towards the acceptance 0.574). ``batches[b]`` maps the states to their losses
+    and gradients on batch b in one call; every step uses the batch ``pick()`` (default: batch
+    0, the full loss), the same for all chains, and adds ``shift[b]`` = L_n(w*) - L_b(w*) to
+    its losses (a control variate: E_b[L_b(w) + shift[b]] = L_n(w) as E_b[L_b] = L_n, with the
+    variance of L_b(w) - L_b(w*) instead of that of L_b(w)). ``mask`` (0/1 per coordinate)
+    keeps the coordinates where it is 0 at w* (their gradient and noise are zeroed: the chain
+    samples the conditional posterior of the others). Returns the traces nbs[r] (L_n(w_t) -
+    L_n(w*)) (K x steps made; Ctrl-C after the burn-in ends the run early), the final steps,
+    the acceptance rates after burn-in, the step at which each row blew up (-1: never; such a
+    row is reset to w* and its trace is NaN from there), whether Ctrl-C stopped it, and up to
+    ``keep`` states of each of the first ``keep_rows`` rows (default: all) after burn-in,
+    evenly thinned (``states``, keep_rows x kept x n; ``kept_at``, their steps). ``groups`` >
+    1: the rows are that many blocks of equal size that share their random numbers (row r of
+    every block draws the same Gaussian and uniform numbers: common random numbers, so that the
+    blocks' differences are not blurred by independent noise).
+    """
     K, total = len(nbs), burn + draws
     keep_rows = K if keep_rows is None else keep_rows
     gamma = np.broadcast_to(np.asarray(gamma, float), (K,))
     gamma_col = gamma[:, None]
     W = np.tile(w_star, (K, 1))
     eps = np.array(eps, float)
+    pick = pick or (lambda: 0)
+
+    def batch(W):
+        b = pick()
+        L, G = batches[b](W)
+        if shift is not None:
+            L = L + shift[b]
+        return L, (G if mask is None else G * mask)
+
     L, G = batch(W)
     gU = nbs[:, None] * G
     losses = np.empty((K, total))  # L_n(w_t); the traces n beta (L_n - L_n(w*)) at the end
@@ -75,6 +90,8 @@ def sample_chains(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, 
             for t in range(total):
                 fwd = (root.reshape(groups, per, 1)  # sqrt(eps) xi
                        * rng.standard_normal((per, W.shape[1]))).reshape(W.shape)
+                if mask is not None:
+                    fwd *= mask
                 if sampler == "sgld":
                     W = W - half * gU + fwd
                     L, G = batch(W)
@@ -133,20 +150,22 @@ def sample_chains(batch, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, 
                 kept_at=np.array(kept_at, int))
 
 
-def auto_step_size(grad_U, w_star, step_scale, rng, rounds=6, pilot=60):
+def auto_step_size(grad_U, w_star, step_scale, rng, rounds=6, pilot=60, mask=None):
     """eps = step_scale / h, h the largest curvature seen at w* and at the ends of short pilot
-    chains, raised until a pilot ends where the curvature is below 1.5 h."""
+    chains, raised until a pilot ends where the curvature is below 1.5 h (``mask``: the
+    coordinates that move, as in :func:`sample_chains`; grad_U is zero on the others)."""
     with np.errstate(over="ignore", invalid="ignore"):  # a pilot that blows up is retried
-        return _step_rounds(grad_U, w_star, step_scale, rng, rounds, pilot)
+        return _step_rounds(grad_U, w_star, step_scale, rng, rounds, pilot,
+                            1.0 if mask is None else mask)
 
 
-def _step_rounds(grad_U, w_star, step_scale, rng, rounds, pilot):
+def _step_rounds(grad_U, w_star, step_scale, rng, rounds, pilot, mask):
     h = max(curvature(grad_U, w_star, rng), 1e-300)
     w = w_star.copy()
     for _ in range(rounds):
         eps = step_scale / h
         for _ in range(pilot):
-            w = w - 0.5 * eps * grad_U(w) + math.sqrt(eps) * rng.standard_normal(w.size)
+            w = w - 0.5 * eps * grad_U(w) + math.sqrt(eps) * mask * rng.standard_normal(w.size)
             if not np.all(np.isfinite(w)):
                 break
         if not np.all(np.isfinite(w)):
@@ -157,3 +176,34 @@ def _step_rounds(grad_U, w_star, step_scale, rng, rounds, pilot):
             return step_scale / max(h, seen)
         h = seen
     return step_scale / h
+
+
+def curvature_spectrum(hvp, size, rng, k=64):
+    """(theta, count): Ritz values theta_j of the symmetric operator v -> hvp(v) on R^size and
+    counts with sum_i f(h_i) ~ sum_j count_j f(theta_j) over its eigenvalues h_i. Lanczos with
+    full reorthogonalization, k = min(size, 64) steps from a random unit vector. Where k =
+    size the Ritz values are the eigenvalues (count 1 each: exact); otherwise the counts are
+    size tau_j^2, tau_j the first entries of the eigenvectors of the tridiagonal matrix
+    (stochastic Lanczos quadrature: unbiased over the random start; Golub and Meurant 2010,
+    "Matrices, moments and quadrature with applications", Ch. 7; Ubaru, Chen, Saad 2017)."""
+    k = max(1, min(int(k), size))
+    Q = np.zeros((k, size))
+    q = rng.standard_normal(size)
+    q /= np.linalg.norm(q)
+    alpha, beta = [], []
+    for j in range(k):
+        Q[j] = q
+        z = np.asarray(hvp(q), float)
+        a = float(q @ z)
+        alpha.append(a)
+        z = z - Q[:j + 1].T @ (Q[:j + 1] @ z)
+        z = z - Q[:j + 1].T @ (Q[:j + 1] @ z)  # twice is enough (Giraud et al. 2005)
+        b = float(np.linalg.norm(z))
+        if j == k - 1 or b <= 1e-12 * max(abs(a), 1e-300) or not math.isfinite(b):
+            break
+        beta.append(b)
+        q = z / b
+    off = beta[:len(alpha) - 1]
+    theta, S = np.linalg.eigh(np.diag(alpha) + np.diag(off, 1) + np.diag(off, -1))
+    full = len(alpha) == size
+    return theta, (np.ones(len(theta)) if full else size * S[0] ** 2)

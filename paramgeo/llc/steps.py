@@ -70,7 +70,7 @@ def step_sweep(param, loss, theta_star, steps=None, progress=None, **options):
     sweep. Ctrl-C stops the sweep at once and returns the steps finished (``interrupted``);
     before the first step's burn-in ended it raises KeyboardInterrupt."""
     if steps is None:
-        keys = ("n", "nbeta", "gamma", "step_scale", "seed")
+        keys = ("n", "nbeta", "gamma", "step_scale", "seed", "data", "batch_size", "block")
         auto = auto_step(param, loss, theta_star, **{k: options[k] for k in keys
                                                       if k in options})
         steps = [auto * f for f in (0.125, 0.25, 0.5, 1.0, 2.0)]
