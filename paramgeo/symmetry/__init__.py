@@ -16,4 +16,4 @@ from .discovery import (MAX_LINEAR_DIM, DiscoveredSymmetry, LinearSymmetryGroup,
                         discovered_group)
 # every public name of groups, as when symmetry was one module (groups added there need no edit here)
 from .groups import *  # noqa: F401,F403
-from .verify import GroupVerification, require_group, verify_group
+from .verify import GroupVerification, verify_group

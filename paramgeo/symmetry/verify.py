@@ -15,7 +15,6 @@ import dataclasses
 
 import numpy as np
 
-from ..errors import ContractError
 from ..results import Result
 
 #: relative tolerances of the infinitesimal and the finite check (float64 models)
@@ -45,7 +44,7 @@ def verify_group(param, group, n_points=2, n_elements=2, seed=0, tol=GENERATOR_T
     """Check that ``group`` leaves ``param`` invariant (module docstring) at ``n_points`` random
     points (``param.random_point``; or the given ``points``); for a model whose rank policy
     was widened by its measured round-off the tolerances widen alike. Returns a
-    :class:`GroupVerification`; raises nothing (see :func:`require_group`)."""
+    :class:`GroupVerification`; raises nothing."""
     from ..numerics import DEFAULT_POLICY, policy_of
 
     # a model computing below float64 (its rank policy set from the measured round-off) is
@@ -86,17 +85,3 @@ def _rel(param, theta, v, scale):
         return 0.0
     return float(np.linalg.norm(param.jvp(theta, v))) / (scale * norm)
 
-
-def require_group(param, group, what, **kwargs):
-    """:func:`verify_group`, raising :class:`ContractError` naming ``what`` (the rule or the
-    declaration) when the group does not leave phi invariant."""
-    result = verify_group(param, group, **kwargs)
-    if not result.passed:
-        labels = getattr(group, "labels", None)
-        names = ([labels[k] for k in result.failing[:3]] if labels else
-                 [f"generator {k}" for k in result.failing[:3]])
-        raise ContractError(
-            f"{param.name}: {what} does not leave the model invariant ({result}); "
-            + (f"failing: {', '.join(names)}; " if names else "")
-            + "the layer does not compute what the rule assumes")
-    return result
