@@ -26,7 +26,8 @@ def _autograd_rank(module, probe, theta, model):
     paramgeo's products): the parameters set from theta block by block."""
     names = [k for k, _ in module.named_parameters()]
     m = module.double().eval()
-    x = torch.as_tensor(probe, dtype=torch.float64)
+    x = torch.as_tensor(probe)
+    x = x.double() if x.is_floating_point() else x
     blocks = model.spec.unpack(theta)
 
     def f(*tensors):
@@ -265,3 +266,40 @@ def test_mirror_prices_the_first_level_before_paying(cnn):
     with pytest.raises(BudgetError, match="bracket level 1"):
         lie_algebra(model, budget=0.5)
     assert time.process_time() - tic < 30  # one product, not the 600 fields
+
+
+class _EmbedLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.e, self.l = nn.Embedding(7, 3), nn.Linear(3, 4)
+
+    def forward(self, tokens):
+        return self.l(self.e(tokens))
+
+
+@pytest.mark.parametrize("case, dim, missing", [
+    ("embedding-linear", 12, 0),   # GL(3) and the embedding's offset into the bias (3)
+    ("conv-tanh-avgpool", 0, 0),   # sign flips and channel permutations (finite)
+    ("layernorm-relu", 9, 0),      # mean shift of the first layer (4), ReLU rescalings (5)
+    ("pre-norm-encoder", 68, 1),   # one direction no rule explains, reported as such
+])
+def test_more_rules_against_the_autograd_rank(case, dim, missing):
+    torch.manual_seed(0)
+    net, X = {
+        "embedding-linear": (_EmbedLinear(), torch.randint(0, 7, (40,))),
+        "conv-tanh-avgpool": (nn.Sequential(nn.Conv2d(1, 3, 3), nn.Tanh(), nn.AvgPool2d(2),
+                                            nn.Flatten(), nn.Linear(12, 2)),
+                              torch.randn(60, 1, 6, 6)),
+        "layernorm-relu": (nn.Sequential(nn.Linear(3, 5), nn.LayerNorm(5), nn.ReLU(),
+                                         nn.Linear(5, 2)), torch.randn(80, 3)),
+        "pre-norm-encoder": (nn.TransformerEncoderLayer(4, 2, 8, 0.0, batch_first=True,
+                                                        norm_first=True), torch.randn(6, 6, 4)),
+    }[case]
+    model = paramgeo.from_torch(net, X, name=f"test-{case}")
+    G = model.symmetry()
+    assert G.dim == dim and verify_group(model, G).passed
+    if case == "conv-tanh-avgpool":
+        assert "(Z_2)^3" in G.name and "S_3" in G.name
+    best = max(_autograd_rank(net, X.numpy(), model.random_point(np.random.default_rng(k)),
+                              model) for k in range(2))
+    assert best == model.n - dim - missing

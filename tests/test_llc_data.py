@@ -292,7 +292,7 @@ def test_the_cli_estimates_a_plugin_file_model_on_an_npz(tmp_path, own_registry)
             "--burn", "30", "--draws", "40", "--no-bias-check", "--json"]
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output[res.output.index("{"):])
+    out = json.loads(res.stdout)  # warnings go to stderr
     assert out["batches"] == 3 and out["sampler"] == "sgld" and out["n"] == 60
     model = paramgeo.get("tiny-mlp")
     direct = _quiet(estimate_llc, model, "cross-entropy", data=(X, labels), batch_size=20,

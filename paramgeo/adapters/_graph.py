@@ -163,16 +163,22 @@ class _Reader:
         s.layer_norm = layer_norm and b is not None
         return s
 
-    def hyperplane(self, norm, consumer, weight="weight", bias="bias"):
-        """The shears of a dense layer reading a layer norm's output (see
+    def hyperplane(self, norm, consumer, W, b):
+        """The shears of a dense layer ``consumer`` (weight and bias index arrays ``W``, ``b``)
+        reading a layer norm's output (see
         :func:`paramgeo.symmetry.rules.layer_norm_hyperplane`)."""
         g, beta = self.idx(norm, "weight"), self.idx(norm, "bias")
-        W, b = self.idx(consumer, weight), self.idx(consumer, bias)
         if g is None or beta is None or W is None or b is None:
             return
         self.reading.groups.append((f"{consumer} shears on {norm}'s hyperplane",
                                     rules.layer_norm_hyperplane(g, beta, W, b, self.n,
                                                                 consumer)))
+
+    def read_by(self, stream, label, W, b):
+        """Record the dense layer ``label`` (weight (out, in) and bias index arrays) reading
+        ``stream`` right after its producer."""
+        if stream is not None:
+            stream.events.append(("consumer", (False, (), False), (label, W, W, b)))
 
     def attention(self, label, mod, prefix=None):
         """Multi-head attention's rules; returns the output projection's stream."""
@@ -247,11 +253,17 @@ class _Reader:
                                       shape=(self.n, self.n))
                     self.fields.append((A, vec, f"{label}: norm1 bias {c} through the residual "
                                                 "and linear1 into the biases"))
-            self.hyperplane(f"{label}.norm1", f"{label}.linear1")
+            x1 = self.affine(f"{label}.norm1", layer_norm=True)
+            self.read_by(x1, f"{label}.linear1", W1, b1)
+            if x1 is not None:  # x1 also enters the residual: shears only, no rescaling
+                x1.events.append(("escape", (False, (), False), "added to the residual"))
             return self.affine(f"{label}.norm2", layer_norm=True)
-        self.hyperplane(f"{label}.norm2", f"{label}.linear1")
-        self.hyperplane(f"{label}.norm1", f"{label}.self_attn", "in_proj_weight",
-                        "in_proj_bias")
+        # pre-norm: norm1 feeds only the attention's projections, norm2 only linear1
+        self.read_by(self.affine(f"{label}.norm1", layer_norm=True), f"{label}.self_attn",
+                     self.idx(f"{label}.self_attn", "in_proj_weight"),
+                     self.idx(f"{label}.self_attn", "in_proj_bias"))
+        self.read_by(self.affine(f"{label}.norm2", layer_norm=True), f"{label}.linear1",
+                     self.idx(f"{label}.linear1", "weight"), self.idx(f"{label}.linear1", "bias"))
         for s in (sa, l2):
             if s is not None:
                 s.events.append(("escape", (False, (), False), "added to the residual"))

@@ -215,7 +215,7 @@ def _verified_reading(model):
     :func:`paramgeo.symmetry.verify_group`, as one product."""
     import warnings
 
-    from ..symmetry import ProductGroup, ScalingTorus, verify_group
+    from ..symmetry import FieldGroup, ProductGroup, ScalingTorus, ShearGroup, verify_group
 
     reading = model._read_graph()
     if reading is None:
@@ -227,8 +227,8 @@ def _verified_reading(model):
 
         groups.append(("structured discovery", structured_discovery(model, reading.discover)))
     for name, group in groups:
-        if group.dim == 0 and not hasattr(group, "classes"):
-            continue
+        if group.dim == 0 and isinstance(group, (FieldGroup, ShearGroup)):
+            continue  # nothing found (discrete groups of dimension 0 are kept)
         result = verify_group(model, group)
         if result.passed:
             kept.append(group)

@@ -37,9 +37,9 @@ def apply_rules(reader):
             reading.groups.append((f"{s.label} mean shift",
                                    rules.field_group(fields, n, f"R^{len(fields)}")))
         if s.layer_norm:
-            for _, stage, (label, _, _, bias) in consumers:
+            for _, stage, (label, _, weight, bias) in consumers:
                 if stage == fresh and bias is not None:
-                    reader.hyperplane(s.label, label)
+                    reader.hyperplane(s.label, label, weight, bias)
         if escapes or lns or not consumers:
             if consumers and escapes:
                 reading.notes.append(f"{s.label}: its units {escapes[0][2]}; no unit symmetry")
@@ -80,7 +80,9 @@ def apply_rules(reader):
                                    rules.rescaling_torus(units, n, signed=False)))
         elif act in ODD and not maxpooled:
             reading.groups.append((f"{s.label} {act} sign flips",
-                                   rules.sign_flips(units, n, s.label)))
+                                   rules.sign_flips(units, n)))
+        if act is None and not maxpooled:
+            _bias_transfer(reader, s, after_bn, consumers)
         if s.kind != "affine" and not (act is None and not maxpooled and not after_bn):
             slots = [np.concatenate([s.incoming[:, j]]
                                     + ([np.array([s.bn["gamma"][j], s.bn["beta"][j]])]
@@ -96,3 +98,29 @@ def apply_rules(reader):
     perms = rules.unit_permutations(reader.perm_classes, n, reader.perm_adjust)
     if perms is not None:
         reading.groups.append(("unit permutations", perms))
+
+
+def _bias_transfer(reader, s, after_bn, consumers):
+    """Units with no activation between two affine maps: the producer's offset of unit j
+    (its bias, batch norm's shift, or for an embedding every row's coordinate j) + u_j and each
+    dense consumer's bias - W[:, j] u_j leave the consumers' outputs unchanged (one field per
+    unit; needs every consumer dense with a bias, reading the units unflattened)."""
+    import scipy.sparse as sp
+
+    n = reader.n
+    offset = (s.bn["beta"] if after_bn else s.bias if s.bias is not None else
+              s.incoming.T if s.kind == "embed" else None)
+    if offset is None or not consumers or any(
+            bias is None or np.ndim(weight) != 2 or weight.shape[1] != s.k
+            for _, _, (_, _, weight, bias) in consumers):
+        return
+    fields = []
+    for j in range(s.k):
+        vec = np.zeros(n)
+        vec[np.ravel(offset[j])] = 1.0
+        rows = np.concatenate([bias for _, _, (_, _, _, bias) in consumers])
+        cols = np.concatenate([weight[:, j] for _, _, (_, _, weight, _) in consumers])
+        A = sp.csr_matrix((-np.ones(len(rows)), (rows, cols)), shape=(n, n))
+        fields.append((A, vec, f"{s.label} unit {j}: offset into the next biases"))
+    reader.reading.groups.append((f"{s.label} bias transfer",
+                                  rules.field_group(fields, n, f"R^{len(fields)}")))

@@ -62,7 +62,7 @@ def rescaling_torus(units, n, signed=False, name=None):
     return ScalingTorus(rows, signed=signed, name=name)
 
 
-def sign_flips(units, n, label):
+def sign_flips(units, n):
     """The sign flips (inp, out) -> -(inp, out) of units with an odd activation, as a
     :class:`SignedPermutationGroup` of (Z_2)^k."""
     gens = []
@@ -72,7 +72,7 @@ def sign_flips(units, n, label):
         gens.append((np.arange(n), signs))
     k = len(units)
     name = f"(Z_2)^{k}" if k > 1 else "Z_2"
-    return SignedPermutationGroup(f"{name} ({label} sign flips)", gens, n)
+    return SignedPermutationGroup(name, gens, n)
 
 
 def general_linear(h, incoming, outgoing):
