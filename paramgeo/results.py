@@ -14,7 +14,11 @@ import numpy as np
 
 def title(name, sizes):
     """The header of a result: the plugin's name with its sizes, "uut (d=4, r=2)", or the name
-    alone when it has none (a framework model)."""
+    alone when it has none (a framework model).
+
+    >>> title("uut", {"d": 4, "r": 2}), title("monomial", {"widths": (2, 2, 1)}), title("m", {})
+    ('uut (d=4, r=2)', 'monomial (widths=2,2,1)', 'm')
+    """
     sizes = dict(sizes or {})
     inner = ", ".join(f"{k}={_size_text(v)}" for k, v in sizes.items())
     return f"{name} ({inner})" if inner else str(name)

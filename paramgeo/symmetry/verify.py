@@ -44,7 +44,16 @@ def verify_group(param, group, n_points=2, n_elements=2, seed=0, tol=GENERATOR_T
     """Check that ``group`` leaves ``param`` invariant (module docstring) at ``n_points`` random
     points (``param.random_point``; or the given ``points``); for a model whose rank policy
     was widened by its measured round-off the tolerances widen alike. Returns a
-    :class:`GroupVerification`; raises nothing."""
+    :class:`GroupVerification`; raises nothing.
+
+    >>> import paramgeo
+    >>> p = paramgeo.get("uut", d=3, r=2)
+    >>> verify_group(p, p.symmetry()).passed
+    True
+    >>> from paramgeo.symmetry import ScalingTorus  # U -> c U is no symmetry of U U^T
+    >>> verify_group(p, ScalingTorus([[1] * p.n])).passed
+    False
+    """
     from ..numerics import DEFAULT_POLICY, policy_of
 
     # a model computing below float64 (its rank policy set from the measured round-off) is
