@@ -33,7 +33,8 @@ The radial/tangential decomposition of each step Delta_t = w_{t+1} - w_t (the pa
 tangential flows): r_t = Delta_t . u_t (norm growth) and tau_t = |(I - u_t u_t^T) Delta_t|
 (direction change), with the exact identities |w_{t+1}|^2 = (|w_t| + r_t)^2 + tau_t^2 and
 sin angle(u_t, u_{t+1}) = tau_t / |w_{t+1}|. Asymptotically the radial steps sum to
-|w_hat| log(t2 / t1) between t1 and t2 and the tangential steps decay like 1 / t.
+|w_hat| log(t2 / t1) between t1 and t2, and since the angle to u_mm falls like c / log t the
+tangential steps decay like tau_t ~ |w_t| d/dt (c / log t) ~ c / (t log t).
 """
 
 import dataclasses
