@@ -1,0 +1,52 @@
+"""near_stratum beyond the snap_max cut-off: a point of widths 2,2,2,1, k = 5 whose first-layer
+neuron h1_0 has incoming weights at relative norm 0.109 (above the cut-off 0.1) is critical
+because of its approach to the silent-neuron stratum, of order 3k = 15. Second routes: the
+ratio at theta in float64 (numpy SVD) against the 50-digit probe, and the order read in
+float64 from two points of the ray farther out (t = 1 and 1.48)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import paramgeo
+from paramgeo.critical import classify
+
+W2 = np.array([[1.0, 0.7], [-0.4, 1.1]])
+W3 = np.array([[0.9, -1.2]])
+STRATUM = "layer 1: 1 in-zero; redundant {h2_0,h2_1}"
+
+
+def _point(p, eps):
+    return p.spec.pack(W1=np.array([[0.8 * eps, 0.6 * eps], [-0.6, 0.8]]), W2=W2, W3=W3)
+
+
+def _ratio64(p, theta):
+    s = np.linalg.svd(p.jacobian(theta), compute_uv=False)
+    return s[5] / s[0]  # generic rank 6
+
+
+@pytest.fixture(scope="module")
+def mono5():
+    return paramgeo.get("monomial", widths=(2, 2, 2, 1), degree=5)
+
+
+def test_silent_neuron_beyond_cut_off_certified_by_order(mono5):
+    theta = _point(mono5, 0.27)
+    rel = 0.27 / np.linalg.norm(theta)
+    assert 0.1 < rel < 0.111
+    c = classify(mono5, theta)
+    assert c.verdict == "critical" and c.causes == ("subnetwork",) and c.near is not None
+    assert c.near.stratum == STRATUM and c.near.distance == pytest.approx(rel, rel=1e-9)
+    assert c.near.order == 15 == 3 * 5 and abs(c.near.exponent - 15) < 0.05
+    assert c.near.predicted_ratio <= c.tol / c.singular_values[0]
+    # the probe ends at theta (t = 1); float64 gives the same ratio there
+    t1, r1 = c.near.probe[-1]
+    assert t1 == 1.0 and r1 == pytest.approx(_ratio64(mono5, theta), rel=1e-3)
+    # float64 on the ray farther out (h1_0 scaled by 1.48): the same order
+    far = _point(mono5, 0.4)
+    q64 = math.log(_ratio64(mono5, far) / _ratio64(mono5, theta)) / math.log(0.4 / 0.27)
+    assert abs(q64 - 15) < 0.2
+    # with the cut-off the only rule (no snapping at all) the point has no cause
+    assert classify(mono5, theta, snap_max=0).causes == ("other",)
+
