@@ -1,0 +1,123 @@
+"""The dual of smoothed sign descent on separable data: its KL recursion and rate envelope.
+
+With the exponential loss L(w) = (1/N) sum_i exp(-z_i . w) (z_i = y_i x_i) and the loss-tied
+annealing eps_k = delta L(w_k), smoothed sign descent w_{k+1} = w_k + eta s(p_k) is exactly
+entropic mirror descent on the simplex (docs/flows.md, "Smoothed sign descent"):
+
+    p_{k+1} = p_k * exp(-eta g_k) / Z_k,   g_k = grad_p F(p_k) = Z s(p_k),
+    F(p) = sum_j h_delta((Z^T p)_j),  h_delta(u) = |u| - delta log(delta + |u|),
+    s(p) = Z^T p / (|Z^T p| + delta),  Z_k = sum_i p_k,i exp(-eta g_k,i),
+
+with p_k = softmax(-Z w_k). For every u in the simplex the KL divergence obeys the exact
+recursion (expand log(p_k / p_{k+1}) = eta g_k + log Z_k)
+
+    KL(u || p_{k+1}) = KL(u || p_k) + eta <g_k, u> + log Z_k,
+
+and, by Hoeffding's lemma (log Z_k <= -eta <g_k, p_k> + eta^2 R_k^2 / 8, R_k = max g_k -
+min g_k) and convexity of F (F(p_k) - F(u) <= <g_k, p_k - u>),
+
+    KL(u || p_{k+1}) <= KL(u || p_k) - eta (F(p_k) - F(u)) + eta^2 R_k^2 / 8.
+
+Summing over k < t gives the envelope
+
+    min_{k < t} F(p_k) - F(u) <= KL(u || p_0) / (eta t) + eta R^2 / 8,   R = max_k R_k,
+
+whose minimum over eta, R sqrt(KL(u || p_0) / (2 t)), decays like S_t^(-1/2) in the
+cumulative step S_t = eta t at the step eta = sqrt(8 KL / (R^2 t)) (Beck and Teboulle 2003,
+"Mirror descent and nonlinear projected subgradient methods for convex optimization").
+|g_k,i| <= |z_i|_1 since |s|_inf < 1, so R <= 2 max_i |z_i|_1.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from ..errors import ParamgeoError, ShapeError
+from ..results import Result
+
+
+@dataclasses.dataclass(frozen=True)
+class SignDualRun(Result):
+    """The dual iterates p_k (k = 0..steps) of smoothed sign descent and their KL recursion
+    against the reference ``u`` (default: the last iterate): ``F`` F(p_k); ``kl`` KL(u||p_k);
+    ``identity_residual`` max_k |KL(u||p_{k+1}) - KL(u||p_k) - eta <g_k, u> - log Z_k|;
+    ``bound_slack`` the right side minus the left side of the Hoeffding inequality per step
+    (>= 0); ``envelope`` KL(u||p_0) / (eta t) + eta R^2 / 8 at t = 1..steps and ``best_gap``
+    min_{k<t} F(p_k) - F(u) beside it; ``w`` the primal iterates w_k = eta sum_{j<k} s(p_j)."""
+
+    delta: float
+    lr: float
+    p: np.ndarray
+    w: np.ndarray
+    F: np.ndarray
+    kl: np.ndarray
+    identity_residual: float
+    bound_slack: np.ndarray
+    R: float
+    envelope: np.ndarray
+    best_gap: np.ndarray
+
+    def __str__(self):
+        t = len(self.envelope)
+        return (f"smoothed sign descent dual, delta {self.delta:g}, eta {self.lr:g}, {t} steps: "
+                f"F {self.F[0]:.6g} -> {self.F[-1]:.6g}; KL recursion residual "
+                f"{self.identity_residual:.1e}; min bound slack {self.bound_slack.min():.2e}; "
+                f"best gap {self.best_gap[-1]:.3e} <= envelope {self.envelope[-1]:.3e}")
+
+
+def _kl(u, p):
+    mask = u > 0
+    return float(np.sum(u[mask] * np.log(u[mask] / p[mask])))
+
+
+def sign_dual(X, y, delta, lr, steps, u=None):
+    """Run the dual iteration of smoothed sign descent (module docstring) from p_0 uniform
+    (w_0 = 0) for ``steps`` steps and record its KL recursion, Hoeffding bound and envelope
+    against ``u`` (a point of the simplex; default the last iterate). Raises ShapeError for
+    mismatched shapes, ParamgeoError for delta <= 0, lr <= 0, steps < 1 or a ``u`` off the
+    simplex."""
+    X, y = np.asarray(X, float), np.asarray(y, float)
+    if X.ndim != 2 or y.shape != (X.shape[0],):
+        raise ShapeError(f"X must be (N, d) and y (N,), got {X.shape} and {y.shape}")
+    if not (delta > 0 and lr > 0 and int(steps) >= 1):
+        raise ParamgeoError(f"need delta > 0, lr > 0 and steps >= 1 (got {delta}, {lr}, "
+                            f"{steps})")
+    steps = int(steps)
+    Z = y[:, None] * X
+    N = Z.shape[0]
+    p = np.full(N, 1.0 / N)
+    w = np.zeros(Z.shape[1])
+    P, W, G, logZ, F = [p], [w], [], [], []
+    for _ in range(steps):
+        v = Z.T @ p
+        s = v / (np.abs(v) + delta)
+        F.append(dual_objective(Z, p, delta))
+        g = Z @ s
+        e = p * np.exp(-lr * (g - g.min()))  # shifted for range; log Z_k restored below
+        logZ.append(float(np.log(e.sum()) - lr * g.min()))
+        p = e / e.sum()
+        w = w + lr * s
+        G.append(g)
+        P.append(p)
+        W.append(w)
+    F.append(dual_objective(Z, p, delta))
+    P, W, G, F, logZ = np.array(P), np.array(W), np.array(G), np.array(F), np.array(logZ)
+    u = P[-1] if u is None else np.asarray(u, float)
+    if u.shape != (N,) or np.any(u < 0) or abs(u.sum() - 1) > 1e-9:
+        raise ParamgeoError(f"u must be a point of the simplex in R^{N}")
+    kl = np.array([_kl(u, q) for q in P])
+    residual = float(np.max(np.abs(kl[1:] - kl[:-1] - lr * (G @ u) - logZ)))
+    Rk = G.max(axis=1) - G.min(axis=1)
+    slack = kl[:-1] - lr * (F[:-1] - dual_objective(Z, u, delta)) + lr ** 2 * Rk ** 2 / 8 - kl[1:]
+    R = float(Rk.max())
+    t = np.arange(1, steps + 1)
+    envelope = kl[0] / (lr * t) + lr * R ** 2 / 8
+    best = np.minimum.accumulate(F[:-1]) - dual_objective(Z, u, delta)
+    return SignDualRun(float(delta), float(lr), P, W, F, kl, residual, slack, R, envelope,
+                       best)
+
+
+def dual_objective(Z, p, delta):
+    """The dual objective of smoothed sign descent (module docstring): F(p) = sum_j h_delta((Z^T p)_j), h_delta(u) = |u| - delta log(delta + |u|)."""
+    v = np.abs(np.asarray(Z, float).T @ p)
+    return float(np.sum(v - delta * np.log(delta + v)))

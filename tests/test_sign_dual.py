@@ -1,0 +1,67 @@
+"""The dual of smoothed sign descent (paramgeo.flows.sign_dual) against independent routes:
+the primal run of SmoothedSignDescent through gradient_descent, softmax(-Z w_k) for p_k, KL by
+scipy's rel_entr, and the Hoeffding bound and envelope checked on the recorded run."""
+
+import numpy as np
+import pytest
+from scipy.special import rel_entr, softmax
+
+import paramgeo
+from paramgeo.errors import ParamgeoError, ShapeError
+from paramgeo.flows import gradient_descent
+from paramgeo.flows.sign_dual import dual_objective, sign_dual
+from paramgeo.losses import Exponential
+from paramgeo.optimizers import SmoothedSignDescent
+
+
+def _data(seed=0, N=12, d=4, gap=0.3):
+    rng = np.random.default_rng(seed)
+    u = rng.standard_normal(d)
+    u /= np.linalg.norm(u)
+    X = rng.standard_normal((N, d))
+    y = np.sign(X @ u)
+    return X + gap * y[:, None] * u, y
+
+
+@pytest.fixture(scope="module")
+def run():
+    X, y = _data()
+    return X, y, sign_dual(X, y, 0.5, 0.05, 3000)
+
+
+def test_primal_route_and_dual_iterates(run):
+    X, y, r = run
+    lin = paramgeo.get("deep-diagonal", p=4, depth=1)
+    traj = gradient_descent(lin, Exponential(X, y), np.zeros(4), 200, 0.05, record_every=1,
+                            conserved=False,
+                            optimizer=SmoothedSignDescent(eps=0.5, anneal="loss"))
+    assert np.max(np.abs(traj.thetas - r.w[:201])) < 1e-12
+    Z = y[:, None] * X
+    for k in (0, 10, 3000):
+        assert np.allclose(r.p[k], softmax(-Z @ r.w[k]), rtol=1e-9, atol=1e-15)
+
+
+def test_kl_recursion_bound_and_envelope(run):
+    X, y, r = run
+    assert r.identity_residual < 1e-12
+    assert np.all(r.bound_slack >= -1e-12)
+    assert np.all(r.best_gap <= r.envelope)
+    for k in (0, 100, 2000):
+        assert r.kl[k] == pytest.approx(np.sum(rel_entr(r.p[-1], r.p[k])), abs=1e-12)
+    Z = y[:, None] * X
+    assert r.R <= 2 * np.max(np.abs(Z).sum(axis=1))
+    assert r.F[7] == pytest.approx(dual_objective(Z, r.p[7], 0.5), rel=1e-14)
+    # any reference point of the simplex: the uniform start itself
+    uni = sign_dual(X, y, 0.5, 0.05, 300, u=np.full(12, 1 / 12))
+    assert uni.kl[0] == 0.0 and uni.identity_residual < 1e-12
+    assert np.all(uni.bound_slack >= -1e-12)
+
+
+def test_errors():
+    X, y = _data()
+    with pytest.raises(ParamgeoError, match="delta > 0"):
+        sign_dual(X, y, 0.0, 0.05, 10)
+    with pytest.raises(ParamgeoError, match="simplex"):
+        sign_dual(X, y, 0.5, 0.05, 10, u=np.ones(12))
+    with pytest.raises(ShapeError):
+        sign_dual(X, y[:3], 0.5, 0.05, 10)
