@@ -65,3 +65,24 @@ def test_errors():
         sign_dual(X, y, 0.5, 0.05, 10, u=np.ones(12))
     with pytest.raises(ShapeError):
         sign_dual(X, y[:3], 0.5, 0.05, 10)
+
+
+def test_endpoint_limits_and_kkt(run):
+    X, y, r = run
+    from paramgeo.flows.sign_dual import endpoint_limits
+
+    e = endpoint_limits(X, y, [1e-3, 3e-3, 1e-2, 0.5, 10, 100, 1000])
+    # the SLSQP dual solution at delta = 0.5 is the direction of the run's last step
+    s_half = e.s_bar[list(e.deltas).index(0.5)]
+    assert np.max(np.abs(s_half - (r.w[-1] - r.w[-2]) / r.lr)) < 1e-9
+    assert r.kkt[-1] < 1e-10 < r.kkt[0]  # complementary slackness reached along the run
+    # delta -> 0: the l_inf max margin of the linear program, linearly in delta
+    small = e.deltas < 0.1
+    assert np.all(np.diff(e.linf_gap[small]) > 0)
+    assert np.all((e.linf_gap[small] / e.deltas[small] > 0.6)
+                  & (e.linf_gap[small] / e.deltas[small] < 0.8))
+    assert abs(e.linf_exponent - 1) < 0.1
+    # delta -> infinity: the l2 max-margin direction, 1 - cos ~ delta^-2
+    assert e.l2_gap[-1] < 1e-8 and abs(e.l2_exponent - 2) < 0.02
+    with pytest.raises(ParamgeoError, match="positive"):
+        endpoint_limits(X, y, [0.0])

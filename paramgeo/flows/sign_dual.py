@@ -26,14 +26,27 @@ whose minimum over eta, R sqrt(KL(u || p_0) / (2 t)), decays like S_t^(-1/2) in 
 cumulative step S_t = eta t at the step eta = sqrt(8 KL / (R^2 t)) (Beck and Teboulle 2003,
 "Mirror descent and nonlinear projected subgradient methods for convex optimization").
 |g_k,i| <= |z_i|_1 since |s|_inf < 1, so R <= 2 max_i |z_i|_1.
+
+The endpoint limits (:func:`endpoint_limits`): the limit direction s_bar(delta) = s(p*) with
+p* = argmin_simplex F solves max_s min_i <z_i, s> - delta B(s) (KKT: delta grad B(s_bar) =
+Z^T p*, p*_i > 0 only on the smallest margins). As delta -> 0 its l_inf-normalised margin
+tends to the l_inf max margin gamma_inf = max_{|s|_inf <= 1} min_i <z_i, s> of sign descent
+(Gunasekar, Lee, Soudry, Srebro 2018), the gap shrinking like delta^1 (at an l_inf solution
+with coordinates on the box, the barrier gradient 1 / (1 - |s_j|) balances O(1) multipliers,
+so those coordinates move O(delta) inside and the margin O(delta) down); as delta -> infinity
+s = v / (|v| + delta) = v / delta - v |v| / delta^2 + ..., so s_bar turns to the l2 max-margin
+direction and 1 - cos(s_bar, w_l2) shrinks like delta^-2 (the O(1/delta) angle squared).
 """
 
 import dataclasses
+import math
 
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
+from ..losses import max_margin
 from ..results import Result
+from .online import _line_fit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +56,10 @@ class SignDualRun(Result):
     ``identity_residual`` max_k |KL(u||p_{k+1}) - KL(u||p_k) - eta <g_k, u> - log Z_k|;
     ``bound_slack`` the right side minus the left side of the Hoeffding inequality per step
     (>= 0); ``envelope`` KL(u||p_0) / (eta t) + eta R^2 / 8 at t = 1..steps and ``best_gap``
-    min_{k<t} F(p_k) - F(u) beside it; ``w`` the primal iterates w_k = eta sum_{j<k} s(p_j)."""
+    min_{k<t} F(p_k) - F(u) beside it; ``w`` the primal iterates w_k = eta sum_{j<k} s(p_j);
+    ``kkt`` the complementary slackness sum_i p_k,i (<z_i, s_k> - min_j <z_j, s_k>) of the
+    limit's KKT conditions (stationarity delta grad B(s_k) = Z^T p_k holds exactly for
+    s_k = s(p_k), since grad B(s) = s / (1 - |s|))."""
 
     delta: float
     lr: float
@@ -56,6 +72,7 @@ class SignDualRun(Result):
     R: float
     envelope: np.ndarray
     best_gap: np.ndarray
+    kkt: np.ndarray
 
     def __str__(self):
         t = len(self.envelope)
@@ -87,12 +104,13 @@ def sign_dual(X, y, delta, lr, steps, u=None):
     N = Z.shape[0]
     p = np.full(N, 1.0 / N)
     w = np.zeros(Z.shape[1])
-    P, W, G, logZ, F = [p], [w], [], [], []
+    P, W, G, logZ, F, kkt = [p], [w], [], [], [], []
     for _ in range(steps):
         v = Z.T @ p
         s = v / (np.abs(v) + delta)
         F.append(dual_objective(Z, p, delta))
         g = Z @ s
+        kkt.append(float(p @ (g - g.min())))
         e = p * np.exp(-lr * (g - g.min()))  # shifted for range; log Z_k restored below
         logZ.append(float(np.log(e.sum()) - lr * g.min()))
         p = e / e.sum()
@@ -114,10 +132,83 @@ def sign_dual(X, y, delta, lr, steps, u=None):
     envelope = kl[0] / (lr * t) + lr * R ** 2 / 8
     best = np.minimum.accumulate(F[:-1]) - dual_objective(Z, u, delta)
     return SignDualRun(float(delta), float(lr), P, W, F, kl, residual, slack, R, envelope,
-                       best)
+                       best, np.array(kkt))
 
 
 def dual_objective(Z, p, delta):
     """The dual objective of smoothed sign descent (module docstring): F(p) = sum_j h_delta((Z^T p)_j), h_delta(u) = |u| - delta log(delta + |u|)."""
     v = np.abs(np.asarray(Z, float).T @ p)
     return float(np.sum(v - delta * np.log(delta + v)))
+
+
+@dataclasses.dataclass(frozen=True)
+class EndpointLimits(Result):
+    """s_bar(delta) per delta (rows of ``s_bar``), ``linf_gap`` gamma_inf - min_i <z_i, s_bar> /
+    |s_bar|_inf and ``l2_gap`` 1 - cos(s_bar, w_l2), with the power laws fitted below and above
+    the window (``linf_exponent``: linf_gap ~ delta^e as delta -> 0; ``l2_exponent``:
+    l2_gap ~ delta^-e as delta -> infinity),
+    each with its standard error (nan with fewer than 3 deltas on that side)."""
+
+    deltas: np.ndarray
+    s_bar: np.ndarray
+    gamma_inf: float
+    linf_gap: np.ndarray
+    l2_gap: np.ndarray
+    linf_exponent: float
+    linf_error: float
+    l2_exponent: float
+    l2_error: float
+
+    def __str__(self):
+        rows = [f"l_inf max margin {self.gamma_inf:.6g}"]
+        rows += [f"  delta {d:<8.3g} l_inf gap {a:.3e}   1 - cos to l2 max margin {b:.3e}"
+                 for d, a, b in zip(self.deltas, self.linf_gap, self.l2_gap)]
+        rows.append(f"  l_inf gap ~ delta^({self.linf_exponent:.3f} +- {self.linf_error:.3f}); "
+                    f"l2 gap ~ delta^-({self.l2_exponent:.3f} +- {self.l2_error:.3f})")
+        return "\n".join(rows)
+
+
+def endpoint_limits(X, y, deltas, window=(0.1, 5.0)):
+    """The limit direction s_bar(delta) of smoothed sign descent for each delta, from the dual
+    min_{p in simplex} F(p) (SLSQP), against both endpoints: the l_inf max margin gamma_inf
+    (linear program max t s.t. Z s >= t, |s|_inf <= 1, scipy's linprog) as delta -> 0 and the
+    l2 max-margin direction (:func:`paramgeo.losses.max_margin`) as delta -> infinity (module
+    docstring). The power laws are fitted on delta < window[0] and delta > window[1].
+    ShapeError for non-separable data; ParamgeoError for a delta <= 0."""
+    from scipy.optimize import linprog, minimize
+
+    X, y = np.asarray(X, float), np.asarray(y, float)
+    deltas = np.sort(np.asarray(deltas, float).ravel())
+    if deltas.size == 0 or np.any(deltas <= 0):
+        raise ParamgeoError("deltas must be positive")
+    w_l2 = max_margin(X, y).direction  # ShapeError when not separable
+    Z = y[:, None] * X
+    N, d = Z.shape
+    lp = linprog(np.r_[np.zeros(d), -1.0], A_ub=np.c_[-Z, np.ones(N)], b_ub=np.zeros(N),
+                 bounds=[(-1, 1)] * d + [(None, None)])
+    gamma_inf = -float(lp.fun)
+    S = []
+    for delta in deltas:
+        def grad(p, delta=delta):
+            v = Z.T @ p
+            return Z @ (v / (np.abs(v) + delta))
+        res = minimize(lambda p, delta=delta: dual_objective(Z, p, delta), np.full(N, 1.0 / N),
+                       jac=grad, method="SLSQP", bounds=[(0, 1)] * N,
+                       constraints=[{"type": "eq", "fun": lambda p: p.sum() - 1,
+                                     "jac": lambda p: np.ones(N)}],
+                       options={"ftol": 1e-15, "maxiter": 1000})
+        v = Z.T @ res.x
+        S.append(v / (np.abs(v) + delta))
+    S = np.array(S)
+    linf = gamma_inf - np.min(S @ Z.T, axis=1) / np.max(np.abs(S), axis=1)
+    l2 = 1.0 - (S @ w_l2) / np.linalg.norm(S, axis=1)
+
+    def fit(mask, values, sign):
+        if mask.sum() < 3 or np.any(values[mask] <= 0):
+            return math.nan, math.nan
+        slope, err, _ = _line_fit(np.log(deltas[mask]), np.log(values[mask]))
+        return sign * slope, err
+
+    e_inf, err_inf = fit(deltas < window[0], linf, 1.0)
+    e_l2, err_l2 = fit(deltas > window[1], l2, -1.0)
+    return EndpointLimits(deltas, S, gamma_inf, linf, l2, e_inf, err_inf, e_l2, err_l2)
