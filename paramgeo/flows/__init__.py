@@ -19,8 +19,8 @@ For a loss ell on predictors and L(theta) = ell(phi(theta)):
 * the early-stage alignment of logistic gradient descent with the max-margin direction: the
   time T(delta) to alignment error delta, its law exp(c / delta) with a closed-form c, and the
   radial/tangential split of each step (:func:`alignment_times`, :func:`fit_alignment_law`);
-* the dual of smoothed sign descent: its KL recursion, Hoeffding bound and rate envelope
-  (:func:`sign_dual`);
+* the dual of smoothed sign descent: its KL recursion, Hoeffding bound and rate envelope, its
+  KKT slackness (:func:`sign_dual`), and the limit's two endpoints (:func:`endpoint_limits`);
 * the vanishing-initialisation limit of diagonal (commuting) parameterizations: the
   saddle-to-saddle sequence of Pesme and Flammarion (2023) (:func:`saddle_to_saddle`).
 
@@ -51,7 +51,7 @@ from .alignment import (
     predicted_constant,
 )
 from .descent import gradient_descent, schedule
-from .sign_dual import SignDualRun, dual_objective, sign_dual
+from .sign_dual import EndpointLimits, SignDualRun, dual_objective, endpoint_limits, sign_dual
 from .push_forward import (
     FlowComparison,
     PredictorPath,
