@@ -43,7 +43,7 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ..losses import max_margin
+from ..losses import Logistic, max_margin
 from ..results import Result
 from .online import _line_fit
 
@@ -130,8 +130,6 @@ def alignment_times(X, y, deltas, steps, lr=None):
     2 / (s_max / 4)). Reference: Soudry et al. 2018 for u_mm; the
     early-alignment paper for T(delta) and the radial/tangential split. Raises ShapeError for
     non-separable data, ParamgeoError for deltas outside (0, 2] or steps < 1."""
-    from scipy.special import expit
-
     X, y = np.asarray(X, float), np.asarray(y, float)
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ShapeError(f"X must be (N, d) and y (N,), got {X.shape} and {y.shape}")
@@ -150,8 +148,9 @@ def alignment_times(X, y, deltas, steps, lr=None):
     w = np.zeros(X.shape[1])
     error, norm = np.empty(steps), np.empty(steps)
     radial, tangential = np.empty(steps - 1), np.empty(steps - 1)
+    grad = Logistic(X, y).grad
     for t in range(steps):
-        step = (lr / N) * (Z.T @ expit(-(Z @ w)))
+        step = -lr * grad(w)
         if t > 0:  # decomposition of w_t -> w_{t+1} along u_t = w_t / |w_t|
             u = w / norm[t - 1]
             radial[t - 1] = step @ u
