@@ -50,3 +50,19 @@ def test_silent_neuron_beyond_cut_off_certified_by_order(mono5):
     # with the cut-off the only rule (no snapping at all) the point has no cause
     assert classify(mono5, theta, snap_max=0).causes == ("other",)
 
+
+
+def test_out_zero_neuron_linear_order(mono5):
+    """h2_0's outgoing weight at 2.7e-7: the rank loss is linear in that distance (order 1),
+    certified near `layer 2: 1 out-zero`; float64 at twice the weight doubles the ratio."""
+    W1 = np.array([[0.8, 0.6], [-0.6, 0.8]])
+
+    def point(a):
+        return mono5.spec.pack(W1=W1, W2=W2, W3=np.array([[a, -1.2]]))
+
+    theta = point(2.7e-7)
+    c = classify(mono5, theta)
+    assert c.verdict == "critical" and c.causes == ("subnetwork",)
+    assert c.near.stratum == "layer 2: 1 out-zero" and c.near.order == 1
+    assert c.near.distance == pytest.approx(2.7e-7 / np.linalg.norm(theta), rel=1e-9)
+    assert _ratio64(mono5, point(5.4e-7)) / _ratio64(mono5, theta) == pytest.approx(2, rel=1e-3)
