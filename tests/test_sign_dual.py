@@ -86,3 +86,27 @@ def test_endpoint_limits_and_kkt(run):
     assert e.l2_gap[-1] < 1e-8 and abs(e.l2_exponent - 2) < 0.02
     with pytest.raises(ParamgeoError, match="positive"):
         endpoint_limits(X, y, [0.0])
+
+
+def test_fixed_epsilon_crossover_and_tail():
+    from paramgeo.flows.sign_dual import fixed_epsilon
+
+    X, y = _data()
+    r = fixed_epsilon(X, y, 1e-3, 0.05, 20000)
+    # second route to the crossover: the steps themselves, |w_{k+1} - w_k|_inf / eta = |s_k|_inf
+    # = |u|_inf / (|u|_inf + eps / L_k) falls below 1/2 exactly when eps / L_k > |u_k|_inf
+    lin = paramgeo.get("deep-diagonal", p=4, depth=1)
+    traj = gradient_descent(lin, Exponential(X, y), np.zeros(4), 400, 0.05, record_every=1,
+                            conserved=False,
+                            optimizer=SmoothedSignDescent(eps=1e-3, anneal="constant"))
+    step = np.max(np.abs(np.diff(traj.thetas, axis=0)), axis=1) / 0.05
+    assert r.crossover == int(np.argmax(step < 0.5)) == 150
+    # after it: gradient descent with step eta / eps, L_k ~ eps / (eta gamma_2^2 k)
+    k = np.arange(3000, 20001, 1000)
+    slope = np.polyfit(np.log(k), np.log(r.losses[k]), 1)[0]
+    assert abs(slope + 1) < 0.03
+    tails = k * r.losses[k]
+    assert np.all(np.diff(tails) < 0) and r.tail == pytest.approx(r.predicted_tail, rel=0.01)
+    assert r.cosine[20000] > r.cosine[1000] > r.cosine[100]
+    with pytest.raises(ParamgeoError, match="eps > 0"):
+        fixed_epsilon(X, y, 0.0, 0.05, 10)

@@ -20,7 +20,8 @@ For a loss ell on predictors and L(theta) = ell(phi(theta)):
   time T(delta) to alignment error delta, its law exp(c / delta) with a closed-form c, and the
   radial/tangential split of each step (:func:`alignment_times`, :func:`fit_alignment_law`);
 * the dual of smoothed sign descent: its KL recursion, Hoeffding bound and rate envelope, its
-  KKT slackness (:func:`sign_dual`), and the limit's two endpoints (:func:`endpoint_limits`);
+  KKT slackness (:func:`sign_dual`), the limit's two endpoints (:func:`endpoint_limits`) and
+  the crossover of a fixed smoothing to gradient descent (:func:`fixed_epsilon`);
 * the vanishing-initialisation limit of diagonal (commuting) parameterizations: the
   saddle-to-saddle sequence of Pesme and Flammarion (2023) (:func:`saddle_to_saddle`).
 
@@ -51,7 +52,15 @@ from .alignment import (
     predicted_constant,
 )
 from .descent import gradient_descent, schedule
-from .sign_dual import EndpointLimits, SignDualRun, dual_objective, endpoint_limits, sign_dual
+from .sign_dual import (
+    EndpointLimits,
+    FixedEpsilonRun,
+    SignDualRun,
+    dual_objective,
+    endpoint_limits,
+    fixed_epsilon,
+    sign_dual,
+)
 from .push_forward import (
     FlowComparison,
     PredictorPath,

@@ -36,6 +36,16 @@ with coordinates on the box, the barrier gradient 1 / (1 - |s_j|) balances O(1) 
 so those coordinates move O(delta) inside and the margin O(delta) down); as delta -> infinity
 s = v / (|v| + delta) = v / delta - v |v| / delta^2 + ..., so s_bar turns to the l2 max-margin
 direction and 1 - cos(s_bar, w_l2) shrinks like delta^-2 (the O(1/delta) angle squared).
+
+Fixed smoothing (:func:`fixed_epsilon`): with a constant eps instead of eps_k = delta L(w_k),
+v = -grad L = L(w) Z^T p gives s = v / (|v| + eps) = u / (|u| + eps / L), u = Z^T p: the
+loss-tied dynamics at the effective smoothing delta_k = eps / L(w_k), which grows as the loss
+decays. While delta_k < |u_k|_inf the steps are sign-like and the loss falls exponentially;
+after the crossover (delta_k > |u_k|_inf) s ~ L u / eps and the run is gradient descent on L
+with step eta / eps, whose iterates w ~ w_hat log k + w_tilde (Soudry et al. 2018) give
+L(w_k) ~ (1/k) (eps / eta) sum_n alpha_n = eps / (eta gamma_2^2 k) (sum_n alpha_n =
+|w_hat|^2 = 1 / gamma_2^2, gamma_2 the l2 max margin): the rate crosses over from exponential
+to 1/k, and the direction from the l_inf-like limit to the l2 max-margin direction.
 """
 
 import dataclasses
@@ -212,3 +222,63 @@ def endpoint_limits(X, y, deltas, window=(0.1, 5.0)):
     e_inf, err_inf = fit(deltas < window[0], linf, 1.0)
     e_l2, err_l2 = fit(deltas > window[1], l2, -1.0)
     return EndpointLimits(deltas, S, gamma_inf, linf, l2, e_inf, err_inf, e_l2, err_l2)
+
+
+@dataclasses.dataclass(frozen=True)
+class FixedEpsilonRun(Result):
+    """Smoothed sign descent with constant eps on the exponential loss: ``losses`` L(w_k),
+    ``effective_delta`` eps / L(w_k), ``u_inf`` |Z^T p_k|_inf, ``crossover`` the first k with
+    eps / L(w_k) > |u_k|_inf (-1: none), ``tail`` k L(w_k) at the last step against
+    ``predicted_tail`` eps / (eta gamma_2^2), and ``cosine`` cos(w_k, w_l2) per step."""
+
+    eps: float
+    lr: float
+    losses: np.ndarray
+    effective_delta: np.ndarray
+    u_inf: np.ndarray
+    crossover: int
+    tail: float
+    predicted_tail: float
+    cosine: np.ndarray
+
+    def __str__(self):
+        return (f"smoothed sign descent, fixed eps {self.eps:g}, eta {self.lr:g}: crossover to "
+                f"gradient descent at k = {self.crossover}; k L(w_k) = {self.tail:.5g} at the "
+                f"end against eps / (eta gamma_2^2) = {self.predicted_tail:.5g}; cos to the l2 "
+                f"max margin {self.cosine[-1]:.4f}")
+
+
+def fixed_epsilon(X, y, eps, lr, steps):
+    """Run smoothed sign descent with constant ``eps`` (``SmoothedSignDescent(eps,
+    anneal="constant")`` through :func:`paramgeo.flows.gradient_descent` on the linear
+    predictor) on the exponential loss from w_0 = 0 and record the crossover from sign-like to
+    gradient-descent steps (module docstring): the effective smoothing eps / L(w_k) against
+    |Z^T p_k|_inf, and the 1/k loss tail k L(w_k) against its closed form eps / (eta gamma_2^2).
+    ShapeError for non-separable data; ParamgeoError for eps <= 0, lr <= 0 or steps < 1."""
+    from .. import registry
+    from ..losses import Exponential
+    from ..optimizers import SmoothedSignDescent
+    from .descent import gradient_descent
+
+    X, y = np.asarray(X, float), np.asarray(y, float)
+    if not (eps > 0 and lr > 0 and int(steps) >= 1):
+        raise ParamgeoError(f"need eps > 0, lr > 0 and steps >= 1 (got {eps}, {lr}, {steps})")
+    mm = max_margin(X, y)
+    Z = y[:, None] * X
+    d = Z.shape[1]
+    traj = gradient_descent(registry.get("deep-diagonal", p=d, depth=1), Exponential(X, y),
+                            np.zeros(d), int(steps), lr, record_every=1, conserved=False,
+                            optimizer=SmoothedSignDescent(eps=eps, anneal="constant"))
+    W, L = np.asarray(traj.thetas), np.asarray(traj.losses, float)
+    logits = -W @ Z.T
+    P = np.exp(logits - logits.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    u_inf = np.max(np.abs(P @ Z), axis=1)
+    delta = eps / L
+    crossed = np.flatnonzero(delta > u_inf)
+    norms = np.linalg.norm(W, axis=1)
+    cosine = np.where(norms > 0, (W @ mm.direction) / np.where(norms > 0, norms, 1.0), 0.0)
+    k = len(L) - 1
+    return FixedEpsilonRun(float(eps), float(lr), L, delta, u_inf,
+                           int(crossed[0]) if crossed.size else -1, float(k * L[-1]),
+                           float(eps / (lr * mm.margin ** 2)), cosine)
