@@ -146,7 +146,8 @@ def sign_dual(X, y, delta, lr, steps, u=None):
 
 
 def dual_objective(Z, p, delta):
-    """The dual objective of smoothed sign descent (module docstring): F(p) = sum_j h_delta((Z^T p)_j), h_delta(u) = |u| - delta log(delta + |u|)."""
+    """The dual objective of smoothed sign descent (module docstring):
+    F(p) = sum_j h_delta((Z^T p)_j), h_delta(u) = |u| - delta log(delta + |u|)."""
     v = np.abs(np.asarray(Z, float).T @ p)
     return float(np.sum(v - delta * np.log(delta + v)))
 
