@@ -348,9 +348,10 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     conditions beyond it by their order of approach; 0 disables it): if certified, ``other``
     is replaced by that stratum's causes and ``near`` holds the certificate. The stratum and
     whether rank equals its generic rank are reported for regular points too; without an
-    architecture graph or a matrix-group symmetry there are no strata (``structure = "none"``, stratum fields None). For a piecewise-smooth phi
-    (capability ``kinks``) a theta on a kink gets the verdict ``kink`` and no causes: J there is
-    one one-sided Jacobian, so its rank decides nothing (:mod:`paramgeo.kinks`).
+    architecture graph or a matrix-group symmetry there are no strata (``structure =
+    "none"``, stratum fields None). For a piecewise-smooth phi (capability ``kinks``) a theta
+    on a kink gets the verdict ``kink`` and no causes: J there is one one-sided Jacobian, so
+    its rank decides nothing (:mod:`paramgeo.kinks`).
 
     ``precision`` (digits, :mod:`paramgeo.precision`): None decides in float64, redone in
     ``precision.DEFAULT_DIGITS`` digits where float64 cannot resolve the decision (a rank in

@@ -55,8 +55,9 @@ class AlignmentRun(Result):
     ``deltas`` / ``times``: T(delta) = min{t : |u_s - u_mm| <= delta for all steps s >= t of
     the run} (-1 where delta_steps > delta: not reached); ``error`` delta_t; ``norm`` |w_t|;
     ``radial`` r_t and ``tangential`` tau_t the components of w_{t+1} - w_t along and across
-    u_t (index t - 1 for step t -> t + 1); ``direction`` u_mm; ``margin`` gamma = 1 / |w_hat|; ``predicted_c`` the
-    closed-form constant of log T ~ c / delta (nan when the support vectors do not span R^d)."""
+    u_t (index t - 1 for step t -> t + 1); ``direction`` u_mm; ``margin`` gamma = 1 / |w_hat|;
+    ``predicted_c`` the closed-form constant of log T ~ c / delta (nan when the support vectors
+    do not span R^d)."""
 
     lr: float
     steps: int
