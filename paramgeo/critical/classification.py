@@ -238,6 +238,16 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
     is below ``precision.FLOAT64_FLOOR``, again in ``precision.DEFAULT_DIGITS`` digits (when
     m n <= ``precision.AUTO_MAX_ENTRIES``); ``precision=0``: float64 only.
 
+    Beyond ``snap_max`` the decision is the order of approach alone: every single condition
+    of size in (``snap_max``, 1) (at most ``max_tries``, in order of size) is snapped and
+    probed only between theta_s and theta (t = 1/4, 1/2, 1, so no point farther from S than
+    theta is used), and certifies when the two slopes agree within 0.25 on an integer order q
+    (Rellich: an analytic approach has an integer order), q >= 0.75 and the law's value at
+    theta, which is measured there, is below tol / s_1. Widths 2,2,2,1, k = 5, h1_0's
+    incoming weights at relative norm 0.109: s_R/s_1 ~ t^15 (q = 3k) towards
+    `layer 1: 1 in-zero; redundant {h2_0,h2_1}`, 6.7e-13 at theta, certified although the
+    condition is above the cut-off 0.1.
+
     Returns a :class:`NearStratum`, or None (no candidate, or none certified). Networks only
     (architecture graph); None otherwise.
     """
@@ -270,6 +280,10 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
     point = own.network
     cands = [c for c in point.near if c[0] <= snap_max]
     tries = [[c] for c in cands] + [cands[:j] for j in (2, 3) if len(cands) >= j]
+    # within snap_max: probed outwards (and inwards in high precision); beyond it: single
+    # conditions, probed inwards only, decided by the order of approach
+    tries = ([(c, (2.0, 0.25) if precision else (2.0,), False) for c in tries[:max_tries]]
+             + [([c], (0.25,), True) for c in point.near if snap_max < c[0] < 1][:max_tries])
     scale = float(np.linalg.norm(theta))
 
     def rho(t, theta_s):
@@ -281,15 +295,15 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
             s = np.linalg.svd(param.jacobian(theta_s + t * (theta - theta_s)), compute_uv=False)
         return float(s[R - 1] / s[0]) if s[0] > 0 else 0.0
 
-    for chosen in tries[:max_tries]:
+    for chosen, starts, beyond in tries:
         theta_s = _snap(struct, theta, point, [(k, d) for _, k, d in chosen])
         st = _point_stratum(param, struct, theta_s, R, zero_tol, policy, n_points, rng)
         if not st.proper or st.generic_rank >= R or _rank(param, theta_s, policy) != \
                 st.generic_rank:
             continue
         dist = float(np.linalg.norm(theta_s - theta)) / scale
-        T_max = max(64.0, snap_max / max(dist, 1e-300))
-        for T in (2.0, 0.25) if precision else (2.0,):
+        T_max = 0.25 if beyond else max(64.0, snap_max / max(dist, 1e-300))
+        for T in starts:
             while rho(T, theta_s) < floor and T < T_max:
                 T *= 2
             probe = tuple((t, rho(t, theta_s)) for t in (T, 2 * T, 4 * T))
@@ -297,6 +311,8 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
                 break  # the ray stays critical up to round-off: no decay to fit
             q1, q2 = (math.log2(probe[i + 1][1] / probe[i][1]) for i in (0, 1))
             predicted = probe[0][1] * T ** (-q1)
+            if beyond and (abs(q1 - q2) > 0.25 or abs(q1 - round(q1)) > 0.25):
+                continue  # beyond snap_max only a clean integer order certifies
             if abs(q1 - q2) <= 0.5 and q1 >= 0.75 and predicted <= threshold:
                 return NearStratum(st.label, tuple(st.causes), _describe(struct, chosen), dist,
                                    int(st.generic_rank), float(q1), float(predicted), probe,
@@ -328,13 +344,14 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     (no two rows proportional: the layer factors through fewer linear forms); ``other`` if rank
     is below the generic rank of the point's own stratum (max rank J over ``n_points`` random
     points of it) or nothing explains the drop. An ``other`` point of a network is then tested
-    for proximity to a stratum (:func:`near_stratum`, conditions within ``snap_max``; 0
-    disables it): if certified, ``other`` is replaced by that stratum's causes and ``near``
-    holds the certificate. The stratum and whether rank equals its generic rank are reported
-    for regular points too; without an architecture graph or a matrix-group symmetry there are
-    no strata (``structure = "none"``, stratum fields None). For a piecewise-smooth phi
-    (capability ``kinks``) a theta on a kink gets the verdict ``kink`` and no causes: J there is
-    one one-sided Jacobian, so its rank decides nothing (:mod:`paramgeo.kinks`).
+    for proximity to a stratum (:func:`near_stratum`: conditions within ``snap_max``, single
+    conditions beyond it by their order of approach; 0 disables it): if certified, ``other``
+    is replaced by that stratum's causes and ``near`` holds the certificate. The stratum and
+    whether rank equals its generic rank are reported for regular points too; without an
+    architecture graph or a matrix-group symmetry there are no strata (``structure =
+    "none"``, stratum fields None). For a piecewise-smooth phi (capability ``kinks``) a theta
+    on a kink gets the verdict ``kink`` and no causes: J there is one one-sided Jacobian, so
+    its rank decides nothing (:mod:`paramgeo.kinks`).
 
     ``precision`` (digits, :mod:`paramgeo.precision`): None decides in float64, redone in
     ``precision.DEFAULT_DIGITS`` digits where float64 cannot resolve the decision (a rank in

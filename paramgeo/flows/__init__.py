@@ -16,6 +16,12 @@ For a loss ell on predictors and L(theta) = ell(phi(theta)):
   range J^T, orthogonal to ker J which contains the vertical space (:func:`compare_flows`);
 * conserved quantities theta^T S theta for every symmetric S in the Lie algebra of a linear
   symmetry action (:func:`conserved_quantities`), recorded along every trajectory;
+* the early-stage alignment of logistic gradient descent with the max-margin direction: the
+  time T(delta) to alignment error delta, its law exp(c / delta) with a closed-form c, and the
+  radial/tangential split of each step (:func:`alignment_times`, :func:`fit_alignment_law`);
+* the dual of smoothed sign descent: its KL recursion, Hoeffding bound and rate envelope, its
+  KKT slackness (:func:`sign_dual`), the limit's two endpoints (:func:`endpoint_limits`) and
+  the crossover of a fixed smoothing to gradient descent (:func:`fixed_epsilon`);
 * the vanishing-initialisation limit of diagonal (commuting) parameterizations: the
   saddle-to-saddle sequence of Pesme and Flammarion (2023) (:func:`saddle_to_saddle`).
 
@@ -38,7 +44,23 @@ Flammarion (2023), "Saddle-to-saddle dynamics in diagonal linear networks"; Wood
 
 from ..conserved import ConservedQuantities, conserved_quantities
 from ..trajectory import IMPLICIT_METHODS, MAX_IMPLICIT_DIM, Trajectory, gradient_flow
+from .alignment import (
+    AlignmentLaw,
+    AlignmentRun,
+    alignment_times,
+    fit_alignment_law,
+    predicted_constant,
+)
 from .descent import gradient_descent, schedule
+from .sign_dual import (
+    EndpointLimits,
+    FixedEpsilonRun,
+    SignDualRun,
+    dual_objective,
+    endpoint_limits,
+    fixed_epsilon,
+    sign_dual,
+)
 from .push_forward import (
     FlowComparison,
     PredictorPath,
