@@ -56,15 +56,22 @@ def align_cmd(name, first, second, sizes, out, as_json):
     emit(result, as_json)
 
 
+def _loss_options(f):
+    """``--loss`` and ``--data``: the loss on predictors and the .npz of its arrays."""
+    f = click.option("--data", "data_path", required=True, type=click.Path(dir_okay=False),
+                     help="An .npz file with the arrays the loss needs (e.g. A and y for "
+                          "squared).")(f)
+    return click.option("--loss", "loss_kind", default="squared", show_default=True,
+                        type=click.Choice(LOSSES),
+                        help="Loss on predictors (the layouts of docs/flows.md).")(f)
+
+
 @quotient_cmd.command("barrier")
 @click.argument("name")
 @click.argument("first", type=click.Path(dir_okay=False))
 @click.argument("second", type=click.Path(dir_okay=False))
 @sizes_option
-@click.option("--loss", "loss_kind", default="squared", show_default=True,
-              type=click.Choice(LOSSES), help="Loss on predictors (the layouts of docs/flows.md).")
-@click.option("--data", "data_path", required=True, type=click.Path(dir_okay=False),
-              help="An .npz file with the arrays the loss needs (e.g. A and y for squared).")
+@_loss_options
 @click.option("--path", "path", default="linear", show_default=True,
               type=click.Choice(["linear", "aligned", "geodesic"]),
               help="The path from FIRST to SECOND (geodesic: groups of isometries only).")
@@ -95,10 +102,7 @@ def barrier_cmd(name, first, second, sizes, loss_kind, data_path, path, n_points
 @click.argument("name")
 @click.argument("point", type=click.Path(dir_okay=False))
 @sizes_option
-@click.option("--loss", "loss_kind", default="squared", show_default=True,
-              type=click.Choice(LOSSES), help="Loss on predictors (the layouts of docs/flows.md).")
-@click.option("--data", "data_path", required=True, type=click.Path(dir_okay=False),
-              help="An .npz file with the arrays the loss needs (e.g. A and y for squared).")
+@_loss_options
 @click.option("--objective", default="grad_norm", show_default=True,
               type=click.Choice(["grad_norm", "sharpness", "hessian_trace"]),
               help="What to optimise along the orbit.")
