@@ -303,3 +303,22 @@ def test_more_rules_against_the_autograd_rank(case, dim, missing):
     best = max(_autograd_rank(net, X.numpy(), model.random_point(np.random.default_rng(k)),
                               model) for k in range(2))
     assert best == model.n - dim - missing
+
+
+def test_declared_jax_activations_are_checked():
+    pytest.importorskip("jax")
+    from paramgeo.errors import ShapeError
+
+    rng = np.random.default_rng(0)
+    params = [rng.normal(size=(3, 2)), rng.normal(size=(1, 3))]
+
+    def net(p, x):
+        return (x @ p[0].T) ** 2 @ p[1].T
+
+    x = rng.normal(size=(10, 2))
+    with pytest.raises(ShapeError, match="unknown activation 'bogus'"):
+        paramgeo.from_jax(net, params, x, activation="bogus")
+    with pytest.raises(ShapeError, match="must be an integer >= 1"):
+        paramgeo.from_jax(net, params, x, activation=("power", 1.5))
+    model = paramgeo.from_jax(net, params, x, activation=("power", 2))
+    assert model.symmetry().dim == 3

@@ -310,15 +310,26 @@ def _activations(activation, count):
         isinstance(activation, tuple) and len(activation) == 2
         and isinstance(activation[0], str) and not isinstance(activation[1], str)) \
         else list(activation)
+    from ..symmetry import ACTIVATIONS
+
     out = []
     for act in acts:
         if isinstance(act, str):
-            out.append((act, None))
+            name, degree = act, None
         elif isinstance(act, (tuple, list)) and len(act) == 2:
-            out.append((str(act[0]), int(act[1])))
+            name, degree = str(act[0]), act[1]
+            if (isinstance(degree, bool) or not isinstance(degree, (int, float, np.integer))
+                    or degree != int(degree) or degree < 1):
+                raise ShapeError(f"the power of activation {act!r} must be an integer >= 1 "
+                                 f"(t^k), got {degree!r}")
+            degree = int(degree)
         else:
             raise ShapeError(f"an activation is a name such as 'tanh' or a pair ('power', k), "
                              f"got {act!r}")
+        if name.lower() not in ACTIVATIONS:
+            raise ShapeError(f"unknown activation {name!r}; known: "
+                             f"{', '.join(sorted(ACTIVATIONS))}")
+        out.append((name, degree))
     if len(out) != count:
         raise ShapeError(f"{count + 1} dense layers need {count} activations between them, "
                          f"got {len(out)}")
