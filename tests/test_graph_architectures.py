@@ -322,3 +322,18 @@ def test_declared_jax_activations_are_checked():
         paramgeo.from_jax(net, params, x, activation=("power", 1.5))
     model = paramgeo.from_jax(net, params, x, activation=("power", 2))
     assert model.symmetry().dim == 3
+
+
+def test_a_lying_declared_activation_in_a_sequential_is_refused():
+    from paramgeo.errors import ContractError
+
+    class Tanh(nn.Module):
+        paramgeo_activation = "identity"  # a lie
+
+        def forward(self, x):
+            return torch.tanh(x)
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 3), Tanh(), nn.Linear(3, 2))
+    with pytest.raises(ContractError, match=r"Tanh \(identity\) do not compute what they"):
+        paramgeo.from_torch(net, torch.randn(20, 3), name="test-liar")

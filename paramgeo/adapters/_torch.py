@@ -219,4 +219,26 @@ def from_torch(module, probe, name=None, device=None, layers="auto"):
     base = (TorchLayeredModel if layered is not None else
             TorchGraphModel if layers == "auto" else TorchModel)
     caller = sys._getframe(1).f_globals.get("__name__", __name__)
-    return model_class(base, name, source, caller)()
+    model = model_class(base, name, source, caller)()
+    if layered is not None:
+        _verify_declared(model, template)
+    return model
+
+
+def _verify_declared(model, module):
+    """A layered module's group is verified before it is declared
+    (:func:`paramgeo.symmetry.verify_group`): activations that do not compute what they declare
+    (``paramgeo_activation``) are refused."""
+    from ..errors import ContractError
+    from ..symmetry import verify_group
+
+    result = verify_group(model, model.symmetry())
+    if not result.passed:
+        declared = sorted({f"{type(m).__name__} ({m.paramgeo_activation})"
+                           for m in module.modules()
+                           if getattr(m, "paramgeo_activation", None) is not None})
+        raise ContractError(
+            f"{model.name}: the group its activations imply does not leave the module invariant "
+            f"({result}); " + (f"the declared {', '.join(declared)} do not compute what they "
+                               "declare: fix paramgeo_activation or remove it" if declared else
+                               "from_torch(..., layers=False) analyses it without a group"))
