@@ -663,3 +663,35 @@ def test_hadamard_l1_gap_falls_like_a_power_of_alpha(sparse):
     x = 1 / np.log(1 / alphas[-3:])
     rho_star = np.polyval(np.polyfit(x, rho[-3:], 1), 0.0)
     assert abs(2 * (1 - rho_star) - local[-1]) < 0.02
+
+
+def test_independent_fields_chosen_in_order_by_blocks_as_one_at_a_time():
+    from paramgeo.geometry import DEFAULT_POLICY
+    from paramgeo.mirror.lie import _select_independent
+
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((5, 40))
+    rows = [base[0], 2 * base[0], base[1], base[0] - base[1], base[2], base[3], base[4],
+            base[2] + base[4], rng.standard_normal(40)]
+    # the reference: one candidate at a time, kept when independent of those kept before
+    kept, ref = [], []
+    for k, r in enumerate(rows):
+        if np.linalg.matrix_rank(np.array(kept + [r]), tol=1e-9) > len(kept):
+            kept.append(r)
+            ref.append(k)
+    assert ref == [0, 2, 4, 5, 6, 8]
+    for chunk in (1, 3, 256):
+        assert _select_independent(rows, [], DEFAULT_POLICY, chunk=chunk) == ref
+    assert _select_independent(rows, [base[0]], DEFAULT_POLICY) == [2, 4, 5, 6, 8]
+
+
+def test_an_explicit_symbolic_route_too_large_is_refused_before_sympy_starts():
+    import time
+
+    from paramgeo.errors import BudgetError
+    from paramgeo.mirror import commuting_test
+
+    tic = time.process_time()
+    with pytest.raises(BudgetError, match="use --method numeric"):
+        commuting_test(paramgeo.get("uvt", m=30, n=30, r=30), method="symbolic")
+    assert time.process_time() - tic < 5

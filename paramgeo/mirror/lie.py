@@ -18,6 +18,7 @@ flow (for every loss) is n - dim Lie(X)(theta) (same paper, Theorem 3.3).
 
 import dataclasses
 import itertools
+import math
 import time
 import warnings
 
@@ -64,6 +65,9 @@ def brackets(param, theta):
 FULL_BRACKETS_MAX_M = 20
 #: the symbolic route ("auto") is used while (m choose 2) * n stays below this
 SYMBOLIC_MAX_WORK = 5000
+#: the symbolic route asked for by name is refused above this (m choose 2) * n, before sympy
+#: starts: the exact Jacobian and brackets would take hours (uvt 30 x 30, r = 30: 7e8)
+SYMBOLIC_REFUSED_WORK = 2_000_000
 #: default budget of :func:`lie_algebra`, in seconds of estimated work (``budget=``, ``paramgeo
 #: mirror --budget``): a bracket level whose estimated time would exceed it is refused
 MIRROR_BUDGET = 60.0
@@ -150,6 +154,13 @@ def commuting_test(param, n_points=3, seed=0, policy=None, method="auto", theta=
     method = _method(param, method)
     policy = policy_of(param, policy)
     if method == "symbolic":
+        work = math.comb(param.m, 2) * param.n
+        if work > SYMBOLIC_REFUSED_WORK:
+            raise BudgetError(
+                f"{param.name}: the symbolic commuting test needs (m choose 2) n = {work:.3g} "
+                f"bracket entries in sympy (m = {param.m}, n = {param.n}), more than "
+                f"{SYMBOLIC_REFUSED_WORK:.0e} (hours of work); use --method numeric (method="
+                "'numeric') or smaller sizes")
         nonzero = [pair for pair, expr in symbolic_brackets(param).items()
                    if any(e != 0 for e in expr)]
         num = commuting_test(param, n_points, seed, policy, "numeric", theta)
@@ -252,25 +263,49 @@ class LieAlgebra(Result):
         return self.n - self.dim
 
 
-def _select_independent(candidates, basis, policy):
+def _select_independent(candidates, basis, policy, chunk=256):
     """Indices of rows of ``candidates`` independent (over R) of ``basis`` rows and each other.
 
     Rows are field values stacked over several points, so dependence means dependence as
-    functions (with constant coefficients). Greedy Gram-Schmidt with a relative tolerance.
+    functions (with constant coefficients). Greedy Gram-Schmidt in candidate order with a
+    relative tolerance: a candidate is kept when its residual after projecting out the basis and
+    the candidates kept before it exceeds max(atol, 1e3 rtol max|c|). The projections on what
+    was kept before a chunk of candidates are one matrix product per chunk (twice, for
+    stability), so m fields cost BLAS-3 work, not m^2 Python steps.
     """
-    q = []
-    if len(basis):  # orthonormal rows spanning the kept values (rank by the tolerance policy)
-        q = list(range_basis(np.asarray(basis, float).T, policy, warn=False)[0].T)
-    scale = max([np.linalg.norm(c) for c in candidates] + [0.0])
+    cands = np.asarray(candidates, float)
+    if cands.size == 0:
+        return []
+    cands = cands.reshape(len(cands), -1)
+    scale = float(np.max(np.linalg.norm(cands, axis=1)))
+    if scale == 0:
+        return []
+    tol = max(policy.atol, 1e3 * policy.rtol * scale)
+    width = cands.shape[1]
+    Q = np.zeros((min(width, len(cands) + len(basis)), width))  # orthonormal rows kept
+    size = 0
+    if len(basis):
+        B = range_basis(np.asarray(basis, float).reshape(len(basis), -1).T, policy,
+                        warn=False)[0].T
+        Q[:len(B)], size = B, len(B)
     keep = []
-    for k, c in enumerate(candidates):
-        r = c.copy()
+    for start in range(0, len(cands), chunk):
+        block = cands[start:start + chunk].copy()
         for _ in range(2):  # re-orthogonalise once for stability
-            for b in q:
-                r = r - (b @ r) * b
-        if np.linalg.norm(r) > max(policy.atol, 1e3 * policy.rtol * scale) and scale > 0:
-            q.append(r / np.linalg.norm(r))
-            keep.append(k)
+            if size:
+                block -= (block @ Q[:size].T) @ Q[:size]
+        first = size
+        for i, r in enumerate(block):
+            if size == width:
+                return keep
+            for _ in range(2):
+                if size > first:
+                    r = r - (Q[first:size] @ r) @ Q[first:size]
+            norm = np.linalg.norm(r)
+            if norm > tol:
+                Q[size] = r / norm
+                size += 1
+                keep.append(start + i)
     return keep
 
 
