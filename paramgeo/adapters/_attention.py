@@ -3,8 +3,9 @@
 
 class math_attention:
     """Run torch's attention in its math backend, the one with forward-mode derivatives
-    (the CPU flash kernel and the fused encoder fast path have none), and silence the performance warning torch.func prints when
-    it falls back from a batching rule (paramgeo's own vmap, not the user's code)."""
+    (the CPU flash kernel and the fused encoder fast path have none), and silence the
+    performance warning torch.func prints when it falls back from a batching rule (paramgeo's
+    own vmap, not the user's code)."""
 
     def __init__(self, torch):
         self.torch = torch

@@ -80,12 +80,11 @@ class Reading:
     units: list = dataclasses.field(default_factory=list)
     discover: list = dataclasses.field(default_factory=list)  # (label, slots) per unit
     notes: list = dataclasses.field(default_factory=list)
-    layers: list = dataclasses.field(default_factory=list)  # (qualname, type name)
 
 
 class _Reader:
-    def __init__(self, model, positions, n, shapes):
-        self.model, self.pos, self.n, self.shapes = model, positions, n, shapes
+    def __init__(self, positions, n):
+        self.pos, self.n = positions, n
         self.streams, self.reading = [], Reading()
         self.fields = []
         self.perm_classes, self.perm_adjust = [], {}
@@ -327,7 +326,7 @@ def read_torch(model, probe, positions, n):
     except Exception as exc:  # noqa: BLE001 - any tracing failure means "no graph"
         first = str(exc).splitlines()[0] if str(exc) else ""
         return None, f"torch.fx could not trace the module ({type(exc).__name__}: {first[:120]})"
-    reader = _Reader(model, positions, n, None)
+    reader = _Reader(positions, n)
     env = {}
 
     def shape_of(node):
@@ -353,7 +352,6 @@ def read_torch(model, probe, positions, n):
         elif node.op == "call_module":
             mod = gm.get_submodule(node.target)
             label, tname = node.target, type(mod).__name__
-            reader.reading.layers.append((label, tname))
             for a in args[1:] + kw:
                 reader.escape(a, f"enters {label} as a second input")
             if isinstance(mod, torch.nn.Linear):

@@ -5,7 +5,7 @@ which rules of :mod:`paramgeo.symmetry.rules` apply (see :mod:`paramgeo.adapters
 
 import numpy as np
 
-from ..symmetry import rules
+from ..symmetry import hidden_layer_group, rules
 
 HOMOGENEOUS = {"relu", "leaky_relu"}
 ODD = {"tanh", "softsign", "hardtanh"}
@@ -74,7 +74,8 @@ def apply_rules(reader):
                                        rules.rescaling_torus(units, n, signed=True)))
             else:
                 reading.groups.append((f"{s.label} GL({s.k})",
-                                       rules.general_linear(s.k, s.incoming, outs)))
+                                       hidden_layer_group(s.k, incoming=(s.incoming,),
+                                                           outgoing=outs)))
         elif act in HOMOGENEOUS:
             reading.groups.append((f"{s.label} {act} rescalings",
                                    rules.rescaling_torus(units, n, signed=False)))

@@ -191,8 +191,8 @@ def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEA
     if n <= max_linear_dim and n ** 4 > MAX_LINEAR_ENTRIES:  # about n^2 rows of n^2 unknowns
         largest = int(MAX_LINEAR_ENTRIES ** 0.25)
         raise SizeError(
-            f"{title(param.name, param.sizes)}: the linear symmetry search at n = {n} stacks a system "
-            f"of at least n^4 = {n ** 4:.3g} entries ({8e-9 * n ** 4:.3g} GB), more than "
+            f"{title(param.name, param.sizes)}: the linear symmetry search at n = {n} stacks a "
+            f"system of at least n^4 = {n ** 4:.3g} entries ({8e-9 * n ** 4:.3g} GB), more than "
             f"{MAX_LINEAR_ENTRIES:.3g}; it runs up to about n = {largest} (max_linear_dim / "
             f"--max-dim <= {largest}); without it the scaling and discrete searches run at any n")
     rng = np.random.default_rng(seed)

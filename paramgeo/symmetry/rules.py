@@ -20,8 +20,8 @@ Rules, with their references:
   out -> out / c, c > 0 (Neyshabur, Salakhutdinov, Srebro 2015, "Path-SGD");
 * odd activation (tanh): the sign flip inp -> -inp, out -> -out (Chen, Lu, Hecht-Nielsen 1993);
 * no activation between two affine maps: GL(h) on the units' columns (Arora, Cohen, Hazan
-  2018), or for an elementwise affine producer (a normalisation layer's scale and shift) the
-  rescaling of each feature (c in R\\{0});
+  2018; :func:`paramgeo.symmetry.hidden_layer_group`), or for an elementwise affine producer
+  (a normalisation layer's scale and shift) the rescaling of each feature (c in R\\{0});
 * batch normalisation in eval mode after a layer with fixed statistics (mu, sigma =
   sqrt(var + eps)): with y = w . x + b the unit computes gamma (y - mu) / sigma + beta, so
   (w, b, gamma, beta) -> (s w, s b, gamma / s, beta + gamma mu (1/s - 1) / sigma) and
@@ -73,13 +73,6 @@ def sign_flips(units, n):
     k = len(units)
     name = f"(Z_2)^{k}" if k > 1 else "Z_2"
     return SignedPermutationGroup(name, gens, n)
-
-
-def general_linear(h, incoming, outgoing):
-    """GL(h) on h units with no activation between two affine maps: ``incoming`` a (rows, h)
-    index array whose column j is unit j's producer row and bias, ``outgoing`` a list of
-    (rows, h) arrays whose column j reads unit j. W_in -> g^{-1} W_in, W_out -> W_out g."""
-    return GeneralLinearGroup(h, right=tuple(outgoing), contragredient=(incoming,))
 
 
 def batchnorm_fields(units, mu, sigma, n, label):

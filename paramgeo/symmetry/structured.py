@@ -67,8 +67,9 @@ def _fields(coef, basis, slots, n, label):
 def structured_discovery(param, units, n_points=3, seed=0, policy=None, progress=None):
     """The fields of each unit (see the module docstring). ``units`` is a list of
     (label, slots[, slot names]) with slots a list of integer index arrays (the unit's
-    positions, one array per slot, the same slot layout for every unit of a layer). Returns a :class:`FieldGroup`
-    (dimension 0 when nothing is found) whose ``labels`` name the unit of each field."""
+    positions, one array per slot, the same slot layout for every unit of a layer). Returns a
+    :class:`FieldGroup` (dimension 0 when nothing is found) whose ``labels`` name the unit of
+    each field; ``progress(done, total)`` is called after each unit."""
     from ..numerics import as_rng
     from .verify import verify_group
 
