@@ -266,18 +266,13 @@ class LieAlgebra(Result):
 def _select_independent(candidates, basis, policy, chunk=256):
     """Indices of rows of ``candidates`` independent (over R) of ``basis`` rows and each other.
 
-    Rows are field values stacked over several points, so dependence means dependence as
-    functions (with constant coefficients). Greedy Gram-Schmidt in candidate order with a
-    relative tolerance: a candidate is kept when its residual after projecting out the basis and
-    the candidates kept before it exceeds max(atol, 1e3 rtol max|c|). The projections on what
-    was kept before a chunk of candidates are one matrix product per chunk (twice, for
-    stability), so m fields cost BLAS-3 work, not m^2 Python steps.
-    """
+    Rows are field values stacked over several points (dependence as functions, with constant
+    coefficients). Greedy Gram-Schmidt in candidate order: a candidate is kept when its residual
+    after projecting out the basis and the candidates kept before it exceeds max(atol, 1e3 rtol
+    max|c|); the projections on what was kept before a chunk are matrix products (BLAS-3)."""
     cands = np.asarray(candidates, float)
-    if cands.size == 0:
-        return []
-    cands = cands.reshape(len(cands), -1)
-    scale = float(np.max(np.linalg.norm(cands, axis=1)))
+    cands = cands.reshape(len(cands), -1) if cands.size else cands
+    scale = float(np.max(np.linalg.norm(cands, axis=1))) if cands.size else 0.0
     if scale == 0:
         return []
     tol = max(policy.atol, 1e3 * policy.rtol * scale)
@@ -291,16 +286,14 @@ def _select_independent(candidates, basis, policy, chunk=256):
     keep = []
     for start in range(0, len(cands), chunk):
         block = cands[start:start + chunk].copy()
-        for _ in range(2):  # re-orthogonalise once for stability
-            if size:
-                block -= (block @ Q[:size].T) @ Q[:size]
+        for _ in range(2 if size else 0):  # re-orthogonalise once for stability
+            block -= (block @ Q[:size].T) @ Q[:size]
         first = size
         for i, r in enumerate(block):
             if size == width:
                 return keep
-            for _ in range(2):
-                if size > first:
-                    r = r - (Q[first:size] @ r) @ Q[first:size]
+            for _ in range(2 if size > first else 0):
+                r = r - (Q[first:size] @ r) @ Q[first:size]
             norm = np.linalg.norm(r)
             if norm > tol:
                 Q[size] = r / norm
