@@ -9,6 +9,9 @@
    django-static-mathjax package (a plain copy of MathJax 3.2.2 on PyPI, Apache-2.0, no Django
    needed), which the docs extra installs; docs/javascripts/mathjax.js configures it for
    pymdownx.arithmatex.
+3. Cross-reference roles of the docstrings (``:func:`name```, ``:class:``, ``:mod:``, ...),
+   which mkdocstrings renders as the role's text followed by the name in code, are shown as the
+   name in code alone.
 """
 
 import posixpath
@@ -24,6 +27,8 @@ PREFIX = "_repo/"
 MATHJAX = "assets/mathjax/"
 MATHJAX_PARTS = ("tex-chtml.js", "input/tex/extensions", "output/chtml/fonts/woff-v2", "ui",
                  "a11y", "adaptors")
+#: a docstring's cross-reference role as mkdocstrings renders it: ":func:<code>"
+ROLE = re.compile(r":(?:py:)?(?:func|class|mod|meth|attr|data|exc|obj|const):(?=<code>)")
 
 
 def _outside(page_src, target):
@@ -83,3 +88,8 @@ def on_files(files, config):
     license_ = root.parent / "LICENSE"
     files.append(File.generated(config, MATHJAX + "LICENSE", abs_src_path=str(license_)))
     return files
+
+
+def on_page_content(html, page, config, files):
+    """Drop the role text before a cross-referenced name (item 3 of the module docstring)."""
+    return ROLE.sub("", html)

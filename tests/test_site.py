@@ -128,6 +128,18 @@ def test_mathjax_is_served_by_the_site(site):
     assert 'class="arithmatex"' in built(site, DOCS / "flows.md")
 
 
+def test_api_pages_show_cross_references_without_their_role_text(site):
+    import re
+
+    pages = sorted((site / "api").glob("*/index.html"))
+    assert len(pages) > 30
+    raw = {p.parent.name: len(re.findall(r":(?:func|class|mod|meth|attr|exc):<code>",
+                                         p.read_text())) for p in pages}
+    assert sum(raw.values()) == 0, {k: v for k, v in raw.items() if v}
+    assert "<code>blocks_of</code> builds both" in (site / "api" / "symmetry" /
+                                                    "index.html").read_text()
+
+
 def test_the_check_catches_swallowed_text_and_stray_headings(tmp_path):
     """The checks above fail on the two ways a page breaks: planted in a copy of flows.md and
     rendered by the same markdown configuration as the site."""
