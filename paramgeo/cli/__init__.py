@@ -48,7 +48,7 @@ COMMANDS = {
 #: none of them (nor numpy); tests/test_cli.py checks each against the command's own help.
 SHORT_HELP = {
     "check": 'Run the contract check on a plugin (by name or .py file); exit 1 if a property fails.',
-    "critical": 'Classify a point: regular, or critical with its causes (orbit-degenerate, subnetwork, other), the rank against the generic rank and the stratum the point lies on.',
+    "critical": 'Classify a point: regular, critical with its causes (orbit-degenerate, subnetwork, factor-rank, dependent-weights, other) or on a kink; the rank against the generic rank and the stratum the point lies on.',
     "quotient": 'Moving in the quotient: align two points modulo the symmetry group, loss barriers along straight, aligned and geodesic paths, and teleportation along an orbit.',
     "define": 'Define a parameterization from an expression spec (TOML) and save it for later use.',
     "describe": 'Dimensions, generic rank, symmetry group and quotient dimension of a parameterization.',

@@ -24,8 +24,9 @@ MAX_STARTS = 100_000
 @precision_option
 @json_option
 def critical_cmd(name, sizes, at, seed, precision, as_json):
-    """Classify a point: regular, or critical with its causes (orbit-degenerate, subnetwork,
-    other), the rank against the generic rank and the stratum the point lies on.
+    """Classify a point: regular, critical with its causes (orbit-degenerate, subnetwork,
+    factor-rank, dependent-weights, other) or on a kink; the rank against the generic rank and
+    the stratum the point lies on.
 
     Example: paramgeo critical uut -p d=4 -p r=2 --at U.npy --precision 50 --json
     """
