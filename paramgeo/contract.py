@@ -143,14 +143,15 @@ def _autograd_jacobian(param, theta):
     return Parameterization.jacobian(param, theta)
 
 
-def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True):
+def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True, progress=None):
     """Run the contract check on an instantiated parameterization; returns a CheckReport.
 
     ``tol`` is the relative tolerance of the exact identities (closed forms, invariance,
-    generators in the kernel); finite differences get ``max(tol, 1e-5)`` (a model computing below
-float64 gets the step and tolerance of its measured round-off,
-:func:`paramgeo.precision.difference_step`). ``llc=False`` skips
-    the short estimate that tests a declared learning coefficient.
+    generators in the kernel); finite differences get ``max(tol, 1e-5)`` (a model computing
+    below float64 gets the step and tolerance of its measured round-off,
+    :func:`paramgeo.precision.difference_step`). ``llc=False`` skips the short estimate that
+    tests a declared learning coefficient. ``progress(done, total)`` is called after each of
+    the ``n_points`` points and after the whole-map checks.
     """
     from .arguments import integer, number, parameterization
 
@@ -318,6 +319,8 @@ float64 gets the step and tolerance of its measured round-off,
             add(_property_of(exc.method), float("inf"), 0.0, k, str(exc))
             if exc.method == "random_point":
                 break
+        if progress is not None:
+            progress(k + 1, n_points + 1)
     try:
         if param.provides("rank_at") and last is not None:
             for i, (label, point) in enumerate(_rank_deficient_points(param, group, last, rng)):
@@ -332,6 +335,8 @@ float64 gets the step and tolerance of its measured round-off,
     except PluginError as exc:  # reported once: a method failing at the points already is
         if not any(not i.passed and i.property == _property_of(exc.method) for i in items):
             add(_property_of(exc.method), float("inf"), 0.0, -1, str(exc))
+    if progress is not None:
+        progress(n_points + 1, n_points + 1)
     return CheckReport(param.name, dict(param.sizes), all(i.passed for i in items), tuple(items))
 
 

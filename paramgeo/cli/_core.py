@@ -239,8 +239,9 @@ def _certificate_line(c):
 @click.argument("name")
 @sizes_option
 @seed_option()
+@progress_option
 @json_option
-def check_cmd(name, sizes, seed, as_json):
+def check_cmd(name, sizes, seed, progress, as_json):
     """Run the contract check on a plugin (by name or .py file); exit 1 if a property fails.
 
     Example: paramgeo check hadamard -p p=3
@@ -254,7 +255,8 @@ def check_cmd(name, sizes, seed, as_json):
     except PluginError as exc:  # the plugin cannot even be built: that is a failed property
         report = construction_failure(exc.plugin, parse_sizes(sizes), exc)
     else:
-        report = check(param, seed=seed)
+        with progress_bar("check", progress_enabled(progress)) as update:
+            report = check(param, seed=seed, progress=update)
     emit(report, as_json)
     if not report.passed:
         failed = sorted({item.property for item in report.failures()})
