@@ -20,15 +20,14 @@ import numpy as np
 
 from ..symmetry import rules
 from ._attention import math_attention
+from ._layers import TORCH_ACTIVATIONS
 from ._unit_rules import apply_rules
 
-#: activations by the name the rules know them by (torch modules, functions and methods)
-ACTIVATION_NAMES = {
-    "relu": "relu", "leaky_relu": "leaky_relu", "leakyrelu": "leaky_relu", "tanh": "tanh",
-    "hardtanh": "hardtanh", "softsign": "softsign", "sigmoid": "sigmoid", "gelu": "gelu",
-    "silu": "silu", "softplus": "softplus", "elu": "elu", "identity": None, "dropout": None,
-    "dropout1d": None, "dropout2d": None, "dropout3d": None, "alphadropout": None,
-}
+#: activations by the name the rules know them by: torch's activation modules (the table of
+#: the layered reader, lower-cased) and the functions and methods of the same names
+ACTIVATION_NAMES = {name.lower(): act for name, act in TORCH_ACTIVATIONS.items()} | {
+    "leaky_relu": "leaky_relu", "dropout1d": None, "dropout2d": None, "dropout3d": None,
+    "alphadropout": None}
 
 
 @dataclasses.dataclass

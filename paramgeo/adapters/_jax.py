@@ -11,6 +11,7 @@ import threading
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
+from ..symmetry import verify_group
 from ._checks import object_state, one_array, probe_array, real_array
 from ._layers import LayeredModel, check_layers
 from ._model import Backend, FrameworkModel, model_class
@@ -460,26 +461,15 @@ def _layered(name, source, caller, layered):
 
         model = model_class(JaxLayeredModel, name, trial_source, caller)()
         check_layers(trial, activations, model.spec)
-        gap = _invariance_gap(model)
-        if gap <= 1e-8:
+        result = verify_group(model, model.symmetry(), n_points=1)
+        if result.passed:
             return model
-        tried.append(gap)
+        tried.append(max(result.action_error, result.generator_error))
     raise ShapeError(
         f"{name}: params read as dense layers with activations "
         f"{[a for a, _ in activations]} do not describe fn: random elements of their symmetry "
-        f"group change fn's output (relative change {min(tried):.2g}); check the activation "
+        f"group change fn's output (relative change {min(tried):.2g}, by "
+        "paramgeo.symmetry.verify_group); check the activation "
         "and that each layer computes act(x W + b) (W stored (in, out), or (out, in) as "
         "x W^T), or leave activation out")
 
-
-def _invariance_gap(model, n_elements=2):
-    """The largest |phi(g . theta) - phi(theta)| / |phi(theta)| over random group elements at
-    a random point."""
-    rng = np.random.default_rng(0)
-    group = model.symmetry()
-    theta = model.random_point(rng)
-    base = model.forward_flat(theta)
-    scale = max(float(np.linalg.norm(base)), 1e-300)
-    return max(float(np.linalg.norm(model.forward_flat(group.act(group.random_element(rng),
-                                                                  theta)) - base)) / scale
-               for _ in range(n_elements))

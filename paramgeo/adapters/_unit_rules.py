@@ -5,10 +5,7 @@ which rules of :mod:`paramgeo.symmetry.rules` apply (see :mod:`paramgeo.adapters
 
 import numpy as np
 
-from ..symmetry import hidden_layer_group, rules
-
-HOMOGENEOUS = {"relu", "leaky_relu"}
-ODD = {"tanh", "softsign", "hardtanh"}
+from ..symmetry import ACTIVATIONS, hidden_layer_group, rules
 
 
 def apply_rules(reader):
@@ -76,10 +73,10 @@ def apply_rules(reader):
                 reading.groups.append((f"{s.label} GL({s.k})",
                                        hidden_layer_group(s.k, incoming=(s.incoming,),
                                                            outgoing=outs)))
-        elif act in HOMOGENEOUS:
+        elif ACTIVATIONS.get(act) == "homogeneous":
             reading.groups.append((f"{s.label} {act} rescalings",
                                    rules.rescaling_torus(units, n, signed=False)))
-        elif act in ODD and not maxpooled:
+        elif ACTIVATIONS.get(act) == "odd" and not maxpooled:
             reading.groups.append((f"{s.label} {act} sign flips",
                                    rules.sign_flips(units, n)))
         if act is None and not maxpooled:
