@@ -4,7 +4,7 @@
    against the fused numpy expression written for depth 4 (target: within 2x, ratio >= 0.5),
    and the JVP against autograd's at p = 1e5.
 2. The JVP and VJP (depth 4) at n = 4e5 and 5e6, fused block by block
-   (:func:`paramgeo.numerics.blocks`), against jitted JAX on its own device arrays (XLA fuses
+   (:func:`paramgeo.linalg.numerics.blocks`), against jitted JAX on its own device arrays (XLA fuses
    the chain into one loop; target: within 1.5x, ratio >= 1/1.5), against the plain numpy
    expressions they replace (one pass over memory per ufunc, with temporaries) and, for the
    JVP, against the fused numpy floor (the same blocks hand-written for depth 4 with the fewest
@@ -18,7 +18,7 @@ import numpy as np
 
 import paramgeo
 from paramgeo import Parameterization
-from paramgeo.numerics import BLOCK, blocks
+from paramgeo.linalg.numerics import BLOCK, blocks
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
                       "intra_op_parallelism_threads=1")

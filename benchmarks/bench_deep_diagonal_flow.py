@@ -15,7 +15,7 @@ import numpy as np
 
 import paramgeo
 from paramgeo.losses import LinearMeasurements
-from paramgeo.trajectory import gradient_flow
+from paramgeo.dynamics.trajectory import gradient_flow
 
 HEAVY = True
 

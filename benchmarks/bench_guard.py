@@ -1,4 +1,4 @@
-"""Benchmark rows for the guarded call layer (:mod:`paramgeo.guard`): a tiny plugin's forward,
+"""Benchmark rows for the guarded call layer (:mod:`paramgeo.contract.guard`): a tiny plugin's forward,
 jvp and vjp through the guard against the same methods unguarded (the plugin's own functions,
 ``__wrapped__``), so the ratio is the guard's overhead on the cheapest calls (1 = none)."""
 

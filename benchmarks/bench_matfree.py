@@ -1,4 +1,4 @@
-"""Benchmark rows for the matrix-free route (paramgeo.matfree).
+"""Benchmark rows for the matrix-free route (paramgeo.linalg.matfree).
 
 1. Rank of J at a random point of uut, d = 100 and 150 (r = 10): the matrix-free certificate
    (Lanczos on the horizontally deflated J^T J from the closed-form JVP/VJP) against the dense
@@ -62,8 +62,8 @@ def bench(row, repeats):
 def _gram(p, theta):
     """The operator the certificate counts on, A = P_H J^T J P_H + s P_V (s = sigma_max^2),
     with sigma(x) = |J P_H x| and the route's tolerance, built here for the baselines."""
-    from paramgeo import matfree
-    from paramgeo.numerics import DEFAULT_POLICY
+    from paramgeo.linalg import matfree
+    from paramgeo.linalg.numerics import DEFAULT_POLICY
 
     proj = p.symmetry().vertical_projector(theta)
     J = matfree._Counted(p, theta)
@@ -87,7 +87,7 @@ def _eigh_count(p, theta, drop):
     drop + 2 smallest eigenpairs), counted by |J x| of the eigenvectors."""
     from scipy.linalg import eigh
 
-    from paramgeo import matfree
+    from paramgeo.linalg import matfree
 
     apply, sigma, tol = _gram(p, theta)
     A = matfree._assemble(apply, p.n)
@@ -122,7 +122,7 @@ def bench_rank_drops(row, repeats, sizes=((72, 8), (128, 16), (256, 16)), lanczo
     preconditioner it has not converged in 400 iterations there); target: the chosen route
     within 1.2x of each (ratio >= 0.83). One call each (seconds to minutes); agreement is the
     rank."""
-    from paramgeo import matfree
+    from paramgeo.linalg import matfree
 
     priced = matfree._factor_seconds, matfree._eigh_seconds
     rng = np.random.default_rng(4)

@@ -33,7 +33,7 @@ def floors(d, r, k):
     floor and the assembled floor (see the module docstring)."""
     from scipy.linalg import lapack
 
-    from paramgeo import matfree
+    from paramgeo.linalg import matfree
 
     rng = np.random.default_rng(4)
     p = paramgeo.get("uut", d=d, r=r)

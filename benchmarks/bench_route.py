@@ -1,4 +1,4 @@
-"""The rank route chosen by predicted cost (:func:`paramgeo.routes.route_prices`) against both
+"""The rank route chosen by predicted cost (:func:`paramgeo.linalg.routes.route_prices`) against both
 routes forced: the generic rank of ``relu-net`` (d = 10 inputs' dimension, one output, N = 200
 inputs: m = 200) at n = 1e3 ... 3e4 parameters, across m n = 2e6 (the size where a fixed
 memory threshold used to switch to matrix-free). Each call builds a fresh parameterization (no

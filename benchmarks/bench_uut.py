@@ -11,7 +11,7 @@ import numpy as np
 
 import paramgeo
 from paramgeo import Parameterization
-from paramgeo.geometry import decide_rank
+from paramgeo.linalg import decide_rank
 
 
 def autograd_dense_jacobian(param, theta):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from paramgeo.risk import (
+from paramgeo.flows.risk import (
     GaussianMixture,
     SpikedModel,
     early_stopping,

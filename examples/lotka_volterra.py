@@ -5,7 +5,7 @@ Model: predictions <A_i, M> with M = W W^T (the ``uut`` plugin, W in R^{d x d}),
 ell(M) = (1/2N) sum_i (<A_i, M> - y_i)^2, where A_i = A(x_i) are the structure matrices of a
 circular convolution layer (d channels of length-d filters, quadratic activation, summed
 readout; examples/structure_layers.py), computed from the layer's forward by
-paramgeo.structure.structure_matrix: near zero the layer is f(W; x) = Tr[W W^T A(x)], with
+paramgeo.flows.structure.structure_matrix: near zero the layer is f(W; x) = Tr[W W^T A(x)], with
 W's columns the filters. When the data matrices share an eigenbasis E (here the real Fourier
 basis: every A(x) is circulant),
 A_i = E diag(a_i) E^T, and the start does too, W_0 = alpha E (M_0 = alpha^2 I), then
@@ -43,8 +43,8 @@ from scipy.integrate import solve_ivp
 import paramgeo
 from paramgeo.flows import gradient_flow, saddle_to_saddle
 from paramgeo.losses import LinearMeasurements
-from paramgeo.registry import load_plugin_file
-from paramgeo.structure import structure_matrix
+from paramgeo.contract.registry import load_plugin_file
+from paramgeo.flows.structure import structure_matrix
 
 ALPHAS = (1e-4, 1e-8)
 
@@ -68,7 +68,7 @@ def make_problem(d=5, N=40, seed=0):
     """A_i = A(x_i), the structure matrices of a circular convolution layer on signals
     x_i ~ N(0, I_d) (``conv`` of examples/structure_layers.py: length-d filters, quadratic
     activation, summed readout, f(W; x) = sum_c sum_t (u_c * x)_t^2 / 2 = Tr[W W^T A(x)]),
-    computed by paramgeo.structure.structure_matrix from the layer's forward. A(x) is a
+    computed by paramgeo.flows.structure.structure_matrix from the layer's forward. A(x) is a
     symmetric circulant matrix, diagonal in the real Fourier basis E for every x: a shared
     eigenbasis, eigenvalue features a_ik = |FFT(x_i)_k|^2 / 2 (equal within each cos/sin pair,
     mean about d / 2); target m*_k = 4 * 2^-f(k) / abar^2 (f the frequency, abar the mean

@@ -13,7 +13,7 @@ for the lost rank), how many have linearly dependent incoming weights in a layer
 proportional pairs ("dependent", not a subnetwork), and how many the engine cannot explain
 ("other"). End points whose s_R/s_1 is below float64's resolution and that float64 cannot
 explain are classified again with 50-digit singular values of the exact Jacobian
-(``paramgeo.precision``), which resolves the power law of their approach to a stratum; the
+(``paramgeo.geometry.precision``), which resolves the power law of their approach to a stratum; the
 table counts them ("in 50 digits") and lists the fitted orders. Output: a Markdown table, a CSV
 and a figure in examples/output/.
 

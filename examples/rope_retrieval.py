@@ -60,7 +60,7 @@ import autograd.numpy as anp
 import numpy as np
 
 import paramgeo
-from paramgeo.equivariance import input_equivariance
+from paramgeo.symmetry.equivariance import input_equivariance
 from paramgeo.flows import gradient_descent
 from paramgeo.losses import CallableLoss
 

@@ -4,7 +4,7 @@ descent").
 
 Setup: z_i = y_i x_i (N = 12 points in d = 4, separable: a random direction plus a margin),
 the exponential loss L(w) = (1/N) sum_i exp(-<z_i, w>) on the linear predictor (``deep-diagonal``
-with depth 1), ``paramgeo.optimizers.SmoothedSignDescent(eps=delta, anneal="loss")``:
+with depth 1), ``paramgeo.dynamics.optimizers.SmoothedSignDescent(eps=delta, anneal="loss")``:
 
     w_{k+1} = w_k - eta g_k / (|g_k| + delta L(w_k)),   g_k = grad L(w_k) = -Z^T q_k,
 
@@ -37,7 +37,7 @@ from scipy.optimize import minimize
 import paramgeo
 from paramgeo.flows import gradient_descent
 from paramgeo.losses import Exponential
-from paramgeo.optimizers import SmoothedSignDescent
+from paramgeo.dynamics.optimizers import SmoothedSignDescent
 
 
 def data(seed=0, N=12, d=4, gap=0.3):

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 import paramgeo
-from paramgeo.registry import load_plugin_file
-from paramgeo.structure import mode_dynamics, structure_matrix
+from paramgeo.contract.registry import load_plugin_file
+from paramgeo.flows.structure import mode_dynamics, structure_matrix
 
 LAYERS = [
     ("perceptron", dict(d=3, width=2, n_inputs=3), {"w": 0, "b": 0, "a": 0}),

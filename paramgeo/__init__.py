@@ -24,32 +24,32 @@ from .errors import (
 #: ``import paramgeo`` costs little more than numpy and autograd and ``paramgeo --help`` imports
 #: neither; tests/test_imports.py checks that each resolves.
 _LAZY = {
-    "check": "contract",
-    "RankPolicy": "geometry",
-    "generic_rank": "geometry",
-    "horizontal_projection": "geometry",
-    "kernel": "geometry",
-    "predictor_metric": "geometry",
-    "quotient_metric": "geometry",
-    "rank_at": "geometry",
-    "vertical_space": "geometry",
-    "CAPABILITIES": "parameterization",
-    "Parameterization": "parameterization",
-    "ParamSpec": "parameterization",
-    "Size": "parameterization",
-    "available": "registry",
-    "get": "registry",
-    "get_class": "registry",
-    "load_plugin_file": "registry",
-    "register": "registry",
+    "check": "reports.contract_check",
+    "RankPolicy": "linalg.numerics",
+    "generic_rank": "geometry.jacobian",
+    "horizontal_projection": "geometry.jacobian",
+    "kernel": "geometry.jacobian",
+    "predictor_metric": "geometry.jacobian",
+    "quotient_metric": "geometry.jacobian",
+    "rank_at": "geometry.jacobian",
+    "vertical_space": "geometry.jacobian",
+    "CAPABILITIES": "contract.parameterization",
+    "Parameterization": "contract.parameterization",
+    "ParamSpec": "contract.parameterization",
+    "Size": "contract.parameterization",
+    "available": "contract.registry",
+    "get": "contract.registry",
+    "get_class": "contract.registry",
+    "load_plugin_file": "contract.registry",
+    "register": "contract.registry",
     "sweep": "sweeps",  # grids of queries on Dask (dask imported only when one runs)
-    "define": "userdefs",  # also serves saved specs to the registry
-    "undefine": "userdefs",
+    "define": "expressions.userdefs",  # also serves saved specs to the registry
+    "undefine": "expressions.userdefs",
     "from_torch": "adapters",  # torch imported only when a model is adapted
     "from_jax": "adapters",  # jax likewise
     "estimate_llc": "llc",  # learning coefficients: the estimator and the exact values
     "exact_learning_coefficient": "llc",
-    "trusted": "guard",  # the guard's checks off inside a block
+    "trusted": "contract.guard",  # the guard's checks off inside a block
 }
 
 

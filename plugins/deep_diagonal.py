@@ -69,10 +69,10 @@ Olver (1999), "Classical invariant theory" (automorphisms of binary forms).
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, Size
-from paramgeo.parameterization import require_entries
+from paramgeo.contract.parameterization import require_entries
 from paramgeo.errors import SizeError
-from paramgeo.geometry import decide_rank
-from paramgeo.numerics import BLOCK, blocks
+from paramgeo.linalg import decide_rank
+from paramgeo.linalg.numerics import BLOCK, blocks
 from paramgeo.symmetry import ScalingTorus, SignedPermutationGroup, SymmetryGroup
 
 
@@ -188,7 +188,7 @@ class DeepDiagonal(Parameterization):
     def _scaled_cofactors(self, theta, scale):
         """(L, p) array scale * c_l (scale a number or a p-vector: the VJP's w * c_l).
 
-        Block by block (:func:`paramgeo.numerics.blocks`): the prefix products scale * w_1 ...
+        Block by block (:func:`paramgeo.linalg.numerics.blocks`): the prefix products scale * w_1 ...
         w_{l-1} are written into the rows in place and multiplied by a running suffix
         w_{l+1} ... w_L, 3L - 4 products per block in cache and one pass over memory (numpy's
         cumprod along the short axis and the stacked copies took 18x longer at p = 5e6, depth

@@ -51,7 +51,7 @@ import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, Size, SizeError
 from paramgeo.errors import NumericalDoubtWarning
-from paramgeo.geometry import decide_rank
+from paramgeo.linalg import decide_rank
 from paramgeo.symmetry import ProductGroup, blocks_of, hidden_layer_group
 
 
@@ -97,7 +97,7 @@ class DeepLinear(Parameterization):
 
     def symbolic(self):
         """Symbols W{l}_{j}_{i} in theta order and the entries of W_L ... W_1 (row-major), the
-        polynomials the exact route of :mod:`paramgeo.precision` differentiates."""
+        polynomials the exact route of :mod:`paramgeo.geometry.precision` differentiates."""
         import sympy
 
         w, symbols, product = self.widths, [], None

@@ -34,8 +34,8 @@ Kanade, Rebeschini (2019), "Implicit regularization for optimal sparse recovery"
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, Size
-from paramgeo.geometry import decide_rank
-from paramgeo.numerics import BLOCK, blocks
+from paramgeo.linalg import decide_rank
+from paramgeo.linalg.numerics import BLOCK, blocks
 from paramgeo.symmetry import ScalingTorus
 
 

@@ -33,7 +33,7 @@ matrix factorizations and Riemannian low-rank optimization"; Absil, Mahony, Sepu
 import numpy as np
 
 from paramgeo import ParamSpec, Size
-from paramgeo.parameterization import fixed_array
+from paramgeo.contract.parameterization import fixed_array
 
 from .uvt import UVT
 

@@ -61,12 +61,12 @@ import autograd.numpy as anp
 import numpy as np
 
 from paramgeo import NumericalDoubtWarning, Parameterization, ParamSpec, Size, SizeError, get
-from paramgeo.parameterization import require_entries
-from paramgeo.factor_spectra import (
+from paramgeo.contract.parameterization import require_entries
+from paramgeo.geometry.factor_spectra import (
     gram_jacobian_singular_values,
     product_jacobian_singular_values,
 )
-from paramgeo.geometry import decide_rank, range_basis
+from paramgeo.linalg import decide_rank, range_basis
 from paramgeo.symmetry import (
     GeneralLinearGroup,
     OrthogonalGroup,
@@ -286,7 +286,7 @@ class QKAttention(Parameterization):
 
         scores, sum: J is block diagonal over heads (scores) or the Jacobian of the
         concatenated heads Qc Kc^T (sum), so its singular values are those of U V^T and U U^T
-        in closed form (:mod:`paramgeo.factor_spectra`): ``singular_values`` are those of J.
+        in closed form (:mod:`paramgeo.geometry.factor_spectra`): ``singular_values`` are those of J.
 
         attention: with C = range X (dimension c = rank X) and, per head, kq = rank X Q_h,
         kk = rank X K_h (tied: k = rank X W_h),

@@ -11,7 +11,7 @@ geometry). The inputs X in R^{N x d} are i.i.d. N(0, 1) from
   phi is polynomial on each activation region and not differentiable where some z_ij = 0
   (with a_j != 0). The plugin declares the capability ``kinks``: the distance of theta to
   the kink of neuron j at input i is |z_ij| / (|w_j| |x_i| + |b_j|) (0/0 = 0), invariant under
-  the neuron rescalings; see :mod:`paramgeo.kinks` for what the engines do on a kink. (Where
+  the neuron rescalings; see :mod:`paramgeo.geometry.kinks` for what the engines do on a kink. (Where
   a_j = 0 the map happens to be differentiable across z_ij = 0; the flag is conservative.)
 * Derivatives off the kinks, H = relu(Z), G a cotangent in R^{N x k}:
   dphi = (D * (X dW^T + 1 db^T)) a + H da;  J^T G = (dZ^T X, 1^T dZ, H^T G), dZ = D * (G a^T).
@@ -41,7 +41,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, ShapeError, Size
-from paramgeo.parameterization import fixed_array
+from paramgeo.contract.parameterization import fixed_array
 from paramgeo.symmetry import ScalingTorus, SignedPermutationGroup
 
 

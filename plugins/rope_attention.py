@@ -16,7 +16,7 @@ alone).
   since R_a^T R_b = R_{b-a}: the logit depends on the positions through the offset p_t - p_s
   alone. Moving every position by k (p -> p + k) leaves the logits unchanged: an exact
   invariance under the translations of the positions, declared as the ``input_action``
-  capability (tested by ``paramgeo discover``; :mod:`paramgeo.equivariance`). r must be even.
+  capability (tested by ``paramgeo discover``; :mod:`paramgeo.symmetry.equivariance`). r must be even.
 * ``encoding=absolute`` (Vaswani et al. 2017): fixed sinusoidal embeddings e_p (e_p[2i] =
   sin(p / base^{2i/d}), e_p[2i+1] = cos(p / base^{2i/d})) added to the tokens,
 
@@ -58,8 +58,8 @@ import autograd.numpy as anp
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, Size, SizeError
-from paramgeo.parameterization import require_entries
-from paramgeo.equivariance import InputAction
+from paramgeo.contract.parameterization import require_entries
+from paramgeo.symmetry.equivariance import InputAction
 from paramgeo.symmetry import ComplexScalingGroup, GeneralLinearGroup, blocks_of
 
 #: the position shifts k tested by the declared input action

@@ -45,8 +45,9 @@ import autograd.numpy as anp
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, Size
-from paramgeo.factor_spectra import gram_jacobian_singular_values
-from paramgeo.geometry import decide_rank, solve_sylvester_psd
+from paramgeo.geometry.factor_spectra import gram_jacobian_singular_values
+from paramgeo.geometry import solve_sylvester_psd
+from paramgeo.linalg import decide_rank
 from paramgeo.symmetry import OrthogonalGroup, blocks_of
 
 
@@ -150,7 +151,7 @@ class UUT(Parameterization):
     def rank_at(self, theta, policy=None):
         """rank J(U) from the singular values of J in closed form, sqrt(2 (a_i + a_j)) for
         i <= j with a the squared singular values of U padded with zeros
-        (:func:`paramgeo.factor_spectra.gram_jacobian_singular_values`): rank J = d k - k(k-1)/2
+        (:func:`paramgeo.geometry.factor_spectra.gram_jacobian_singular_values`): rank J = d k - k(k-1)/2
         at rank U = k (Journee et al. 2010). ``singular_values`` are those of J; O(d r^2)."""
         return decide_rank(gram_jacobian_singular_values(self._U(theta)), policy,
                            what="J of uut")

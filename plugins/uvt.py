@@ -43,8 +43,9 @@ import autograd.numpy as anp
 import numpy as np
 
 from paramgeo import Parameterization, ParamSpec, ShapeError, Size, SizeError
-from paramgeo.factor_spectra import product_jacobian_singular_values
-from paramgeo.geometry import decide_rank, solve_sylvester_psd
+from paramgeo.geometry.factor_spectra import product_jacobian_singular_values
+from paramgeo.geometry import solve_sylvester_psd
+from paramgeo.linalg import decide_rank
 from paramgeo.symmetry import GeneralLinearGroup, blocks_of
 
 
@@ -148,7 +149,7 @@ class UVT(Parameterization):
     def rank_at(self, theta, policy=None):
         """rank J(U, V) from the singular values of J in closed form, sqrt(a_i + b_j) over the
         squared singular values a of U and b of V padded with zeros (J J^T is the Kronecker sum
-        of U U^T and V V^T; :func:`paramgeo.factor_spectra.product_jacobian_singular_values`):
+        of U U^T and V V^T; :func:`paramgeo.geometry.factor_spectra.product_jacobian_singular_values`):
         rank J = mn - (m - rank U)(n - rank V). ``singular_values`` are those of J."""
         return decide_rank(product_jacobian_singular_values(*self._UV(theta)), policy,
                            what="J of uvt")

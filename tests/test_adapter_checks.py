@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 import paramgeo
-from paramgeo.determinism import function_of_theta, plugin_state
+from paramgeo.contract.determinism import function_of_theta, plugin_state
 from paramgeo.errors import (ContractError, NumericalDoubtWarning, ParamgeoError, PluginError,
                              ShapeError)
-from paramgeo.precision import FLOAT32_UNIT, arithmetic_noise, noise_policy
+from paramgeo.geometry.precision import FLOAT32_UNIT, arithmetic_noise, noise_policy
 
 if os.environ.get("CI"):  # CI installs both (make test): there a missing framework fails
     import jax
@@ -222,11 +222,11 @@ def test_a_float32_forward_inside_a_float64_interface_gets_the_float64_rank_and_
     assert paramgeo.generic_rank(p32) == paramgeo.generic_rank(p64) == 3 * (6 + 5 - 3)
     reference = paramgeo.get("deep-linear", widths=(6, 4, 3, 5))
     assert paramgeo.generic_rank(reference) == 24
-    from paramgeo.describe import describe
+    from paramgeo.reports.description import describe
 
     assert describe(p32).generic_rank == 24
     # a policy given explicitly wins over the model's: at rtol 1e-9 round-off counts as rank
-    from paramgeo.numerics import DEFAULT_POLICY
+    from paramgeo.linalg.numerics import DEFAULT_POLICY
 
     assert paramgeo.generic_rank(p32, policy=DEFAULT_POLICY) > 24
 
@@ -253,7 +253,7 @@ def test_the_measured_noise_of_a_quantised_forward_is_the_rounding_variance(rng)
 
 
 def test_the_noise_policy_leaves_float64_alone_and_raises_rtol_above_round_off():
-    from paramgeo.numerics import DEFAULT_POLICY
+    from paramgeo.linalg.numerics import DEFAULT_POLICY
 
     assert noise_policy(1e-16) is DEFAULT_POLICY
     assert noise_policy(3e-8).rtol == pytest.approx(3e-5)
@@ -360,7 +360,7 @@ def test_evaluations_differing_at_round_off_are_named_as_such():
 
 
 def test_no_measurement_where_phi_is_not_finite(rng):
-    from paramgeo.numerics import DEFAULT_POLICY
+    from paramgeo.linalg.numerics import DEFAULT_POLICY
 
     with np.errstate(invalid="ignore"):
         noise = arithmetic_noise(lambda t: np.log(t - 10.0), np.ones(3), rng)

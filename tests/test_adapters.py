@@ -24,7 +24,7 @@ import paramgeo
 from paramgeo import critical
 from paramgeo.cli import main
 from paramgeo.errors import ParamgeoError, PluginError, ShapeError
-from paramgeo.registry import validate_declaration
+from paramgeo.contract.registry import validate_declaration
 
 if os.environ.get("CI"):  # CI installs both (make test): there a missing framework fails
     import jax
@@ -377,7 +377,7 @@ def test_attention_scores_rank_equals_the_qk_attention_plugin(d, heads):
 def own_registry(monkeypatch):
     """What a test registers through --plugin is forgotten after it (``describe --all`` in
     later tests would otherwise meet its models)."""
-    from paramgeo import registry
+    from paramgeo.contract import registry
 
     monkeypatch.setattr(registry, "_registered", dict(registry._registered))
     monkeypatch.setattr(registry, "_sources", dict(registry._sources))

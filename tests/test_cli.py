@@ -137,7 +137,7 @@ def test_cli_py_shim_runs():
 def test_broken_entry_point_is_skipped_in_listings(monkeypatch):
     from importlib.metadata import EntryPoint
 
-    from paramgeo import registry
+    from paramgeo.contract import registry
 
     eps = dict(registry._discover())
     eps["broken-ep"] = EntryPoint("broken-ep", "nosuchmodule_xyz:Thing", registry.ENTRY_POINT_GROUP)

@@ -112,12 +112,12 @@ def test_deep_diagonal_too_deep_is_refused_in_one_line():
 
 
 def test_memory_error_is_one_line(monkeypatch):
-    import paramgeo.describe
+    import paramgeo.reports.description
 
     def exhausted(*args, **kwargs):
         raise MemoryError("Unable to allocate 745. GiB")
 
-    monkeypatch.setattr(paramgeo.describe, "describe", exhausted)
+    monkeypatch.setattr(paramgeo.reports.description, "describe", exhausted)
     _one_error_line(CliRunner().invoke(main, ["describe", "uut"]), "out of memory")
 
 
@@ -164,7 +164,7 @@ def test_hadamard_1000_is_fast():
     """describe hadamard p=1000 took a minute (five 1000 x 2000 dense SVDs on a busy core): the
     closed-form rank answers it, and a plugin with a sparse J but no closed form (hadamard
     without rank_at) takes the sparse route above 2e8 flops of SVD work instead of the SVD."""
-    from paramgeo import routes
+    from paramgeo.linalg import routes
     from paramgeo_plugins.hadamard import Hadamard
 
     class NoClosedRank(Hadamard):
@@ -222,7 +222,7 @@ def test_search_cli_interrupted_prints_result_and_one_line(monkeypatch):
 
 
 def test_exact_interrupted_keeps_finished_points_and_is_not_cached():
-    from paramgeo.symbolic import exact_analysis
+    from paramgeo.expressions.symbolic import exact_analysis
 
     param = paramgeo.get("uut", d=3, r=2)
     part = exact_analysis(param, n_points=3, seed=7, progress=_interrupt_at(1))
@@ -233,7 +233,7 @@ def test_exact_interrupted_keeps_finished_points_and_is_not_cached():
 
 
 def test_exact_cli_interrupted(monkeypatch):
-    import paramgeo.symbolic as symbolic
+    import paramgeo.expressions.symbolic as symbolic
 
     rank_at = symbolic.exact_rank_at
     calls = {"n": 0}

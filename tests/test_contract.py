@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import paramgeo
-from paramgeo import registry
-from paramgeo.testing import ContractSuite
+from paramgeo.contract import registry
+from paramgeo.reports.testing import ContractSuite
 
 
 @pytest.mark.parametrize("name", paramgeo.available())

@@ -28,7 +28,7 @@ from paramgeo.critical import (
     strata,
 )
 from paramgeo.errors import ParamgeoError
-from paramgeo.geometry import RankPolicy
+from paramgeo.linalg import RankPolicy
 from paramgeo.losses import CallableLoss, LinearMeasurements
 
 
@@ -454,7 +454,7 @@ def test_no_strata_without_structure(tmp_path, monkeypatch):
     """A user-defined map beta_i = u_i^2 - v_i^2 (no graph, no matrix group): J = [2 diag(u),
     -2 diag(v)] has rank #{i : (u_i, v_i) != 0}. The result says there are no strata: no
     sentinel rank leaks into the text or the JSON."""
-    from paramgeo import registry
+    from paramgeo.contract import registry
 
     monkeypatch.setenv("PARAMGEO_HOME", str(tmp_path / "home"))
     before = set(registry._registered)

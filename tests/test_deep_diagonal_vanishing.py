@@ -139,7 +139,7 @@ def test_log_chart_flow_at_vanishing_init_agrees_with_the_dual_solve():
 def test_log_chart_is_the_same_flow():
     """The log chart and the time scale change coordinates, not the flow: same records as the
     flow in theta at alpha = 0.1; a zero entry is refused with the fix."""
-    from paramgeo.trajectory import gradient_flow
+    from paramgeo.dynamics.trajectory import gradient_flow
 
     X, y = problem("product")
     par = paramgeo.get("deep-diagonal", p=X.shape[1], depth=3)
@@ -160,7 +160,7 @@ def test_chart_jacobian_against_finite_differences(chart):
     chart and the time scale) against central differences of the solver's field itself."""
     from paramgeo.critical import loss_hessian
     from paramgeo.losses import pullback
-    from paramgeo.trajectory import _chart_jacobian
+    from paramgeo.dynamics.trajectory import _chart_jacobian
 
     X, y = problem("product")
     par = paramgeo.get("deep-diagonal", p=X.shape[1], depth=4)
@@ -188,7 +188,7 @@ def test_exact_jacobian_finishes_the_product_flow_at_depth_4():
     without it on this problem, measured once; not run here), at argmin R_alpha (solved
     through the dual in high precision) to 1e-6 relative and at the time of Algorithm 1's last
     jump. With an explicit integrator the option is refused with the fix."""
-    from paramgeo.trajectory import gradient_flow
+    from paramgeo.dynamics.trajectory import gradient_flow
 
     X, y = problem("product")
     alpha, L = 1e-6, 4

@@ -10,10 +10,10 @@ import sympy
 from click.testing import CliRunner
 
 import paramgeo
-from paramgeo import registry
+from paramgeo.contract import registry
 from paramgeo.cli import main
-from paramgeo.contract import finite_difference_jacobian
-from paramgeo.expr import ExpressionError, block_symbols, parse_expression
+from paramgeo.reports.contract_check import finite_difference_jacobian
+from paramgeo.expressions.parser import ExpressionError, block_symbols, parse_expression
 
 UV = '''
 name = "uv3"
@@ -101,7 +101,7 @@ def test_rejected_expressions_name_token_and_position(text, token, col):
 def test_no_eval_exec_or_sympify_in_the_parser_modules():
     from pathlib import Path
 
-    for module in ("expr.py", "userdefs.py"):
+    for module in ("expressions/parser.py", "expressions/userdefs.py"):
         source = (Path(paramgeo.__file__).parent / module).read_text()
         for word in ("eval(", "exec(", "sympify("):
             assert word not in source, (module, word)

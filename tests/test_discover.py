@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import paramgeo
-from paramgeo.geometry import DEFAULT_POLICY
+from paramgeo.linalg import DEFAULT_POLICY
 from paramgeo.symmetry import MAX_LINEAR_DIM, LinearSymmetryGroup, discover
 from paramgeo.symmetry.discovery import _name, _structure
 
@@ -111,7 +111,7 @@ def test_check_reports_declared_vs_discovered_and_fails_too_large_declaration(tm
         "    def symmetry(self):\n"
         "        return GeneralLinearGroup(self.r, right=blocks_of(self.spec, 'U'))\n"
     )
-    from paramgeo import registry
+    from paramgeo.contract import registry
 
     try:
         (name,) = paramgeo.load_plugin_file(path)

@@ -82,7 +82,7 @@ class _Session:
     """One page's blocks, run in order in ``tmp``."""
 
     def __init__(self, tmp, monkeypatch):
-        from paramgeo import registry
+        from paramgeo.contract import registry
 
         self.tmp = tmp
         # what a page registers in this process (--plugin, define) is forgotten after it
@@ -179,11 +179,19 @@ def test_page_blocks_run(page, tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------------- the site's API pages
 def _public_modules():
+    """The top level's public modules and folders (one API page each)."""
     pkg = ROOT / "paramgeo"
     names = {p.stem if p.is_file() else p.name for p in pkg.iterdir()
              if (p.suffix == ".py" or (p / "__init__.py").is_file())
              and not p.name.startswith("_")}
     return sorted(names - {"cli"})  # the CLI is documented in docs/cli.md
+
+
+def _rendered_through_package(folder, module):
+    """Whether the folder's ``__init__`` re-exports from the module (then the folder's
+    ``::: paramgeo.folder`` renders its public names)."""
+    init = (ROOT / "paramgeo" / folder / "__init__.py").read_text()
+    return re.search(rf"^from \.{module} import", init, re.M) is not None
 
 
 def test_every_public_module_has_an_api_page():
@@ -195,3 +203,16 @@ def test_every_public_module_has_an_api_page():
                         f"{missing}"
     pages = {p.stem for p in (ROOT / "docs" / "api").glob("*.md")}
     assert pages == set(_public_modules()) | {"paramgeo"}
+    # every public module of a folder is rendered: on its folder's page, or through the
+    # folder's __init__ re-exporting it
+    unrendered = []
+    for folder in _public_modules():
+        if not (ROOT / "paramgeo" / folder).is_dir():
+            continue
+        page = (ROOT / "docs" / "api" / f"{folder}.md").read_text()
+        for module in sorted((ROOT / "paramgeo" / folder).glob("[!_]*.py")):
+            name = f"paramgeo.{folder}.{module.stem}"
+            if f"::: {name}\n" not in page + "\n" and not _rendered_through_package(
+                    folder, module.stem):
+                unrendered.append(name)
+    assert not unrendered, f"add `::: NAME` to the folder's API page: {unrendered}"

@@ -15,10 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 import paramgeo
-from paramgeo import registry
+from paramgeo.contract import registry
 from paramgeo.cli import main
 from paramgeo.errors import SizeError
-from paramgeo.files import (PLOT_STAMP, UnsafeFileError, check_plot_path, is_paramgeo_plot,
+from paramgeo.io.files import (PLOT_STAMP, UnsafeFileError, check_plot_path, is_paramgeo_plot,
                             open_own, save_figure, write_file)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,7 +98,7 @@ def test_open_own_creates_exclusively_and_checks_what_exists(tmp_path):
 
 
 def test_no_module_writes_a_file_but_through_the_writer():
-    """Every place paramgeo writes a file goes through paramgeo.files: no other module opens a
+    """Every place paramgeo writes a file goes through paramgeo.io.files: no other module opens a
     file for writing, saves a figure, renames, or makes its own temporary file."""
     writing = re.compile(r"savefig\(|np\.save(z|z_compressed)?\((?!file)|write_text\("
                          r"|write_bytes\(|os\.replace\(|os\.rename\(|mkstemp\(|TemporaryFile"
@@ -106,7 +106,7 @@ def test_no_module_writes_a_file_but_through_the_writer():
                          r"|\.to_csv\((?!index)|\.to_parquet\((?!fh)|\.to_json\((?!orient)")
     offenders = []
     for path in sorted((ROOT / "paramgeo").rglob("*.py")):
-        if path.name == "files.py":
+        if path.relative_to(ROOT).as_posix() == "paramgeo/io/files.py":
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
             if writing.search(line.split("#")[0]):
@@ -253,7 +253,7 @@ def test_plots_are_stamped_and_only_paramgeos_are_replaced(tmp_path, suffix):
 
 
 def test_flow_refuses_a_foreign_plot_before_the_run(tmp_path, monkeypatch):
-    import paramgeo.trajectory as trajectory
+    import paramgeo.dynamics.trajectory as trajectory
 
     monkeypatch.setattr(trajectory, "_flow", lambda *a, **k: pytest.fail("the flow ran"))
     data = tmp_path / "d.npz"
@@ -572,7 +572,7 @@ def test_check_of_a_plugin_whose_symbolic_returns_garbage(tmp_path, garbage, pro
             def forward(self, theta): return theta * 2
             def symbolic(self): return {garbage}
     '''))
-    from paramgeo.symbolic import clear_cache
+    from paramgeo.expressions.symbolic import clear_cache
 
     clear_cache()
     try:

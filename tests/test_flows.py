@@ -23,7 +23,7 @@ from paramgeo.flows import (
     saddle_to_saddle,
     schedule,
 )
-from paramgeo.loss_data import loss_from_arrays
+from paramgeo.losses.data import loss_from_arrays
 from paramgeo.losses import LinearMeasurements, Logistic, QuadraticMeasurements
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import paramgeo
-from paramgeo.numerics import BLOCK, blocks
+from paramgeo.linalg.numerics import BLOCK, blocks
 
 P = 2 * BLOCK + 5  # two full blocks and a partial one
 

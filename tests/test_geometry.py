@@ -235,7 +235,7 @@ def test_rational_rref_is_unique_and_exact(rng):
     """Two bases of one row space give the same RREF, with rational entries snapped."""
     import fractions
 
-    from paramgeo.geometry import rational_rref
+    from paramgeo.linalg import rational_rref
 
     base = np.array([[1.0, 0.5, 0.0, -2.0], [0.0, 0.0, 1.0, 1.0 / 3.0]])
     mixed = rng.standard_normal((2, 2)) @ base

@@ -112,10 +112,11 @@ def test_graph_reader_sees_the_package():
     """The reader finds the modules and resolves relative and in-function imports."""
     graph = import_graph()
     assert {"paramgeo", "paramgeo.cli", "paramgeo.geometry", "paramgeo.mirror"} <= set(graph)
-    assert "paramgeo.errors" in graph["paramgeo.geometry"]  # `from .errors import ...`
+    assert "paramgeo.errors" in graph["paramgeo.geometry.jacobian"]  # `from ..errors import`
+    assert "paramgeo.geometry.kinks" in graph["paramgeo.geometry"]  # `from .kinks import ...`
     assert "paramgeo.errors" in graph["paramgeo.cli"]  # `from ..errors import ...`
     # `from ..registry import get` inside a function of paramgeo/cli/_common.py
-    assert "paramgeo.registry" in graph["paramgeo.cli._common"]
+    assert "paramgeo.contract.registry" in graph["paramgeo.cli._common"]
     # `from .. import mirror` inside a function names the subpackage, not paramgeo itself
     assert "paramgeo.mirror" in graph["paramgeo.flows.push_forward"]
     assert "paramgeo" not in graph["paramgeo.flows.push_forward"]

@@ -16,7 +16,7 @@ from paramgeo.llc.data import batch_picker, make_batches
 from paramgeo.llc.diagnostics import retained
 from paramgeo.llc.estimate import block_mask
 from paramgeo.losses import Regression, batched_value_and_grad
-from paramgeo.output_losses import CrossEntropy, SquaredError
+from paramgeo.losses.outputs import CrossEntropy, SquaredError
 
 torch = pytest.importorskip("torch")
 
@@ -261,7 +261,7 @@ def test_bad_data_inputs_name_the_fix():
 @pytest.fixture
 def own_registry(monkeypatch):
     """What a test registers through --plugin is forgotten after it."""
-    from paramgeo import registry
+    from paramgeo.contract import registry
 
     monkeypatch.setattr(registry, "_registered", dict(registry._registered))
     monkeypatch.setattr(registry, "_sources", dict(registry._sources))

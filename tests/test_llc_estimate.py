@@ -16,7 +16,7 @@ from paramgeo.cli import main
 from paramgeo.errors import ParamgeoError
 from paramgeo.llc import LLCWarning, estimate_llc, step_sweep
 from paramgeo.llc.estimate import effective_sample_size, slope_weights
-from paramgeo.loss_data import loss_from_arrays
+from paramgeo.losses.data import loss_from_arrays
 from paramgeo.losses import LinearMeasurements, Regression
 
 
@@ -447,13 +447,13 @@ def test_sweep_query_runs_the_estimator(tmp_path):
 
 
 def test_check_compares_the_declared_coefficient():
-    from paramgeo.contract import check
+    from paramgeo.reports.contract_check import check
 
     report = check(paramgeo.get("uvt", m=2, n=1, r=1), n_points=1)
     item = next(i for i in report.items if i.property == "learning-coefficient")
     assert item.passed and "declared lambda" in item.note
 
-    class Wrong(paramgeo.registry.get_class("hadamard")):
+    class Wrong(paramgeo.contract.registry.get_class("hadamard")):
         name = "test-wrong-lc"
 
         def learning_coefficient(self, theta):
@@ -467,13 +467,13 @@ def test_check_compares_the_declared_coefficient():
 
 
 def test_check_tests_a_declared_batched_vjp():
-    from paramgeo.contract import check
+    from paramgeo.reports.contract_check import check
 
     item = next(i for i in check(paramgeo.get("deep-linear", widths=(2, 3, 2)), n_points=1).items
                 if i.property == "batched-vjp")
     assert item.passed and item.error < 1e-12
 
-    class Wrong(paramgeo.registry.get_class("uvt")):
+    class Wrong(paramgeo.contract.registry.get_class("uvt")):
         name = "test-wrong-batch"
 
         def batched_vjp(self, thetas):  # the VJP of U V^T without its V half

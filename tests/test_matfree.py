@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import paramgeo
-from paramgeo import geometry, matfree, routes
-from paramgeo.describe import describe
+from paramgeo import geometry
+from paramgeo.linalg import matfree, routes
+from paramgeo.reports.description import describe
 from paramgeo.errors import NumericalDoubtWarning
 
 CASES = [
@@ -186,8 +187,8 @@ def test_large_rank_drop_counted_exactly_by_every_way(monkeypatch, way):
     factor) when that is priced cheaper (forced here each way by pricing the dense solvers at
     0 or infinity); every way counts the drop exactly, as the dense SVD does, and the margin
     sigma_min (the smallest horizontal singular value above tol) agrees with the SVD's."""
-    from paramgeo.geometry import decide_rank
-    from paramgeo.matfree import certify_rank
+    from paramgeo.linalg import decide_rank
+    from paramgeo.linalg.matfree import certify_rank
 
     inf = float("inf")
     monkeypatch.setattr(matfree, "_eigh_seconds", lambda dim: 0.0 if way == "eigh" else inf)

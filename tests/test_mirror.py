@@ -220,7 +220,7 @@ def test_uvt_numeric_route_agrees_with_exact_brackets(rng):
     par = paramgeo.get("uvt", m=2, n=2, r=1)
     theta = par.random_point(rng)
     B = M.brackets(par, theta)
-    symbols, _ = paramgeo.symbolic.symbolic_form(par)
+    symbols, _ = paramgeo.expressions.symbolic.symbolic_form(par)
     for (i, j), expr in M.symbolic_brackets(par).items():
         exact = np.array([float(e.xreplace(dict(zip(symbols, theta)))) for e in expr])
         assert np.allclose(B[i, j], exact, atol=1e-12)
@@ -666,7 +666,7 @@ def test_hadamard_l1_gap_falls_like_a_power_of_alpha(sparse):
 
 
 def test_independent_fields_chosen_in_order_by_blocks_as_one_at_a_time():
-    from paramgeo.geometry import DEFAULT_POLICY
+    from paramgeo.linalg import DEFAULT_POLICY
     from paramgeo.mirror.lie import _select_independent
 
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""Optimizers of paramgeo.optimizers through flows.gradient_descent.
+"""Optimizers of paramgeo.dynamics.optimizers through flows.gradient_descent.
 
 Oracles: the update rules written out by hand (sign, g / (|g| + eps), Adam's moments); the
 steepest-descent characterisation of sign descent (linprog over the l_inf ball); the exact
@@ -12,7 +12,7 @@ from scipy.optimize import linprog
 import paramgeo
 from paramgeo.flows import gradient_descent
 from paramgeo.losses import Exponential, LinearMeasurements, pullback
-from paramgeo.optimizers import Adam, SignDescent, SmoothedSignDescent
+from paramgeo.dynamics.optimizers import Adam, SignDescent, SmoothedSignDescent
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 
 import paramgeo
 from paramgeo import Parameterization, ParamSpec, Size
-from paramgeo.contract import finite_difference_jacobian
+from paramgeo.reports.contract_check import finite_difference_jacobian
 
 
 class Cubic(Parameterization):

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import paramgeo
 from paramgeo import Parameterization, geometry
-from paramgeo.contract import finite_difference_jacobian
-from paramgeo.testing import assert_contract
+from paramgeo.reports.contract_check import finite_difference_jacobian
+from paramgeo.reports.testing import assert_contract
 
 VARIANTS = [("product", 1), ("product", 2), ("product", 3), ("product", 4),
             ("signed", 2), ("signed", 3), ("signed", 4), ("signed", 5)]
@@ -183,7 +183,7 @@ def test_signed_depth_two_has_lorentz_symmetry_deeper_does_not(rng):
     t = group.random_element(rng)
     np.testing.assert_allclose(two.forward(group.act(t, theta)), two.forward(theta))
     assert not np.allclose(three.forward(group.act(t, theta)), three.forward(theta))
-    from paramgeo.describe import describe
+    from paramgeo.reports.description import describe
 
     desc = describe(two)
     assert desc.quotient_dim == 3 and desc.generic_rank == 3

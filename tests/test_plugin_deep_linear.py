@@ -17,7 +17,7 @@ from paramgeo.errors import BudgetError, SizeError
 from paramgeo.flows import gradient_flow
 from paramgeo.losses import LinearMeasurements
 from paramgeo.mirror import mirror
-from paramgeo.numerics import decide_rank
+from paramgeo.linalg.numerics import decide_rank
 
 
 def determinantal_dim(widths):

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 import paramgeo
 from paramgeo.cli import main
 from paramgeo.critical import classify
-from paramgeo.describe import describe
-from paramgeo.testing import assert_closed_forms
+from paramgeo.reports.description import describe
+from paramgeo.reports.testing import assert_closed_forms
 
 
 def factors(p, theta):

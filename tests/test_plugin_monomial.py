@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import paramgeo
 from paramgeo import Parameterization, geometry
-from paramgeo.contract import finite_difference_jacobian
-from paramgeo.testing import assert_contract
+from paramgeo.reports.contract_check import finite_difference_jacobian
+from paramgeo.reports.testing import assert_contract
 
 SIZES = [((2, 3, 1), 2), ((2, 2, 1), 4), ((3, 2, 2), 3), ((2, 3, 3, 1), 3), ((3, 2, 2, 2), 2),
          ((2, 2, 2, 2, 1), 2), ((3, 4), 2)]

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 import paramgeo
 from paramgeo import Parameterization
 from paramgeo.cli import main
-from paramgeo.contract import finite_difference_jacobian
-from paramgeo.describe import describe
+from paramgeo.reports.contract_check import finite_difference_jacobian
+from paramgeo.reports.description import describe
 
 
 def rank_k_dim(d, k):

@@ -17,13 +17,13 @@ import pytest
 from click.testing import CliRunner
 
 import paramgeo
-from paramgeo.kinks import kink_report
+from paramgeo.geometry.kinks import kink_report
 from paramgeo.cli import main
 from paramgeo.critical import classify
-from paramgeo.describe import describe
-from paramgeo.discover import discover
+from paramgeo.reports.description import describe
+from paramgeo.symmetry import discover
 from paramgeo.errors import NumericalDoubtWarning
-from paramgeo.testing import assert_closed_forms
+from paramgeo.reports.testing import assert_closed_forms
 
 ReluNet = paramgeo.get_class("relu-net")
 

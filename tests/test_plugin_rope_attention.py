@@ -18,7 +18,7 @@ from click.testing import CliRunner
 import paramgeo
 from paramgeo import Parameterization, ParamSpec, Size
 from paramgeo.cli import main
-from paramgeo.equivariance import InputAction, input_equivariance
+from paramgeo.symmetry.equivariance import InputAction, input_equivariance
 from paramgeo.symmetry import ComplexScalingGroup, discover
 
 
@@ -182,7 +182,7 @@ def test_input_action_of_the_wrong_type_is_a_contract_error():
         def input_action(self):
             return "shifts"
 
-    with pytest.raises(paramgeo.ContractError, match="must return a paramgeo.equivariance"):
+    with pytest.raises(paramgeo.ContractError, match="must return a paramgeo.symmetry.equivariance"):
         input_equivariance(Bad())
     report = paramgeo.check(Bad())
     assert not report.passed and "input_action() failed" in str(report)

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 import paramgeo
 from paramgeo import Parameterization, geometry
 from paramgeo.cli import main
-from paramgeo.contract import finite_difference_jacobian
-from paramgeo.describe import describe
+from paramgeo.reports.contract_check import finite_difference_jacobian
+from paramgeo.reports.description import describe
 
 
 def fixed_rank_dim(m, n, r):
@@ -104,7 +104,7 @@ def test_closed_forms_match_autograd_and_finite_differences(size, seed):
 
 
 def test_symbolic_matches_forward(rng):
-    from paramgeo.symbolic import exact_jacobian, lambdify_parameterization
+    from paramgeo.expressions.symbolic import exact_jacobian, lambdify_parameterization
 
     p = paramgeo.get("uvt", m=3, n=2, r=2)
     theta = p.random_point(rng)

@@ -1,4 +1,4 @@
-"""Ranks beyond float64 (paramgeo.precision) and the causes classify gives at each stratum.
+"""Ranks beyond float64 (paramgeo.geometry.precision) and the causes classify gives at each stratum.
 
 Oracles: the float64 Jacobian and SVD of each plugin (its closed form or autograd) for the
 high-precision singular values at generic points; sympy's own exact rank over Q
@@ -13,10 +13,13 @@ import numpy as np
 import pytest
 
 import paramgeo
-from paramgeo import Parameterization, ParamSpec, Size, precision, symbolic
+from paramgeo import Parameterization, ParamSpec, Size
+from paramgeo.geometry import precision
+from paramgeo.expressions import symbolic
 from paramgeo.critical import classify, near_stratum
 from paramgeo.errors import NumericalDoubtWarning
-from paramgeo.geometry import RankPolicy, rank_at
+from paramgeo.geometry import rank_at
+from paramgeo.linalg import RankPolicy
 
 
 def uut_rank(d, k):

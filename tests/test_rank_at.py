@@ -15,11 +15,11 @@ import pytest
 
 import paramgeo
 from paramgeo import NumericalDoubtWarning
-from paramgeo.factor_spectra import (
+from paramgeo.geometry.factor_spectra import (
     gram_jacobian_singular_values,
     product_jacobian_singular_values,
 )
-from paramgeo.geometry import decide_rank
+from paramgeo.linalg import decide_rank
 from paramgeo_plugins.uut import UUT
 
 

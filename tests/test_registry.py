@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 import paramgeo
-from paramgeo import registry
+from paramgeo.contract import registry
 from tests.test_parameterization import Cubic
 
 

@@ -24,7 +24,7 @@ from paramgeo.errors import (ArgumentError, ContractError, ParamgeoError, Plugin
                              SizeError)
 from paramgeo.geometry import generic_rank, horizontal_projection, rank_at
 from paramgeo.mirror import mirror
-from paramgeo.registry import load_plugin_file
+from paramgeo.contract.registry import load_plugin_file
 from tests.test_cli_inputs import _interrupt_at
 
 # a NaN forward also makes numpy warn; the guard's error is what is tested
@@ -108,7 +108,7 @@ FAULTS = {
 def broken_file(tmp_path_factory):
     """The broken plugins, registered for this module's tests and removed after them (so that
     `describe --all` in other modules never meets them, whatever the test order)."""
-    from paramgeo.registry import available, unregister
+    from paramgeo.contract.registry import available, unregister
 
     path = tmp_path_factory.mktemp("plugins") / "broken.py"
     path.write_text(BROKEN)
@@ -465,7 +465,7 @@ MERGING = [("\u210c", "H"), ("\ufb01", "fi"), ("\u00b5", "\u03bc"), ("\u212b", "
 
 @pytest.mark.parametrize("odd, plain", MERGING)
 def test_define_refuses_names_python_would_merge(home, odd, plain):
-    from paramgeo.userdefs import SpecError, load_text
+    from paramgeo.expressions.userdefs import SpecError, load_text
 
     text = (f'name = "nfkc"\npredictor = "{odd} * 2 + {plain}"\n[parameters]\n'
             f'"{odd}" = [3]\n"{plain}" = [3]\n')
@@ -479,7 +479,7 @@ def test_define_refuses_names_python_would_merge(home, odd, plain):
 def test_every_accepted_block_name_is_read_by_python_as_written(name):
     import unicodedata
 
-    from paramgeo.userdefs import SpecError, parse_spec
+    from paramgeo.expressions.userdefs import SpecError, parse_spec
 
     text = f'name = "x"\npredictor = "1"\n[parameters]\n"{name}" = [1]\n'
     try:
@@ -495,14 +495,14 @@ def test_every_accepted_block_name_is_read_by_python_as_written(name):
     ("u * (10**60)**60", "digits"),
 ])
 def test_define_refuses_exploding_constants(home, predictor, message):
-    from paramgeo.userdefs import load_text
+    from paramgeo.expressions.userdefs import load_text
 
     with pytest.raises(ParamgeoError, match=message):
         load_text(f'name = "x"\npredictor = "{predictor}"\n[parameters]\nu = [3]\n')
 
 
 def test_define_refuses_exploding_expression_trees(home):
-    from paramgeo.userdefs import load_text
+    from paramgeo.expressions.userdefs import load_text
 
     for expr in ("sum(U@U@U@U)", "sum(U@U@U)"):
         with pytest.raises(ParamgeoError, match="nodes"):
@@ -514,7 +514,7 @@ def test_define_refuses_exploding_expression_trees(home):
 @pytest.mark.parametrize("sizes, shape", [("p = " + "9" * 400, '["p"]'),
                                          ("", "[" + "9" * 400 + "]")])
 def test_define_names_a_400_digit_size_in_a_short_line(home, sizes, shape):
-    from paramgeo.userdefs import SpecError, load_text
+    from paramgeo.expressions.userdefs import SpecError, load_text
 
     with pytest.raises(SpecError, match=r"~1e\+399 parameters") as info:
         load_text(f'name = "x"\npredictor = "u"\n[sizes]\n{sizes}\n[parameters]\nu = {shape}\n')
@@ -527,7 +527,7 @@ def test_define_names_a_400_digit_size_in_a_short_line(home, sizes, shape):
      "nested too deeply"),
 ])
 def test_define_refuses_malformed_shapes_and_nesting(home, text, message):
-    from paramgeo.userdefs import load_text
+    from paramgeo.expressions.userdefs import load_text
 
     with pytest.raises(ParamgeoError, match=message):
         load_text(text)
@@ -692,7 +692,7 @@ def test_data_out_of_reach_of_a_numerical_potential_is_one_line():
 
 
 def test_an_unwritable_plot_is_refused_before_the_run(tmp_path, monkeypatch):
-    import paramgeo.trajectory as trajectory
+    import paramgeo.dynamics.trajectory as trajectory
 
     monkeypatch.setattr(trajectory, "_flow", lambda *a, **k: pytest.fail("the flow ran"))
     data = tmp_path / "d.npz"
@@ -726,7 +726,7 @@ def test_no_rank_is_decided_on_non_finite_values():
     """rank 0 with tol inf was the closed form's answer at theta = 1e300; the dense SVD of the
     same J (entries ~1e300, still finite) decides the rank of a rank-1 U: d k - k(k-1)/2 = 4
     (Journee et al. 2010)."""
-    from paramgeo.numerics import decide_rank
+    from paramgeo.linalg.numerics import decide_rank
 
     p = _uut()
     with pytest.raises(ShapeError, match="singular values are not all finite"):
@@ -742,7 +742,7 @@ def test_no_rank_is_decided_on_non_finite_values():
 def test_a_size_may_be_named_like_an_argument(home):
     """`-p name=3` used to collide with get(name, ...): unknown sizes are refused as such, and
     a definition whose size is named `name` (or `self`) is built at any value of it."""
-    from paramgeo.userdefs import load_text
+    from paramgeo.expressions.userdefs import load_text
 
     for size in ("name", "self"):
         with pytest.raises(SizeError, match=f"unknown size {size}"):
@@ -790,7 +790,7 @@ def test_an_interrupted_run_returns_what_finished(method):
 
 
 def test_flow_prints_the_finished_steps_then_exits_130(tmp_path):
-    from paramgeo.registry import register, unregister
+    from paramgeo.contract.registry import register, unregister
 
     register(_CtrlC, replace=True)
     data = tmp_path / "d.npz"
@@ -1104,8 +1104,8 @@ class _BrokenForAll(Parameterization):
 
 
 def test_describe_all_reports_a_broken_plugin_and_goes_on(monkeypatch):
-    from paramgeo import registry
-    from paramgeo.registry import register, unregister
+    from paramgeo.contract import registry
+    from paramgeo.contract.registry import register, unregister
 
     keep = {"uut", "hadamard"}  # a short registry: the broken plugin and two good ones
     real = registry.available

@@ -58,14 +58,14 @@ def test_an_llc_figure_with_a_bad_name_is_one_error_in_the_api():
     (("--d", "100000", "--N", "1000"), "d N = 100000 x 1000 = 1e+08 entries, beyond 1e+07"),
 ])
 def test_spectral_filters_bounds_its_arguments_before_the_work(monkeypatch, args, phrase):
-    import paramgeo.risk as risk
+    import paramgeo.flows.risk as risk
 
     monkeypatch.setattr(risk.np.linalg, "svd", lambda *a, **k: pytest.fail("the work ran"))
     _refused(_cli("spectral-filters", *args), phrase)
 
 
 def test_the_spiked_model_refuses_non_finite_and_negative_strengths():
-    from paramgeo.risk import MAX_SPIKE, SpikedModel
+    from paramgeo.flows.risk import MAX_SPIKE, SpikedModel
 
     for kwargs in ({"spike": math.nan}, {"spike": -1.0}, {"noise": math.inf},
                    {"spike": 2 * MAX_SPIKE}, {"d": 1}, {"d": 2.5}):
@@ -139,7 +139,7 @@ def test_a_flow_on_data_of_1e90_is_refused_at_the_start(monkeypatch, data):
 def test_a_flow_that_fails_before_its_first_record_ends_at_the_start(data):
     import paramgeo
     from paramgeo.losses import LinearMeasurements
-    from paramgeo.trajectory import gradient_flow
+    from paramgeo.dynamics.trajectory import gradient_flow
 
     p = paramgeo.get("hadamard", p=4)
     arrays = np.load(data[1e20])
@@ -166,7 +166,7 @@ def test_a_plugin_exiting_or_interrupted_at_import_is_the_plugins_fault(tmp_path
 
 
 def test_the_risk_in_orthonormal_rows_is_the_risk_of_the_vector():
-    from paramgeo.risk import SpikedModel
+    from paramgeo.flows.risk import SpikedModel
 
     rng = np.random.default_rng(0)
     model = SpikedModel(30, spike=7.0, sigma2=1.5, signal=0.8)
@@ -183,7 +183,7 @@ def test_the_risk_in_orthonormal_rows_is_the_risk_of_the_vector():
     (("--decay", "50", "--spectrum", "exponential"), "the exponential spectrum with decay 50"),
 ])
 def test_early_stopping_bounds_the_mixture_before_the_work(monkeypatch, args, phrase):
-    import paramgeo.risk as risk
+    import paramgeo.flows.risk as risk
 
     monkeypatch.setattr(risk, "early_stopping", lambda *a, **k: pytest.fail("the work ran"))
     _refused(_cli("early-stopping", *args), phrase)
@@ -222,6 +222,6 @@ def test_a_plugin_method_calling_sys_exit_is_the_plugins_fault(tmp_path):
         _refused(_cli("--plugin", path, "rank", "quitter-test"),
                  "plugin 'quitter-test': forward() raised SystemExit: 0")
     finally:
-        from paramgeo.registry import unregister
+        from paramgeo.contract.registry import unregister
 
         unregister("quitter-test")

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 import paramgeo
 from paramgeo.cli import main
 from paramgeo.errors import ShapeError
-from paramgeo.risk import (
+from paramgeo.flows.risk import (
     GaussianMixture,
     SpikedModel,
     early_stopping,
@@ -167,7 +167,7 @@ def test_cli_risk_commands():
 
 
 def test_early_stopping_sweep_query_trains_through_the_plugin():
-    from paramgeo.registry import get_class, load_plugin_file, unregister
+    from paramgeo.contract.registry import get_class, load_plugin_file, unregister
     from paramgeo.sweeps.queries import get_query
 
     # examples/linear_model.py: phi(w) = w from w_0 = 0 (its init_at_scale)

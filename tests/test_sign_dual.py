@@ -11,7 +11,7 @@ from paramgeo.errors import ParamgeoError, ShapeError
 from paramgeo.flows import gradient_descent
 from paramgeo.flows.sign_dual import dual_objective, sign_dual
 from paramgeo.losses import Exponential
-from paramgeo.optimizers import SmoothedSignDescent
+from paramgeo.dynamics.optimizers import SmoothedSignDescent
 
 
 def _data(seed=0, N=12, d=4, gap=0.3):

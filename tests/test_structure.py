@@ -12,8 +12,8 @@ from scipy.integrate import solve_ivp
 import paramgeo
 from paramgeo.cli import main
 from paramgeo.errors import ParamgeoError, ShapeError
-from paramgeo.registry import load_plugin_file, unregister
-from paramgeo.structure import (
+from paramgeo.contract.registry import load_plugin_file, unregister
+from paramgeo.flows.structure import (
     mode_dynamics,
     power_law_fit,
     structure_matrix,

@@ -6,7 +6,7 @@ import pytest
 import sympy
 
 import paramgeo
-from paramgeo import symbolic as S
+from paramgeo.expressions import symbolic as S
 
 SYMBOLIC = [name for name in paramgeo.available()
             if paramgeo.get_class(name).capabilities and "symbolic" in
@@ -89,7 +89,7 @@ def test_cache_computes_once_per_class_and_sizes():
 
 def test_transcendental_map_uses_high_precision(tmp_path, monkeypatch):
     monkeypatch.setenv("PARAMGEO_HOME", str(tmp_path))
-    from paramgeo import registry
+    from paramgeo.contract import registry
 
     try:
         paramgeo.define(text='name = "soft"\npredictor = "exp(a) * b"\n'
@@ -108,7 +108,7 @@ def test_exact_kernel_refusals_name_the_fix(tmp_path, monkeypatch):
     """Not a missing capability: a non-rational phi or a J above the size limit raise
     ExactComputationError (a ParamgeoError) whose one line names the alternative."""
     monkeypatch.setenv("PARAMGEO_HOME", str(tmp_path))
-    from paramgeo import registry
+    from paramgeo.contract import registry
 
     try:
         paramgeo.define(text='name = "soft-kernel"\npredictor = "exp(a) * b"\n'

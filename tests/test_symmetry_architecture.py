@@ -145,7 +145,7 @@ def test_hidden_layer_group_on_both_sides(rng):
 
 def test_linear_layers_with_biases_conserve_their_matrix_laws(rng):
     # balancedness with biases: W_l W_l^T + b_l b_l^T - W_{l+1}^T W_{l+1} (Du, Hu, Lee 2018)
-    from paramgeo.conserved import matrix_laws
+    from paramgeo.symmetry.conserved import matrix_laws
     from paramgeo.flows import gradient_flow
     from paramgeo.losses import LinearMeasurements
 

@@ -1,11 +1,11 @@
 """What a model from a framework must pass before any engine runs on it.
 
-* forward is a function of theta (:func:`paramgeo.determinism.function_of_theta`): two
+* forward is a function of theta (:func:`paramgeo.contract.determinism.function_of_theta`): two
   evaluations at the same theta agree bit for bit, also after one at a second theta, and
   forward changes neither the parameters it is given nor the model's state (torch: buffers,
   the module's own parameters, plain attributes of every submodule, :func:`torch_state`;
   JAX: the attributes of the object a bound-method ``fn`` belongs to, :func:`object_state`).
-* the precision of its arithmetic is measured (:func:`paramgeo.precision.arithmetic_noise`),
+* the precision of its arithmetic is measured (:func:`paramgeo.geometry.precision.arithmetic_noise`),
   not read from the float64 interface: a model that computes in float32 inside gets a rank
   tolerance above its round-off and a warning saying so.
 
@@ -18,14 +18,14 @@ import numbers
 
 import numpy as np
 
-from ..determinism import attribute_state, snapshot
+from ..contract.determinism import attribute_state, snapshot
 from ..errors import ShapeError
 
 
 def torch_state(module):
     """{"buffer 'name'" | "parameter 'name'" | "attribute 'sub.key'": snapshot} of a torch
     module: its buffers and parameters by value and the attributes of each submodule that
-    :func:`paramgeo.determinism.snapshot` compares (numbers, strings, arrays, tensors)."""
+    :func:`paramgeo.contract.determinism.snapshot` compares (numbers, strings, arrays, tensors)."""
     state = {f"buffer {name!r}": snapshot(b) for name, b in module.named_buffers()}
     state.update({f"parameter {name!r}": snapshot(p) for name, p in module.named_parameters()})
     for prefix, sub in module.named_modules():

@@ -36,7 +36,7 @@ from autograd.extend import defjvp, defvjp, primitive
 
 from ..errors import (ContractError, NumericalDoubtWarning, ParamgeoError, PluginError,
                       ShapeError, SizeError)
-from ..parameterization import Parameterization, ParamSpec
+from ..contract.parameterization import Parameterization, ParamSpec
 
 
 class Backend:
@@ -132,9 +132,9 @@ class FrameworkModel(Parameterization):
 
     Before any engine runs the model is refused (one error naming it and what went wrong)
     when its output on the probe is empty or not finite at theta0, or when forward is not a
-    function of theta (:func:`paramgeo.determinism.function_of_theta`: random numbers, state
+    function of theta (:func:`paramgeo.contract.determinism.function_of_theta`: random numbers, state
     that forward changes, parameters updated in place); the round-off of forward is measured
-    (:func:`paramgeo.precision.arithmetic_noise`) and, where it is above float64's, sets
+    (:func:`paramgeo.geometry.precision.arithmetic_noise`) and, where it is above float64's, sets
     ``rank_policy`` (rtol = 1000 x noise) with a warning.
 
     Attributes: ``framework`` ("torch" or "jax"), ``device`` (where the products run),
@@ -153,7 +153,7 @@ class FrameworkModel(Parameterization):
     )
     framework = ""
     _source = None
-    #: the rank policy of this model (:func:`paramgeo.numerics.policy_of`): None (the default
+    #: the rank policy of this model (:func:`paramgeo.linalg.numerics.policy_of`): None (the default
     #: policy) unless forward's measured round-off is above float64's
     rank_policy = None
     _warned_noise = None  # the round-off the precision warning of this class was given for
@@ -217,11 +217,11 @@ class FrameworkModel(Parameterization):
 
     def _check_function(self, forward, written=None):
         """Refuse a model whose forward is not a function of theta (see
-        :func:`paramgeo.determinism.function_of_theta`): at theta0 and a random point, forward
+        :func:`paramgeo.contract.determinism.function_of_theta`): at theta0 and a random point, forward
         run uncompiled (so that a traced function re-runs its Python each time). ``written``
         (torch): theta -> what forward writes into the parameters it is given, added to the
         checked array, since the backend hands forward a copy."""
-        from ..determinism import function_of_theta
+        from ..contract.determinism import function_of_theta
 
         def evaluate(theta):
             if written is not None:
@@ -245,11 +245,11 @@ class FrameworkModel(Parameterization):
         return self._state() if self._state is not None else {}
 
     def _measure_precision(self):
-        """Measure the round-off of forward (:func:`paramgeo.precision.arithmetic_noise` at a
+        """Measure the round-off of forward (:func:`paramgeo.geometry.precision.arithmetic_noise` at a
         random point); where it is above float64's, set ``rank_policy`` (rtol =
         NOISE_MARGIN x noise, read by every rank decision on this model) and warn."""
-        from ..numerics import DEFAULT_POLICY
-        from ..precision import FLOAT32_UNIT, arithmetic_noise, noise_policy
+        from ..linalg.numerics import DEFAULT_POLICY
+        from ..geometry.precision import FLOAT32_UNIT, arithmetic_noise, noise_policy
 
         rng = np.random.default_rng(1)
         self.noise = arithmetic_noise(self._f, self.random_point(rng), rng)
@@ -348,7 +348,7 @@ class FrameworkModel(Parameterization):
     def jacobian(self, theta):
         return self._f.jacobian(self.as_theta(theta))
 
-    # theta, v and w arrive checked by the guard (paramgeo.guard: float vectors of lengths
+    # theta, v and w arrive checked by the guard (paramgeo.contract.guard: float vectors of lengths
     # n and m, else one line naming the argument), as in the base class's products
     def jvp(self, theta, v):
         """J(theta) v by the framework's forward mode."""

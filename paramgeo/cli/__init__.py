@@ -181,7 +181,7 @@ def main(plugin_files):
       paramgeo rank uut -p d=4 -p r=2 --at U.npy --json
       paramgeo --plugin my_param.py check mine
     """
-    from ..registry import load_plugin_file
+    from ..contract.registry import load_plugin_file
 
     click.get_current_context().with_resource(_one_line_warnings())  # until the command ends
     try:

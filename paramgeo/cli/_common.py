@@ -67,7 +67,7 @@ def point_options(f):
 
 def precision_option(f):
     """``--precision DIGITS``: decide ranks on singular values of that many digits
-    (paramgeo.precision: exact rational J where the plugin declares ``symbolic``)."""
+    (paramgeo.geometry.precision: exact rational J where the plugin declares ``symbolic``)."""
     return click.option(
         "--precision", "precision", type=click.IntRange(min=0), default=None,
         help="Decide ranks on singular values with DIGITS significant digits (an exact rational "
@@ -241,15 +241,15 @@ def resolve(name, sizes, dense=True):
     Refuses sizes whose parameter vector exceeds ``MAX_PARAMS``, and checks what the command
     will allocate: ``dense=True`` (commands that form the m x n Jacobian) refuses more than
     ``MAX_JACOBIAN_ENTRIES`` entries; ``dense="auto"`` (describe, rank: the route of
-    :func:`paramgeo.routes.choose_route`) checks the dense Jacobian only where that route is
+    :func:`paramgeo.linalg.routes.choose_route`) checks the dense Jacobian only where that route is
     dense and the matrix-free route's O(n k) vectors against ``MAX_MATRIX_FREE_BYTES``
     otherwise; ``dense=False`` (commands that only use J^T v) checks n alone. Each limit is
     overridable by the environment variable of that name (PARAMGEO_...; ``inf`` lifts it). A
     dense route whose SVDs cost more than ``SLOW_SVD_WORK`` flops each is announced on stderr
     before it starts.
     """
-    from ..matfree import matrix_free_bytes
-    from ..routes import choose_route
+    from ..linalg.matfree import matrix_free_bytes
+    from ..linalg.routes import choose_route
 
     param = _instantiate(name, sizes)
     max_n = _limit("PARAMGEO_MAX_PARAMS", MAX_PARAMS)
@@ -290,7 +290,7 @@ def resolve(name, sizes, dense=True):
 
 
 def _instantiate(name, sizes):
-    from ..registry import get, load_plugin_file
+    from ..contract.registry import get, load_plugin_file
 
     if name.endswith(".py"):
         names = load_plugin_file(name)
@@ -307,7 +307,7 @@ def load_point(param, at, seed):
     """theta from a .npy file (validated) or a random point from ``seed``."""
     if at is None:
         return param.random_point(np.random.default_rng(seed))
-    from ..npzfile import read_npy
+    from ..io.npzfile import read_npy
 
     blocks = list(param.spec.blocks.values())
     need = (f"{param.name} needs {param.n} entries (blocks {dict(param.spec.blocks)}), flat or "

@@ -47,7 +47,7 @@ def _loadable(failed=None):
     (one bad third-party plugin must not hide the others), or with an ``Error:`` line and its
     name added to the list ``failed``."""
     from ..errors import ParamgeoError
-    from ..registry import available, get_class
+    from ..contract.registry import available, get_class
 
     out = {}
     for name in available():
@@ -65,7 +65,7 @@ def _loadable(failed=None):
 def _describe_all(seed, route):
     """describe() of every plugin at its default sizes, a failing one reported in one
     ``Error:`` line and skipped; (results, names of the failed plugins)."""
-    from ..describe import describe
+    from ..reports.description import describe
     from ..errors import ParamgeoError
 
     failed, results = [], []
@@ -89,7 +89,7 @@ def _fail_some(failed, done):
 
 
 def _primary_sizes(name, sizes):
-    from ..registry import get_class
+    from ..contract.registry import get_class
 
     decls = get_class(name).size_params
     return " ".join(f"{k}={_fmt(v)}" for k, v in sizes.items()
@@ -113,7 +113,7 @@ def describe_cmd(name, sizes, all_, seed, route, progress, as_json):
 
     Example: paramgeo describe uut -p d=4 -p r=2 --json
     """
-    from ..describe import describe
+    from ..reports.description import describe
 
     if all_ and (name or sizes):
         raise click.UsageError("--all describes every plugin at its default sizes; give either "
@@ -176,14 +176,14 @@ class _RankReport(Result):
     doubtful: bool
     route: str
     certificate: object
-    kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi
+    kinks: object = None  # paramgeo.geometry.kinks.KinkReport for a piecewise-smooth phi
 
 
 def rank_report(param, theta, route="auto", max_deficiency=None, precision=None):
     """The rank of J at ``theta`` (the one tolerance policy, on the chosen route), the generic
     rank and the singular values: what ``paramgeo rank`` prints and a sweep's ``rank`` query
     records."""
-    from ..geometry import generic_rank_decision, rank_at
+    from ..geometry.jacobian import generic_rank_decision, rank_at
 
     decision = rank_at(param, theta, route=route, max_deficiency=max_deficiency,
                        digits=precision)
@@ -223,7 +223,7 @@ def rank_cmd(name, sizes, at, seed, route, max_deficiency, precision, as_json):
 
 
 def _certificate_line(c):
-    from ..precision import PrecisionCertificate
+    from ..geometry.precision import PrecisionCertificate
 
     if isinstance(c, PrecisionCertificate):
         exact = f"; rank over Q {c.exact_rank}" if c.exact_rank is not None else ""
@@ -246,7 +246,7 @@ def check_cmd(name, sizes, seed, progress, as_json):
 
     Example: paramgeo check hadamard -p p=3
     """
-    from ..contract import check, construction_failure
+    from ..reports.contract_check import check, construction_failure
     from ..errors import PluginError
     from ._common import parse_sizes
 

@@ -67,7 +67,7 @@ def strata_cmd(name, sizes, fmt, kinds, seed, progress, plot_path, as_json):
         raise click.UsageError(f"give --json or --format {fmt}, not both")
 
     if plot_path:  # before the work, not after it
-        from ..files import check_plot_path
+        from ..io.files import check_plot_path
 
         check_plot_path(plot_path)
     param = resolve(name, sizes)

@@ -38,7 +38,7 @@ def define_cmd(spec_file, replace, as_json):
 
     Example: paramgeo define hadamard3.toml && paramgeo describe hadamard3
     """
-    from ..userdefs import define
+    from ..expressions.userdefs import define
 
     cls = define(spec_file, replace=replace)
     param = cls()
@@ -63,7 +63,7 @@ def undefine_cmd(name, as_json):
 
     Example: paramgeo undefine hadamard3
     """
-    from ..userdefs import undefine
+    from ..expressions.userdefs import undefine
 
     path = undefine(name)
     emit(_Undefined(name, str(path)), as_json, f"removed {name} ({path})")
@@ -116,7 +116,7 @@ def exact_cmd(name, sizes, seed, points, progress, as_json):
 
     Example: paramgeo exact uut -p d=4 -p r=2
     """
-    from ..symbolic import exact_analysis
+    from ..expressions.symbolic import exact_analysis
 
     param = resolve(name, sizes)
     with progress_bar("exact", progress_enabled(progress)) as update:

@@ -6,7 +6,7 @@ import click
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ..trajectory import MAX_RECORDS, MAX_STEPS
+from ..dynamics.trajectory import MAX_RECORDS, MAX_STEPS
 from ._common import (deprecated_option, exit_if_interrupted, finishing, json_option,
                       progress_bar, progress_enabled, progress_option, resolve, seed_option,
                       sizes_option, stiff_flow_options, table, take_alias)
@@ -15,7 +15,7 @@ from ..results import title
 
 def load_data(path):
     """The arrays of an ``.npz`` file as a dict (readable errors for missing/corrupt files)."""
-    from ..npzfile import read_npz
+    from ..io.npzfile import read_npz
 
     return read_npz(path, "data file", "write it with numpy.savez")
 
@@ -78,7 +78,7 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
     """
     t_final = take_alias(t_final, time_alias, "--time", "--t-final")
     if plot_path:  # before the run, not after it
-        from ..files import check_plot_path
+        from ..io.files import check_plot_path
 
         check_plot_path(plot_path)
     param = resolve(name, sizes, dense=False)  # descent and flow use J^T v only
@@ -148,7 +148,7 @@ def train(param, loss_kind, arrays, data_path, *, method="gd", steps=None, t_fin
     ``time_scale`` and ``exact_jacobian`` as in :func:`paramgeo.flows.gradient_flow`, which
     refuses a bad combination)."""
     from ..flows import gradient_descent, gradient_flow, schedule
-    from ..loss_data import loss_from_arrays
+    from ..losses.data import loss_from_arrays
 
     loss = loss_from_arrays(loss_kind, arrays, param, source=f"data file {data_path!r}")
     if alpha is not None:

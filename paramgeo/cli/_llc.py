@@ -6,7 +6,7 @@ import numpy as np
 from ._common import (emit, exit_if_interrupted, json_option, load_point, progress_bar,
                       progress_enabled, progress_option, resolve, sizes_option)
 
-#: the loss kinds ``llc estimate`` accepts (paramgeo.loss_data.LOSS_KINDS, and the losses of
+#: the loss kinds ``llc estimate`` accepts (paramgeo.losses.data.LOSS_KINDS, and the losses of
 #: a model's outputs on the data's inputs, paramgeo.llc.data.OUTPUT_LOSSES)
 OUTPUT_LOSSES = ("mse", "cross-entropy")
 LOSSES = ("regression", "squared", "quadratic", "logistic", "exponential") + OUTPUT_LOSSES
@@ -71,7 +71,7 @@ def llc_loss(param, loss_kind, arrays, data_path, theta_star):
     (theta_star None: the array ``theta_star`` of the data file, else, for a model of its own
     parameters, those)."""
     from ..errors import ShapeError
-    from ..loss_data import loss_from_arrays
+    from ..losses.data import loss_from_arrays
 
     if loss_kind not in OUTPUT_LOSSES:
         loss = loss_from_arrays(loss_kind, arrays, param, source=data_path)
@@ -159,7 +159,7 @@ def estimate_cmd(name, sizes, loss_kind, data_path, at, nbeta, gamma, step, step
     """
     import json
 
-    from ..files import check_plot_path
+    from ..io.files import check_plot_path
     from ..llc import step_sweep
     from ._flow import load_data
 

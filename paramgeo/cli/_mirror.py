@@ -49,7 +49,7 @@ def mirror_cmd(name, sizes, alpha, degree, method, budget, seed, progress, as_js
 def load_regression(path):
     """(X, y) from an .npz file holding arrays ``X`` (N x p) and ``y`` (N,); ShapeError else.
     The measurements may also be named ``A``, as ``paramgeo flow`` calls them."""
-    from ..npzfile import read_npz
+    from ..io.npzfile import read_npz
 
     arrays = read_npz(path, "data file", "write it with np.savez(file, X=X, y=y)")
     if "X" not in arrays and "A" in arrays:
@@ -102,7 +102,7 @@ def implicit_bias_cmd(name, sizes, data, alpha, t_final, rtol, atol, chart, time
     if not (np.isfinite(alpha) and alpha > 0):
         raise ParamgeoError(f"--init-scale must be a positive number, got {alpha}")
     if plot_path:  # before the run, not after it
-        from ..files import check_plot_path
+        from ..io.files import check_plot_path
 
         check_plot_path(plot_path)
     X, y = load_regression(data)

@@ -128,7 +128,7 @@ def online_sgd_cmd(name, sizes, link, tokens, noise, beta, teacher, teacher_rank
     Example: paramgeo online-sgd uut -p d=16 -p r=8 --link abs --horizon 2
     """
     if plot_path:  # before the run, not after it
-        from ..files import check_plot_path
+        from ..io.files import check_plot_path
 
         check_plot_path(plot_path)
     param = resolve(name, sizes, dense=False)  # online SGD uses forward and J^T v only

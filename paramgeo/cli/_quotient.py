@@ -6,7 +6,7 @@ import numpy as np
 
 from ._common import emit, json_option, load_point, resolve, sizes_option
 
-#: the loss kinds ``quotient barrier`` accepts (paramgeo.loss_data.LOSS_KINDS)
+#: the loss kinds ``quotient barrier`` accepts (paramgeo.losses.data.LOSS_KINDS)
 LOSSES = ("squared", "quadratic", "logistic", "exponential", "regression")
 
 
@@ -25,8 +25,8 @@ def quotient_cmd():
 
 def _loss(param, loss_kind, data_path):
     """The loss ``loss_kind`` on the arrays of the .npz file ``data_path``."""
-    from ..loss_data import loss_from_arrays
-    from ..npzfile import read_npz
+    from ..losses.data import loss_from_arrays
+    from ..io.npzfile import read_npz
 
     arrays = read_npz(data_path, "data file", "write it with numpy.savez")
     return loss_from_arrays(loss_kind, arrays, param, source=f"data file {data_path!r}")
@@ -138,7 +138,7 @@ def teleport_cmd(name, point, sizes, loss_kind, data_path, objective, mode, radi
 
 def _save(path, array):
     """Write ``array`` as .npy through paramgeo's one file writer (no links, no foreign file
-    replaced; paramgeo.files)."""
-    from ..files import write_file
+    replaced; paramgeo.io.files)."""
+    from ..io.files import write_file
 
     write_file(path, lambda fh: np.save(file=fh, arr=np.asarray(array)), what="point")

@@ -3,7 +3,7 @@
 import click
 
 from ..errors import ShapeError
-from ..trajectory import MAX_STEPS
+from ..dynamics.trajectory import MAX_STEPS
 from ._common import (
     emit,
     json_option,
@@ -38,8 +38,8 @@ def parse_units(text):
 
 
 def structure_report(param, units, check=True, progress=None):
-    """The CLI's and the sweep's adapter: :func:`paramgeo.structure.structure_matrix`."""
-    from ..structure import structure_matrix
+    """The CLI's and the sweep's adapter: :func:`paramgeo.flows.structure.structure_matrix`."""
+    from ..flows.structure import structure_matrix
 
     return structure_matrix(param, parse_units(units), check=check, progress=progress)
 
@@ -94,7 +94,7 @@ def early_stopping_cmd(d, N, spectrum, decay, snr, support, flip, steps, seed, p
 
     Example: paramgeo early-stopping --d 400 --N 100 --flip 0.1 --decay 1.5
     """
-    from ..risk import GaussianMixture, early_stopping
+    from ..flows.risk import GaussianMixture, early_stopping
 
     model = GaussianMixture.from_spectrum(d, spectrum, decay, snr, flip, support)
     with progress_bar("GD records", progress_enabled(progress)) as bar:
@@ -119,6 +119,6 @@ def spectral_filters_cmd(d, N, spike, noise, seed, as_json):
 
     Example: paramgeo spectral-filters --d 400 --N 100
     """
-    from ..risk import SpikedModel, spiked_filter_risks
+    from ..flows.risk import SpikedModel, spiked_filter_risks
 
     emit(spiked_filter_risks(SpikedModel(d, spike=spike, noise=noise), N, seed), as_json)

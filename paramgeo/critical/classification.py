@@ -30,7 +30,7 @@ A neuron is *silent* when its incoming weights from non-silent neurons vanish (p
 by layer); the weights out of a silent neuron are don't-cares, so redundancy and dependence
 are read on incoming weights from non-silent neurons only.
 
-Rank decisions use the one tolerance policy of :mod:`paramgeo.geometry` (``RankPolicy``):
+Rank decisions use the one tolerance policy of :mod:`paramgeo.geometry.jacobian` (``RankPolicy``):
 rank = #{s_i > max(atol, rtol s_1)}; a decision with a singular value within a factor ``band``
 of the tolerance is flagged ``near_singular`` with the singular value and the gap
 s_rank / s_{rank+1}. A weight vector counts as zero when its norm is at most
@@ -45,7 +45,8 @@ import warnings
 import numpy as np
 
 from ..errors import NumericalDoubtWarning
-from ..geometry import as_rng, decide_rank, policy_of, rank_at
+from ..geometry.jacobian import rank_at
+from ..linalg.numerics import as_rng, decide_rank, policy_of
 from ..results import Result, title
 from .patterns import _orbit_dim, _rank, factor_rank_drops, generic_values, structure
 from .points import _point_stratum
@@ -112,7 +113,7 @@ class Classification(Result):
     subnetwork_distance: object  # float: relative distance to the nearest subnetwork condition
     near: object  # NearStratum certificate for a critical point close to a stratum, or None
     explanation: str
-    kinks: object = None  # paramgeo.kinks.KinkReport for a piecewise-smooth phi
+    kinks: object = None  # paramgeo.geometry.kinks.KinkReport for a piecewise-smooth phi
     #: for a factor structure: (block, rank, generic rank) of each weight matrix that lost rank
     rank_drops: tuple = ()
     #: significant digits of the singular values the rank was decided on (None: float64);
@@ -228,7 +229,7 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
     high order (widths 2,2,2,1, k = 4: rho ~ t^12 from a neuron at relative norm 4e-3, rho(1) ~
     4e-30) leaves the ray's first 5 doublings below round-off and T reaches the far end of the
     ray, where the power law no longer holds. ``precision=D`` measures rho with singular values
-    of D digits (:mod:`paramgeo.precision`: an exact rational J on the exact ray points where
+    of D digits (:mod:`paramgeo.geometry.precision`: an exact rational J on the exact ray points where
     the plugin declares ``symbolic``), with ``floor`` 10^(10 - D): the probe starts at T = 2
     and approaches of any order are fitted; where that fit fails it is repeated between
     theta_s and theta (T = 1/4: t = 1/4, 1/2, 1), closer to the stratum, where the leading
@@ -260,12 +261,12 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
     rng = as_rng(seed)
     R, _ = generic_values(param, policy)
     if precision:
-        from ..precision import as_rationals, singular_values
+        from ..geometry.precision import as_rationals, singular_values
 
         floor = 10.0 ** (10 - precision) if floor is None else floor
         decision = rank_at(param, theta, policy, warn=False, digits=precision)
     else:
-        from ..precision import FLOAT64_FLOOR
+        from ..geometry.precision import FLOAT64_FLOOR
 
         floor = FLOAT64_FLOOR if floor is None else floor
         decision = decide_rank(param.jacobian(theta), policy, warn=False)
@@ -317,7 +318,7 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
                 return NearStratum(st.label, tuple(st.causes), _describe(struct, chosen), dist,
                                    int(st.generic_rank), float(q1), float(predicted), probe,
                                    int(round(q1)), precision or None)
-    from .. import precision as hp
+    from ..geometry import precision as hp
 
     ratio = float(decision.singular_values[R - 1]) / s1
     if precision is None and ratio < hp.FLOAT64_FLOOR and hp.escalates(param):
@@ -351,16 +352,16 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     architecture graph or a matrix-group symmetry there are no strata (``structure =
     "none"``, stratum fields None). For a piecewise-smooth phi (capability ``kinks``) a theta
     on a kink gets the verdict ``kink`` and no causes: J there is one one-sided Jacobian, so
-    its rank decides nothing (:mod:`paramgeo.kinks`).
+    its rank decides nothing (:mod:`paramgeo.geometry.kinks`).
 
-    ``precision`` (digits, :mod:`paramgeo.precision`): None decides in float64, redone in
+    ``precision`` (digits, :mod:`paramgeo.geometry.precision`): None decides in float64, redone in
     ``precision.DEFAULT_DIGITS`` digits where float64 cannot resolve the decision (a rank in
     the policy's doubt band, or an ``other`` point of a network whose s_R/s_1 is below
     ``precision.FLOAT64_FLOOR``, so that its approach to a stratum is invisible in float64),
     when m n <= ``precision.AUTO_MAX_ENTRIES``; D > 0 decides with D digits throughout; 0 keeps
     float64 only. The digits used are in ``precision``.
     """
-    from .. import precision as hp
+    from ..geometry import precision as hp
 
     policy = policy_of(param, policy)
     zero_tol = policy.rtol if zero_tol is None else float(zero_tol)

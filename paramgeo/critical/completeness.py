@@ -65,14 +65,15 @@ def completeness(param, theta=None, group=None, policy=None, seed=0, generic_ran
     """Compare n - rank J(theta) with the orbit dimension of ``group`` (default: the declared
     symmetry) at ``theta`` (default: a random point), and list the kernel directions the group
     does not explain, by block (see the module docstring). The rank decision uses the policy of
-    :mod:`paramgeo.geometry`. With ``generic_rank`` R, a kernel larger than n - R is reported
+    :mod:`paramgeo.geometry.jacobian`. With ``generic_rank`` R, a kernel larger than n - R is reported
     as the point's own excess (``excess``).
 
     >>> import paramgeo
     >>> str(completeness(paramgeo.get("uvt", m=3, n=3, r=2)))
     'the declared group explains 4 of the 4 kernel dimensions (every kernel dimension)'
     """
-    from ..geometry import decide_rank, orbit_dim, policy_of, rank_at
+    from ..geometry.jacobian import orbit_dim, rank_at
+    from ..linalg.numerics import decide_rank, policy_of
 
     policy = policy_of(param, policy)
     if theta is None:

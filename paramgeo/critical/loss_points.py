@@ -19,8 +19,10 @@ import warnings
 
 import numpy as np
 
-from ..geometry import decide_rank, null_basis, policy_of, vertical_space
-from ..losses import loss_hessian
+from ..geometry.jacobian import vertical_space
+
+from ..linalg.numerics import decide_rank, null_basis, policy_of
+from ..losses.predictor import loss_hessian
 from ..results import Result
 
 
@@ -68,7 +70,7 @@ def loss_point(param, loss, theta, gtol=1e-8, policy=None):
     signature is doubtful: ``near_degenerate`` is set, the text says so, and a
     NumericalDoubtWarning names the figures.
     """
-    from ..losses import pullback
+    from ..losses.predictor import pullback
 
     policy = policy_of(param, policy)
     theta = param.as_theta(theta)

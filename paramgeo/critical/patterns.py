@@ -10,7 +10,8 @@ import warnings
 import numpy as np
 
 from ..errors import NumericalDoubtWarning, ParamgeoError
-from ..geometry import as_rng, generic_rank, orbit_dim, policy_of, rank_at
+from ..geometry.jacobian import generic_rank, orbit_dim, rank_at
+from ..linalg.numerics import as_rng, policy_of
 
 
 # ---------------------------------------------------------------------------- generic values
@@ -242,7 +243,7 @@ def factor_rank_drops(param, struct, theta, policy, seed=0):
     on whose matrix (the block seen with the group's r columns) has lower rank at theta than at
     a random point, e.g. ("W1", 2, 4) where the weight W_1 of a deep linear network lost rank.
     A block acted on by two factors (W2 between two hidden layers) is reported once."""
-    from ..numerics import decide_rank
+    from ..linalg.numerics import decide_rank
     from ..symmetry import block_index, block_matrix
 
     generic_point = param.random_point(as_rng(seed))

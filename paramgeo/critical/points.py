@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..geometry import RankPolicy, decide_rank, null_basis
+from ..linalg.numerics import RankPolicy, decide_rank, null_basis
 from .patterns import _class_label, _natural, _pattern_label, _stratum_rank, _zero_pattern
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError
-from ..geometry import as_rng, policy_of
+from ..linalg.numerics import as_rng, policy_of
 from ..results import Result, title
 from .classification import classify
 from .patterns import generic_values
@@ -122,7 +122,7 @@ def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, pro
     bar of ``paramgeo.cli._common.progress_bar``). A KeyboardInterrupt (Ctrl-C) stops the
     search between or inside starts and returns the finished starts, ``interrupted=True``.
     """
-    from ..arguments import integer, parameterization
+    from ..contract.arguments import integer, parameterization
 
     parameterization(param)
     integer(starts, "starts", minimum=1)

@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError
-from ..geometry import as_rng, policy_of
+from ..linalg.numerics import as_rng, policy_of
 from ..results import Result, title
 from .patterns import (
     _class_states,
@@ -105,8 +105,8 @@ class Strata(Result):
         """Draw the poset (PNG, SVG or PDF by the suffix of ``path``; needs matplotlib): one box
         per stratum at the height of its generic rank, an arrow from each stratum to the strata
         it covers (the maximal strata in its closure). Returns the path."""
-        from ..files import check_plot_path, save_figure
-        from ..trajectory import _pyplot_figure
+        from ..io.files import check_plot_path, save_figure
+        from ..dynamics.trajectory import _pyplot_figure
 
         path = check_plot_path(path)
         g = self.graph

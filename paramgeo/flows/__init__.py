@@ -29,10 +29,10 @@ The gradient is always the chain rule through the plugin's VJP (``paramgeo.losse
 never a dense Jacobian. Flows and descent return a :class:`Trajectory`.
 
 Layout: gradient flow, :class:`Trajectory` and the conserved quantities live in the core modules
-:mod:`paramgeo.trajectory` and :mod:`paramgeo.conserved` (the mirror engine integrates gradient
+:mod:`paramgeo.dynamics.trajectory` and :mod:`paramgeo.symmetry.conserved` (the mirror engine integrates gradient
 flow too); :mod:`.descent`, :mod:`.push_forward` and :mod:`.saddle` build on them. Every name is
 re-exported here. The choice of integrator (LSODA by default) is explained in
-:mod:`paramgeo.trajectory`.
+:mod:`paramgeo.dynamics.trajectory`.
 
 References: Kunin, Sagastuy-Brena, Ganguli, Yamins, Tanaka (2021), "Neural mechanics: symmetry
 and broken conservation laws in deep learning dynamics"; Marcotte, Gribonval, Peyre (2023),
@@ -42,8 +42,8 @@ Flammarion (2023), "Saddle-to-saddle dynamics in diagonal linear networks"; Wood
 "Optimization algorithms on matrix manifolds" (horizontal lifts of Riemannian gradients).
 """
 
-from ..conserved import ConservedQuantities, conserved_quantities
-from ..trajectory import IMPLICIT_METHODS, MAX_IMPLICIT_DIM, Trajectory, gradient_flow
+from ..symmetry.conserved import ConservedQuantities, conserved_quantities
+from ..dynamics.trajectory import IMPLICIT_METHODS, MAX_IMPLICIT_DIM, Trajectory, gradient_flow
 from .alignment import (
     AlignmentLaw,
     AlignmentRun,

@@ -43,7 +43,7 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ..losses import Logistic, max_margin
+from ..losses.predictor import Logistic, max_margin
 from ..results import Result
 from .online import _line_fit
 

@@ -6,8 +6,8 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError
-from ..losses import pullback, value_and_grad
-from ..trajectory import _check_stops, _finish, _progress_callback
+from ..losses.predictor import pullback, value_and_grad
+from ..dynamics.trajectory import _check_stops, _finish, _progress_callback
 
 
 def schedule(kind, lr, steps=None):
@@ -60,11 +60,11 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=None, stop_
     of a long one, fewer when n is so large that the parameters would pass
     :data:`RECORD_FLOATS` floats (a record costs a copy of theta; the losses, predictors and
     gradient norms of the records are evaluated only when read, see
-    :class:`paramgeo.trajectory.Trajectory`).
+    :class:`paramgeo.dynamics.trajectory.Trajectory`).
     ``stop_loss``/``stop_grad`` stop early when the loss/the full gradient norm falls below
     them (checked at recorded steps and, when given, every step). ``progress``: a callable
     ``progress(done, total)`` called after every step, or True for paramgeo's progress bar.
-    ``optimizer`` (a :class:`paramgeo.optimizers.Optimizer`) replaces the step direction g by
+    ``optimizer`` (a :class:`paramgeo.dynamics.optimizers.Optimizer`) replaces the step direction g by
     its update D_t(g): theta_{t+1} = theta_t - lr_t D_t(g_t) (sign, smoothed sign, Adam).
     """
     theta = param.as_theta(theta0).copy()

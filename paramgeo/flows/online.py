@@ -39,10 +39,10 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ..numerics import as_rng
+from ..linalg.numerics import as_rng
 from ..results import Result, to_jsonable, title
-from ..files import check_plot_path, save_figure
-from ..trajectory import _finish, _progress_callback, _pyplot_figure
+from ..io.files import check_plot_path, save_figure
+from ..dynamics.trajectory import _finish, _progress_callback, _pyplot_figure
 
 
 def _softmax(h, beta):
@@ -194,7 +194,7 @@ def order_parameters(S, S_star, moments=4):
 
 @dataclasses.dataclass(frozen=True)
 class OnlineRun(Result):
-    """An online SGD run: the recorded parameters as a :class:`~paramgeo.trajectory.Trajectory`
+    """An online SGD run: the recorded parameters as a :class:`~paramgeo.dynamics.trajectory.Trajectory`
     (times = samples seen; loss = test risk on held-out samples), the record times t = n / d^2,
     the order parameters at each record (name -> array), the teacher's own order parameters,
     the step size eta actually used, the weak-recovery sample count (None if not reached), and

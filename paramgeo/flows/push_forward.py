@@ -5,9 +5,9 @@ import dataclasses
 
 import numpy as np
 
-from ..losses import pullback
+from ..losses.predictor import pullback
 from ..results import Result
-from ..trajectory import _flow, gradient_flow
+from ..dynamics.trajectory import _flow, gradient_flow
 
 
 def predictor_velocity(param, theta, loss):
@@ -44,7 +44,7 @@ def predictor_flow(param, loss, theta0, t_final, *, metric=None, t_eval=None, n_
     """
     from scipy.integrate import solve_ivp
 
-    from ..geometry import horizontal_lift
+    from ..geometry.jacobian import horizontal_lift
 
     theta0 = param.as_theta(theta0)
     beta0 = np.asarray(param.forward_flat(theta0), float)
@@ -82,7 +82,7 @@ def quotient_flow(param, loss, theta0, t_final, *, generic=False, method="LSODA"
     loss lifts to the horizontal part of grad L (Absil, Mahony, Sepulchre 2008, Section 3.6.2).
     Since grad L = J^T grad ell is already horizontal, the result equals :func:`gradient_flow`:
     a test of the projection and of the statement (see :func:`compare_flows`)."""
-    from ..geometry import horizontal_projection
+    from ..geometry.jacobian import horizontal_projection
 
     theta0 = param.as_theta(theta0)
     value, grad = pullback(param, loss)
@@ -134,7 +134,7 @@ def compare_flows(param, loss, theta0, t_final, *, metric=None, n_records=40, rt
     predictor mirror flow: True integrates the one of ``paramgeo.mirror`` (its potential from
     theta0, :func:`mirror_flow`); a callable (times, beta0) -> (T, m) predictor path is
     compared as it is."""
-    from ..geometry import horizontal_projection
+    from ..geometry.jacobian import horizontal_projection
 
     t_eval = np.linspace(0.0, t_final, n_records)
     gf = gradient_flow(param, loss, theta0, t_final, t_eval=t_eval, rtol=rtol, atol=atol,

@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 
 from ..errors import ParamgeoError
-from ..losses import LinearMeasurements
+from ..losses.predictor import LinearMeasurements
 from ..results import Result, title
 
 

@@ -54,7 +54,7 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ..losses import max_margin
+from ..losses.predictor import max_margin
 from ..results import Result
 from .online import _line_fit
 
@@ -256,9 +256,9 @@ def fixed_epsilon(X, y, eps, lr, steps):
     gradient-descent steps (module docstring): the effective smoothing eps / L(w_k) against
     |Z^T p_k|_inf, and the 1/k loss tail k L(w_k) against its closed form eps / (eta gamma_2^2).
     ShapeError for non-separable data; ParamgeoError for eps <= 0, lr <= 0 or steps < 1."""
-    from .. import registry
-    from ..losses import Exponential
-    from ..optimizers import SmoothedSignDescent
+    from ..contract import registry
+    from ..losses.predictor import Exponential
+    from ..dynamics.optimizers import SmoothedSignDescent
     from .descent import gradient_descent
 
     X, y = np.asarray(X, float), np.asarray(y, float)

@@ -17,8 +17,8 @@ import dataclasses
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ..losses import Loss, batched_value_and_grad, pullback
-from ..output_losses import CrossEntropy, SquaredError
+from ..losses.predictor import Loss, batched_value_and_grad, pullback
+from ..losses.outputs import CrossEntropy, SquaredError
 
 #: losses of a model's outputs on data, by the names ``estimate_llc(loss=...)`` takes
 OUTPUT_LOSSES = {"mse": SquaredError, "cross-entropy": CrossEntropy}

@@ -86,7 +86,7 @@ import warnings
 import numpy as np
 
 from ..errors import ParamgeoError
-from ..files import save_figure
+from ..io.files import save_figure
 from ..results import Result
 from .data import batch_picker, make_batches
 from .diagnostics import (chain_notes, effective_sample_size, localization_check,
@@ -198,7 +198,7 @@ class LLCEstimate(Result):
         written to ``path`` (.png, .svg, .pdf). Returns the matplotlib figure."""
         import matplotlib
 
-        from ..files import check_plot_path
+        from ..io.files import check_plot_path
 
         if path is not None:  # a bad path is one clear error, before any drawing
             path = check_plot_path(path)

@@ -236,7 +236,7 @@ def exact_learning_coefficient(param, theta, policy=None):
     ``learning_coefficient(theta)`` where it gives one, else the regular value d / 2 when rank
     J(theta) is the generic rank (:func:`regular`). Raises NotProvidedError naming the plugin
     and the way out (estimate it) when neither applies."""
-    from ..geometry import generic_rank, rank_at
+    from ..geometry.jacobian import generic_rank, rank_at
 
     theta = param.as_theta(theta)
     if param.provides("learning_coefficient"):
@@ -337,7 +337,7 @@ def block_learning_coefficient(param, theta, block, policy=None):
     import numpy as np
     import sympy
 
-    from ..numerics import decide_rank
+    from ..linalg.numerics import decide_rank
     from .estimate import block_mask
 
     theta = param.as_theta(theta)

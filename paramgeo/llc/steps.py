@@ -5,7 +5,7 @@ discretization bias or poor mixing)."""
 import dataclasses
 import warnings
 
-from ..files import save_figure
+from ..io.files import save_figure
 from ..results import Result
 from .estimate import LLCWarning, auto_step, estimate_llc
 
@@ -41,7 +41,7 @@ class StepSweep(Result):
         """The estimates +- 2 s.e. against the step (log scale)."""
         import matplotlib
 
-        from ..files import check_plot_path
+        from ..io.files import check_plot_path
 
         if path is not None:  # a bad path is one clear error, before any drawing
             path = check_plot_path(path)

@@ -322,8 +322,8 @@ class ImplicitBias(Result):
         """Draw the four predictors coordinate by coordinate (PNG, SVG or PDF by the suffix of
         ``path``; needs matplotlib): the gradient-flow limit, argmin R, the minimum-l1 and the
         minimum-l2 interpolators. Returns the path."""
-        from ..files import check_plot_path, save_figure
-        from ..trajectory import _pyplot_figure
+        from ..io.files import check_plot_path, save_figure
+        from ..dynamics.trajectory import _pyplot_figure
 
         path = check_plot_path(path)
         fig = _pyplot_figure((max(6.0, 0.12 * len(self.beta_flow) + 4), 4.0))
@@ -372,13 +372,13 @@ def implicit_bias(param, X, y, alpha=None, theta0=None, *, t_final=1e9, stop_los
     entropy). ``chart``, ``time_scale`` and ``exact_jacobian`` are passed to the flow
     (``chart="log"`` integrates in log|theta|, ``time_scale`` in t / time_scale,
     ``exact_jacobian`` gives LSODA the Jacobian of the field from the loss Hessian; see
-    ``paramgeo.trajectory.gradient_flow``): from a small initialisation of a depth-L diagonal
+    ``paramgeo.dynamics.trajectory.gradient_flow``): from a small initialisation of a depth-L diagonal
     network, ``chart="log"`` with ``time_scale=alpha**(2 - L)`` and ``atol`` ~ 1e-12 keeps
     every coordinate to relative accuracy on the saddle-to-saddle time scale, and
     ``exact_jacobian=True`` lets LSODA take long implicit steps on the stiff plateaus.
     """
-    from ..trajectory import gradient_flow
-    from ..losses import LinearMeasurements
+    from ..dynamics.trajectory import gradient_flow
+    from ..losses.predictor import LinearMeasurements
 
     X, y = _check_data(X, y)
     _check_scale(X, y)

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError
-from ..geometry import as_rng, decide_rank, policy_of, rational_rref
+from ..linalg.numerics import as_rng, decide_rank, policy_of, rational_rref
 from ..results import Result
 from .lie import _method, lie_algebra, symbolic_fields, vector_fields
 

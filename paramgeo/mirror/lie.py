@@ -27,7 +27,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from ..errors import BudgetError, NumericalDoubtWarning, ParamgeoError
-from ..geometry import as_rng, decide_rank, policy_of, range_basis
+from ..linalg.numerics import as_rng, decide_rank, policy_of, range_basis
 from ..results import Result
 
 
@@ -127,7 +127,7 @@ class CommutingTest(Result):
 
     ``max_bracket`` is max_{i,j} ``|[X_i, X_j](theta)|`` over the test points, ``scale`` the largest
     |DX_j X_i| there, ``relative`` their ratio; commuting iff max_bracket <= tol with
-    tol = max(atol, rtol * scale) (the rank tolerance policy, ``paramgeo.geometry``). The
+    tol = max(atol, rtol * scale) (the rank tolerance policy, ``paramgeo.geometry.jacobian``). The
     symbolic route (``method="symbolic"``) decides exactly (every bracket expands to 0) and
     still reports the numeric sizes.
     """
@@ -216,7 +216,7 @@ def symbolic_fields(param):
     """(symbols, fields): the m fields X_i = grad phi_i as sympy column Matrices (exact)."""
     import sympy
 
-    from ..symbolic import exact_jacobian, symbolic_form
+    from ..expressions.symbolic import exact_jacobian, symbolic_form
 
     symbols, _ = symbolic_form(param)
     J = exact_jacobian(param)

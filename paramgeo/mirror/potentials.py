@@ -23,7 +23,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..errors import ParamgeoError
-from ..geometry import decide_rank
+from ..linalg.numerics import decide_rank
 from ..results import Result, to_jsonable
 from .lie import NotCommutingError, commuting_test
 

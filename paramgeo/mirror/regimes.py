@@ -23,8 +23,8 @@ import autograd.numpy as anp
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ..geometry import as_rng, decide_rank, policy_of
-from ..parameterization import Parameterization
+from ..linalg.numerics import as_rng, decide_rank, policy_of
+from ..contract.parameterization import Parameterization
 from ..results import Result, to_jsonable
 from .bias import solve_implicit_bias
 from .lie import NotCommutingError, commuting_test
@@ -81,7 +81,7 @@ class LinearCoordinates(Parameterization):
 
 def _measurements(param, loss):
     """(A, y): the squared loss (1/2N) sum (<a_i, beta> - y_i)^2 as rows a_i of an N x m A."""
-    from ..losses import LinearMeasurements, QuadraticMeasurements
+    from ..losses.predictor import LinearMeasurements, QuadraticMeasurements
 
     loss.check_dim(param)
     if isinstance(loss, QuadraticMeasurements):  # a_i = vec(x_i x_i^T)
@@ -265,7 +265,7 @@ class CommutingRegime(Result):
     def reduced_loss(self):
         """The loss as a function of the active coordinates: (1/2N) |D_a lambda_a - y'|^2 with
         y' = y - D_f lambda0_f (frozen coordinates keep their initial values)."""
-        from ..losses import LinearMeasurements
+        from ..losses.predictor import LinearMeasurements
 
         a, f = list(self.active), list(self.frozen)
         return LinearMeasurements(self.design[:, a],
@@ -446,7 +446,7 @@ def verify_regime(param, theta0, loss, t_final=50.0, *, regime=None, n_records=4
     """Integrate gradient flow on theta (``paramgeo.flows``) and the mirror flow of the regime's
     potential on the reduced loss (:func:`mirror_flow`) at the same times; report the largest
     deviation of the active coordinates (Li et al. 2022, Theorem 4.8)."""
-    from ..trajectory import gradient_flow
+    from ..dynamics.trajectory import gradient_flow
 
     theta0 = param.as_theta(theta0)
     regime = _regime(param, loss, theta0, regime)
@@ -500,7 +500,7 @@ def regime_implicit_bias(param, theta0, loss, *, regime=None, t_final=1e9, stop_
     flow, in the active coordinates of :func:`commuting_regime` (Gunasekar et al. 2018;
     Li et al. 2022, Theorem 4.10). The predicted limit predictor is phi(psi(mu)) with
     mu = grad R(lambda_R) (:func:`commuting_flow`)."""
-    from ..trajectory import gradient_flow
+    from ..dynamics.trajectory import gradient_flow
 
     theta0 = param.as_theta(theta0)
     regime = _regime(param, loss, theta0, regime)

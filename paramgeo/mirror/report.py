@@ -84,7 +84,7 @@ def mirror(param, alpha=None, theta0=None, degree=2, seed=0, policy=None, method
 
     theta0 = ``param.init_at_scale(alpha)`` (alpha defaults to 1) unless given. When the
     declared symmetry is made of GL(r) factors the laws are its matrix laws
-    (:func:`paramgeo.conserved.matrix_laws`, e.g. U^T U - V^T V, W_i W_i^T - W_{i+1}^T W_{i+1};
+    (:func:`paramgeo.symmetry.conserved.matrix_laws`, e.g. U^T U - V^T V, W_i W_i^T - W_{i+1}^T W_{i+1};
     Marcotte, Gribonval, Peyre 2023; Arora, Cohen, Hazan 2018), their count of independent
     entries (the rank of their gradients at a random point) bounds the algebra, and the
     polynomial search is skipped, and a Lie algebra stopped by the budget is reported as a lower
@@ -94,7 +94,7 @@ def mirror(param, alpha=None, theta0=None, degree=2, seed=0, policy=None, method
     was finished, ``interrupted`` True: the algebra levels done (a lower bound), the laws and
     the potential only if they were reached.
     """
-    from ..arguments import number, parameterization
+    from ..contract.arguments import number, parameterization
 
     parameterization(param)
     if alpha is not None:
@@ -151,8 +151,8 @@ def _matrix_laws(param, seed, policy):
     point."""
     import numpy as np
 
-    from ..conserved import conserved_quantities
-    from ..geometry import as_rng, decide_rank
+    from ..symmetry.conserved import conserved_quantities
+    from ..linalg.numerics import as_rng, decide_rank
 
     if not param.provides("symmetry"):
         return None

@@ -34,7 +34,7 @@ def verify(param, theta0, loss, t_final=100.0, *, n_records=60, log_times=True, 
     """Integrate gradient flow on theta and the mirror flow of R side by side; report the
     largest deviation of the predictors along the trajectory (Li et al. 2022, Theorem 4.8:
     they coincide for commuting parameterizations)."""
-    from ..trajectory import gradient_flow
+    from ..dynamics.trajectory import gradient_flow
 
     theta0 = param.as_theta(theta0)
     potential = potential or mirror_potential(param, theta0)

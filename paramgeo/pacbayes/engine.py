@@ -305,7 +305,7 @@ def load_posterior(param, path):
     """Read a posterior from an .npz file: ``mean`` (n,), ``std`` (n,) or scalar, and
     ``empirical_risk`` (scalar in [0, 1], the Gibbs empirical risk of a bounded loss).
     Returns (DiagonalGaussian, empirical_risk)."""
-    from ..npzfile import read_npz
+    from ..io.npzfile import read_npz
 
     data = read_npz(path, "posterior file",
                     "write it with np.savez(file, mean=..., std=..., empirical_risk=...)")

@@ -43,7 +43,7 @@ import dataclasses
 
 import numpy as np
 
-from ..arguments import integer, number, parameterization
+from ..contract.arguments import integer, number, parameterization
 from ..errors import ArgumentError, NotProvidedError
 from ..results import Result
 from ..symmetry import (GeneralLinearGroup, OrthogonalGroup, ProductGroup, ScalingTorus,

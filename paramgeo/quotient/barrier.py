@@ -20,9 +20,9 @@ import dataclasses
 
 import numpy as np
 
-from ..arguments import integer, parameterization
+from ..contract.arguments import integer, parameterization
 from ..errors import ArgumentError
-from ..losses import pullback
+from ..losses.predictor import pullback
 from ..results import Result
 from .align import align
 from .metric import geodesic
@@ -74,7 +74,7 @@ class Barrier(Result):
         ax.set_ylabel("loss")
         ax.legend()
         if path is not None:
-            from ..files import save_figure
+            from ..io.files import save_figure
 
             ax.figure.tight_layout()
             save_figure(ax.figure, path)

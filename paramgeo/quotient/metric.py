@@ -30,7 +30,7 @@ import dataclasses
 
 import numpy as np
 
-from ..arguments import parameterization
+from ..contract.arguments import parameterization
 from ..errors import ArgumentError
 from ..results import Result
 from .align import align, is_isometric
@@ -85,7 +85,7 @@ def exp(param, theta, v):
     """A representative of the quotient exponential of v at the orbit of theta: theta + v_h,
     with v_h the horizontal part of v (the component orthogonal to the orbit; a horizontal
     straight line projects to a quotient geodesic). Only for groups of isometries."""
-    from ..geometry import horizontal_projection
+    from ..geometry.jacobian import horizontal_projection
 
     _isometric_group(param, "exp")
     theta = param.as_theta(theta)

@@ -32,9 +32,9 @@ import dataclasses
 
 import numpy as np
 
-from ..arguments import integer, number, parameterization
+from ..contract.arguments import integer, number, parameterization
 from ..errors import ArgumentError, NotProvidedError, ParamgeoError
-from ..losses import loss_hessian, value_and_grad
+from ..losses.predictor import loss_hessian, value_and_grad
 from ..results import Result
 from ..symmetry import MatrixGroupAction, ProductGroup, ScalingTorus
 

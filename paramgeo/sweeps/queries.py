@@ -12,7 +12,7 @@ import math
 from ..cli._critical import MAX_STARTS
 from ..cli._define import MAX_EXACT_POINTS
 from ..errors import ParamgeoError
-from ..trajectory import MAX_RECORDS, MAX_STEPS, MAX_T_FINAL
+from ..dynamics.trajectory import MAX_RECORDS, MAX_STEPS, MAX_T_FINAL
 
 #: A required option (no default).
 REQUIRED = object()
@@ -146,7 +146,7 @@ def _point():
 @register_query("describe", {"seed": _seed()})
 def describe_query(param, seed):
     """Dimensions, generic rank, symmetry and quotient dimension (paramgeo describe)."""
-    from ..describe import describe
+    from ..reports.description import describe
 
     return describe(param, seed=seed)
 
@@ -163,7 +163,7 @@ def rank_query(param, seed, at):
 @register_query("check", {"seed": _seed()})
 def check_query(param, seed):
     """The contract check (paramgeo check)."""
-    from ..contract import check
+    from ..reports.contract_check import check
 
     return check(param, seed=seed)
 
@@ -293,7 +293,7 @@ def pacbayes_query(param, posterior, prior_scale, n, delta, method, samples, see
                              "max_dim": Option(None, integer(1, optional=True))})
 def discover_query(param, seed, discrete, max_dim):
     """Symmetries found from the map alone (paramgeo discover)."""
-    from ..discover import MAX_LINEAR_DIM, discover
+    from ..symmetry import MAX_LINEAR_DIM, discover
 
     return discover(param, seed=seed, discrete=discrete,
                     max_linear_dim=MAX_LINEAR_DIM if max_dim is None else max_dim)
@@ -303,7 +303,7 @@ def discover_query(param, seed, discrete, max_dim):
                           "points": Option(2, integer(1, MAX_EXACT_POINTS))})
 def exact_query(param, seed, points):
     """Exact (sympy) ranks over Q and Q(theta) (paramgeo exact)."""
-    from ..symbolic import exact_analysis
+    from ..expressions.symbolic import exact_analysis
 
     return exact_analysis(param, n_points=points, seed=seed)
 
@@ -339,7 +339,7 @@ def early_stopping_query(param, N, spectrum, decay, snr, support, flip, steps, s
     """Logistic GD through phi (predictor = weight vector of length d) on a label-flip
     Gaussian mixture: exact excess 0-1 risk at the oracle stop and of the max-margin
     interpolator."""
-    from ..risk import GaussianMixture, early_stopping
+    from ..flows.risk import GaussianMixture, early_stopping
 
     model = GaussianMixture.from_spectrum(param.m, spectrum, decay, snr, flip, support)
     res = early_stopping(model, N, steps, seed=seed, param=param)
@@ -365,7 +365,7 @@ def non_negative(value):
 def spectral_filters_query(param, N, spike, noise, steps, seed):
     """Risk of ridge, GD and negatively shifted GD in a spike-plus-flat model of dimension d =
     the plugin's predictor length (paramgeo spectral-filters)."""
-    from ..risk import SpikedModel, spiked_filter_risks
+    from ..flows.risk import SpikedModel, spiked_filter_risks
 
     res = spiked_filter_risks(SpikedModel(param.m, spike=spike, noise=noise), N, seed, steps)
     return {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}

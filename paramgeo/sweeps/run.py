@@ -144,7 +144,7 @@ def run_cell(task):
     does not stop the sweep.
     """
     from ..cli._common import resolve
-    from ..registry import load_plugin_file
+    from ..contract.registry import load_plugin_file
     from .queries import get_query
 
     limit = task.get("time_limit")

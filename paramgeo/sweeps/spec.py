@@ -208,7 +208,7 @@ def _existing(base, value, where):
 
 
 def _load_plugin_files(files, where):
-    from ..registry import load_plugin_file
+    from ..contract.registry import load_plugin_file
 
     for f in files:
         try:
@@ -229,7 +229,7 @@ def _digest(path):
 
 
 def _single_name(path, where):
-    from ..registry import load_plugin_file
+    from ..contract.registry import load_plugin_file
 
     try:
         names = load_plugin_file(path)

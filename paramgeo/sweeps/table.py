@@ -16,7 +16,7 @@ import re
 import time
 from pathlib import Path
 
-from ..files import UnsafeFileError, check_target, open_own, write_file
+from ..io.files import UnsafeFileError, check_target, open_own, write_file
 from ..results import to_jsonable
 from .spec import SweepSpecError
 
@@ -231,7 +231,7 @@ def frame(rows):
 
 def write_table(df, path):
     """Write ``df`` to ``path`` as Parquet, CSV or JSONL (by extension), through the one file
-    writer (paramgeo.files.write_file). An existing table is replaced: the sweep has read it as
+    writer (paramgeo.io.files.write_file). An existing table is replaced: the sweep has read it as
     its own (--resume) or was told to (--overwrite)."""
     path = Path(path)
 

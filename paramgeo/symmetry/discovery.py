@@ -12,7 +12,7 @@ Three searches, from the contract alone (J(theta) and forward):
    J, so the equations are scale-free), each random point contributes the rows
    C(theta) (x) theta^T / |theta| of a linear system in vec(A) (row-major, A_ij at i n + j).
    Stacking K > n^2 / rank(J) points, the null space (SVD, rank decided by the tolerance policy
-   of :mod:`paramgeo.geometry`) is the Lie algebra g of linear symmetries. It is closed under
+   of :mod:`paramgeo.geometry.jacobian`) is the Lie algebra g of linear symmetries. It is closed under
    the commutator (the vector fields are tangent to the fibers, an involutive distribution);
    the closure residual is reported as a check. The algebra is named from its structure:
    abelian algebras of diagonal / symmetric / skew matrices are tori of rescalings, hyperbolic
@@ -44,7 +44,7 @@ import math
 import numpy as np
 
 from ..errors import ParamgeoError, SizeError
-from ..numerics import RankPolicy, decide_rank, null_basis, policy_of, range_basis, rational_rref
+from ..linalg.numerics import RankPolicy, decide_rank, null_basis, policy_of, range_basis, rational_rref
 from ..results import Result, title
 from .groups import SymmetryGroup
 
@@ -95,7 +95,7 @@ class DiscoveredSymmetry(Result):
     note: str = ""
     labels: tuple = ()  # label of every entry of theta, e.g. "U[2,1]"
     #: equivariance under the plugin's declared action on its inputs (an
-    #: :class:`paramgeo.equivariance.InputEquivariance`), None without ``input_action``
+    #: :class:`paramgeo.symmetry.equivariance.InputEquivariance`), None without ``input_action``
     input_equivariance: object = None
     #: Ctrl-C during the linear search: it is not reported (``note`` says after how many points),
     #: the scaling symmetries are, the discrete search did not run
@@ -173,7 +173,7 @@ def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEA
     """Discover the symmetries of ``param``: the Lie algebra of linear symmetries (A with
     J(theta) A theta = 0 for all theta), the scaling symmetries (diagonal A) and discrete signed
     permutations from candidates; and, for a plugin declaring ``input_action``, whether phi is
-    equivariant under that action on its inputs (:func:`paramgeo.equivariance.input_equivariance`;
+    equivariant under that action on its inputs (:func:`paramgeo.symmetry.equivariance.input_equivariance`;
     e.g. rotary attention logits are invariant under shifting every position); returns a
     :class:`DiscoveredSymmetry`. ``compare=False``
     skips reading the declared group (for a plugin whose ``symmetry()`` is this discovery),
@@ -232,7 +232,7 @@ def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEA
             lin["kernel_residual"], lin["invariance"], len(scaling), scaling, found, declared,
             finding, lin["points"], note, tuple(labels))
     if equivariance and not interrupted and param.provides("input_action"):
-        from ..equivariance import input_equivariance
+        from .equivariance import input_equivariance
 
         out = dataclasses.replace(out, input_equivariance=input_equivariance(param, seed=seed))
     return out

@@ -16,7 +16,7 @@ import functools
 
 import numpy as np
 
-from ..guard import guard_group_class
+from ..contract.guard import guard_group_class
 
 from .projectors import (  # noqa: F401  (re-exported: part of the groups' public API)
     MAX_PROJECTOR_BLOCK_ENTRIES,
@@ -34,7 +34,7 @@ class SymmetryGroup(abc.ABC):
 
     def __init_subclass__(cls, **kwargs):
         """A group defined outside paramgeo (a plugin's own) has its methods guarded
-        (:func:`paramgeo.guard.guard_group_class`): their faults are that plugin's."""
+        (:func:`paramgeo.contract.guard.guard_group_class`): their faults are that plugin's."""
         super().__init_subclass__(**kwargs)
         if not cls.__module__.startswith("paramgeo."):
             guard_group_class(cls)
@@ -75,7 +75,7 @@ class SymmetryGroup(abc.ABC):
         """The :class:`VerticalProjector` at theta. Default: the generator matrix splits into
         connected components (generators that share a moved entry of theta), each projected
         with the SVD of its small dense block; one global tolerance decides the rank (the
-        policy of :mod:`paramgeo.geometry`). Matrix groups override it with closed forms."""
+        policy of :mod:`paramgeo.geometry.jacobian`). Matrix groups override it with closed forms."""
         return sparse_projector(self.sparse_generators(theta), policy)
 
     def __mul__(self, other):
@@ -259,7 +259,7 @@ def linear_action_matrices(group, n, rng=None, sparse=None, tol=1e-9):
     conservation laws theta^T S theta (S symmetric in span{A_k}) and orbit volumes are built
     from (Kunin et al. 2021, "Neural mechanics"; Marcotte, Gribonval, Peyre 2023).
     """
-    from ..numerics import as_rng
+    from ..linalg.numerics import as_rng
 
     n = int(n)
     sparse = n > SPARSE_ACTION_MIN_N if sparse is None else bool(sparse)

@@ -4,7 +4,7 @@ the orbit G.theta, applied without an n x n matrix or a dense basis.
 :func:`sparse_projector` serves any group with sparse generators (connected components, batched
 SVDs); matrix groups build theirs from Sylvester closed forms through :func:`_projector`
 (:mod:`paramgeo.symmetry.groups`). The matrix-free rank route deflates the vertical space with
-them (:mod:`paramgeo.matfree`).
+them (:mod:`paramgeo.linalg.matfree`).
 """
 
 import dataclasses
@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import SizeError
-from ..numerics import RankPolicy, decide_rank
+from ..linalg.numerics import RankPolicy, decide_rank
 
 #: the most entries the dense blocks of :func:`sparse_projector` may hold (400 MB of float64)
 MAX_PROJECTOR_BLOCK_ENTRIES = 50_000_000
@@ -66,7 +66,7 @@ def sparse_projector(G, policy=None):
     Columns that share a nonzero row are joined into connected components (scipy.sparse.csgraph);
     components touch disjoint rows, so their column spaces are orthogonal and P = sum_c U_c
     U_c^T with U_c the left singular vectors of the small dense block of component c above one
-    global tolerance tol = max(atol, rtol * s_max) (the policy of :mod:`paramgeo.geometry`).
+    global tolerance tol = max(atol, rtol * s_max) (the policy of :mod:`paramgeo.geometry.jacobian`).
     Blocks of equal shape are decomposed together (one batched LAPACK call), so a torus with
     10^5 one-generator components costs a few vectorised operations."""
     import scipy.sparse as sp

@@ -22,7 +22,7 @@ is tried on the next one first (one verification), and solved afresh only where 
 
 import numpy as np
 
-from ..numerics import null_basis, policy_of, rational_rref
+from ..linalg.numerics import null_basis, policy_of, rational_rref
 from .actions import FieldGroup
 
 
@@ -70,7 +70,7 @@ def structured_discovery(param, units, n_points=3, seed=0, policy=None, progress
     positions, one array per slot, the same slot layout for every unit of a layer). Returns a
     :class:`FieldGroup` (dimension 0 when nothing is found) whose ``labels`` name the unit of
     each field; ``progress(done, total)`` is called after each unit."""
-    from ..numerics import as_rng
+    from ..linalg.numerics import as_rng
     from .verify import verify_group
 
     policy = policy_of(param, policy)

@@ -54,7 +54,7 @@ def verify_group(param, group, n_points=2, n_elements=2, seed=0, tol=GENERATOR_T
     >>> verify_group(p, ScalingTorus([[1] * p.n])).passed
     False
     """
-    from ..numerics import DEFAULT_POLICY, policy_of
+    from ..linalg.numerics import DEFAULT_POLICY, policy_of
 
     # a model computing below float64 (its rank policy set from the measured round-off) is
     # verified at that precision: the tolerances grow by the same factor as its rtol
