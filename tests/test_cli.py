@@ -22,14 +22,14 @@ def test_describe_uut_json():
     res = run("describe", "uut", "-p", "d=4", "-p", "r=2", "--json")
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert out["param_dim"] == 8 and out["predictor_dim"] == 16
+    assert out["n"] == 8 and out["m"] == 16
     assert out["generic_rank"] == 7 and out["quotient_dim"] == 7
     assert out["symmetry"] == {"name": "O(2)", "dim": 1}
 
 
 def test_describe_hadamard_json():
     out = json.loads(run("describe", "hadamard", "-p", "p=5", "--json").output)
-    assert (out["param_dim"], out["generic_rank"], out["symmetry"]["dim"], out["quotient_dim"]) \
+    assert (out["n"], out["generic_rank"], out["symmetry"]["dim"], out["quotient_dim"]) \
         == (10, 5, 5, 5)
 
 
@@ -199,11 +199,11 @@ HOSTILE = [
     (["flow", "hadamard", "--data", "{d}/good.npz", "--seed", "-1"], "not in the range x>=0"),
     (["implicit-bias", "hadamard", "--data", "{d}/theta.npy", "--init-scale", "0.1"],
      "is not an .npz archive (it is a single .npy array)"),
-    (["pacbayes", "hadamard", "--posterior", "{d}/theta.npy", "--prior-scale", "1", "--n", "10",
+    (["pacbayes", "hadamard", "--posterior", "{d}/theta.npy", "--prior-scale", "1", "--sample-size", "10",
       "--delta", "0.05"], "is not an .npz archive (it is a single .npy array)"),
-    (["pacbayes", "hadamard", "--posterior", "{d}/poststr.npz", "--prior-scale", "1", "--n",
+    (["pacbayes", "hadamard", "--posterior", "{d}/poststr.npz", "--prior-scale", "1", "--sample-size",
       "10", "--delta", "0.05"], "must hold real numbers, got dtype <U1"),
-    (["pacbayes", "hadamard", "--posterior", "{d}/poststr.npz", "--prior-scale", "1", "--n",
+    (["pacbayes", "hadamard", "--posterior", "{d}/poststr.npz", "--prior-scale", "1", "--sample-size",
       "10", "--delta", "0.05", "--samples", "0"], "0 is not in the range x>=2"),
     (["define", "{d}/huge.toml"], "at most 5000"),
 ]

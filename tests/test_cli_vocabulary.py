@@ -108,3 +108,226 @@ def test_sweep_flow_time_is_now_t_final(data):
         old = load_spec(spec(time=2.0))
     assert [c.options for c in old.cells] == [c.options for c in new.cells]
     assert new.cells[0].options["t_final"] == 2.0
+
+
+# --------------------------------------------------------------- the vocabulary table of cli.md
+def _commands():
+    """path ("llc estimate") -> click command, for every command of the click tree."""
+    import click
+
+    ctx = click.Context(main)
+    out = {}
+    for name in main.list_commands(ctx):
+        cmd = main.get_command(ctx, name)
+        if isinstance(cmd, click.Group):
+            out.update({f"{name} {sub}": c for sub, c in cmd.commands.items()})
+        else:
+            out[name] = cmd
+    return out
+
+
+def _table():
+    """The rows of the vocabulary table of docs/cli.md: (option, commands, formers), formers
+    as (former name, command) pairs."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
+    section = text.split("## One vocabulary", 1)[1].split("\n\n**Loss names.**", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or not cells[1].startswith("`--"):
+            continue
+        option = cells[1].strip("`").split()[0]
+        commands = {c.strip() for c in cells[2].split(",")}
+        formers = set(re.findall(r"`(--[\w-]+)` \(([^)]+)\)", cells[3]))
+        rows.append((option, commands, formers))
+    return rows
+
+
+def test_the_table_is_what_the_commands_take():
+    """Each meaning of the table has its one option in exactly the commands listed (visible in
+    their --help), and no command shows that name for anything else; each former name is a
+    hidden alias of the table's option in the command listed, and every hidden alias of the
+    click tree is in the table."""
+    from paramgeo.cli._common import Command, FormerOption
+
+    commands, rows = _commands(), _table()
+    assert len(rows) >= 15
+    assert all(isinstance(c, Command) for c in commands.values())  # formers are merged
+    visible, formers = {}, set()
+    for path, cmd in commands.items():
+        for p in cmd.params:
+            if isinstance(p, FormerOption):
+                assert p.hidden, (path, p.opts)
+                target = next(q for q in cmd.params if q.name == p.target
+                              and not isinstance(q, FormerOption))
+                assert p.new in target.opts, (path, p.opts, p.new)
+                formers.update((opt, path, p.new) for opt in p.opts)
+            elif getattr(p, "opts", None) and not getattr(p, "hidden", False):
+                for opt in p.opts:
+                    visible.setdefault(opt, set()).add(path)
+    listed = set()
+    for option, where, former in rows:
+        assert where <= set(commands), where - set(commands)
+        assert visible.get(option, set()) == where, (option, visible.get(option), where)
+        listed |= {(old, path, option) for old, path in former}
+    assert listed == formers  # every hidden alias documented, every documented one exists
+    # a former name is not also a visible option of the same command
+    assert not {(old, path) for old, path, _ in formers if path in visible.get(old, set())}
+
+
+def test_one_loss_name_set():
+    """flow, llc estimate and the quotient commands offer the same losses on predictors (the
+    keys of paramgeo.losses.data.LOSS_KINDS); llc estimate adds the model-output losses."""
+    from paramgeo.losses.data import LOSS_KINDS
+
+    commands = _commands()
+    choices = {path: set(next(p for p in commands[path].params if p.name == "loss_kind")
+                         .type.choices)
+               for path in ("flow", "llc estimate", "quotient barrier", "quotient teleport")}
+    assert choices["flow"] == set(LOSS_KINDS) == choices["quotient barrier"]
+    assert choices["quotient teleport"] == set(LOSS_KINDS)
+    assert choices["llc estimate"] == set(LOSS_KINDS) | {"mse", "cross-entropy"}
+    assert "regression" not in choices["llc estimate"]
+
+
+def test_linear_map_is_the_former_regression_loss_and_B_applied_to_X(tmp_path):
+    """--loss regression still works (one line naming linear-map) and gives what linear-map
+    gives; the loss is (1/2N) sum |y_i - B x_i|^2 with B the predictor (out x in), checked
+    against a direct evaluation."""
+    from paramgeo.losses.data import loss_from_arrays
+
+    rng = np.random.default_rng(1)
+    X, Y = rng.standard_normal((7, 3)), rng.standard_normal((7, 2))
+    param = paramgeo.get("uvt", m=2, n=3, r=2)  # predictors B = U V^T, 2 x 3
+    loss = loss_from_arrays("linear-map", {"X": X, "Y": Y}, param)
+    B = rng.standard_normal((2, 3))
+    assert loss.value(B.ravel()) == pytest.approx(0.5 * np.mean(np.sum((Y - X @ B.T) ** 2, 1)))
+    with pytest.warns(FutureWarning, match="'regression' is deprecated.*'linear-map'"):
+        old = loss_from_arrays("regression", {"X": X, "Y": Y}, param)
+    assert old.value(B.ravel()) == loss.value(B.ravel())
+    np.savez(tmp_path / "d.npz", X=X, Y=Y, theta_star=rng.standard_normal(param.n))
+    args = ("llc", "estimate", "uvt", "-p", "m=2", "-p", "n=3", "-p", "r=2", "--data",
+            tmp_path / "d.npz",
+            "--chains", 1, "--burn", 0, "--steps", 20, "--no-bias-check", "--json")
+    new, former = run(*args, "--loss", "linear-map"), run(*args, "--loss", "regression")
+    assert new.exit_code == 0 and former.exit_code == 0, former.output
+    assert "--loss regression " + FORMER + "; use --loss linear-map" in former.stderr
+    drop = ("seconds",)
+    assert ({k: v for k, v in json.loads(new.stdout).items() if k not in drop}
+            == {k: v for k, v in json.loads(former.stdout).items() if k not in drop})
+
+
+@pytest.mark.parametrize("old,new", [
+    (("llc", "exact", "uvt", "-p", "m=3", "-p", "n=3", "-p", "r=1", "--zero"),
+     ("llc", "exact", "uvt", "-p", "m=3", "-p", "n=3", "-p", "r=1", "--truth-zero")),
+    (("early-stopping", "--d", 20, "--N", 10, "--steps", 20),
+     ("early-stopping", "--d", 20, "--sample-size", 10, "--steps", 20)),
+    (("spectral-filters", "--d", 20, "--N", 10), ("spectral-filters", "--d", 20,
+                                                   "--sample-size", 10)),
+    (("online-sgd", "uut", "-p", "d=4", "-p", "r=2", "--horizon", 0.2, "--scale", 0.3,
+      "--batch", 2),
+     ("online-sgd", "uut", "-p", "d=4", "-p", "r=2", "--horizon", 0.2, "--output-scale", 0.3,
+      "--batch-size", 2)),
+])
+def test_former_names_give_the_same_result_with_one_line(old, new):
+    a, b = run(*old, "--json"), run(*new, "--json")
+    assert a.exit_code == 0 and b.exit_code == 0, a.output + b.output
+    assert json.loads(a.stdout) == json.loads(b.stdout)
+    lines = [line for line in a.stderr.splitlines() if FORMER in line]
+    renamed = {x for x in old if str(x).startswith("--")} - set(new)
+    assert len(lines) == len(renamed) and all(any(r + " " in line for line in lines)
+                                              for r in renamed)
+    assert FORMER not in b.stderr
+
+
+def test_llc_exact_and_estimate_take_the_same_truth(data, tmp_path):
+    """--truth FILE and --truth-zero mean the same in llc exact and llc estimate: the exact
+    value llc estimate prints at the truth is llc exact's; the former --at / --zero of llc
+    exact give it too, and llc estimate's --at is now --minimum."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((40, 3))
+    np.savez(tmp_path / "rrr.npz", X=X, Y=X @ rng.standard_normal((3, 2)) * 0,
+             theta_star=np.zeros(10))
+    np.save(tmp_path / "t.npy", np.zeros(10))
+    sizes = ("deep-linear", "-p", "widths=3,2,2")
+    exact = json.loads(run("llc", "exact", *sizes, "--truth", tmp_path / "t.npy", "--json")
+                       .stdout)
+    assert exact["lam_exact"] == "2" and exact["lam"] == 2.0  # Aoyagi (3, 2, 2) at 0
+    former = run("llc", "exact", *sizes, "--at", tmp_path / "t.npy", "--json")
+    assert json.loads(former.stdout) == exact and "--at " + FORMER + "; use --truth" in \
+        former.stderr
+    est = run("llc", "estimate", *sizes, "--data", tmp_path / "rrr.npz", "--truth",
+              tmp_path / "t.npy", "--chains", 1, "--burn", 0, "--steps", 20, "--no-bias-check",
+              "--json")
+    assert est.exit_code == 0, est.output
+    assert json.loads(est.stdout)["exact"] == {k: v for k, v in exact.items()
+                                               if k not in ("name", "sizes", "n", "m")}
+    both = run("llc", "estimate", *sizes, "--data", tmp_path / "rrr.npz", "--at",
+               tmp_path / "t.npy", "--minimum", tmp_path / "t.npy")
+    assert both.exit_code == 2 and "give --minimum only" in both.stderr
+
+
+# --------------------------------------------------------------------- one JSON schema
+def _json_cases(tmp):
+    """command path -> the arguments of a small run of it (each command taking a NAME)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((6, 3))
+    np.savez(tmp / "A.npz", A=X, y=X @ np.array([1.0, -2.0, 0.0]))
+    np.savez(tmp / "rrr.npz", X=rng.standard_normal((30, 2)), Y=rng.standard_normal((30, 2)),
+             theta_star=np.zeros(8))
+    np.savez(tmp / "q.npz", mean=0.1 * rng.standard_normal(6), std=0.1, empirical_risk=0.1)
+    np.save(tmp / "h.npy", rng.standard_normal(6))
+    had = ("hadamard", "-p", "p=3")
+    return {
+        "describe": ("uut", "-p", "d=4", "-p", "r=2"),
+        "rank": ("uut", "-p", "d=4", "-p", "r=2"),
+        "check": ("hadamard", "-p", "p=2"),
+        "critical": ("uut", "-p", "d=4", "-p", "r=2"),
+        "discover": (*had, "--no-discrete"),
+        "exact": ("uut", "-p", "d=3", "-p", "r=1", "--points", 1),
+        "strata": ("monomial", "-p", "widths=2,2,1", "-p", "degree=4"),
+        "search": ("monomial", "-p", "widths=2,1,1", "-p", "degree=3", "--starts", 1,
+                   "--maxiter", 5),
+        "flow": (*had, "--data", tmp / "A.npz", "--steps", 5),
+        "mirror": had,
+        "implicit-bias": (*had, "--data", tmp / "A.npz", "--init-scale", 0.1),
+        "online-sgd": ("uut", "-p", "d=4", "-p", "r=2", "--horizon", 0.1),
+        "pacbayes": (*had, "--posterior", tmp / "q.npz", "--prior-scale", 1, "--sample-size",
+                     100, "--delta", 0.05),
+        "structure": ("hadamard", "-p", "p=2"),
+        "llc exact": ("deep-linear", "-p", "widths=2,2,2", "--truth-zero"),
+        "llc estimate": ("deep-linear", "-p", "widths=2,2,2", "--data", tmp / "rrr.npz",
+                         "--chains", 1, "--burn", 0, "--steps", 10, "--no-bias-check"),
+        "quotient align": (*had, tmp / "h.npy", tmp / "h.npy"),
+        "quotient barrier": (*had, tmp / "h.npy", tmp / "h.npy", "--data", tmp / "A.npz",
+                             "--points", 3),
+        "quotient teleport": (*had, tmp / "h.npy", "--data", tmp / "A.npz", "--starts", 1),
+    }
+
+
+def test_every_json_output_starts_with_the_shared_keys(tmp_path):
+    """Every command on a parameterization prints name, sizes, n (parameters) and m (predictor
+    entries) first, with the plugin's values, and no former key of one of the shared
+    quantities; the table of cli.md lists each former key."""
+    from paramgeo.cli._common import JSON_KEYS
+
+    commands = _commands()
+    on_a_name = {path for path, cmd in commands.items()
+                 if any(p.name == "name" for p in cmd.params)} - {"undefine"}
+    cases = _json_cases(tmp_path)
+    assert set(cases) == on_a_name  # a new command on a parameterization needs a case here
+    for path, args in cases.items():
+        res = run(*path.split(), *args, "--json")
+        assert res.exit_code == 0, (path, res.output)
+        out = json.loads(res.stdout)
+        param = paramgeo.get(args[0], **dict(a.split("=") for a in args[2:6:2]
+                                               if isinstance(a, str) and "=" in a))
+        head = {"name": param.name, "sizes": json.loads(json.dumps(param.sizes)),
+                "n": param.n, "m": param.m}
+        assert list(out)[:4] == list(head) and {k: out[k] for k in head} == head, path
+        assert not set(out) & set(JSON_KEYS), (path, set(out) & set(JSON_KEYS))
+        if "near_singular" in out:
+            assert isinstance(out["near_singular"], bool) or path == "search"  # a count

@@ -148,7 +148,7 @@ def test_define_list_describe_uv(home, tmp_path):
     assert (home / "definitions" / "uv3.toml").read_text() == UV
     assert "uv3" in run("list").output
     out = json.loads(run("describe", "uv3", "--json").output)
-    assert out["generic_rank"] == 3 and out["param_dim"] == 6
+    assert out["generic_rank"] == 3 and out["n"] == 6
     assert out["symmetry"] is None
     assert out["discovered_symmetry"]["dim"] == 3
     assert out["discovered_symmetry"]["name"] == "torus of rescalings (R\\{0})^3"

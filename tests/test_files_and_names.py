@@ -478,7 +478,7 @@ def test_llc_sweep_steps_cli_exits_130_on_one_sigint(tmp_path):
              theta_star=np.zeros(10))
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "cli.py"), "llc", "estimate", "deep-linear", "-p",
-         "widths=3,2,2", "--data", str(data), "--truth-zero", "--sweep-steps", "--draws",
+         "widths=3,2,2", "--data", str(data), "--truth-zero", "--sweep-lr", "--steps",
          "1000000", "--burn", "20", "--chains", "2", "--progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
         env=dict(os.environ, PYTHONPATH=str(ROOT)))

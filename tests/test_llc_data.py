@@ -289,11 +289,12 @@ def test_the_cli_estimates_a_plugin_file_model_on_an_npz(tmp_path, own_registry)
     np.savez(tmp_path / "d.npz", X=X, Y=labels)
     args = ["--plugin", str(path), "llc", "estimate", "tiny-mlp", "--loss", "cross-entropy",
             "--data", str(tmp_path / "d.npz"), "--batch-size", "20", "--chains", "2",
-            "--burn", "30", "--draws", "40", "--no-bias-check", "--json"]
-    res = CliRunner().invoke(main, args)
+            "--burn", "30", "--steps", "40", "--no-bias-check", "--json"]
+    res = CliRunner().invoke(main, args)  # 2 short chains at a random w*: warnings on purpose
+    assert "Warning: LLC estimator (before sampling): mixing-bound" in res.stderr
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)  # warnings go to stderr
-    assert out["batches"] == 3 and out["sampler"] == "sgld" and out["n"] == 60
+    assert out["batches"] == 3 and out["sampler"] == "sgld" and out["sample_size"] == 60
     model = paramgeo.get("tiny-mlp")
     direct = _quiet(estimate_llc, model, "cross-entropy", data=(X, labels), batch_size=20,
                     chains=2, burn=30, draws=40, bias_check=False)

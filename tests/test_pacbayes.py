@@ -306,7 +306,7 @@ def test_cli_pacbayes_json(tmp_path):
     path = _posterior(tmp_path, [1.0, 0.02, 1.0, 0.03], 0.1)
     res = CliRunner().invoke(main, ["pacbayes", "hadamard", "-p", "p=2", "--posterior", path,
                                     "--prior-scale", "1.0", "--prior-scale", "0.5",
-                                    "--n", "1000", "--delta", "0.05", "--json"])
+                                    "--sample-size", "1000", "--delta", "0.05", "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert out["method"] == "quadrature" and len(out["priors"]) == 4
@@ -316,7 +316,7 @@ def test_cli_pacbayes_json(tmp_path):
     cert = out["certificates"][0][2]
     assert cert["union"] == 2 and cert["delta_used"] == pytest.approx(0.025)
     text = CliRunner().invoke(main, ["pacbayes", "hadamard", "-p", "p=2", "--posterior", path,
-                                     "--prior-scale", "1.0", "--n", "1000", "--delta", "0.05"])
+                                     "--prior-scale", "1.0", "--sample-size", "1000", "--delta", "0.05"])
     assert "implicit-bias" in text.output and "Maurer-Seeger" in text.output
 
 
@@ -324,11 +324,11 @@ def test_cli_pacbayes_json(tmp_path):
     (["--delta", "1.5"], "delta must lie in (0, 1)"),
     (["--prior-scale", "-1"], "prior scale must be a positive"),
     (["--prior-scale", "nan"], "prior scale must be a positive"),
-    (["--n", "0"], "n must be a positive integer"),
+    (["--sample-size", "0"], "--sample-size must be a positive integer"),
 ])
 def test_cli_pacbayes_bad_numbers(tmp_path, extra, fragment):
     path = _posterior(tmp_path, [1.0, 0.5, 1.0, 0.5], 0.1)
-    base = {"--prior-scale": "1.0", "--n": "100", "--delta": "0.05"}
+    base = {"--prior-scale": "1.0", "--sample-size": "100", "--delta": "0.05"}
     for k, v in zip(extra[::2], extra[1::2]):
         base[k] = v
     args = ["pacbayes", "hadamard", "-p", "p=2", "--posterior", path]
@@ -352,7 +352,7 @@ def test_cli_pacbayes_bad_posterior_file(tmp_path, arrays, fragment):
     path = tmp_path / "bad.npz"
     np.savez(path, **arrays)
     res = CliRunner().invoke(main, ["pacbayes", "hadamard", "-p", "p=2", "--posterior",
-                                    str(path), "--prior-scale", "1", "--n", "100",
+                                    str(path), "--prior-scale", "1", "--sample-size", "100",
                                     "--delta", "0.05"])
     assert res.exit_code == 2, res.output
     assert fragment in res.output
@@ -584,7 +584,7 @@ def test_every_builtin_at_its_smallest_group_gives_a_number(tmp_path, name, size
     param = paramgeo.get(name, **sizes)
     mean = param.random_point(np.random.default_rng(3))
     path = _posterior(tmp_path, mean, 0.2)
-    args = ["pacbayes", name, "--posterior", path, "--prior-scale", "1", "--n", "100",
+    args = ["pacbayes", name, "--posterior", path, "--prior-scale", "1", "--sample-size", "100",
             "--delta", "0.05", "--samples", "3", "--json"]
     for k, v in sizes.items():
         args += ["-p", f"{k}={v}"]
@@ -600,7 +600,7 @@ def test_issue_commands_print_kl_quotient_and_certificate(tmp_path):
     path = _posterior(tmp_path, [0.3, -0.8, 1.1], 0.5)
     for name, extra in (("uut", []), ("qk-attention", ["-p", "heads=1", "-p", "tied=true"])):
         res = CliRunner().invoke(main, ["pacbayes", name, "-p", "d=3", "-p", "r=1", *extra,
-                                        "--posterior", path, "--prior-scale", "1", "--n", "100",
+                                        "--posterior", path, "--prior-scale", "1", "--sample-size", "100",
                                         "--delta", "0.05"])
         assert res.exit_code == 0, res.output
         assert "sums over the 2 elements of the finite group" in res.output
@@ -665,7 +665,7 @@ def test_large_finite_group_is_refused_in_one_line(tmp_path):
     path = _posterior(tmp_path, np.full(16, 0.5), 0.25)
     res = CliRunner().invoke(main, ["pacbayes", "deep-diagonal", "-p", "p=8", "-p", "depth=4",
                                     "-p", "variant=signed", "--posterior", path,
-                                    "--prior-scale", "1", "--n", "100", "--delta", "0.05"])
+                                    "--prior-scale", "1", "--sample-size", "100", "--delta", "0.05"])
     assert res.exit_code == 2, res.output
     assert "more than 4096 components" in res.output
     assert len(res.output.strip().splitlines()) == 1

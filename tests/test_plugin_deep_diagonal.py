@@ -241,5 +241,5 @@ def test_describe_acceptance_json():
                                        "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["param_dim"] == 12 and data["generic_rank"] == 4
+    assert data["n"] == 12 and data["generic_rank"] == 4
     assert data["symmetry"]["dim"] == 8 and data["quotient_dim"] == 4

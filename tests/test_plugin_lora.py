@@ -30,7 +30,7 @@ def test_describe_acceptance_through_the_cli():
     res = CliRunner().invoke(main, ["describe", "lora", "-p", "m=6", "-p", "n=5", "-p", "r=2",
                                     "--json"], catch_exceptions=False)
     out = json.loads(res.output)
-    assert out["param_dim"] == 22 and out["predictor_dim"] == 30
+    assert out["n"] == 22 and out["m"] == 30
     assert out["generic_rank"] == 18 == 2 * (6 + 5 - 2)
     assert out["symmetry"] == {"name": "GL(2)", "dim": 4}
     assert out["quotient_dim"] == 18 and out["rank_is_quotient_dim"] is True

@@ -255,4 +255,4 @@ def test_describe_acceptance_json(widths, degree, n, m, rank):
                                        "-p", f"degree={degree}", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert (data["param_dim"], data["predictor_dim"], data["generic_rank"]) == (n, m, rank)
+    assert (data["n"], data["m"], data["generic_rank"]) == (n, m, rank)

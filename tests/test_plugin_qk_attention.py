@@ -49,7 +49,7 @@ def test_describe_acceptance_through_the_cli():
     res = CliRunner().invoke(main, ["describe", "qk-attention", "-p", "d=5", "-p", "r=2",
                                     "-p", "heads=2", "--json"], catch_exceptions=False)
     out = json.loads(res.output)
-    assert out["param_dim"] == 40 and out["generic_rank"] == 32
+    assert out["n"] == 40 and out["generic_rank"] == 32
     assert out["symmetry"] == {"name": "GL(2) x GL(2)", "dim": 8}
     assert out["quotient_dim"] == 32 and out["predictor_shape"] == [2, 5, 5]
 

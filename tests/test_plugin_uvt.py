@@ -44,7 +44,7 @@ def test_describe_acceptance_through_the_cli():
     res = CliRunner().invoke(main, ["describe", "uvt", "-p", "m=4", "-p", "n=3", "-p", "r=2",
                                     "--json"], catch_exceptions=False)
     out = json.loads(res.output)
-    assert out["param_dim"] == 14 and out["predictor_dim"] == 12
+    assert out["n"] == 14 and out["m"] == 12
     assert out["generic_rank"] == 10 and out["quotient_dim"] == 10
     assert out["symmetry"] == {"name": "GL(2)", "dim": 4}
     assert out["rank_is_quotient_dim"] is True

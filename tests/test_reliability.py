@@ -961,7 +961,7 @@ def group_files(tmp_path_factory):
 GROUP_COMMANDS = {
     "describe": [], "critical": ["--at", "FOLDER/theta.npy"], "search": ["--starts", "1"],
     "mirror": [], "flow": ["--data", "FOLDER/flow.npz", "--steps", "3"],
-    "pacbayes": ["--posterior", "FOLDER/q.npz", "--prior-scale", "1", "--n", "100",
+    "pacbayes": ["--posterior", "FOLDER/q.npz", "--prior-scale", "1", "--sample-size", "100",
                  "--delta", "0.05", "--samples", "4"],
     "rank": ["--route", "matrix-free"], "discover": [],
 }
@@ -1081,7 +1081,7 @@ def test_pacbayes_cli_prints_the_finished_priors_then_exits_130(tmp_path, monkey
     post = tmp_path / "q.npz"
     np.savez(post, mean=np.ones(4), std=0.3, empirical_risk=0.1)
     result = _cli("pacbayes", "uvt", "-p", "m=2", "-p", "n=2", "-p", "r=1", "--posterior",
-                  post, "--prior-scale", "1", "--n", "1000", "--delta", "0.05", "--method",
+                  post, "--prior-scale", "1", "--sample-size", "1000", "--delta", "0.05", "--method",
                   "montecarlo", "--samples", "6")
     assert result.exit_code == 130, result.output
     assert "INTERRUPTED (Ctrl-C) after 3 of 12 orbit integrals" in result.stdout

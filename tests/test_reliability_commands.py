@@ -55,7 +55,8 @@ def test_an_llc_figure_with_a_bad_name_is_one_error_in_the_api():
     (("--spike", "1e300"), "spike must be <= 1e+08"),
     (("--noise", "nan"), "noise must be a finite number"),
     (("--noise", "inf"), "noise must be a finite number"),
-    (("--d", "100000", "--N", "1000"), "d N = 100000 x 1000 = 1e+08 entries, beyond 1e+07"),
+    (("--d", "100000", "--sample-size", "1000"),
+     "d N = 100000 x 1000 = 1e+08 entries, beyond 1e+07"),
 ])
 def test_spectral_filters_bounds_its_arguments_before_the_work(monkeypatch, args, phrase):
     import paramgeo.flows.risk as risk
@@ -195,9 +196,9 @@ def test_an_llc_estimate_whose_chains_cannot_move_says_so(tmp_path):
     np.savez(tmp_path / "d.npz", X=X, y=X @ np.array([1.0, 0.0, 0.0]),
              theta_star=np.array([1.0, 0.0, 0.0, 1.0, 0.0, 0.0]))
     args = ("llc", "estimate", "hadamard", "-p", "p=3", "--loss", "squared", "--data",
-            tmp_path / "d.npz", "--draws", "50", "--burn", "10", "--chains", "2",
+            tmp_path / "d.npz", "--steps", "50", "--burn", "10", "--chains", "2",
             "--no-bias-check")
-    frozen = _cli(*args, "--step", "1e-300")
+    frozen = _cli(*args, "--lr", "1e-300")
     assert frozen.exit_code == 0 and "LLC estimate 0 +- 0" in frozen.stdout
     assert "the chains did not move" in frozen.stdout  # not a silent 0
     moving = _cli(*args)

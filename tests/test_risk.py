@@ -156,13 +156,13 @@ def test_mp_edge_and_the_implicit_penalty():
 
 def test_cli_risk_commands():
     runner = CliRunner()
-    out = runner.invoke(main, ["early-stopping", "--d", "60", "--N", "20", "--steps", "300"])
+    out = runner.invoke(main, ["early-stopping", "--d", "60", "--sample-size", "20", "--steps", "300"])
     assert out.exit_code == 0, out.output
     assert "oracle step" in out.output and "max-margin interpolator" in out.output
-    out = runner.invoke(main, ["spectral-filters", "--d", "200", "--N", "50", "--json"])
+    out = runner.invoke(main, ["spectral-filters", "--d", "200", "--sample-size", "50", "--json"])
     assert out.exit_code == 0, out.output
     assert '"implicit_penalty": 2.96' in out.output
-    out = runner.invoke(main, ["spectral-filters", "--d", "20", "--N", "50"])
+    out = runner.invoke(main, ["spectral-filters", "--d", "20", "--sample-size", "50"])
     assert out.exit_code == 2 and out.output.startswith("Error: spiked filters: need d > N")
 
 

@@ -196,19 +196,17 @@ def _one_line_warnings():
     """The CLI's warnings, restored afterwards: numpy's floating-point warnings ("overflow
     encountered in matmul") only repeat what the one-line error (or the finiteness checks
     behind it) says, so they are ignored; any other warning is one line "Warning: MESSAGE", as
-    the commands' own, not a file name and a line of source."""
+    the commands' own, not a file name and a line of source, on the command's stderr wherever
+    it runs (in a terminal, a pipe, or a test's CliRunner, which then holds it in its stderr)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", r"(overflow|invalid value|divide by zero|underflow) "
                                 "encountered", RuntimeWarning)
-        previous, warnings.formatwarning = warnings.formatwarning, _one_line_warning
-        try:
-            yield
-        finally:
-            warnings.formatwarning = previous
+        warnings.showwarning = _one_line_warning  # restored by catch_warnings
+        yield
 
 
-def _one_line_warning(message, category, filename, lineno, line=None):
-    return f"Warning: {message}\n"
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    click.echo(f"Warning: {message}", err=True)
 
 
 def run():  # pragma: no cover - console entry for `python cli.py`

@@ -29,27 +29,119 @@ def sizes_option(f):
     )(f)
 
 
-def deprecated_option(old, new, dest, **kwargs):
-    """A hidden option ``old`` kept for one release as the former name of ``new``: it still
-    works, and using it prints a warning on stderr naming ``new``. The command merges the two
-    values with :func:`take_alias`."""
-    def warn(ctx, param, value):
-        if value is not None:
-            click.echo(f"Warning: {old} is deprecated and goes in the next release; use {new}",
+COMMANDLINE = click.core.ParameterSource.COMMANDLINE
+
+
+class Command(click.Command):
+    """Every paramgeo command: before the callback runs, each former option name the user gave
+    (a :class:`FormerOption`) prints one deprecation line on stderr and hands its value to the
+    option that replaced it; giving both is a usage error."""
+
+    def invoke(self, ctx):
+        for param in self.params:
+            if isinstance(param, FormerOption):
+                value = ctx.params.pop(param.name, None)
+                if ctx.get_parameter_source(param.name) != COMMANDLINE:
+                    continue
+                old = param.opts[0]
+                click.echo(f"Warning: {old} {FORMER}; use {param.new}", err=True)
+                if ctx.get_parameter_source(param.target) == COMMANDLINE:
+                    raise click.UsageError(f"give {param.new} only ({old} is its deprecated "
+                                           "former name)")
+                ctx.params[param.target] = value
+        return super().invoke(ctx)
+
+
+class Group(click.Group):
+    """A group of paramgeo commands (``llc``, ``quotient``): its subcommands are
+    :class:`Command`."""
+
+    command_class = Command
+
+
+def command(name, **kwargs):
+    """``click.command(name)`` as a paramgeo :class:`Command`."""
+    return click.command(name, cls=Command, **kwargs)
+
+
+#: the words of every deprecation line: "Warning: --time is deprecated and goes in the next
+#: release; use --t-final"
+FORMER = "is deprecated and goes in the next release"
+
+
+class FormerOption(click.Option):
+    """A hidden option: the former name of the option ``new`` (its flag, e.g. "--t-final")
+    whose value goes to the parameter ``target``, kept for one release (see :class:`Command`)."""
+
+    def __init__(self, decls, new, target, **kwargs):
+        super().__init__(decls, hidden=True, **kwargs)
+        self.new, self.target = new, target
+
+
+def former_option(old, new, target, **kwargs):
+    """The hidden former name ``old`` of option ``new`` (destination ``target``): it still
+    works for one release and prints a deprecation line naming ``new``."""
+    dest = "former_" + old.lstrip("-").replace("-", "_").lower()
+    return click.option(old, dest, cls=FormerOption, new=new, target=target, **kwargs)
+
+
+class LossChoice(click.Choice):
+    """A choice of loss names that still accepts a former name (paramgeo.losses.data's
+    FORMER_LOSSES) for one release, with a deprecation line naming today's."""
+
+    def convert(self, value, param, ctx):
+        from ..losses.data import FORMER_LOSSES
+
+        if value in FORMER_LOSSES:
+            click.echo(f"Warning: --loss {value} {FORMER}; use --loss {FORMER_LOSSES[value]}",
                        err=True)
-        return value
+            value = FORMER_LOSSES[value]
+        return super().convert(value, param, ctx)
 
-    return click.option(old, dest, hidden=True, default=None, callback=warn, **kwargs)
+
+def loss_option(default="squared", extra=(), help=""):
+    """``--loss KIND``: one of the losses on predictors (paramgeo.losses.data.LOSS_KINDS, the
+    same in every command) and the command's ``extra`` ones, with ``help`` before the list of
+    layouts (docs/flows.md)."""
+    from ..losses.data import LOSS_KINDS
+
+    return click.option(
+        "--loss", "loss_kind", type=LossChoice(tuple(LOSS_KINDS) + tuple(extra)), default=default,
+        show_default=True,
+        help=(help + " " if help else "") + "Loss on predictors: squared, logistic and "
+             "exponential need A (N, m) and y (N,), quadratic X (N, d) and y (N,), linear-map "
+             "(the predictor is an out x in matrix B applied to the inputs) X (N, in) and Y "
+             "(N, out); the former name regression is linear-map.")
 
 
-def take_alias(value, alias, old, new):
-    """The value of option ``new``, or that of its deprecated alias ``old`` when only that was
-    given; both given is a usage error."""
-    if alias is None:
-        return value
-    if value is not None:
-        raise click.UsageError(f"give {new} only ({old} is its deprecated former name)")
-    return alias
+#: JSON keys that name one quantity under an engine's own name -> the one name every
+#: ``--json`` output uses (docs/cli.md, "One vocabulary")
+JSON_KEYS = {"param_dim": "n", "predictor_dim": "m", "doubtful": "near_singular",
+             "plugin": "name"}
+
+
+def shared_json(out, param=None, renames=None):
+    """The dict ``out`` of a ``--json`` output in the shared schema: the keys of JSON_KEYS (and
+    the command's own ``renames``) under their shared names, and, for a query on ``param``,
+    first ``name``, ``sizes``, ``n`` (parameters) and ``m`` (predictor entries)."""
+    from ..results import to_jsonable
+
+    keys = dict(JSON_KEYS, **(renames or {}))
+    out = {keys.get(k, k): v for k, v in out.items()}
+    if param is None:
+        return out
+    head = {"name": param.name, "sizes": to_jsonable(dict(param.sizes)), "n": int(param.n),
+            "m": int(param.m)}
+    clash = [k for k in head if k in out and to_jsonable(out[k]) != head[k]]
+    if clash:  # a key of the engine's meaning something else: rename it in ``renames``
+        raise RuntimeError(f"--json key {clash[0]!r} = {out[clash[0]]!r} is not the shared "
+                           f"{clash[0]} = {head[clash[0]]!r}")
+    return {**head, **{k: v for k, v in out.items() if k not in head}}
+
+
+def echo_json(out, param=None, renames=None):
+    """Print ``out`` (a dict) as the JSON of :func:`shared_json`."""
+    click.echo(json.dumps(shared_json(out, param, renames), indent=2, default=str))
 
 
 def seed_option(help="Seed of the random points."):
@@ -77,10 +169,12 @@ def precision_option(f):
 
 
 def progress_option(f):
-    """``--progress/--no-progress``: show a progress bar (default: when stderr is a terminal)."""
+    """``--progress/--no-progress``: show progress with elapsed time and ETA (default: when
+    stderr is a terminal)."""
     return click.option("--progress/--no-progress", default=None,
-                        help="Show a progress bar on stderr [default: when stderr is a "
-                             "terminal].")(f)
+                        help="Show progress on stderr with the elapsed time and the time left "
+                             "(ETA): a bar on a terminal, plain lines in a pipe [default: when "
+                             "stderr is a terminal or in a notebook].")(f)
 
 
 def stiff_flow_options(f):
@@ -106,40 +200,26 @@ def stiff_flow_options(f):
 
 
 def progress_enabled(progress, quiet=False):
-    """The value of ``--progress``: as given, else whether stderr is a terminal (and not
-    ``quiet``)."""
-    return (sys.stderr.isatty() and not quiet) if progress is None else bool(progress)
+    """The value of ``--progress``: as given, else whether stderr is a terminal or this runs
+    in a notebook (and not ``quiet``)."""
+    from ..io.progress import in_notebook
 
-
-@contextlib.contextmanager
-def progress_bar(label, enabled=True):
-    """The one progress bar of paramgeo (click.progressbar on stderr).
-
-    Yields the callback engines take as ``progress``: ``progress(done, total)`` with the
-    cumulative number of units done out of ``total``; the bar is created at the first call
-    (when the engine knows the total). Yields None when not ``enabled``, so it can be passed
-    straight to an engine.
-    """
-    if not enabled:
-        yield None
-        return
-    state = {"bar": None, "done": 0}
-
-    def update(done, total):
-        bar = state["bar"]
-        if bar is None:
-            bar = state["bar"] = click.progressbar(length=int(total), label=label,
-                                                   file=sys.stderr)
-            bar.__enter__()
-        if done > state["done"]:
-            bar.update(done - state["done"])
-            state["done"] = done
-
+    if progress is not None:
+        return bool(progress)
     try:
-        yield update
-    finally:
-        if state["bar"] is not None:
-            state["bar"].__exit__(None, None, None)
+        tty = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return (tty or in_notebook()) and not quiet
+
+
+def progress_bar(label, enabled=True):
+    """The progress display of paramgeo (:func:`paramgeo.io.progress.display`: elapsed time and
+    ETA on stderr) as the callback ``progress(done, total)`` engines take, or None when not
+    ``enabled``."""
+    from ..io.progress import display
+
+    return display(label, enabled)
 
 
 def exit_if_interrupted(result, how_far):
@@ -322,10 +402,11 @@ def load_point(param, at, seed):
     return param.as_theta(arr.ravel())
 
 
-def emit(result, as_json, text=None):
-    """Print ``result`` as JSON (``to_dict``) or as text (``text`` or ``str(result)``)."""
+def emit(result, as_json, text=None, param=None, renames=None):
+    """Print ``result`` as JSON (``to_dict`` in the shared schema of :func:`shared_json`, with
+    ``param``'s name, sizes, n and m) or as text (``text`` or ``str(result)``)."""
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        echo_json(result.to_dict(), param, renames)
     else:
         click.echo(text if text is not None else str(result))
 

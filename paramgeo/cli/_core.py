@@ -6,9 +6,9 @@ import json
 import click
 
 from ..results import Result
-from ._common import (emit, json_option, load_point, point_options, precision_option,
+from ._common import (command, emit, json_option, load_point, point_options, precision_option,
                       progress_bar, progress_enabled, progress_option, resolve, seed_option,
-                      sizes_option, table)
+                      shared_json, sizes_option, table)
 
 
 route_option = click.option(
@@ -20,7 +20,7 @@ route_option = click.option(
          "high-precision decide on mpmath singular values (see --precision).")
 
 
-@click.command("list")
+@command("list")
 @json_option
 def list_cmd(as_json):
     """List the registered parameterizations with their sizes.
@@ -100,7 +100,7 @@ def _fmt(v):
     return ",".join(map(str, v)) if isinstance(v, (tuple, list)) else str(v)
 
 
-@click.command("describe")
+@command("describe")
 @click.argument("name", required=False)
 @sizes_option
 @click.option("--all", "all_", is_flag=True, help="Describe every plugin at its default sizes.")
@@ -110,6 +110,12 @@ def _fmt(v):
 @json_option
 def describe_cmd(name, sizes, all_, seed, route, progress, as_json):
     """Dimensions, generic rank, symmetry group and quotient dimension of a parameterization.
+
+    Prints the blocks, n parameters, the predictor shape and its m entries, the generic rank
+    (with its route and certificate), the declared symmetry group and its orbit dimension, the
+    quotient dimension n - dim(orbit) and whether the rank equals it, the capabilities and the
+    references; --json carries the same under name, sizes, n, m, blocks, predictor_shape,
+    generic_rank, symmetry, quotient_dim, rank_is_quotient_dim, ....
 
     Example: paramgeo describe uut -p d=4 -p r=2 --json
     """
@@ -121,7 +127,7 @@ def describe_cmd(name, sizes, all_, seed, route, progress, as_json):
     if all_:
         results, failed = _describe_all(seed, route)
         if as_json:
-            click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+            click.echo(json.dumps([shared_json(r.to_dict()) for r in results], indent=2))
             _fail_some(failed, len(results))
             return
         click.echo(table(
@@ -141,7 +147,7 @@ def describe_cmd(name, sizes, all_, seed, route, progress, as_json):
     param = resolve(name, sizes, dense="auto" if route != "dense" else True)
     with progress_bar("describe", progress_enabled(progress)) as update:
         result = describe(param, seed=seed, route=route, progress=update)
-    emit(result, as_json)
+    emit(result, as_json, param=param)
 
 
 #: what the columns of ``describe --all`` mean (printed under the table)
@@ -179,21 +185,32 @@ class _RankReport(Result):
     kinks: object = None  # paramgeo.geometry.kinks.KinkReport for a piecewise-smooth phi
 
 
-def rank_report(param, theta, route="auto", max_deficiency=None, precision=None):
+def rank_report(param, theta, route="auto", max_deficiency=None, precision=None,
+                progress=None):
     """The rank of J at ``theta`` (the one tolerance policy, on the chosen route), the generic
     rank and the singular values: what ``paramgeo rank`` prints and a sweep's ``rank`` query
-    records."""
+    records. ``progress(done, total)``: after each random point of the generic rank, then
+    after the rank at ``theta``."""
     from ..geometry.jacobian import generic_rank_decision, rank_at
 
+    state = {"total": 1}
+
+    def generic_step(done, total):
+        state["total"] = total + 1
+        progress(done, total + 1)
+
+    generic = generic_rank_decision(param, route=route,
+                                    progress=None if progress is None else generic_step)
     decision = rank_at(param, theta, route=route, max_deficiency=max_deficiency,
                        digits=precision)
-    generic = generic_rank_decision(param, route=route)
+    if progress is not None:
+        progress(state["total"], state["total"])
     return _RankReport(param.name, decision.rank, generic.rank, decision.singular_values,
                        decision.tol, decision.gap, decision.doubtful, decision.route,
                        decision.certificate, decision.kinks)
 
 
-@click.command("rank")
+@command("rank")
 @click.argument("name")
 @sizes_option
 @point_options
@@ -202,24 +219,32 @@ def rank_report(param, theta, route="auto", max_deficiency=None, precision=None)
               help="Matrix-free route: the most rank drops beyond the symmetry it counts (each "
                    "keeps one length-n vector) before it refuses.")
 @precision_option
+@progress_option
 @json_option
-def rank_cmd(name, sizes, at, seed, route, max_deficiency, precision, as_json):
+def rank_cmd(name, sizes, at, seed, route, max_deficiency, precision, progress, as_json):
     """Rank of the Jacobian at a point, the generic rank and the singular values.
 
-    At large sizes the rank is certified matrix-free (the singular values listed are then
+    Prints the rank at theta and the generic rank, the tolerance and gap of the decision, the
+    route, NEAR-SINGULAR when a singular value lies near the tolerance, the kinks of a
+    piecewise-smooth map, the singular values and the route's certificate; --json: name, sizes,
+    n, m, rank, generic_rank, singular_values, tol, gap, near_singular, route, certificate,
+    kinks. At large sizes the rank is certified matrix-free (the singular values listed are then
     sigma_max and the smallest ones Lanczos computed). Example: paramgeo rank uut -p d=4 -p r=2
     --at U.npy --json; beyond float64: --precision 50.
     """
     param = resolve(name, sizes, dense="auto" if route != "dense" else True)
-    report = rank_report(param, load_point(param, at, seed), route, max_deficiency, precision)
+    theta = load_point(param, at, seed)
+    with progress_bar("rank", progress_enabled(progress)) as update:
+        report = rank_report(param, theta, route, max_deficiency, precision, update)
     text = (f"{param.name}: rank {report.rank} (generic rank {report.generic_rank}); "
             f"tol {report.tol:.2e}, gap {report.gap:.3g}; route {report.route}"
-            + ("; DOUBTFUL: a singular value is near the tolerance" if report.doubtful else "")
+            + ("; NEAR-SINGULAR: a singular value is near the tolerance" if report.doubtful
+               else "")
             + (f"\n{report.kinks}" if report.kinks is not None else "")
             + "\nsingular values: " + " ".join(f"{s:.4g}" for s in report.singular_values)
             + (f"\ncertificate: {_certificate_line(report.certificate)}"
                if report.certificate is not None else ""))
-    emit(report, as_json, text)
+    emit(report, as_json, text, param=param)
 
 
 def _certificate_line(c):
@@ -235,7 +260,7 @@ def _certificate_line(c):
             f"{c.seconds:.2f} s")
 
 
-@click.command("check")
+@command("check")
 @click.argument("name")
 @sizes_option
 @seed_option()
@@ -253,11 +278,11 @@ def check_cmd(name, sizes, seed, progress, as_json):
     try:
         param = resolve(name, sizes)
     except PluginError as exc:  # the plugin cannot even be built: that is a failed property
-        report = construction_failure(exc.plugin, parse_sizes(sizes), exc)
+        param, report = None, construction_failure(exc.plugin, parse_sizes(sizes), exc)
     else:
         with progress_bar("check", progress_enabled(progress)) as update:
             report = check(param, seed=seed, progress=update)
-    emit(report, as_json)
+    emit(report, as_json, param=param)
     if not report.passed:
         failed = sorted({item.property for item in report.failures()})
         raise click.exceptions.Exit(1) if as_json else click.ClickException(

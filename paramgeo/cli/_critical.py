@@ -1,12 +1,11 @@
 """Critical-point commands: critical, strata, search (engine: paramgeo.critical)."""
 
-import json
 
 import click
 
-from ._common import (emit, exit_if_interrupted, json_option, load_point, point_options,
-                      precision_option, progress_bar, progress_enabled, progress_option, resolve,
-                      seed_option, sizes_option, table)
+from ._common import (command, echo_json, emit, exit_if_interrupted, json_option, load_point,
+                      point_options, precision_option, progress_bar, progress_enabled,
+                      progress_option, resolve, seed_option, sizes_option, table)
 from ..results import title
 
 #: the output formats of ``strata`` besides text and --json
@@ -17,13 +16,14 @@ STRATA_FORMATS = ("text", "graphml", "dot")
 MAX_STARTS = 100_000
 
 
-@click.command("critical")
+@command("critical")
 @click.argument("name")
 @sizes_option
 @point_options
 @precision_option
+@progress_option
 @json_option
-def critical_cmd(name, sizes, at, seed, precision, as_json):
+def critical_cmd(name, sizes, at, seed, precision, progress, as_json):
     """Classify a point: regular, critical with its causes (orbit-degenerate, subnetwork,
     factor-rank, dependent-weights, other) or on a kink; the rank against the generic rank and
     the stratum the point lies on.
@@ -33,10 +33,13 @@ def critical_cmd(name, sizes, at, seed, precision, as_json):
     from ..critical import classify
 
     param = resolve(name, sizes, dense="auto")
-    emit(classify(param, load_point(param, at, seed), precision=precision), as_json)
+    theta = load_point(param, at, seed)
+    with progress_bar("critical", progress_enabled(progress)) as update:
+        result = classify(param, theta, precision=precision, progress=update)
+    emit(result, as_json, param=param)
 
 
-@click.command("strata")
+@command("strata")
 @click.argument("name")
 @sizes_option
 @click.option("--format", "fmt", type=click.Choice([*STRATA_FORMATS, "json"]),
@@ -76,7 +79,7 @@ def strata_cmd(name, sizes, fmt, kinds, seed, progress, plot_path, as_json):
     if plot_path:
         result.plot(plot_path)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        echo_json(result.to_dict(), param)
     elif fmt == "graphml":
         click.echo(result.graphml(), nl=False)
     elif fmt == "dot":
@@ -91,7 +94,7 @@ def strata_cmd(name, sizes, fmt, kinds, seed, progress, plot_path, as_json):
             click.echo(f"figure written to {plot_path}")
 
 
-@click.command("search")
+@command("search")
 @click.argument("name")
 @sizes_option
 @click.option("--starts", type=click.IntRange(1, MAX_STARTS), default=20, show_default=True,
@@ -114,5 +117,5 @@ def search_cmd(name, sizes, starts, seed, maxiter, precision, progress, as_json)
     with progress_bar("search", progress_enabled(progress)) as update:
         result = search(param, starts=starts, seed=seed, maxiter=maxiter, progress=update,
                         precision=precision)
-    emit(result, as_json)
+    emit(result, as_json, param=param)
     exit_if_interrupted(result, f"after {len(result.points)} of {starts} starts")

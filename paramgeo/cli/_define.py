@@ -6,8 +6,8 @@ import dataclasses
 import click
 
 from ..results import Result
-from ._common import (emit, exit_if_interrupted, json_option, progress_bar, progress_enabled,
-                      progress_option, resolve, seed_option, sizes_option)
+from ._common import (command, emit, exit_if_interrupted, json_option, progress_bar,
+                      progress_enabled, progress_option, resolve, seed_option, sizes_option)
 
 #: The most rational points `paramgeo exact` evaluates (each is an exact rank over Q; two
 #: already give the generic rank with high probability, Schwartz-Zippel).
@@ -24,7 +24,7 @@ class _Defined(Result):
     predictor_shape: tuple
 
 
-@click.command("define")
+@command("define")
 @click.argument("spec_file", type=click.Path(dir_okay=False))
 @click.option("--replace", is_flag=True, help="Overwrite an existing definition of that name.")
 @json_option
@@ -55,7 +55,7 @@ class _Undefined(Result):
     path: str
 
 
-@click.command("undefine")
+@command("undefine")
 @click.argument("name")
 @json_option
 def undefine_cmd(name, as_json):
@@ -69,7 +69,7 @@ def undefine_cmd(name, as_json):
     emit(_Undefined(name, str(path)), as_json, f"removed {name} ({path})")
 
 
-@click.command("discover")
+@command("discover")
 @click.argument("name")
 @sizes_option
 @seed_option()
@@ -94,12 +94,12 @@ def discover_cmd(name, sizes, seed, no_discrete, max_dim, progress, as_json):
         result = discover(param, seed=seed, discrete=not no_discrete,
                           max_linear_dim=MAX_LINEAR_DIM if max_dim is None else max_dim,
                           progress=update)
-    emit(result, as_json)
+    emit(result, as_json, param=param)
     exit_if_interrupted(result, f"{result.note.removeprefix('interrupted ')} of the linear "
                                 "search (the scaling symmetries above are complete)")
 
 
-@click.command("exact")
+@command("exact")
 @click.argument("name")
 @sizes_option
 @seed_option("Seed of the random rational points.")
@@ -121,5 +121,5 @@ def exact_cmd(name, sizes, seed, points, progress, as_json):
     param = resolve(name, sizes)
     with progress_bar("exact", progress_enabled(progress)) as update:
         result = exact_analysis(param, n_points=points, seed=seed, progress=update)
-    emit(result, as_json)
+    emit(result, as_json, param=param)
     exit_if_interrupted(result, f"after {len(result.rational_ranks)} of {points} rational points")

@@ -1,15 +1,13 @@
 """The ``flow`` command: gradient descent or gradient flow of a loss through a parameterization."""
 
-import json
-
 import click
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
 from ..dynamics.trajectory import MAX_RECORDS, MAX_STEPS
-from ._common import (deprecated_option, exit_if_interrupted, finishing, json_option,
-                      progress_bar, progress_enabled, progress_option, resolve, seed_option,
-                      sizes_option, stiff_flow_options, table, take_alias)
+from ._common import (command, echo_json, exit_if_interrupted, finishing, former_option,
+                      json_option, loss_option, progress_bar, progress_enabled, progress_option,
+                      resolve, seed_option, sizes_option, stiff_flow_options, table)
 from ..results import title
 
 
@@ -20,23 +18,20 @@ def load_data(path):
     return read_npz(path, "data file", "write it with numpy.savez")
 
 
-@click.command("flow")
+@command("flow")
 @click.argument("name")
 @sizes_option
-@click.option("--loss", "loss_kind", default="squared", show_default=True,
-              type=click.Choice(["squared", "quadratic", "logistic", "exponential"]),
-              help="Loss on predictors (see docs/flows.md for the data layout of each).")
+@loss_option("squared", help="See docs/flows.md for the data layout of each.")
 @click.option("--data", "data_path", required=True, type=click.Path(dir_okay=False),
-              help="An .npz file with the arrays the loss needs: y and the measurements A "
-                   "(or X) for squared/logistic/exponential, X and y for quadratic; optional "
-                   "theta0.")
+              help="An .npz file with the arrays the loss needs (see --loss; the measurements "
+                   "A may also be named X); optional theta0.")
 @click.option("--method", type=click.Choice(["gd", "flow"]), default="gd", show_default=True,
               help="Gradient descent (steps) or gradient flow (solve_ivp).")
 @click.option("--steps", type=click.IntRange(1, MAX_STEPS), default=None,
               help="Descent steps [default: 1000].")
 @click.option("--t-final", "t_final", type=float, default=None,
               help="Final time (horizon) of the flow [default: 10].")
-@deprecated_option("--time", "--t-final", "time_alias", type=float)
+@former_option("--time", "--t-final", "t_final", type=float)
 @click.option("--lr", type=float, default=1e-2, show_default=True, help="Descent step size.")
 @click.option("--schedule", "schedule_kind", default="constant", show_default=True,
               type=click.Choice(["constant", "inverse", "cosine", "step"]),
@@ -64,7 +59,7 @@ def load_data(path):
               help="Write a figure (.png, .svg or .pdf).")
 @progress_option
 @json_option
-def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_alias, lr,
+def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, lr,
              schedule_kind, batch_size, integrator, rtol, atol, log_times, chart, time_scale,
              exact_jacobian, records, stop_loss, stop_grad, alpha, seed, plot_path, progress,
              as_json):
@@ -76,7 +71,6 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
     \b
     Example: paramgeo flow hadamard -p p=10 --loss squared --data s2s.npz --method flow --t-final 30 --plot s2s.png
     """
-    t_final = take_alias(t_final, time_alias, "--time", "--t-final")
     if plot_path:  # before the run, not after it
         from ..io.files import check_plot_path
 
@@ -117,10 +111,10 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, time_ali
             traj.plot(plot_path,
                       title=f"{title(param.name, param.sizes)}: {traj.method}, {loss_kind} loss")
         summary = traj.summary()
-        summary.update(name=param.name, sizes=param.sizes, loss=loss_kind,
-                       final_predictor=traj.final_predictor.tolist(), plot=plot_path)
+        summary.update(loss=loss_kind, final_predictor=traj.final_predictor.tolist(),
+                       plot=plot_path)
         if as_json:
-            click.echo(json.dumps(summary, indent=2, default=str))
+            echo_json(summary, param)
             exit_if_interrupted(traj, how_far)
             return
         click.echo(str(traj))

@@ -5,12 +5,13 @@ import click
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
-from ._common import (emit, exit_if_interrupted, json_option, progress_bar, progress_enabled,
-                      progress_option, resolve, seed_option, sizes_option, stiff_flow_options)
+from ._common import (command, emit, exit_if_interrupted, json_option, progress_bar,
+                      progress_enabled, progress_option, resolve, seed_option, sizes_option,
+                      stiff_flow_options)
 from ..results import title
 
 
-@click.command("mirror")
+@command("mirror")
 @click.argument("name")
 @sizes_option
 @click.option("--init-scale", "alpha", type=float, default=None,
@@ -42,7 +43,7 @@ def mirror_cmd(name, sizes, alpha, degree, method, budget, seed, progress, as_js
     with progress_bar("mirror (Lie algebra)", progress_enabled(progress)) as update:
         report = mirror(param, alpha=alpha, degree=degree, seed=seed, method=method,
                         budget=MIRROR_BUDGET if budget is None else budget, progress=update)
-    emit(report, as_json)
+    emit(report, as_json, param=param)
     exit_if_interrupted(report, "during the mirror computation")
 
 
@@ -69,7 +70,7 @@ def load_regression(path):
     return X.astype(float), y.astype(float)
 
 
-@click.command("implicit-bias")
+@command("implicit-bias")
 @click.argument("name")
 @sizes_option
 @click.option("--data", "data", required=True, type=click.Path(dir_okay=False),
@@ -112,6 +113,6 @@ def implicit_bias_cmd(name, sizes, data, alpha, t_final, rtol, atol, chart, time
     if plot_path:
         result.plot(plot_path, title=f"{title(param.name, param.sizes)}: implicit bias, alpha = "
                                      f"{alpha:g}")
-    emit(result, as_json)
+    emit(result, as_json, param=param)
     if plot_path and not as_json:
         click.echo(f"figure written to {plot_path}")

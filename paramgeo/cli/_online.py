@@ -1,14 +1,14 @@
 """The ``online-sgd`` command: online SGD on attention-indexed data to weak recovery."""
 
-import json
 import math
 
 import click
 import numpy as np
 
 from ..errors import ParamgeoError
-from ._common import (exit_if_interrupted, json_option, progress_bar, progress_enabled,
-                      progress_option, resolve, seed_option, sizes_option, table)
+from ._common import (command, echo_json, exit_if_interrupted, former_option, json_option,
+                      progress_bar, progress_enabled, progress_option, resolve, seed_option,
+                      sizes_option, table)
 from ..results import title
 
 LINK_NAMES = ("linear", "quadratic", "tanh", "relu", "abs", "softmax")
@@ -31,8 +31,9 @@ def run_online(param, *, link="abs", tokens=1, noise=0.0, beta=1.0, teacher="tie
         raise ParamgeoError("online SGD needs d >= 2 (the horizon is in units of d^2 log d)")
     if scale == "1/sqrt(rd)":
         if "r" not in param.sizes:
-            raise ParamgeoError(f"scale '1/sqrt(rd)' needs a size r; {param.name} has "
-                                f"{', '.join(param.sizes)}: give the scale as a number")
+            raise ParamgeoError(f"the output scale '1/sqrt(rd)' needs a size r; {param.name} "
+                                f"has {', '.join(param.sizes)}: give the output scale as a "
+                                "number (--output-scale)")
         scale = 1.0 / math.sqrt(param.sizes["r"] * d)
     if not (math.isfinite(horizon) and horizon > 0):
         raise ParamgeoError(f"the horizon must be a positive number, got {horizon}")
@@ -70,7 +71,7 @@ def online_summary(param, run):
 
 
 def _scale(ctx, param, value):
-    if value == "1/sqrt(rd)":
+    if value is None or value == "1/sqrt(rd)":
         return value
     try:
         return float(value)
@@ -78,7 +79,7 @@ def _scale(ctx, param, value):
         raise click.BadParameter(f"{value!r}: give a number or 1/sqrt(rd)") from None
 
 
-@click.command("online-sgd")
+@command("online-sgd")
 @click.argument("name")
 @sizes_option
 @click.option("--link", type=click.Choice(LINK_NAMES), default="abs", show_default=True,
@@ -98,14 +99,18 @@ def _scale(ctx, param, value):
 @click.option("--init", type=click.Choice(["gaussian", "random", "zero"]), default="gaussian",
               show_default=True,
               help="theta0: i.i.d. N(0, 1), the plugin's random point, or 0.")
-@click.option("--scale", default="1/sqrt(rd)", show_default=True, callback=_scale,
-              help="S = scale * phi(theta): a number, or 1/sqrt(rd) from the sizes r and d.")
+@click.option("--output-scale", "scale", default="1/sqrt(rd)", show_default=True,
+              callback=_scale,
+              help="S = output-scale * phi(theta): a number, or 1/sqrt(rd) from the sizes r "
+                   "and d.")
+@former_option("--scale", "--output-scale", "scale", callback=_scale)
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=0.1,
               show_default=True, help="Step size c; eta = c * d^(-lr-exponent).")
 @click.option("--lr-exponent", type=float, default=0.0, show_default=True,
               help="eta = lr * d^(-lr-exponent) (1 for direct S, 0 for factored S).")
-@click.option("--batch", type=click.IntRange(min=1), default=4, show_default=True,
-              help="Fresh samples per step.")
+@click.option("--batch-size", "batch", type=click.IntRange(min=1), default=4,
+              show_default=True, help="Fresh samples per step.")
+@former_option("--batch", "--batch-size", "batch", type=click.IntRange(min=1))
 @click.option("--horizon", type=float, default=1.0, show_default=True,
               help="Most samples, in units of d^2 log d.")
 @click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.5,
@@ -141,7 +146,7 @@ def online_sgd_cmd(name, sizes, link, tokens, noise, beta, teacher, teacher_rank
         run.plot(plot_path, title=f"{title(param.name, param.sizes)}: online SGD, {link} link")
     summary = online_summary(param, run)
     if as_json:
-        click.echo(json.dumps(dict(summary, plot=plot_path), indent=2, default=str))
+        echo_json(dict(summary, plot=plot_path), param)
         exit_if_interrupted(run, run.trajectory.message.removeprefix("interrupted "))
         return
     click.echo(str(run))

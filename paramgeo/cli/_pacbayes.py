@@ -1,14 +1,14 @@
 """``paramgeo pacbayes``: parameter- and quotient-space KL, both priors, three certificates."""
 
-import json
 
 import click
 
-from ._common import (exit_if_interrupted, json_option, progress_bar, progress_enabled,
-                      progress_option, resolve, seed_option, sizes_option, table)
+from ._common import (command, echo_json, exit_if_interrupted, former_option, json_option,
+                      progress_bar, progress_enabled, progress_option, resolve, seed_option,
+                      sizes_option, table)
 
 
-@click.command("pacbayes")
+@command("pacbayes")
 @click.argument("name")
 @sizes_option
 @click.option("--posterior", "posterior_file", required=True, type=click.Path(dir_okay=False),
@@ -16,7 +16,9 @@ from ._common import (exit_if_interrupted, json_option, progress_bar, progress_e
 @click.option("--prior-scale", "scales", required=True, multiple=True, type=str,
               help="Standard deviation s of the neutral prior N(0, s^2 I); repeat for a grid "
                    "(union bound over the grid).")
-@click.option("--n", "n", required=True, type=str, help="Number of training samples.")
+@click.option("--sample-size", "n", type=str, default=None,
+              help="Number of training samples N (required).")
+@former_option("--n", "--sample-size", "n", type=str)
 @click.option("--delta", required=True, type=str, help="Confidence parameter in (0, 1).")
 @click.option("--method", type=click.Choice(["auto", "quadrature", "montecarlo"]),
               default="auto", show_default=True, help="Estimator of the quotient KL.")
@@ -34,12 +36,16 @@ def pacbayes_cmd(name, sizes, posterior_file, scales, n, delta, method, samples,
     (a diagonal Gaussian on theta) and ``empirical_risk`` (the Gibbs empirical risk of a loss in
     [0, 1]). With several --prior-scale values the certificates use delta / (number of scales).
 
-    Example: paramgeo pacbayes hadamard --posterior q.npz --prior-scale 1 --n 1000 --delta 0.05
+    Example: paramgeo pacbayes hadamard --posterior q.npz --prior-scale 1 --sample-size 1000
+    --delta 0.05
     """
     from ..pacbayes import load_posterior, pacbayes_report
     from ..pacbayes.bounds import _check_cert_inputs
     from ..pacbayes.gaussians import _positive
 
+    if n is None:
+        raise click.UsageError("Missing option '--sample-size' (the number of training "
+                               "samples)")
     param = resolve(name, sizes)
     scales = [_positive(s, "prior scale", bounded=True) for s in scales]
     _check_cert_inputs(0.0, 0.0, _int(n), _float(delta, "delta"))
@@ -48,9 +54,9 @@ def pacbayes_cmd(name, sizes, posterior_file, scales, n, delta, method, samples,
         report = pacbayes_report(param, posterior, scales, _int(n), float(delta), risk,
                                  method=method, samples=samples, seed=seed, progress=bar)
     if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=2))
+        echo_json(report.to_dict(), param, renames={"n": "sample_size"})
         return
-    click.echo(f"{report.name}: method {report.method}, n = {report.n}, delta = {report.delta}, "
+    click.echo(f"{report.name}: method {report.method}, N = {report.n}, delta = {report.delta}, "
                f"empirical risk {report.empirical_risk:.6g}, union bound over "
                f"{len(report.scales)} prior scale(s)")
     click.echo(f"quotient KL: {report.detail}")
@@ -75,9 +81,11 @@ def _int(value):
     try:
         f = float(value)
     except (TypeError, ValueError):
-        raise PacBayesInputError(f"n must be a positive integer, got {value!r}") from None
+        raise PacBayesInputError(f"--sample-size must be a positive integer, got {value!r}") \
+            from None
     if not f.is_integer() or f < 1:
-        raise PacBayesInputError(f"n must be a positive integer (sample size), got {value!r}")
+        raise PacBayesInputError(f"--sample-size must be a positive integer (the number of "
+                                 f"training samples), got {value!r}")
     return int(f)
 
 

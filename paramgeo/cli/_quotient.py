@@ -4,13 +4,12 @@
 import click
 import numpy as np
 
-from ._common import emit, json_option, load_point, resolve, sizes_option
-
-#: the loss kinds ``quotient barrier`` accepts (paramgeo.losses.data.LOSS_KINDS)
-LOSSES = ("squared", "quadratic", "logistic", "exponential", "regression")
+from ._common import (Group, emit, json_option, load_point, loss_option, resolve, seed_option,
+                      sizes_option)
 
 
-@click.group("quotient")
+
+@click.group("quotient", cls=Group)
 def quotient_cmd():
     """Moving in the quotient: align two points modulo the symmetry group, loss barriers
     along straight, aligned and geodesic paths, and teleportation along an orbit.
@@ -53,7 +52,7 @@ def align_cmd(name, first, second, sizes, out, as_json):
     result = align(param, x, y)
     if out is not None:
         _save(out, result.aligned)
-    emit(result, as_json)
+    emit(result, as_json, param=param)
 
 
 def _loss_options(f):
@@ -61,9 +60,7 @@ def _loss_options(f):
     f = click.option("--data", "data_path", required=True, type=click.Path(dir_okay=False),
                      help="An .npz file with the arrays the loss needs (e.g. A and y for "
                           "squared).")(f)
-    return click.option("--loss", "loss_kind", default="squared", show_default=True,
-                        type=click.Choice(LOSSES),
-                        help="Loss on predictors (the layouts of docs/flows.md).")(f)
+    return loss_option("squared", help="The layouts of docs/flows.md.")(f)
 
 
 @quotient_cmd.command("barrier")
@@ -95,7 +92,7 @@ def barrier_cmd(name, first, second, sizes, loss_kind, data_path, path, n_points
     result = barrier(param, loss, x, y, path=path, n_points=n_points)
     if plot_path is not None:
         result.plot(plot_path)
-    emit(result, as_json)
+    emit(result, as_json, param=param)
 
 
 @quotient_cmd.command("teleport")
@@ -112,8 +109,7 @@ def barrier_cmd(name, first, second, sizes, loss_kind, data_path, path, n_points
               show_default=True, help="Bound |a_i| <= R on the Lie-algebra coordinates.")
 @click.option("--starts", type=click.IntRange(1, 100), default=4, show_default=True,
               help="Searches: from the identity and from random points of the box.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the random starts.")
+@seed_option("Seed of the random starts.")
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None,
               help="Write the teleported point to this .npy file.")
 @json_option
@@ -133,7 +129,7 @@ def teleport_cmd(name, point, sizes, loss_kind, data_path, objective, mode, radi
                       starts=starts, seed=seed)
     if out is not None:
         _save(out, result.theta)
-    emit(result, as_json)
+    emit(result, as_json, param=param)
 
 
 def _save(path, array):

@@ -4,15 +4,12 @@ import click
 
 from ..errors import ShapeError
 from ..dynamics.trajectory import MAX_STEPS
-from ._common import (
-    emit,
-    json_option,
-    progress_bar,
-    progress_enabled,
-    progress_option,
-    resolve,
-    sizes_option,
-)
+from ._common import (command, emit, former_option, json_option, progress_bar, progress_enabled,
+                      progress_option, resolve, seed_option, sizes_option)
+
+
+#: the risk commands' keys renamed in --json: the number of training samples as in pacbayes
+RISK_KEYS = {"N": "sample_size"}
 
 
 def _short(text, keep=40):
@@ -44,7 +41,7 @@ def structure_report(param, units, check=True, progress=None):
     return structure_matrix(param, parse_units(units), check=check, progress=progress)
 
 
-@click.command("structure")
+@command("structure")
 @click.argument("name")
 @sizes_option
 @click.option("--units", default=None, metavar="BLOCK:AXIS,...",
@@ -64,14 +61,15 @@ def structure_cmd(name, sizes, units, check, progress, as_json):
     param = resolve(name, sizes)
     with progress_bar("Hessian columns", progress_enabled(progress)) as bar:
         result = structure_report(param, units, check, bar)
-    emit(result, as_json)
+    emit(result, as_json, param=param)
 
 
-@click.command("early-stopping")
+@command("early-stopping")
 @click.option("--d", "d", type=click.IntRange(1, 100_000), default=200, show_default=True,
               help="Dimension of the inputs.")
-@click.option("--N", "N", type=click.IntRange(2, 1_000_000), default=50, show_default=True,
-              help="Training samples.")
+@click.option("--sample-size", "N", type=click.IntRange(2, 1_000_000), default=50,
+              show_default=True, help="Training samples N.")
+@former_option("--N", "--sample-size", "N", type=click.IntRange(2, 1_000_000))
 @click.option("--spectrum", type=click.Choice(["polynomial", "exponential"]),
               default="polynomial", show_default=True, help="Covariance spectrum.")
 @click.option("--decay", type=click.FloatRange(min=0.0), default=1.5, show_default=True,
@@ -84,41 +82,42 @@ def structure_cmd(name, sizes, units, check, progress, as_json):
               show_default=True, help="Label-flip probability.")
 @click.option("--steps", type=click.IntRange(1, MAX_STEPS), default=2000, show_default=True,
               help="Gradient descent steps.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the sample.")
+@seed_option("Seed of the sample.")
 @progress_option
 @json_option
 def early_stopping_cmd(d, N, spectrum, decay, snr, support, flip, steps, seed, progress,
                        as_json):
     """Exact excess 0-1 risk of logistic GD under label flips: at the oracle stop, at the end, and of the max-margin interpolator.
 
-    Example: paramgeo early-stopping --d 400 --N 100 --flip 0.1 --decay 1.5
+    Example: paramgeo early-stopping --d 400 --sample-size 100 --flip 0.1 --decay 1.5
     """
     from ..flows.risk import GaussianMixture, early_stopping
 
     model = GaussianMixture.from_spectrum(d, spectrum, decay, snr, flip, support)
     with progress_bar("GD records", progress_enabled(progress)) as bar:
         result = early_stopping(model, N, steps, seed=seed, progress=bar)
-    emit(result, as_json)
+    emit(result, as_json, renames=RISK_KEYS)
 
 
-@click.command("spectral-filters")
+@command("spectral-filters")
 @click.option("--d", "d", type=click.IntRange(2, 100_000), default=400, show_default=True,
               help="Dimension (d > N).")
-@click.option("--N", "N", type=click.IntRange(2, 100_000), default=100, show_default=True,
-              help="Training samples.")
+@click.option("--sample-size", "N", type=click.IntRange(2, 100_000), default=100,
+              show_default=True, help="Training samples N.")
+@former_option("--N", "--sample-size", "N", type=click.IntRange(2, 100_000))
 @click.option("--spike", type=click.FloatRange(min=0.0), default=20.0, show_default=True,
               help="Spike strength theta (Sigma = sigma^2 I + theta e_1 e_1^T).")
 @click.option("--noise", type=click.FloatRange(min=0.0), default=0.5, show_default=True,
               help="Label noise standard deviation.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the sample.")
+@seed_option("Seed of the sample.")
 @json_option
 def spectral_filters_cmd(d, N, spike, noise, seed, as_json):
     """Risk of ridge, GD and negatively shifted GD in a spike-plus-flat model, beside the Marchenko-Pastur edge and the shift that cancels the implicit penalty.
 
-    Example: paramgeo spectral-filters --d 400 --N 100
+    Example: paramgeo spectral-filters --d 400 --sample-size 100
     """
     from ..flows.risk import SpikedModel, spiked_filter_risks
 
-    emit(spiked_filter_risks(SpikedModel(d, spike=spike, noise=noise), N, seed), as_json)
+    emit(spiked_filter_risks(SpikedModel(d, spike=spike, noise=noise), N, seed), as_json,
+         renames=RISK_KEYS)
+

@@ -4,11 +4,11 @@ import json
 
 import click
 
-from ._common import (json_option, progress_bar, progress_enabled, progress_option,
+from ._common import (command, json_option, progress_bar, progress_enabled, progress_option,
                       raise_interrupted)
 
 
-@click.command("sweep")
+@command("sweep")
 @click.argument("spec_file", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The table: .parquet, .csv or .jsonl (one row per cell).")

@@ -330,8 +330,12 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
     return None
 
 
+#: the stages :func:`classify` reports to its ``progress``
+CLASSIFY_STAGES = 5
+
+
 def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_max=0.1,
-             precision=None):
+             precision=None, progress=None):
     """Classify theta as a regular or a critical point of phi and name the causes.
 
     rank = rank J(theta) under the tolerance policy; R = generic rank; kernel_dim = n - rank;
@@ -360,8 +364,16 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     ``precision.FLOAT64_FLOOR``, so that its approach to a stratum is invisible in float64),
     when m n <= ``precision.AUTO_MAX_ENTRIES``; D > 0 decides with D digits throughout; 0 keeps
     float64 only. The digits used are in ``precision``.
+
+    ``progress``: an optional callable ``progress(done, total)`` called after each of the
+    CLASSIFY_STAGES stages (the rank at theta, the generic rank and orbit dimension, the orbit
+    dimension at theta, the stratum, the causes).
     """
     from ..geometry import precision as hp
+
+    def stage(k):
+        if progress is not None:
+            progress(k, CLASSIFY_STAGES)
 
     policy = policy_of(param, policy)
     zero_tol = policy.rtol if zero_tol is None else float(zero_tol)
@@ -369,11 +381,14 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NumericalDoubtWarning)  # kinks are reported below
         decision = rank_at(param, theta, policy, warn=False, digits=precision)
+    stage(1)
     digits = (decision.certificate.digits
               if isinstance(decision.certificate, hp.PrecisionCertificate) else None)
     rank, s = decision.rank, decision.singular_values
     R, o_gen = generic_values(param, policy)
+    stage(2)
     o = _orbit_dim(param, theta, policy)
+    stage(3)
     cert = decision.certificate
     if cert is not None and digits is None:  # matrix-free: the margin sigma_min / sigma_max
         ratio = float(cert.sigma_min / cert.sigma_max) if cert.sigma_max > 0 else 0.0
@@ -383,6 +398,7 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     rng = as_rng(seed)
     st = (None if struct is None else
           _point_stratum(param, struct, theta, R, zero_tol, policy, n_points, rng))
+    stage(4)
     if st is not None and st.proper and rank > st.generic_rank:
         # theta lies on its stratum, so its rank bounds the stratum's generic rank from below
         # (random draws of a ReLU network may switch units off on every probe input)
@@ -415,6 +431,7 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
     drops = (factor_rank_drops(param, struct, theta, policy, seed)
              if struct is not None and struct.kind == "factor" else ())
     explanation = _explain(critical, causes, rank, R, st, near, o, o_gen)
+    stage(CLASSIFY_STAGES)
     if critical and drops:
         explanation += "; " + ", ".join(f"{b} lost rank {g - k} (rank {k} of {g})"
                                         for b, k, g in drops)

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..errors import ParamgeoError
 from ..linalg.numerics import as_rng, policy_of
+from ..io.progress import shows_progress
 from ..results import Result, title
 from .classification import classify
 from .patterns import generic_values
@@ -104,7 +105,8 @@ def _newton_polish(f, x, steps=40, target=1e-15):
     return x
 
 
-def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, progress=None,
+@shows_progress("search (starts)")
+def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, progress="auto",
            precision=None):
     """Look for critical points of phi from ``starts`` random starts and classify each one.
 
@@ -118,8 +120,9 @@ def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, pro
     its lost rank, and otherwise counts it ``other`` (its theta is returned). ``precision``:
     digits of the classification (:func:`classify`; None: float64, redone in high precision
     where float64 cannot resolve the approach to a stratum).
-    ``progress``: optional callable ``progress(done, total)`` called after each start (e.g. the
-    bar of ``paramgeo.cli._common.progress_bar``). A KeyboardInterrupt (Ctrl-C) stops the
+    ``progress``: a callable ``progress(done, total)`` called after each start (e.g. the CLI's
+    display), True, False, or "auto" (the default: a display with elapsed time and ETA in an
+    interactive session; ``paramgeo.io.progress``). A KeyboardInterrupt (Ctrl-C) stops the
     search between or inside starts and returns the finished starts, ``interrupted=True``.
     """
     from ..contract.arguments import integer, parameterization

@@ -36,16 +36,13 @@ from ..results import Result, to_jsonable
 
 
 def _progress_callback(progress, label):
-    """(callback, close) for an engine's ``progress`` argument: a callable
-    ``progress(done, total)`` is used as it is; ``True`` shows the one progress bar of paramgeo
-    (:func:`paramgeo.cli._common.progress_bar`, click on stderr); False/None shows nothing."""
-    if callable(progress):
-        return progress, lambda: None
-    if not progress:
-        return None, lambda: None
-    from ..cli._common import progress_bar
+    """(callback, close) for an engine's ``progress`` argument, as
+    :func:`paramgeo.io.progress.reporting` takes it: a callable ``progress(done, total)`` is
+    used as it is; ``True`` shows paramgeo's progress display (elapsed time and ETA on stderr),
+    "auto" shows it in an interactive session; False/None shows nothing."""
+    from ..io.progress import reporting
 
-    cm = progress_bar(label)
+    cm = reporting(progress, label)
     return cm.__enter__(), lambda: cm.__exit__(None, None, None)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from ..contract.arguments import finite_vector
 from ..errors import NumericalDoubtWarning, ShapeError
 from ..linalg.numerics import RankDecision, as_rng, decide_rank, null_basis, policy_of, range_basis
+from ..io.progress import shows_progress
 
 
 def solve_sylvester_psd(A, B, C, rtol=1e-12):
@@ -137,13 +138,16 @@ def generic_rank(param, n_points=3, seed=0, policy=None, route="auto"):
     return generic_rank_decision(param, n_points, seed, policy, route).rank
 
 
-def generic_rank_decision(param, n_points=3, seed=0, policy=None, route="auto", progress=None):
+@shows_progress("generic rank (random points)")
+def generic_rank_decision(param, n_points=3, seed=0, policy=None, route="auto", progress="auto"):
     """The :class:`RankDecision` of the random point of largest rank among ``n_points``.
 
     The rank of a polynomial (or analytic) map's Jacobian equals its generic value outside a
     measure-zero set, so random points attain it almost surely; the maximum guards against an
     unlucky draw. A certified rank that meets its upper bound (m, or n - orbit dimension: no
     rank drop beyond the symmetry) is the generic rank, so the search stops there.
+    ``progress(done, total)`` is called after each point (True, False, or "auto", the default:
+    a display with elapsed time and ETA in an interactive session; ``paramgeo.io.progress``).
     """
     from ..contract.arguments import integer, parameterization
 

@@ -88,6 +88,7 @@ import numpy as np
 from ..errors import ParamgeoError
 from ..io.files import save_figure
 from ..results import Result
+from ..io.progress import shows_progress
 from .data import batch_picker, make_batches
 from .diagnostics import (chain_notes, effective_sample_size, localization_check,
                           mixing_check, slope_weights)
@@ -324,9 +325,10 @@ def block_mask(param, block):
     return mask
 
 
+@shows_progress("llc estimate")  # a frame: its warnings name the caller with stacklevel 3
 def estimate_llc(param, loss, theta_star=None, n=None, nbeta=None, gamma=1.0, step="auto",
                  step_scale=0.05, chains=None, draws=None, burn=None, sampler=None, seed=0,
-                 temperatures=TEMPERATURES, bias_check=True, progress=None, data=None,
+                 temperatures=TEMPERATURES, bias_check=True, progress="auto", data=None,
                  batch_size=None, block=None, precheck=True):
     """Estimate the local learning coefficient of ``loss`` through ``param`` at the local
     minimum ``theta_star`` (see the module docstring): ``chains`` localized chains of
@@ -347,8 +349,9 @@ def estimate_llc(param, loss, theta_star=None, n=None, nbeta=None, gamma=1.0, st
     and Tweedie 1996, so the chain samples the localized posterior without discretization
     bias; its step adapts during burn-in towards the acceptance rate 0.574 of Roberts and
     Rosenthal 1998) or "sgld" (Welling and Teh 2011); ``seed`` makes the run repeatable;
-    ``progress(done, total)`` is called as steps finish. All chains of all temperatures
-    advance together, one batched loss and gradient per step
+    ``progress(done, total)`` is called as steps finish (True, False, or "auto", the default:
+    a display with elapsed time and ETA in an interactive session; ``paramgeo.io.progress``). All
+    chains of all temperatures advance together, one batched loss and gradient per step
     (:func:`paramgeo.losses.batched_value_and_grad`). Ctrl-C after the burn-in keeps the
     draws made so far (``interrupted``). Returns an :class:`LLCEstimate`; a chain that
     drifts, blows up (non-finite loss) or chains that disagree (R-hat > 1.1) warn with
@@ -412,7 +415,7 @@ def estimate_llc(param, loss, theta_star=None, n=None, nbeta=None, gamma=1.0, st
     check, pre_notes = ({}, []) if not precheck else localization_check(
         fns[0], w_star, nbeta, gamma, temps, np.random.default_rng(seeds[-1]), mask)
     for note in pre_notes:  # before sampling: the user may stop the run and follow the advice
-        warnings.warn(f"LLC estimator (before sampling): {note}", LLCWarning, stacklevel=2)
+        warnings.warn(f"LLC estimator (before sampling): {note}", LLCWarning, stacklevel=3)
     eps = []
     with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
         for i, t in enumerate(temps):
@@ -423,7 +426,7 @@ def estimate_llc(param, loss, theta_star=None, n=None, nbeta=None, gamma=1.0, st
     if check:
         mixing = mixing_check(check, eps, temps, nbeta, gamma, burn, sampler)
         for note in mixing:
-            warnings.warn(f"LLC estimator (before sampling): {note}", LLCWarning, stacklevel=2)
+            warnings.warn(f"LLC estimator (before sampling): {note}", LLCWarning, stacklevel=3)
         pre_notes += mixing
     # row (g * T + i) * chains + k: chain k at temperature t_i and localization gammas[g]
     gammas = (float(gamma),) + ((BIAS_CHECK * float(gamma),) if bias_check else ())
@@ -474,7 +477,7 @@ def estimate_llc(param, loss, theta_star=None, n=None, nbeta=None, gamma=1.0, st
         se_data = data_set_se(batches.params[0], batches.losses[0], states, losses,
                               [lv["nbeta"] for lv in levels], weights, f_star[0])
     for note in notes:
-        warnings.warn(f"LLC estimator: {note}", LLCWarning, stacklevel=2)
+        warnings.warn(f"LLC estimator: {note}", LLCWarning, stacklevel=3)
     public = tuple({k: (float(v) if k != "temperature" else v) for k, v in lv.items()
                     if k != "chain_llc"} for lv in levels)
     parts = [v for v in (se, se_data, se_bias) if math.isfinite(v)]

@@ -2,6 +2,8 @@
 sweep queries (an ``.npz`` file written with ``numpy.savez``), each array checked against the
 parameterization before a loss is built (see :func:`loss_from_arrays`)."""
 
+import warnings
+
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
@@ -20,17 +22,20 @@ LOSS_KINDS = {
                  "A (N, *predictor_shape) or (N, m), y (N,) in {-1, +1}: logistic loss"),
     "exponential": (Exponential, ("A", "y"),
                     "A (N, *predictor_shape) or (N, m), y (N,) in {-1, +1}: exponential loss"),
-    "regression": (Regression, ("X", "Y"),
+    "linear-map": (Regression, ("X", "Y"),
                    "X (N, in), Y (N, out), out x in predictors: (1/2N) sum |y_i - B x_i|^2"),
 }
 
+#: former loss names -> today's, accepted for one release with a FutureWarning
+FORMER_LOSSES = {"regression": "linear-map"}
+
 
 def _regression_from_arrays(arrays, param, source):
-    """The ``regression`` loss from arrays X (N, in) and Y (N, out) (ShapeError otherwise)."""
+    """The ``linear-map`` loss from arrays X (N, in) and Y (N, out) (ShapeError otherwise)."""
     missing = [n for n in ("X", "Y") if n not in arrays]
     if missing:
         raise ShapeError(f"{source} has no array {', '.join(repr(n) for n in missing)} (found: "
-                         f"{', '.join(sorted(arrays)) or 'none'}); the regression loss needs "
+                         f"{', '.join(sorted(arrays)) or 'none'}); the linear-map loss needs "
                          "X (N, in) and Y (N, out)")
     X, Y = np.asarray(arrays["X"]), np.asarray(arrays["Y"])
     for n, arr in (("X", X), ("Y", Y)):
@@ -51,9 +56,13 @@ def loss_from_arrays(kind, arrays, param, source="the data"):
     (missing array, wrong shape, NaN) raises ShapeError naming the array, the shape found and
     the shape expected.
     """
+    if kind in FORMER_LOSSES:
+        warnings.warn(f"the loss name {kind!r} is deprecated and goes in the next release; use "
+                      f"{FORMER_LOSSES[kind]!r}", FutureWarning, stacklevel=2)
+        kind = FORMER_LOSSES[kind]
     if kind not in LOSS_KINDS:
         raise ParamgeoError(f"unknown loss {kind!r}; choose one of {', '.join(LOSS_KINDS)}")
-    if kind == "regression":
+    if kind == "linear-map":
         return _regression_from_arrays(arrays, param, source)
     cls, names, _ = LOSS_KINDS[kind]
     if "A" in names and "A" not in arrays and "X" in arrays:

@@ -7,6 +7,7 @@ from typing import Optional
 
 from ..errors import ParamgeoError
 from ..results import Result, title
+from ..io.progress import shows_progress
 from .laws import conservation_laws
 from .lie import MIRROR_BUDGET, commuting_test, lie_algebra
 from .potentials import mirror_potential
@@ -78,8 +79,9 @@ class MirrorReport(Result):
         return "\n".join(lines)
 
 
+@shows_progress("mirror (Lie algebra)")
 def mirror(param, alpha=None, theta0=None, degree=2, seed=0, policy=None, method="auto",
-           budget=MIRROR_BUDGET, progress=None):
+           budget=MIRROR_BUDGET, progress="auto"):
     """Commuting test, generated Lie algebra, conservation laws and mirror potential.
 
     theta0 = ``param.init_at_scale(alpha)`` (alpha defaults to 1) unless given. When the
@@ -88,7 +90,9 @@ def mirror(param, alpha=None, theta0=None, degree=2, seed=0, policy=None, method
     Marcotte, Gribonval, Peyre 2023; Arora, Cohen, Hazan 2018), their count of independent
     entries (the rank of their gradients at a random point) bounds the algebra, and the
     polynomial search is skipped, and a Lie algebra stopped by the budget is reported as a lower
-    bound (completeness of the laws then not certified). ``budget`` and ``progress`` go to
+    bound (completeness of the laws then not certified). ``progress``: a callable
+    ``progress(done, total)``, True, False, or "auto" (the default: a display with elapsed time
+    and ETA in an interactive session; ``paramgeo.io.progress``). ``budget`` and ``progress`` go to
     :func:`lie_algebra` (otherwise a :class:`paramgeo.errors.BudgetError` when its estimate
     exceeds the budget). A KeyboardInterrupt (Ctrl-C) after the commuting test returns what
     was finished, ``interrupted`` True: the algebra levels done (a lower bound), the laws and

@@ -56,6 +56,7 @@ import numpy as np
 from ..errors import ParamgeoError, PluginError
 from ..linalg.numerics import decide_rank
 from ..geometry.precision import difference_step
+from ..io.progress import shows_progress
 from ..results import Result, title
 
 
@@ -143,7 +144,8 @@ def _autograd_jacobian(param, theta):
     return Parameterization.jacobian(param, theta)
 
 
-def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True, progress=None):
+@shows_progress("check")
+def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True, progress="auto"):
     """Run the contract check on an instantiated parameterization; returns a CheckReport.
 
     ``tol`` is the relative tolerance of the exact identities (closed forms, invariance,
@@ -151,7 +153,8 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True, progress=Non
     below float64 gets the step and tolerance of its measured round-off,
     :func:`paramgeo.geometry.precision.difference_step`). ``llc=False`` skips the short estimate that
     tests a declared learning coefficient. ``progress(done, total)`` is called after each of
-    the ``n_points`` points and after the whole-map checks.
+    the ``n_points`` points and after the whole-map checks (True, False, or "auto", the
+    default: a display with elapsed time and ETA in an interactive session).
     """
     from ..contract.arguments import integer, number, parameterization
 

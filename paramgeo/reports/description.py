@@ -6,6 +6,7 @@ import numpy as np
 
 from ..geometry.jacobian import generic_rank_decision, orbit_dim
 from ..results import Result
+from ..io.progress import shows_progress
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,13 +43,16 @@ class Description(Result):
     symmetry_explains: str = None
 
 
-def describe(param, seed=0, route="auto", progress=None):
+@shows_progress("describe")
+def describe(param, seed=0, route="auto", progress="auto"):
     """Describe ``param``: n, m, generic rank (max over random points), symmetry name and
     dimension (declared, else discovered), quotient dimension n - dim(orbit) and whether it
     equals the generic rank. ``route`` chooses how ranks are decided (dense SVD, the plugin's
     closed form, or the matrix-free certificate; see :func:`paramgeo.geometry.rank_at`).
     ``progress(done, total)`` is called after each rank decision and after the symmetry's
-    reading, orbit and completeness (the CLI's ``--progress`` bar)."""
+    reading, orbit and completeness (the CLI's ``--progress`` bar; True, False, or "auto", the
+    default: a display with elapsed time and ETA in an interactive session,
+    ``paramgeo.io.progress``)."""
     steps = [0]
 
     def step(total=7):

@@ -404,8 +404,8 @@ def online_sgd_query(param, **options):
 
 
 @register_query("llc", {
-    "loss": Option("regression", choice("regression", "squared", "quadratic", "logistic",
-                                        "exponential")),
+    "loss": Option("linear-map", choice("linear-map", "squared", "quadratic", "logistic",
+                                        "exponential", "regression")),
     "data": Option(REQUIRED, path(), "an .npz file with the loss's arrays (and theta_star)",
                    path=True),
     "at": Option(None, path(optional=True), "a .npy file holding w* [theta_star of data]",

@@ -46,6 +46,7 @@ import numpy as np
 from ..errors import ParamgeoError, SizeError
 from ..linalg.numerics import RankPolicy, decide_rank, null_basis, policy_of, range_basis, rational_rref
 from ..results import Result, title
+from ..io.progress import shows_progress
 from .groups import SymmetryGroup
 
 #: Largest parameter dimension n for the linear search (n^2 unknowns; n = 40 takes ~2 s).
@@ -168,8 +169,9 @@ class LinearSymmetryGroup(SymmetryGroup):
         return np.stack([A @ theta for A in self.basis], axis=1)
 
 
+@shows_progress("discover (linear search)")
 def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEAR_DIM,
-             compare=True, equivariance=True, progress=None):
+             compare=True, equivariance=True, progress="auto"):
     """Discover the symmetries of ``param``: the Lie algebra of linear symmetries (A with
     J(theta) A theta = 0 for all theta), the scaling symmetries (diagonal A) and discrete signed
     permutations from candidates; and, for a plugin declaring ``input_action``, whether phi is
@@ -178,9 +180,10 @@ def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEA
     :class:`DiscoveredSymmetry`. ``compare=False``
     skips reading the declared group (for a plugin whose ``symmetry()`` is this discovery),
     ``equivariance=False`` the input-action test. ``progress(done, total)`` is called after
-    each random point of the linear search (its cost: a stacked system of about n^2 rows of n^2
-    unknowns, refused with a SizeError above ``MAX_LINEAR_ENTRIES`` entries); a
-    KeyboardInterrupt there returns what was finished (``interrupted=True``: the scaling
+    each random point of the linear search, whose cost is a stacked system of about n^2 rows of
+    n^2 unknowns, refused with a SizeError above ``MAX_LINEAR_ENTRIES`` entries (True, False,
+    or "auto", the default: a display with elapsed time and ETA in an interactive session;
+    ``paramgeo.io.progress``); a KeyboardInterrupt there returns what was finished (``interrupted=True``: the scaling
     symmetries; the linear and discrete searches not reported).
 
     >>> import paramgeo
