@@ -8,12 +8,12 @@ threaded runtimes on a loaded machine add noise that is neither's.
 
 The JAX rows: XLA's CPU client uses a host buffer in place only when it is 64-byte aligned,
 and numpy's large arrays are usually only 16-byte aligned, so JAX copies host arrays into
-buffers of its own on every call; torch.from_numpy shares the array. The adapter keeps the
-point on the device while it is unchanged (one comparison with a kept host copy per call) and
-stages the tangent (or cotangent) through an aligned host buffer (one copy by numpy), so what
-it adds over JAX's product on arrays already on its device is that comparison and that copy
-(target for the JAX rows: at least 0.85x). The two "host arrays" rows give the jitted
-products the adapter's own host numpy arrays instead."""
+buffers of its own on every call; torch.from_numpy shares the array. The adapter passes
+aligned arrays as they are (the point here comes from its random_point, which aligns its
+points) and stages the others, the tangent here, through aligned host buffers (one copy by
+numpy, as costly as JAX's own), so what it adds over JAX's product on arrays already on its
+device is that copy and the guard's checks (target for the JAX rows: at least 0.85x). The two
+"host arrays" rows give the jitted products the adapter's own host numpy arrays instead."""
 
 import os
 

@@ -81,12 +81,13 @@ class Hadamard(Parameterization):
     def jvp(self, theta, x):
         """v * du + u * dv; beyond one block (numerics.BLOCK entries) fused block by block, so
         that theta and x are read once and no p-vector temporary is written."""
+        p = self.p
+        if p <= BLOCK:  # theta and x as the guard passes them: float vectors of length n
+            return theta[p:] * x[:p] + theta[:p] * x[p:]
         u, v = self._uv(theta)
         du, dv = self._uv(x)
-        if self.p <= BLOCK:
-            return v * du + u * dv
-        out, T = np.empty(self.p), np.empty(BLOCK)
-        for b in blocks(self.p):
+        out, T = np.empty(p), np.empty(BLOCK)
+        for b in blocks(p):
             t = T[:b.stop - b.start]
             np.multiply(v[b], du[b], out=out[b])
             out[b] += np.multiply(u[b], dv[b], out=t)

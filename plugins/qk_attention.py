@@ -251,6 +251,11 @@ class QKAttention(Parameterization):
         return out.reshape(b, self.m)
 
     def jvp(self, theta, v):
+        if self.output == "scores" and self.m <= self.PAIR_MAX_ENTRIES:
+            # small scores: dQ_h K_h^T + Q_h dK_h^T straight from the blocks (no batch axis)
+            Q, K = self._factors(np.asarray(theta, float))
+            dQ, dK = self._factors(np.asarray(v, float))
+            return (dQ @ K.swapaxes(-1, -2) + Q @ dK.swapaxes(-1, -2)).ravel()
         return self._jvp_batch(theta, np.asarray(v, float)[None, :])[0]
 
     def jacobian(self, theta):

@@ -80,15 +80,16 @@ class ReluNet(Parameterization):
     def make_predictor_shape(self):
         return (self.n_inputs, self.outputs)
 
-    def _blocks(self, theta, np_=np):
+    def _blocks(self, theta):
+        """(W, b, a) as views of theta (the array methods: autograd's boxes alike)."""
         h, d, k = self.width, self.d, self.outputs
-        W = np_.reshape(theta[: h * d], (h, d))
+        W = theta[: h * d].reshape(h, d)
         b = theta[h * d: h * (d + 1)]
-        a = np_.reshape(theta[h * (d + 1):], (h, k))
+        a = theta[h * (d + 1):].reshape(h, k)
         return W, b, a
 
     def forward(self, theta):
-        W, b, a = self._blocks(theta, anp)
+        W, b, a = self._blocks(theta)
         return anp.dot(anp.maximum(anp.dot(self.X, W.T) + b, 0.0), a)
 
     def random_point(self, rng):

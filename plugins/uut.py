@@ -86,7 +86,7 @@ class UUT(Parameterization):
         return rng.standard_normal(self.n) / np.sqrt(self.r)
 
     def _U(self, theta):
-        return np.reshape(theta, (self.d, self.r))
+        return theta.reshape(self.d, self.r)  # the method: arrays and autograd's boxes alike
 
     # The JVP U dU^T + dU U^T = [U, dU] [dU, U]^T is one product of inner size 2r: computing
     # only the upper triangle (half the flops) and mirroring it costs more, because the mirror
@@ -113,7 +113,7 @@ class UUT(Parameterization):
     def vjp(self, theta, w):
         from scipy.linalg.blas import dgemm
 
-        W, U = np.reshape(w, (self.d, self.d)), self._U(theta)
+        W, U = w.reshape(self.d, self.d), self._U(theta)
         d, b = self.d, self.TILE
         if d < self.TILED_MIN_D:
             return (W @ U + W.T @ U).ravel()

@@ -123,7 +123,7 @@ class UVT(Parameterization):
 
     def vjp(self, theta, w):
         U, V = self._UV(theta)
-        W = np.reshape(w, (self.rows, self.cols))
+        W = w.reshape(self.rows, self.cols)
         return self._pack(W @ V, W.T @ U)
 
     def batched_vjp(self, thetas):

@@ -59,12 +59,17 @@ class JaxBackend(Backend):
     """Products of a flat JAX function by jax.jvp/vjp/jacrev under jax.jit on ``device``,
     in 64-bit mode; host float64 numpy arrays in and out.
 
-    The point (the first argument of every call) stays on the device between calls while it
-    is unchanged: engines call many products at one theta (Lanczos, conjugate gradients), and
-    putting it on the device again each call (a copy of n floats, most of the gap to JAX on its
-    own arrays at n ~ 1e5) is skipped after one comparison with the kept host copy. The other
-    arguments (tangents, cotangents) go through 64-byte aligned host buffers, one per thread,
-    shape and position, which XLA's CPU client reads in place."""
+    On the CPU (no ``device`` and JAX's default backend the CPU) XLA's CPU client reads a
+    64-byte aligned host array in place: an argument so aligned (the points ``random_point``
+    makes) is passed as it is, any other, the point included, is staged through an aligned
+    host buffer, one per thread, position and shape (one copy by numpy, as cheap as JAX's own
+    copy of an unaligned array and cheaper than comparing the point with a kept copy). On
+    another device the point stays there between calls while it is unchanged (engines call
+    many products at one theta: Lanczos, conjugate gradients), after one comparison with a
+    kept host copy; the other arguments are put there each call. Results come back without a
+    copy where XLA's buffer is on the host, and are copied only where one would alias an
+    argument (a product that returns it), so that a returned array is never overwritten by a
+    later call."""
 
     transforms = "jax (jvp, vjp, jacrev under jit)"
 
@@ -72,6 +77,8 @@ class JaxBackend(Backend):
         self.jax, self.device = jax, device
         self._point = (None, None)  # (host copy, device array) of the last first argument
         self._buffers = threading.local()
+        #: stage every argument through aligned host buffers (JAX's CPU client, by default)
+        self._host = device is None and jax.default_backend() == "cpu"
 
     def x64(self):
         return _x64(self.jax)
@@ -81,9 +88,15 @@ class JaxBackend(Backend):
 
     def run(self, fn, *arrays):
         with self.x64():
-            args = [self._resident(arrays[0])] + [
-                self._staged(i, a) for i, a in enumerate(arrays[1:], 1)]
-            return np.asarray(fn(*args), dtype=np.float64)
+            if self._host:
+                args = [self._staged(i, a) for i, a in enumerate(arrays)]
+            else:
+                args = [self._resident(arrays[0])] + [
+                    self._staged(i, a) for i, a in enumerate(arrays[1:], 1)]
+            out = np.asarray(fn(*args), dtype=np.float64)
+        if self._host and any(np.may_share_memory(out, a) for a in args):
+            out = out.copy()  # XLA forwarded an argument: the caller gets its own array
+        return out
 
     def _resident(self, x):
         """x on the device: the kept array when x equals the kept host copy (its first entries
@@ -102,8 +115,10 @@ class JaxBackend(Backend):
 
     def _staged(self, position, a):
         a = np.asarray(a, dtype=np.float64)
-        if self.device is not None:
+        if not self._host:
             return self.jax.device_put(a, self.device)
+        if a.flags.c_contiguous and a.ctypes.data % 64 == 0:
+            return a  # aligned already (random_point's points): XLA reads it in place
         key = (position, a.shape)
         buffers = self._buffers.__dict__
         buf = buffers.get(key)
@@ -132,6 +147,15 @@ class JaxModel(FrameworkModel):
     """A JAX function fn(params, probe) on a fixed probe (built by :func:`from_jax`)."""
 
     framework = "jax"
+
+    def random_point(self, rng):
+        """The framework models' random point (:meth:`FrameworkModel.random_point`), its data
+        on a 64-byte boundary, so that XLA's CPU client reads it in place in every product at
+        it (no copy per call)."""
+        point = super().random_point(rng)
+        out = _aligned(point.shape)
+        out[...] = point
+        return out
 
 
 class JaxLayeredModel(LayeredModel, JaxModel):

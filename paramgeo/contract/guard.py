@@ -47,7 +47,8 @@ _TRUSTED = [0]
 def trusted():
     """Turn the guard's checks off inside the block: every guarded method then calls the
     plugin's code directly (no argument or result checks, exceptions unconverted), which saves
-    about a microsecond per call. For inner loops whose arguments the caller makes itself (a
+    a fraction of a microsecond per call (most of it the inner product that tells a result
+    finite). For inner loops whose arguments the caller makes itself (a
     sampler's or a flow's steps) once one checked call has passed; a fault inside the block
     surfaces as the plugin's own exception or a non-finite value instead of a ``PluginError``.
     Process-wide (all threads) while the block is open; blocks nest::
@@ -259,72 +260,36 @@ def _raise_fault(param, method, problem, fix, cause=None):
 def guarded(fn, method, plugin_code=True):
     """``fn`` (the method ``method`` of a Parameterization) with its arguments and result
     checked and, for a plugin's own code (``plugin_code``), its exceptions reported as a
-    :class:`PluginError` (see the module docstring)."""
+    :class:`PluginError` (see the module docstring).
+
+    The array methods of one or two vector arguments (forward, jacobian, jvp, vjp, ...) get a
+    wrapper of fixed arity: called positionally with float64 arrays of the lengths cached on
+    the instance, it checks them by a few identity and shape comparisons and the result by one
+    inner product (finite only if every entry is), a fraction of a microsecond a call; any
+    other call takes the general path below."""
     if getattr(fn, "__paramgeo_guarded__", False):
         return fn
     names, shape_of = ARRAY_METHODS.get(method, ((), None))
     #: the attribute holding each vector argument's length ("n" or "m")
     lengths = tuple("m" if name == "w" else "n" for name in names)
     has_theta = bool(names) and names[0] in ("theta", "theta0")
-    #: the instance attribute caching (argument shapes, result shape) of this method
+    #: the instance attribute caching (shape of each vector argument..., result shape)
     cache = f"_guard_shapes_{method}"
     arity = len(names)
 
-    @functools.wraps(fn)
-    def call(self, *args, **kwargs):
-        if _TRUSTED[0]:
-            return fn(self, *args, **kwargs)
-        state = self.__dict__
-        shapes = state.get(cache)
-        ready = shapes is not None or "predictor_shape" in state  # sizes, spec, shape known
-        if shapes is None and ready:
-            shapes = state[cache] = (tuple((state[length],) for length in lengths),
-                                     None if shape_of is None else tuple(shape_of(self)))
-        # the common case, checked at the cost of a few comparisons: every vector argument a
-        # float64 array of its length (then nothing is traced and nothing is exotic); the one-
-        # and two-argument methods (forward, jacobian, jvp, vjp) unrolled
-        plain = ready and len(args) == arity
-        if plain:
-            if arity == 2:
-                a, b = args
-                (sa, sb), _ = shapes
-                plain = (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is _F64
-                         and b.dtype is _F64 and a.shape == sa and b.shape == sb)
-            elif arity == 1:
-                a, = args
-                plain = type(a) is np.ndarray and a.dtype is _F64 and a.shape == shapes[0][0]
-            else:
-                plain = all(type(value) is np.ndarray and value.dtype is _F64
-                            and value.shape == shape for value, shape in zip(args, shapes[0]))
-        if plain:
-            traced = exotic = False
-        else:
-            if names and ready:
-                args = _check_args(self, method, names, args)
-            traced = any(isinstance(a, Box) for a in args)
-            exotic = any(isinstance(a, np.ndarray) and a.dtype == object for a in args)
+    def fault(self, exc, args, kwargs, traced):
+        """Report the exception ``exc`` of the plugin's code as a PluginError."""
         theta = args[0] if has_theta and args else None
-        try:
-            out = fn(self, *args, **kwargs)
-        except (ParamgeoError, MemoryError):
-            raise
-        except (Exception, SystemExit) as exc:  # a stray sys.exit() is the plugin's fault too
-            if not plugin_code:
-                raise
-            if traced and _works_untraced(fn, self, args, kwargs):
-                _raise_fault(self, method, f"cannot be traced by autograd ({type(exc).__name__}: "
-                             f"{_short(exc)})", UNTRACEABLE_FIX, exc)
-            at = f" at {_preview(theta)}" if theta is not None else ""
-            _raise_fault(self, method, f"raised {type(exc).__name__}: {_short(exc)}{at}",
-                         f"fix {type(self).__name__}.{method} (`paramgeo check "
-                         f"{plugin_label(self)}` tests every method of the contract)", exc)
-        if (not ready or exotic) and method not in OTHER_METHODS:
-            return out  # object arrays in, object arrays out: their caller checks them
-        if (plain and type(out) is np.ndarray and out.shape == shapes[1] and out.dtype is _F64
-                and math.isfinite(out.dot(out) if out.ndim == 1 else np.vdot(out, out))):
-            # the common result: one inner product, finite only if every entry is (an overflow
-            # of it at entries beyond 1e154 is told apart by _result_problem)
-            return out
+        if traced and _works_untraced(fn, self, args, kwargs):
+            _raise_fault(self, method, f"cannot be traced by autograd ({type(exc).__name__}: "
+                         f"{_short(exc)})", UNTRACEABLE_FIX, exc)
+        at = f" at {_preview(theta)}" if theta is not None else ""
+        _raise_fault(self, method, f"raised {type(exc).__name__}: {_short(exc)}{at}",
+                     f"fix {type(self).__name__}.{method} (`paramgeo check "
+                     f"{plugin_label(self)}` tests every method of the contract)", exc)
+
+    def finish(self, out, theta, traced):
+        """out, once the checks of an uncommon result pass (PluginError otherwise)."""
         if shape_of is not None:
             problem = _result_problem(self, method, out, shape_of, theta, traced)
         else:
@@ -335,8 +300,113 @@ def guarded(fn, method, plugin_code=True):
             claim_group(out, plugin_label(self))
         return out
 
-    call.__paramgeo_guarded__ = True
-    return call
+    @functools.wraps(fn)
+    def call(self, *args, **kwargs):
+        if _TRUSTED[0]:
+            return fn(self, *args, **kwargs)
+        state = self.__dict__
+        shapes = state.get(cache)
+        ready = shapes is not None or "predictor_shape" in state  # sizes, spec, shape known
+        if shapes is None and ready:
+            shapes = state[cache] = (*((state[length],) for length in lengths),
+                                     None if shape_of is None else tuple(shape_of(self)))
+        # the common case, checked at the cost of a few comparisons: every vector argument a
+        # float64 array of its length (then nothing is traced and nothing is exotic)
+        plain = ready and len(args) == arity and all(
+            type(value) is np.ndarray and value.dtype is _F64 and value.shape == shape
+            for value, shape in zip(args, shapes))
+        if plain:
+            traced = exotic = False
+        else:
+            if names and ready:
+                args = _check_args(self, method, names, args)
+            traced = any(isinstance(a, Box) for a in args)
+            exotic = any(isinstance(a, np.ndarray) and a.dtype == object for a in args)
+        try:
+            out = fn(self, *args, **kwargs)
+        except (ParamgeoError, MemoryError):
+            raise
+        except (Exception, SystemExit) as exc:  # a stray sys.exit() is the plugin's fault too
+            if not plugin_code:
+                raise
+            fault(self, exc, args, kwargs, traced)
+        if (not ready or exotic) and method not in OTHER_METHODS:
+            return out  # object arrays in, object arrays out: their caller checks them
+        if plain and _common_result(out, shapes[-1]):
+            return out
+        return finish(self, out, args[0] if has_theta and args else None, traced)
+
+    if shape_of is None or arity not in (1, 2):
+        call.__paramgeo_guarded__ = True
+        return call
+
+    # the fast wrappers of fixed arity: positional-only slots (a keyword call such as
+    # jvp(theta, v=v) fills **kwargs and takes the general path), no argument packing, the
+    # checks of _common_result inline (every name a local or closure variable)
+    ndarray, f64, isfinite, vdot = np.ndarray, _F64, math.isfinite, np.vdot
+    trusted_blocks = _TRUSTED
+    if arity == 1:
+        @functools.wraps(fn)
+        def fast(self, a=_NONE, /, *args, **kwargs):
+            if args or kwargs or a is _NONE:
+                return call(self, *(() if a is _NONE else (a,)), *args, **kwargs)
+            if trusted_blocks[0]:
+                return fn(self, a)
+            shapes = self.__dict__.get(cache)
+            if (shapes is None or type(a) is not ndarray or a.dtype is not f64
+                    or a.shape != shapes[0]):
+                return call(self, a)
+            try:
+                out = fn(self, a)
+            except (ParamgeoError, MemoryError):
+                raise
+            except (Exception, SystemExit) as exc:  # a stray sys.exit() is the plugin's fault
+                if not plugin_code:
+                    raise
+                fault(self, exc, (a,), {}, False)
+            if (type(out) is ndarray and out.dtype is f64 and out.shape == shapes[1]
+                    and isfinite(out.dot(out) if out.ndim == 1 else vdot(out, out))):
+                return out
+            return finish(self, out, a if has_theta else None, False)
+    else:
+        @functools.wraps(fn)
+        def fast(self, a=_NONE, b=_NONE, /, *args, **kwargs):
+            if args or kwargs or b is _NONE:
+                return call(self, *[x for x in (a, b) if x is not _NONE], *args, **kwargs)
+            if trusted_blocks[0]:
+                return fn(self, a, b)
+            shapes = self.__dict__.get(cache)
+            if (shapes is None or type(a) is not ndarray or type(b) is not ndarray
+                    or a.dtype is not f64 or b.dtype is not f64
+                    or a.shape != shapes[0] or b.shape != shapes[1]):
+                return call(self, a, b)
+            try:
+                out = fn(self, a, b)
+            except (ParamgeoError, MemoryError):
+                raise
+            except (Exception, SystemExit) as exc:  # a stray sys.exit() is the plugin's fault
+                if not plugin_code:
+                    raise
+                fault(self, exc, (a, b), {}, False)
+            if (type(out) is ndarray and out.dtype is f64 and out.shape == shapes[2]
+                    and isfinite(out.dot(out) if out.ndim == 1 else vdot(out, out))):
+                return out
+            return finish(self, out, a if has_theta else None, False)
+
+    fast.__paramgeo_guarded__ = True
+    return fast
+
+
+#: the default of the fast wrappers' positional slots (an argument not given)
+_NONE = object()
+
+
+def _common_result(out, shape):
+    """Whether ``out`` is the common result: a float64 array of ``shape`` whose entries are
+    finite, told by one inner product (finite only if every entry is; an overflow of it at
+    entries beyond 1e154 is told apart by _result_problem)."""
+    return (type(out) is np.ndarray and out.dtype is _F64 and out.shape == shape
+            and math.isfinite(out.dot(out) if out.ndim == 1 else np.vdot(out, out)))
 
 
 def _works_untraced(fn, self, args, kwargs):
