@@ -193,8 +193,11 @@ def test_factors_restrict_to_a_subgroup(rng):
     perms = align(r, t1, t2, factors=[1])
     assert perms.group == "S_3" and perms.isometric and not whole.isometric
     assert whole.distance <= perms.distance + 1e-12
-    fast = align(r, t1, t2, factors=[1], certify=False, check=False)
-    assert np.allclose(fast.aligned, perms.aligned) and np.isnan(fast.invariance_error)
+    # the certificate and the invariance check wait until read, then stay
+    assert "certificate" not in perms.__dict__ and "invariance_error" not in perms.__dict__
+    assert perms.invariance_error < 1e-12 and perms.certificate.exact
+    assert perms.certificate is perms.certificate and "invariance_error" in perms.__dict__
+    assert perms.to_dict()["certificate"]["exact"] is True
     with pytest.raises(ArgumentError, match="factors"):
         align(r, t1, t2, factors=[5])
 

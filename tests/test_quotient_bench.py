@@ -15,8 +15,8 @@ def test_permutation_alignment_matches_weight_matching_on_digits():
 
     train_set, test_set = bq.digits()
     h = 8
-    p, _, L, _, (ta, tb), perm, group = bq.pair(h, train_set, test_set, steps=60, adam=False)
-    ours = align(p, ta, tb, factors=perm, group=group)
+    p, _, L, _, (ta, tb), perm = bq.pair(h, train_set, test_set, steps=60, adam=False)
+    ours = align(p, ta, tb, factors=perm)
     assert np.allclose(ours.aligned, bq.weight_matching(ta, tb, h))
     assert ours.invariance_error < 1e-10
     naive = barrier(p, L, ta, tb, n_points=7)

@@ -112,6 +112,7 @@ class LayeredModel:
 
     capabilities = frozenset({"architecture", "symmetry"})
     _graph = None  # built on first use
+    _group = None  # read from the graph on first use
     references = (
         "Neyshabur, Salakhutdinov, Srebro (2015) Path-SGD (rescalings of ReLU neurons)",
         "Chen, Lu, Hecht-Nielsen (1993) On the geometry of feedforward neural network error "
@@ -130,10 +131,13 @@ class LayeredModel:
     def symmetry(self):
         """The group of the architecture graph (:func:`paramgeo.symmetry.from_architecture`):
         GL(h) of linear hidden layers (W_in -> g^-1 W_in, b -> g^-1 b, W_out -> W_out g),
-        rescalings of ReLU neurons, sign flips of odd ones (tanh), permutations of twins."""
+        rescalings of ReLU neurons, sign flips of odd ones (tanh), permutations of twins.
+        Built once per model (the layers do not change) and shared by later calls."""
         from ..symmetry import from_architecture
 
-        return from_architecture(self.architecture(), self.spec)
+        if self._group is None:
+            self._group = from_architecture(self.architecture(), self.spec)
+        return self._group
 
 
 def check_layers(layers, activations, spec):

@@ -54,6 +54,12 @@ def load_data(path):
 @click.option("--init-scale", "alpha", type=float, default=None,
               help="Start at the plugin's init_at_scale(ALPHA), as mirror and implicit-bias do "
                    "(overrides theta0 of the data file).")
+@click.option("--teleport-every", "teleport_every", type=click.IntRange(min=1), default=None,
+              help="Teleport theta along its orbit to the largest gradient norm after every K "
+                   "descent steps (paramgeo.quotient.Teleporter; gd only).")
+@click.option("--teleport-radius", "teleport_radius", type=click.FloatRange(min=0, min_open=True),
+              default=1.0, show_default=True,
+              help="Bound |a_i| <= R on the Lie-algebra coordinates of each teleportation.")
 @seed_option("Seed of the random start and of the minibatches.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Write a figure (.png, .svg or .pdf).")
@@ -61,8 +67,8 @@ def load_data(path):
 @json_option
 def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, lr,
              schedule_kind, batch_size, integrator, rtol, atol, log_times, chart, time_scale,
-             exact_jacobian, records, stop_loss, stop_grad, alpha, seed, plot_path, progress,
-             as_json):
+             exact_jacobian, records, stop_loss, stop_grad, alpha, teleport_every,
+             teleport_radius, seed, plot_path, progress, as_json):
     """Train a parameterization on a loss of its predictors: gradient descent or flow.
 
     Prints the loss, gradient norm and the drift of the conserved quantities of the symmetry
@@ -81,7 +87,8 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, lr,
     ctx = click.get_current_context()
     other = "flow" if method == "gd" else "gd"
     only_other = (("integrator", "rtol", "atol", "log_times", "chart", "time_scale",
-                   "exact_jacobian") if method == "gd" else ("lr", "schedule_kind"))
+                   "exact_jacobian") if method == "gd" else
+                  ("lr", "schedule_kind", "teleport_every", "teleport_radius"))
     ignored = [p for p in only_other
                if ctx.get_parameter_source(p) == click.core.ParameterSource.COMMANDLINE]
     if ignored:
@@ -104,7 +111,8 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, lr,
                      integrator=integrator, rtol=rtol, atol=atol, log_times=log_times,
                      chart=chart, time_scale=time_scale, exact_jacobian=exact_jacobian,
                      records=records, stop_loss=stop_loss, stop_grad=stop_grad, alpha=alpha,
-                     seed=seed, progress=update)
+                     seed=seed, progress=update, teleport_every=teleport_every,
+                     teleport_radius=teleport_radius)
     how_far = traj.message.removeprefix("interrupted ")
     with finishing(traj, how_far):
         if plot_path:
@@ -133,14 +141,17 @@ def flow_cmd(name, sizes, loss_kind, data_path, method, steps, t_final, lr,
 def train(param, loss_kind, arrays, data_path, *, method="gd", steps=None, t_final=None, lr=1e-2,
           schedule_kind="constant", batch_size=None, integrator="LSODA", rtol=1e-8, atol=1e-10,
           log_times=False, chart="theta", time_scale=1.0, exact_jacobian=False, records=200,
-          stop_loss=None, stop_grad=None, alpha=None, seed=0, progress=None):
+          stop_loss=None, stop_grad=None, alpha=None, seed=0, progress=None,
+          teleport_every=None, teleport_radius=1.0):
     """The trajectory ``paramgeo flow`` computes (and a sweep's ``flow`` query): the loss
     ``loss_kind`` on ``arrays`` (read from ``data_path``), the start (the plugin's
     ``init_at_scale(alpha)``, else theta0 of the data, else a random point of ``seed``), then
     gradient descent
     (``steps``, default 1000) or gradient flow (to ``t_final``, default 10; ``chart``,
     ``time_scale`` and ``exact_jacobian`` as in :func:`paramgeo.flows.gradient_flow`, which
-    refuses a bad combination)."""
+    refuses a bad combination); ``teleport_every`` K teleports the descent to the largest
+    gradient norm of the orbit within ``teleport_radius`` after every K steps
+    (:class:`paramgeo.quotient.Teleporter`)."""
     from ..flows import gradient_descent, gradient_flow, schedule
     from ..losses.data import loss_from_arrays
 
@@ -159,10 +170,17 @@ def train(param, loss_kind, arrays, data_path, *, method="gd", steps=None, t_fin
         theta0 = param.random_point(np.random.default_rng(seed))
     if method == "gd":
         steps = 1000 if steps is None else steps
+        callback = None
+        if teleport_every is not None:
+            from ..quotient import Teleporter
+
+            callback = Teleporter(param, loss, teleport_every, radius=teleport_radius)
         return gradient_descent(param, loss, theta0, steps, schedule(schedule_kind, lr, steps),
                                 record_every=max(1, steps // records), stop_loss=stop_loss,
                                 stop_grad=stop_grad, batch_size=batch_size, seed=seed,
-                                progress=progress)
+                                progress=progress, callback=callback)
+    if teleport_every is not None:
+        raise ParamgeoError("teleport_every is for gradient descent (method gd), not the flow")
     return gradient_flow(param, loss, theta0, 10.0 if t_final is None else t_final,
                          method=integrator, rtol=rtol, atol=atol, n_records=records,
                          log_times=log_times, stop_loss=stop_loss, stop_grad=stop_grad,

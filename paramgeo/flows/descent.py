@@ -49,7 +49,7 @@ def default_record_every(steps, n):
 
 def gradient_descent(param, loss, theta0, steps, lr, *, record_every=None, stop_loss=None,
                      stop_grad=None, batch_size=None, seed=None, progress=False, conserved=True,
-                     optimizer=None):
+                     optimizer=None, callback=None):
     """theta_{t+1} = theta_t - lr_t J^T grad ell(phi(theta_t)) for ``steps`` steps.
 
     ``lr`` is a float or a callable ``lr(t)`` (a schedule, see :func:`schedule`). With
@@ -66,6 +66,10 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=None, stop_
     ``progress(done, total)`` called after every step, or True for paramgeo's progress bar.
     ``optimizer`` (a :class:`paramgeo.dynamics.optimizers.Optimizer`) replaces the step direction g by
     its update D_t(g): theta_{t+1} = theta_t - lr_t D_t(g_t) (sign, smoothed sign, Adam).
+    ``callback(t, theta)``, called after step t (t = 1, 2, ...), returns the point the descent
+    continues from: theta itself, or a point that computes the same predictor, e.g. a symmetry
+    teleportation every k steps (:class:`paramgeo.quotient.Teleporter`; such a move changes
+    the conserved quantities, whose drift the trajectory then reports).
     """
     theta = param.as_theta(theta0).copy()
     if int(steps) != steps or steps < 0:
@@ -118,6 +122,8 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=None, stop_
             if not np.all(np.isfinite(theta)):
                 raise ParamgeoError(
                     f"gradient descent diverged at step {t + 1}; lower the step size")
+            if callback is not None:
+                theta = param.as_theta(callback(t + 1, theta))
             if (t + 1) % record_every == 0 or t + 1 == steps:
                 times.append(t + 1)
                 thetas.append(theta.copy())

@@ -4,14 +4,15 @@ straight, aligned and geodesic paths, and symmetry teleportation along an orbit.
 
 Public functions: :func:`align` (:class:`Alignment`, :class:`Certificate`);
 :func:`distance` (:class:`Distance`), :func:`log`, :func:`exp`, :func:`geodesic`;
-:func:`barrier` (:class:`Barrier`, :func:`barriers`); :func:`teleport` (:class:`Teleport`).
+:func:`barrier` (:class:`Barrier`, :func:`barriers`); :func:`teleport` (:class:`Teleport`), and
+:class:`Teleporter`, teleportation every k steps of gradient descent.
 """
 
 from .align import ALIGNABLE, Alignment, Certificate, act_element, align, is_isometric
 from .barrier import PATHS, Barrier, barrier, barriers
 from .metric import Distance, distance, exp, geodesic, log
-from .teleport import OBJECTIVES, Teleport, teleport
+from .teleport import OBJECTIVES, Teleport, Teleporter, teleport
 
 __all__ = ["ALIGNABLE", "OBJECTIVES", "PATHS", "Alignment", "Barrier", "Certificate", "Distance",
-           "Teleport", "act_element", "align", "barrier", "barriers", "distance", "exp",
+           "Teleport", "Teleporter", "act_element", "align", "barrier", "barriers", "distance", "exp",
            "geodesic", "is_isometric", "log", "teleport"]

@@ -9,13 +9,22 @@ import itertools
 import numpy as np
 
 from ..errors import ParamgeoError
-from ..symmetry import (GeneralLinearGroup, OrthogonalGroup, ScalingTorus,
-                        SignedPermutationGroup, UnitPermutationGroup, block_matrix)
+from ..symmetry import (FieldGroup, GeneralLinearGroup, OrthogonalGroup, ScalingTorus,
+                        ShearGroup, SignedPermutationGroup, UnitPermutationGroup, block_matrix)
 
 #: group sizes up to which a finite group without unit structure is enumerated
 MAX_ENUMERATED = 5040
 #: sign-flip generators up to which overlapping flips are enumerated (2^k elements)
 MAX_ENUMERATED_FLIPS = 12
+#: condition number above which a GL element is refused: acting with g costs about
+#: cond(g) * 2.2e-16 relative accuracy, and far above this g . theta leaves the orbit (a
+#: rank-deficient block regains rank while phi barely moves)
+MAX_COND = 1e6
+
+
+def well_conditioned(g):
+    """Whether the matrix ``g`` is invertible with condition number at most ``MAX_COND``."""
+    return bool(np.all(np.isfinite(g))) and np.linalg.cond(g) <= MAX_COND
 
 
 def _procrustes(group, x, z):
@@ -57,15 +66,14 @@ def _general_linear(group, x, z):
     starts = [np.eye(r)]
     for A, Y, invert in ((Kz, Kx, True), (Bz, Bx, False)):
         h = np.linalg.lstsq(A, Y, rcond=None)[0]
-        if np.linalg.matrix_rank(h) == r:
+        if np.linalg.matrix_rank(h) == r and well_conditioned(h):
             starts.append(np.linalg.inv(h).T if invert else h)
 
     def residual(vec):
         g = vec.reshape(r, r)
-        try:
-            gi = np.linalg.inv(g)
-        except np.linalg.LinAlgError:
+        if not well_conditioned(g):  # singular or too ill-conditioned to act with
             return np.full(Bx.size + Kx.size, 1e150)
+        gi = np.linalg.inv(g)
         return np.concatenate([(Bz @ g - Bx).ravel(), (Kz @ gi.T - Kx).ravel()])
 
     top = np.kron(Bz, np.eye(r))  # d(B g)[i, l] / dg[a, b] = B[i, a] delta(l, b)
@@ -155,39 +163,85 @@ def _disjoint(position_sets):
     return both.size == 0 or int(np.bincount(both).max()) <= 1
 
 
-def _match_classes(classes, x, z, act, max_sweeps=100):
-    """Weight matching: one linear assignment per class in order, repeated until no class
-    changes. ``act(perms, theta)`` applies one permutation per class. Returns (perms,
-    aligned, exact)."""
-    from scipy.optimize import linear_sum_assignment
+def _assignment():
+    """scipy.optimize.linear_sum_assignment, imported on first use (scipy.optimize loads its
+    submodules lazily, and an import statement per call costs as much as a small assignment)."""
+    global _LSA
+    if _LSA is None:
+        from scipy.optimize import linear_sum_assignment as _LSA
+    return _LSA
 
+
+_LSA = None
+#: per tuple of unit classes (held by its group): (disjoint, classes sharing positions)
+_STRUCTURE = {}
+
+
+def _class_structure(classes, n):
+    """Whether the unit classes share no position (then one assignment each is exact), and for
+    each class the other classes that share positions with it; computed once per ``classes``
+    tuple (a group's, kept while the group lives)."""
+    key = id(classes)
+    hit = _STRUCTURE.get(key)
+    if hit is not None and hit[0] is classes:
+        return hit[1:]
+    owned = np.zeros((len(classes), n), dtype=bool)
+    for c, (_, index) in enumerate(classes):
+        owned[c, index] = True
+    touches = [[d for d, (_, ix) in enumerate(classes) if d != c and owned[c].take(ix).any()]
+               for c in range(len(classes))]
+    exact = _disjoint([index for _, index in classes])
+    if len(_STRUCTURE) > 64:
+        _STRUCTURE.clear()
+    _STRUCTURE[key] = (classes, exact, touches)
+    return exact, touches
+
+
+def _match_classes(classes, x, z, act_one, max_sweeps=100):
+    """Weight matching: one linear assignment per class in order, repeated until no class
+    changes. ``act_one(c, step, theta)`` permutes the units of class ``c`` alone by ``step``
+    (unit i takes the parameters of unit step[i]), in place when it can, and returns theta.
+    A class is solved again only after a class sharing positions with it has moved: after its
+    own optimal step its matrix only has its columns permuted, so the identity is optimal and
+    the assignment would change nothing. Returns (perms, aligned, exact)."""
+    linear_sum_assignment = _assignment()
     perms = [np.arange(len(index)) for _, index in classes]
     cur = np.array(z, float)
-    exact = _disjoint([index for _, index in classes])
+    exact, touches = _class_structure(classes, x.size)
+    fixed = [x.take(index) for _, index in classes]  # theta1's units, read once
+    stale = [len(index) > 1 for _, index in classes]
     for _ in range(1 if exact else max_sweeps):
         changed = False
         for c, (_, index) in enumerate(classes):
-            if len(index) < 2:
+            if not stale[c]:
                 continue
-            C = x[index] @ cur[index].T  # C[i, j] = <x unit i, z unit j>
-            rows, cols = linear_sum_assignment(C, maximize=True)
-            step = np.empty(len(index), dtype=int)
-            step[rows] = cols
-            if np.sum(C[rows, cols]) - np.trace(C) <= 1e-12 * (abs(np.trace(C)) + 1e-300):
+            stale[c] = False
+            C = fixed[c] @ cur.take(index).T  # C[i, j] = <x unit i, z unit j>
+            step = linear_sum_assignment(C, maximize=True)[1]  # rows are 0..k-1 in order
+            now = C.trace()
+            if C[np.arange(len(step)), step].sum() - now <= 1e-12 * (abs(now) + 1e-300):
                 continue  # no strict improvement: keep the current assignment
-            one = [np.arange(len(ix)) for _, ix in classes]
-            one[c] = step
-            cur = act(one, cur)
+            cur = act_one(c, step, cur)
             perms[c] = perms[c][step]  # units of different classes commute
+            for d in touches[c]:
+                stale[d] = len(classes[d][1]) > 1
             changed = True
         if not changed:
             break
-    return perms, act(perms, np.asarray(z, float)), exact
+    return perms, cur, exact
 
 
 def _units(group, x, z):
-    perms, aligned, exact = _match_classes(group.classes, x, z,
-                                           lambda p, t: group.act(tuple(p), t))
+    def act_one(c, step, theta):
+        label, index = group.classes[c]
+        if label in group.adjust:  # fixed state to rewrite: through the group's action
+            one = [np.arange(len(ix)) for _, ix in group.classes]
+            one[c] = step
+            return group.act(tuple(one), theta)
+        theta[index] = theta.take(index[step])  # in place: the right side is a copy
+        return theta
+
+    perms, aligned, exact = _match_classes(group.classes, x, z, act_one)
     return tuple(perms), aligned, exact, "linear assignment per unit class" + (
         "" if exact else ", class after class until none changes (weight matching)")
 
@@ -299,9 +353,12 @@ def _signed_permutations(group, x, z):
             return el, group.act(el, z), True, f"enumeration of 2^{len(gens)} sign patterns"
     classes = _unit_classes_of(group)
     if classes is not None:
-        def act(perms, t):
-            return np.asarray(t, float)[_perm_of_units(n, classes, perms)]
-        perms, _, exact = _match_classes(classes, x, z, act)
+        def act_one(c, step, t):
+            one = [np.arange(len(ix)) for _, ix in classes]
+            one[c] = step
+            return t[_perm_of_units(n, classes, one)]
+
+        perms, _, exact = _match_classes(classes, x, z, act_one)
         el = (_perm_of_units(n, classes, perms), np.ones(n))
         return el, group.act(el, z), exact, "linear assignment per unit class (units read " \
                                             "from the swap generators)"
@@ -334,11 +391,75 @@ def _enumerate(group):
     return [(np.array(p), np.array(s)) for p, s in seen]
 
 
+def _shears(group, x, z):
+    """min_t |x - z - F t|, F = the shear directions at z, constant along the orbit (they read
+    only coordinates no shear moves): the orbit is the affine space z + range F, so linear
+    least squares is the global minimum."""
+    F = group.generators(z)
+    t = np.linalg.lstsq(F, x - z, rcond=None)[0]
+    return t, group.act(t, z), True, "linear least squares along the shear directions"
+
+
+def _augmented(group):
+    """The (n+1) x (n+1) matrices [[A_k, c_k], [0, 0]] of the affine fields (sparse)."""
+    import scipy.sparse as sp
+
+    n = group.n
+    return [sp.bmat([[A, sp.csr_matrix(c[:, None])], [None, sp.csr_matrix((1, 1))]],
+                    format="csr") for A, c in zip(group._A, group._c)]
+
+
+#: augmented sizes n + 1 up to which the field exponentials are dense (scipy.linalg.expm)
+MAX_DENSE_FIELDS = 600
+
+
+def _fields(group, x, z):
+    """min_t |x - exp(sum t_k X_k) . z| over the coefficients t of the affine fields X_k
+    (the group's own elements), by Levenberg-Marquardt from t = 0 with the exact Jacobian:
+    d/dt_k exp(M) z~ = L(M, A~_k) z~, L the Frechet derivative of the exponential (Higham
+    2008, "Functions of matrices", ch. 10; scipy.linalg.expm_frechet, or for large n the top
+    block of exp([[M, A~_k], [0, M]]) (0, z~)), M = sum t_k A~_k acting on z~ = (z, 1). A local
+    method (not exact)."""
+    import scipy.sparse as sp
+    from scipy.linalg import expm, expm_frechet
+    from scipy.optimize import least_squares
+    from scipy.sparse.linalg import expm_multiply
+
+    n, k = group.n, group.dim
+    mats = _augmented(group)
+    zt = np.append(np.asarray(z, float), 1.0)
+    dense = n + 1 <= MAX_DENSE_FIELDS
+    if dense:
+        mats = [Ak.toarray() for Ak in mats]
+
+    def M(t):
+        return sum((tk * Ak for tk, Ak in zip(t, mats)),
+                   np.zeros((n + 1, n + 1)) if dense else sp.csr_matrix((n + 1, n + 1)))
+
+    def residual(t):
+        return ((expm(M(t)) @ zt) if dense else expm_multiply(M(t), zt))[:n] - x
+
+    def jac(t):
+        Mt = M(t)
+        if dense:
+            return np.stack([(expm_frechet(Mt, Ak, compute_expm=False) @ zt)[:n]
+                             for Ak in mats], axis=1)
+        start = np.concatenate([np.zeros(n + 1), zt])
+        return np.stack([expm_multiply(sp.bmat([[Mt, Ak], [None, Mt]], format="csr"),
+                                       start)[:n] for Ak in mats], axis=1)
+
+    sol = least_squares(residual, np.zeros(k), jac=jac, method="lm", xtol=1e-14, ftol=1e-14,
+                        gtol=1e-14, max_nfev=50 * (k + 1))
+    t = sol.x if np.sum(residual(sol.x) ** 2) < np.sum((x - z) ** 2) else np.zeros(k)
+    return t, group.act(t, z), False, (f"Levenberg-Marquardt on the {k} field coefficients "
+                                       "(exact Jacobian of the group exponential)")
+
+
 #: the finite groups among them
 DISCRETE = (UnitPermutationGroup, SignedPermutationGroup)
 #: the group classes :func:`align` has a solver for
 ALIGNABLE = (OrthogonalGroup, GeneralLinearGroup, ScalingTorus, UnitPermutationGroup,
-             SignedPermutationGroup)
+             SignedPermutationGroup, FieldGroup, ShearGroup)
 
 
 def _align_factor(group, x, z):
@@ -353,6 +474,10 @@ def _align_factor(group, x, z):
         return _units(group, x, z)
     if isinstance(group, SignedPermutationGroup):
         return _signed_permutations(group, x, z)
+    if isinstance(group, ShearGroup):
+        return _shears(group, x, z)
+    if isinstance(group, FieldGroup):
+        return _fields(group, x, z)
     return None
 
 

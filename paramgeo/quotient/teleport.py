@@ -192,3 +192,30 @@ def teleport(param, loss, theta, objective="grad_norm", mode="max", radius=1.0, 
                     g=tuple(els), loss_before=vg(theta)[0], loss_after=vg(moved)[0],
                     radius=radius, at_bound=bool(np.any(np.abs(a) >= radius * (1 - 1e-6))),
                     invariance_error=inv)
+
+
+class Teleporter:
+    """A step of symmetry teleportation inside gradient descent: ``gradient_descent(param, loss,
+    theta0, steps, lr, callback=Teleporter(param, loss, every=k))`` moves theta along its orbit
+    after every k-th step with :func:`teleport` (the other arguments are teleport's), so the
+    descent continues from the point of the orbit with the largest gradient norm (by default)
+    within the bound; the loss and phi are unchanged by each move (checked by teleport). Zhao,
+    Dehmamy, Walters, Yu (2022) teleport every few steps to accelerate descent. ``moves``
+    lists (step, objective before, objective after) of the teleportations made."""
+
+    def __init__(self, param, loss, every, objective="grad_norm", mode="max", radius=1.0,
+                 starts=1, seed=0):
+        self.every = integer(every, "every", minimum=1)
+        self.param, self.loss = parameterization(param), loss
+        self.options = dict(objective=objective, mode=mode, radius=radius, starts=starts,
+                            seed=seed)
+        _objective(param, loss, objective)  # refuse a bad objective before the descent starts
+        self.moves = []
+
+    def __call__(self, t, theta):
+        """theta teleported when t is a multiple of ``every``, else theta unchanged."""
+        if t % self.every:
+            return theta
+        moved = teleport(self.param, self.loss, theta, **self.options)
+        self.moves.append((t, moved.before, moved.after))
+        return moved.theta

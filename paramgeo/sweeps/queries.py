@@ -254,11 +254,14 @@ def implicit_bias_query(param, data, init_scale, t_final, rtol, atol, chart, tim
     "stop_loss": Option(None, number(optional=True)),
     "stop_grad": Option(None, number(optional=True)),
     "init_scale": Option(None, number(positive=True, optional=True)),
+    "teleport_every": Option(None, integer(1, optional=True),
+                             "teleport to the largest gradient norm every K steps (gd)"),
+    "teleport_radius": Option(1.0, number(positive=True)),
     "seed": _seed("seed of the random start and of the minibatches")}, dense=False,
     renamed={"time": "t_final"})
 def flow_query(param, loss, data, method, steps, t_final, lr, schedule, batch_size, integrator,
                rtol, atol, log_times, chart, time_scale, exact_jacobian, records, stop_loss,
-               stop_grad, init_scale, seed):
+               stop_grad, init_scale, teleport_every, teleport_radius, seed):
     """Gradient descent or gradient flow of a loss through phi (paramgeo flow); the options
     of the other method are unused."""
     from ..cli._flow import load_data, train
@@ -267,7 +270,8 @@ def flow_query(param, loss, data, method, steps, t_final, lr, schedule, batch_si
                  lr=lr, schedule_kind=schedule, batch_size=batch_size, integrator=integrator,
                  rtol=rtol, atol=atol, log_times=log_times, chart=chart,
                  time_scale=time_scale, exact_jacobian=exact_jacobian, records=records,
-                 stop_loss=stop_loss, stop_grad=stop_grad, alpha=init_scale, seed=seed)
+                 stop_loss=stop_loss, stop_grad=stop_grad, alpha=init_scale, seed=seed,
+                 teleport_every=teleport_every, teleport_radius=teleport_radius)
     return dict(traj.summary(), final_predictor=traj.final_predictor)
 
 
@@ -442,6 +446,80 @@ def llc_query(param, loss, data, at, nbeta, gamma, step, step_scale, sampler, ch
     out = result.to_dict()
     out["exact"] = None if exact is None else exact.lam
     return out
+
+
+def _index_list(value):
+    """A list of factor indices (integers >= 0), or None for the whole group."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"must be a non-empty list of factor indices, got {_short_repr(value)}")
+    return [integer(0)(v) for v in value]
+
+
+#: the two points of a quotient query: files, or random points (a planted pair on request)
+QUOTIENT_PAIR = {
+    "first": Option(None, path(optional=True), "a .npy file holding theta1", path=True),
+    "second": Option(None, path(optional=True), "a .npy file holding theta2", path=True),
+    "seed": _seed("seed of the random points (theta1, then theta2 or the group element)"),
+    "planted": Option(False, flag, "theta2 = a random group element . theta1 (no second)")}
+
+
+def _quotient_pair(param, first, second, seed, planted):
+    """(theta1, theta2): each from its file or drawn from one generator seeded ``seed``;
+    ``planted`` draws theta2 as g . theta1 for a random element g of the group."""
+    import numpy as np
+
+    from ..cli._common import load_point
+    from ..errors import ArgumentError
+
+    rng = np.random.default_rng(seed)
+    x = param.random_point(rng) if first is None else load_point(param, first, seed)
+    if planted:
+        if second is not None:
+            raise ArgumentError("planted draws theta2 from the group: give second or planted, "
+                                "not both")
+        group = param.symmetry()
+        return x, group.act(group.random_element(rng), x)
+    return x, param.random_point(rng) if second is None else load_point(param, second, seed)
+
+
+@register_query("quotient-align", {**QUOTIENT_PAIR,
+                                   "factors": Option(None, _index_list,
+                                                     "indices of the factors to align over")},
+                dense=False)
+def quotient_align_query(param, first, second, seed, planted, factors):
+    """Align theta2 to theta1 modulo the group: orbit or quotient distance, certificate
+    (paramgeo quotient align)."""
+    from ..quotient import align
+
+    a = align(param, *_quotient_pair(param, first, second, seed, planted), factors=factors)
+    c = a.certificate
+    return {"group": a.group, "distance": a.distance, "naive_distance": a.naive_distance,
+            "isometric": a.isometric, "exact": c.exact, "lower_bound": c.lower_bound,
+            "gap": c.gap, "method": c.method, "invariance_error": a.invariance_error,
+            "skipped": list(a.skipped)}
+
+
+@register_query("quotient-barrier", {
+    **QUOTIENT_PAIR,
+    "loss": Option("squared", choice("squared", "quadratic", "logistic", "exponential",
+                                     "regression")),
+    "data": Option(REQUIRED, path(), "an .npz file with the arrays the loss needs", path=True),
+    "path": Option("linear", choice("linear", "aligned", "geodesic")),
+    "points": Option(25, integer(2, 10001), "equally spaced lambda in [0, 1]")}, dense=False)
+def quotient_barrier_query(param, first, second, seed, planted, loss, data, path, points):
+    """Loss barrier between two points along the straight, aligned or geodesic path, both
+    definitions (paramgeo quotient barrier)."""
+    from ..cli._quotient import _loss
+    from ..quotient import barrier
+
+    b = barrier(param, _loss(param, loss, data),
+                *_quotient_pair(param, first, second, seed, planted), path=path,
+                n_points=points)
+    return {"path": b.path, "ainsworth": b.ainsworth, "entezari": b.entezari,
+            "end_loss_first": b.end_losses[0], "end_loss_second": b.end_losses[1],
+            "distance": b.distance}
 
 
 def get_query(name):
