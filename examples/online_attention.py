@@ -60,7 +60,7 @@ from paramgeo.flows import (
 def exact_case(d, out):
     rng = np.random.default_rng(0)
     p = get("matrix", d=d)
-    model = AttentionIndexed(d, link="linear", noise=0.5)
+    model = AttentionIndexed(d=d, link="linear", noise=0.5)
     teacher, start = Teacher.planted(d, d // 2, rng), p.random_point(rng)
     t0 = time.time()
     run = online_sgd(p, model, teacher, start,
@@ -101,7 +101,7 @@ def tied_hierarchy(d, out, orders=range(3, 14), reference=15):
     p = get("uut", d=d, r=r)
     W0 = 0.3 * rng.standard_normal(p.n)
     scale = 1 / math.sqrt(r * d)
-    model = AttentionIndexed(d, link="linear", noise=0.5)
+    model = AttentionIndexed(d=d, link="linear", noise=0.5)
     out["tied_hierarchy"] = {"d": d}
     names = ("mean", "norm", "overlap", "moment_3", "mixed_2")
     for lr, horizon in ((0.02, 2.5), (0.1, 0.5)):
@@ -131,7 +131,7 @@ def untied_hierarchy(ds, out, orders=range(3, 7), reference=7, lr=0.02, horizon=
         p = get("uvt", m=d, n=d, r=r)
         th0 = 0.3 * rng.standard_normal(p.n)
         scale = 1 / math.sqrt(r * d)
-        model = AttentionIndexed(d, link="linear", noise=0.5)
+        model = AttentionIndexed(d=d, link="linear", noise=0.5)
         run = online_sgd(p, model, teacher, th0, samples=int(horizon * d * d), lr=lr,
                          scale=scale, batch=20, seed=1, record_at=np.linspace(0, horizon, 11),
                          test_samples=0)
@@ -155,7 +155,7 @@ def variants(d, horizon, out):
     r = d // 2
     rng = np.random.default_rng(1)
     teacher = Teacher.planted(d, r, rng, centered=True)
-    model = AttentionIndexed(d, link="abs")
+    model = AttentionIndexed(d=d, link="abs")
     scale = 1 / math.sqrt(r * d)
     rec = np.linspace(0, horizon, 33)
     runs = {}
@@ -189,7 +189,7 @@ def scaling(ds, seeds, out, threshold=0.25, horizon=30.0):
             rng = np.random.default_rng(100 + seed)
             teacher = Teacher.planted(d, r, rng, centered=True)
             p = get("uut", d=d, r=r)
-            run = online_sgd(p, AttentionIndexed(d, link="abs"), teacher,
+            run = online_sgd(p, AttentionIndexed(d=d, link="abs"), teacher,
                              rng.standard_normal(p.n), samples=int(horizon * d * d), lr=0.1,
                              scale=1 / math.sqrt(r * d), batch=4, seed=seed, test_samples=0,
                              threshold=threshold, stop_at_recovery=True,
@@ -209,7 +209,7 @@ def scaling(ds, seeds, out, threshold=0.25, horizon=30.0):
         teacher = Teacher.planted(d, r, rng, centered=True)
         worst = 0.0
         for th0 in (np.zeros(m.n), m.random_point(rng)):
-            run = online_sgd(m, AttentionIndexed(d, link="abs"), teacher, th0,
+            run = online_sgd(m, AttentionIndexed(d=d, link="abs"), teacher, th0,
                              samples=int(t_max * d * d), lr=1.5, lr_exponent=1, batch=4,
                              seed=3, test_samples=0, threshold=threshold)
             worst = max(worst, float(np.max(np.abs(run.order["cosine"]))))
@@ -248,7 +248,7 @@ def direct_noise_level(ds, seeds, out, horizon=6.0):
         for seed in range(seeds):
             rng = np.random.default_rng(200 + seed)
             teacher = Teacher.planted(d, r, rng, centered=True)
-            run = online_sgd(m, AttentionIndexed(d, link="abs"), teacher, m.random_point(rng),
+            run = online_sgd(m, AttentionIndexed(d=d, link="abs"), teacher, m.random_point(rng),
                              samples=int(horizon * d * d), lr=1.5, lr_exponent=1, batch=4,
                              seed=3 + seed, test_samples=0, threshold=0.99,
                              record_at=np.linspace(0, horizon, 101))
@@ -297,7 +297,7 @@ def untied_run(d, seed, batch=8, horizon=30.0):
     teacher = Teacher.planted(d, r, rng, centered=True)
     U, Z = rng.standard_normal((2, d, r))
     th0 = np.concatenate([U.ravel(), ((U + Z) / math.sqrt(2)).ravel()])
-    run = online_sgd(p, AttentionIndexed(d, link="abs"), teacher, th0,
+    run = online_sgd(p, AttentionIndexed(d=d, link="abs"), teacher, th0,
                      samples=int(horizon * d * d), lr=0.1, scale=1 / math.sqrt(r * d),
                      batch=batch, seed=seed, record_at=np.arange(0, horizon + 0.01, 0.1),
                      threshold=0.25, test_samples=0, stop_at_recovery=True, moments=0)
@@ -361,7 +361,7 @@ def untied_controls(d, batch, out):
     for link in ("abs", "relu"):
         rng = np.random.default_rng(1)
         teacher = Teacher.planted(d, r, rng)
-        run = online_sgd(p, AttentionIndexed(d, link=link), teacher, rng.standard_normal(p.n),
+        run = online_sgd(p, AttentionIndexed(d=d, link=link), teacher, rng.standard_normal(p.n),
                          samples=6 * d * d, lr=0.1, scale=1 / math.sqrt(r * d), batch=batch,
                          seed=2, record_at=np.linspace(0, 6, 31), threshold=0.25,
                          test_samples=0, moments=0)

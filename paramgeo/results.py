@@ -61,7 +61,7 @@ def _fmt(value):
     return str(value)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Result:
     """Mixin for engine results: ``to_dict()`` for JSON and a field-per-line ``__str__``."""
 

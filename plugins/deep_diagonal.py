@@ -442,7 +442,8 @@ class DeepDiagonal(Parameterization):
             pmap = PowerMirrorMap(np.where(s0 > 0, amp, np.inf), np.where(s0 < 0, amp, np.inf),
                                   L - 2.0, L)
             return pmap.potential(theta0, beta0, formula, reference, value, grad, hessian)
-        return Potential(formula, "closed form", reference, theta0, beta0, value, grad, hessian)
+        return Potential(formula=formula, source="closed form", reference=reference, theta0=theta0,
+                         beta0=beta0, value=value, grad=grad, hessian=hessian)
 
     def _signed_potential(self, theta0):
         """beta = u^L - v^L, L >= 3, from u0 > 0 and v0 > 0 (|u0|, |v0| for even L; zeros

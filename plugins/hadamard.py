@@ -193,10 +193,10 @@ class Hadamard(Parameterization):
                        + ("" if np.all(hyp) else "; entropy 1/2 [|b| log(|b|/|b0|) - |b| + |b0|]"
                           " where a_i = 0") + ")")
         return Potential(
-            formula, "closed form",
-            "Woodworth, Gunasekar, Lee, Moroshko, Savarese, Golan, Soudry, Srebro (2020) "
+            formula=formula, source="closed form",
+            reference="Woodworth, Gunasekar, Lee, Moroshko, Savarese, Golan, Soudry, Srebro (2020) "
             "Kernel and rich regimes in overparametrized models, Theorem 1",
-            np.concatenate([u0, v0]), b0, value, grad, hessian)
+            theta0=np.concatenate([u0, v0]), beta0=b0, value=value, grad=grad, hessian=hessian)
 
     def symmetry(self):
         import scipy.sparse as sp

@@ -246,10 +246,12 @@ class UUT(Parameterization):
                    f"lambda0_j], lambda0_j = {lam0} on range Q0 ({k} of {d}), lambda_j = 0 "
                    "frozen elsewhere")
         return Potential(
-            formula, "closed form",
-            "Gunasekar et al. (2017) Implicit regularization in matrix factorization, Theorem 1 "
-            "(commuting measurements); Tsuda, Raetsch, Warmuth (2005) Matrix exponentiated "
-            "gradient updates", np.asarray(theta0, float).copy(), Q0.ravel(), value, grad, hessian)
+            formula=formula, source="closed form",
+            reference="Gunasekar et al. (2017) Implicit regularization in matrix factorization, "
+            "Theorem 1 (commuting measurements); Tsuda, Raetsch, Warmuth (2005) Matrix "
+            "exponentiated gradient updates",
+            theta0=np.asarray(theta0, float).copy(), beta0=Q0.ravel(), value=value, grad=grad,
+            hessian=hessian)
 
     def symbolic(self):
         import sympy

@@ -479,7 +479,8 @@ def test_check_compares_the_declared_coefficient():
         def learning_coefficient(self, theta):
             from paramgeo.llc import LearningCoefficient
 
-            return LearningCoefficient(10.0, 1, "10", "wrong", "wrong", "none")
+            return LearningCoefficient(lam=10.0, multiplicity=1, exact="10", case="wrong",
+                                       formula="wrong", reference="none")
 
     report = check(Wrong(p=1), n_points=1)
     item = next(i for i in report.items if i.property == "learning-coefficient")

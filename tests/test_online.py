@@ -35,7 +35,7 @@ def test_indices_are_the_attention_indices():
     """h_ab = (x_a^T S x_b - delta_ab Tr S) / sqrt(d), entry by entry."""
     rng = np.random.default_rng(0)
     d, T = 5, 3
-    model = AttentionIndexed(d, tokens=T)
+    model = AttentionIndexed(d=d, tokens=T)
     S = rng.standard_normal((d, d))
     X = model.sample(rng, 2)
     h = model.indices(S, X)
@@ -51,7 +51,7 @@ def test_sample_gradient_matches_finite_differences(link):
     """grad_S of sum_b |g(h_b(S)) - y_b|^2 / 2 against central differences, every link, T = 2."""
     rng = np.random.default_rng(1)
     d = 4
-    model = AttentionIndexed(d, tokens=2, link=link, beta=1.3)
+    model = AttentionIndexed(d=d, tokens=2, link=link, beta=1.3)
     S = rng.standard_normal((d, d))
     X = model.sample(rng, 3)
     y = model.labels(_sym(rng, d), X, rng)
@@ -74,7 +74,7 @@ def test_step_through_a_plugin_is_the_chain_rule():
     d, r = 5, 3
     p = get("uut", d=d, r=r)
     scale = 1 / math.sqrt(r * d)
-    model = AttentionIndexed(d, tokens=2, link="tanh")
+    model = AttentionIndexed(d=d, tokens=2, link="tanh")
     X = model.sample(rng, 2)
     y = model.labels(_sym(rng, d), X, rng)
     theta = rng.standard_normal(p.n)
@@ -94,7 +94,7 @@ def test_mean_gradient_of_the_linear_link_is_a_D_over_d():
     Monte Carlo within 5 standard errors in every entry (from means over chunks of samples)."""
     rng = np.random.default_rng(3)
     d, T, chunks, size = 4, 2, 400, 50
-    model = AttentionIndexed(d, tokens=T, link="linear")
+    model = AttentionIndexed(d=d, tokens=T, link="linear")
     S, S_star = _sym(rng, d), _sym(rng, d)
     grads = []
     for _ in range(chunks):
@@ -108,7 +108,7 @@ def test_mean_gradient_of_the_linear_link_is_a_D_over_d():
 
 
 def test_closed_form_equals_the_integrated_equations():
-    model = AttentionIndexed(10, tokens=2, link="linear", noise=0.3)
+    model = AttentionIndexed(d=10, tokens=2, link="linear", noise=0.3)
     t = np.linspace(0, 3, 31)
     args = (model, {"mean": 0.7, "norm": 1.5}, {"mean": 0.1, "norm": 1.2, "overlap": 0.05},
             0.4, t)
@@ -125,7 +125,7 @@ def test_online_sgd_follows_the_exact_equations_at_small_d():
     rng = np.random.default_rng(4)
     d = 48
     p = get("matrix", d=d)
-    model = AttentionIndexed(d, link="linear", noise=0.2)
+    model = AttentionIndexed(d=d, link="linear", noise=0.2)
     run = online_sgd(p, model, Teacher.planted(d, d // 2, rng), p.random_point(rng),
                      samples=2 * d * d, lr=0.5, lr_exponent=1, batch=12, seed=5,
                      record_at=np.linspace(0, 2, 9), test_samples=16)
@@ -151,12 +151,12 @@ def test_direct_S_at_zero_stays_there_for_an_even_link_and_tied_S_leaves():
     rng = np.random.default_rng(6)
     d, r = 12, 6
     teacher = Teacher.planted(d, r, rng, centered=True)
-    model = AttentionIndexed(d, link="abs", noise=0.1)
+    model = AttentionIndexed(d=d, link="abs", noise=0.1)
     p = get("matrix", d=d)
     run = online_sgd(p, model, teacher, np.zeros(p.n), samples=d * d, lr=0.5, lr_exponent=1,
                      seed=1, test_samples=0)
     assert np.all(run.trajectory.thetas == 0)
-    moved = online_sgd(p, AttentionIndexed(d, link="linear"), teacher, np.zeros(p.n),
+    moved = online_sgd(p, AttentionIndexed(d=d, link="linear"), teacher, np.zeros(p.n),
                        samples=d * d, lr=0.5, lr_exponent=1, seed=1, test_samples=0)
     assert np.abs(moved.trajectory.thetas[-1]).max() > 0
     u = get("uut", d=d, r=r)
@@ -169,7 +169,7 @@ def test_weak_recovery_is_detected_and_can_stop_the_run():
     rng = np.random.default_rng(7)
     d = 16
     p = get("matrix", d=d)
-    run = online_sgd(p, AttentionIndexed(d, link="linear"), Teacher.planted(d, 8, rng),
+    run = online_sgd(p, AttentionIndexed(d=d, link="linear"), Teacher.planted(d, 8, rng),
                      p.random_point(rng), samples=4 * d * d, lr=0.5, lr_exponent=1, batch=4,
                      threshold=0.5, seed=3, stop_at_recovery=True, test_samples=0)
     assert run.weak_recovery is not None and run.samples == run.weak_recovery < 4 * d * d
@@ -221,18 +221,18 @@ def test_bad_input_names_the_problem():
     rng = np.random.default_rng(10)
     t = Teacher.planted(4, 2, rng)
     with pytest.raises(ShapeError, match="d x d matrix"):
-        online_sgd(get("hadamard", p=3), AttentionIndexed(4), t, np.ones(6), 10, 0.1)
+        online_sgd(get("hadamard", p=3), AttentionIndexed(d=4), t, np.ones(6), 10, 0.1)
     with pytest.raises(ShapeError, match="teacher is 4 x 4"):
-        online_sgd(get("matrix", d=3), AttentionIndexed(3), t, np.zeros(9), 10, 0.1)
+        online_sgd(get("matrix", d=3), AttentionIndexed(d=3), t, np.zeros(9), 10, 0.1)
     with pytest.raises(ParamgeoError, match="unknown link 'cubic'"):
-        AttentionIndexed(4, link="cubic")
+        AttentionIndexed(d=4, link="cubic")
     with pytest.raises(ParamgeoError, match="step size"):
-        online_sgd(get("matrix", d=4), AttentionIndexed(4), t, np.zeros(16), 10, -1.0)
+        online_sgd(get("matrix", d=4), AttentionIndexed(d=4), t, np.zeros(16), 10, -1.0)
     with pytest.raises(ParamgeoError, match="linear link only"):
-        linear_teacher_odes(AttentionIndexed(4, link="abs"), {"mean": 0, "norm": 1},
+        linear_teacher_odes(AttentionIndexed(d=4, link="abs"), {"mean": 0, "norm": 1},
                             {"mean": 0, "norm": 1, "overlap": 0}, 0.5, [0, 1])
     with pytest.raises(ParamgeoError, match="diverged"):
-        online_sgd(get("matrix", d=4), AttentionIndexed(4, link="quadratic"), t,
+        online_sgd(get("matrix", d=4), AttentionIndexed(d=4, link="quadratic"), t,
                    10 * np.ones(16), 200, 50.0)
 
 
@@ -270,7 +270,7 @@ def test_finite_d_second_moment_by_monte_carlo():
 
 
 def test_finite_d_equations_need_one_token():
-    model = AttentionIndexed(10, tokens=2)
+    model = AttentionIndexed(d=10, tokens=2)
     with pytest.raises(ParamgeoError, match="T = 1 token"):
         linear_teacher_odes(model, {"mean": 0, "norm": 1}, {"mean": 0, "norm": 1, "overlap": 0},
                             0.5, [0, 1], finite_d=True)
@@ -324,7 +324,7 @@ def test_moments_follow_the_free_convolution_prediction():
     p = get("matrix", d=d)
     teacher = Teacher.planted(d, d // 2, rng)
     S0 = p.random_point(rng)
-    model = AttentionIndexed(d, link="linear", noise=0.5)
+    model = AttentionIndexed(d=d, link="linear", noise=0.5)
     run = online_sgd(p, model, teacher, S0, samples=2 * d * d, lr=0.5, lr_exponent=1,
                      batch=12, seed=14, record_at=np.linspace(0, 2, 9), test_samples=0)
     ode, cmp = compare_with_odes(run, finite_d=True, teacher=teacher.S, start=S0.reshape(d, d))
@@ -457,7 +457,7 @@ def test_tied_hierarchy_follows_online_sgd_and_converges_in_the_order():
     rng = np.random.default_rng(2)
     teacher = Teacher.planted(d, r, rng)
     p = get("uut", d=d, r=r)
-    model = AttentionIndexed(d, link="linear", noise=0.5)
+    model = AttentionIndexed(d=d, link="linear", noise=0.5)
     run = online_sgd(p, model, teacher, 0.3 * rng.standard_normal(p.n), samples=2 * d * d,
                      lr=0.02, scale=1 / math.sqrt(r * d), batch=8, seed=3,
                      record_at=np.linspace(0, 2, 6), test_samples=0)
@@ -470,7 +470,7 @@ def test_tied_hierarchy_follows_online_sgd_and_converges_in_the_order():
     gaps = [np.max(np.abs(a.order["moment_3"] - sols[-1].order["moment_3"])) for a in sols[:-1]]
     assert gaps[0] > gaps[1] > gaps[2] > 0
     with pytest.raises(ParamgeoError, match="linear link"):
-        tied_moment_odes(AttentionIndexed(d, link="abs"), teacher.S, S0, 0.1, 0.1, [0, 1])
+        tied_moment_odes(AttentionIndexed(d=d, link="abs"), teacher.S, S0, 0.1, 0.1, [0, 1])
 
 
 def _untied_hierarchy(T, K, beta, noise):
@@ -590,7 +590,7 @@ def test_untied_hierarchy_follows_online_sgd_and_converges_in_the_order():
     rng = np.random.default_rng(0)
     teacher = Teacher.planted(d, r, rng)
     p = get("uvt", m=d, n=d, r=r)
-    model = AttentionIndexed(d, link="linear", noise=0.5)
+    model = AttentionIndexed(d=d, link="linear", noise=0.5)
     run = online_sgd(p, model, teacher, 0.3 * rng.standard_normal(p.n), samples=2 * d * d,
                      lr=0.02, scale=1 / math.sqrt(r * d), batch=8, seed=3,
                      record_at=np.linspace(0, 2, 6), test_samples=0)
@@ -607,7 +607,7 @@ def test_untied_hierarchy_follows_online_sgd_and_converges_in_the_order():
                 for n in ("mean", "norm", "overlap")) for a in sols[:-1]]
     assert gaps[0] > gaps[1] > gaps[2] > 0, gaps  # measured 0.13, 0.06, 0.011
     with pytest.raises(ParamgeoError, match="linear link"):
-        untied_moment_odes(AttentionIndexed(d, link="abs"), teacher.S, U0, V0, 0.1, 0.1, [0, 1])
+        untied_moment_odes(AttentionIndexed(d=d, link="abs"), teacher.S, U0, V0, 0.1, 0.1, [0, 1])
     with pytest.raises(ParamgeoError, match="two 40 x r"):
         untied_moment_odes(model, teacher.S, U0, V0[:, :3], 0.1, 0.1, [0, 1])
 
@@ -624,7 +624,7 @@ def test_mean_gradient_of_a_nonlinear_link_pulls_along_S_star():
     T = Teacher.planted(d, r, rng).S
     U, V = rng.standard_normal((2, d, r))
     S = U @ V.T / math.sqrt(r * d)
-    model = AttentionIndexed(d, link="tanh")
+    model = AttentionIndexed(d=d, link="tanh")
     G, c1, K, n = np.zeros((d, d)), 0.0, 0.0, 0
     for _ in range(8):
         X = model.sample(rng, 5000)
@@ -648,7 +648,7 @@ def _untied_run(d, seed, link, centered, correlated, horizon=3.0):
     p = get("uvt", m=d, n=d, r=r)
     U, Z = rng.standard_normal((2, d, r))
     V = (U + Z) / math.sqrt(2) if correlated else Z
-    return online_sgd(p, AttentionIndexed(d, link=link), teacher,
+    return online_sgd(p, AttentionIndexed(d=d, link=link), teacher,
                       np.concatenate([U.ravel(), V.ravel()]), samples=int(horizon * d * d),
                       lr=0.1, scale=1 / math.sqrt(r * d), batch=8, seed=seed,
                       record_at=np.arange(0, horizon + 0.5, 1.0), test_samples=0, moments=0)

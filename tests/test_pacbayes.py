@@ -24,7 +24,7 @@ from paramgeo.errors import ParamgeoError, ShapeError
 
 # ----------------------------------------------------------------- distributions and chain rule
 def test_diagonal_gaussian_logpdf_and_kl_match_scipy(rng):
-    q = pb.DiagonalGaussian(rng.standard_normal(4), rng.uniform(0.2, 1.0, 4))
+    q = pb.DiagonalGaussian(mean=rng.standard_normal(4), std=rng.uniform(0.2, 1.0, 4))
     p = pb.DiagonalGaussian.isotropic(np.zeros(4), 0.7)
     x = rng.standard_normal(4)
     ref = stats.multivariate_normal(q.mean, np.diag(q.std ** 2)).logpdf(x)
@@ -106,7 +106,7 @@ def test_laplace_implicit_bias_density_is_normalised_laplace():
 def test_hadamard_quotient_kl_below_parameter_kl(seed):
     rng = np.random.default_rng(100 + seed)
     h = paramgeo.get("hadamard", p=3)
-    post = pb.DiagonalGaussian(rng.standard_normal(6), rng.uniform(0.05, 0.6, 6))
+    post = pb.DiagonalGaussian(mean=rng.standard_normal(6), std=rng.uniform(0.05, 0.6, 6))
     rep = pb.quotient_kls(h, post, [0.3, 1.0, 2.0], method="quadrature")
     for pk in rep.priors:
         assert pk.kl_quotient <= pk.kl_param + 1e-9, pk
@@ -140,7 +140,7 @@ def test_equality_when_fibre_conditionals_agree():
                             [lambda x: pb.centred_product_logpdf(x, 1, 1)], lo, hi)
         assert kl[0] == pytest.approx(kl_param, rel=1e-6)
     # and strict inequality when the posterior moves along the fibre
-    q = pb.DiagonalGaussian(np.array([2.0, 0.5]), np.array([0.3, 0.3]))
+    q = pb.DiagonalGaussian(mean=np.array([2.0, 0.5]), std=np.array([0.3, 0.3]))
     rep = pb.quotient_kls(paramgeo.get("hadamard", p=1), q, [1.0], method="quadrature")
     assert rep.priors[0].kl_quotient < rep.priors[0].kl_param - 0.1
 
@@ -149,7 +149,7 @@ def test_quadrature_and_montecarlo_orbit_integrals_agree():
     """Two routes for hadamard p=1: Gauss-Legendre of product densities vs. the generic Monte
     Carlo estimator with orbit integrals (canonical points, orbit volumes, components)."""
     h = paramgeo.get("hadamard", p=1)
-    post = pb.DiagonalGaussian(np.array([0.9, 0.7]), np.array([0.2, 0.3]))
+    post = pb.DiagonalGaussian(mean=np.array([0.9, 0.7]), std=np.array([0.2, 0.3]))
     quad = pb.quotient_kls(h, post, [1.0], method="quadrature")
     mc = pb.quotient_kls(h, post, [1.0], method="montecarlo", samples=16, seed=3)
     for a, b in zip(quad.priors, mc.priors):
@@ -159,7 +159,7 @@ def test_quadrature_and_montecarlo_orbit_integrals_agree():
 
 def test_orbit_integral_density_matches_product_formula():
     h = paramgeo.get("hadamard", p=1)
-    q = pb.DiagonalGaussian(np.array([0.4, -0.8]), np.array([0.3, 0.5]))
+    q = pb.DiagonalGaussian(mean=np.array([0.4, -0.8]), std=np.array([0.3, 0.5]))
     for th in ([0.7, 0.2], [-1.1, 0.05]):
         beta = th[0] * th[1]
         ref = pb.product_logpdf([beta], q.mean, np.diag(q.std ** 2))[0]
@@ -280,17 +280,19 @@ def test_bad_distributions():
     with pytest.raises(ParamgeoError, match="positive"):
         pb.DiagonalGaussian.isotropic(np.zeros(3), -1.0)
     with pytest.raises(ParamgeoError, match="finite"):
-        pb.DiagonalGaussian(np.array([0.0, np.nan]), 1.0)
+        pb.DiagonalGaussian(mean=np.array([0.0, np.nan]), std=1.0)
     with pytest.raises(ShapeError, match="posterior has 3 entries"):
-        pb.quotient_kls(paramgeo.get("hadamard", p=2), pb.DiagonalGaussian(np.zeros(3), 1.0), 1)
+        pb.quotient_kls(paramgeo.get("hadamard", p=2), pb.DiagonalGaussian(mean=np.zeros(3),
+                                                                           std=1.0), 1)
 
 
 def test_implicit_bias_prior_beats_neutral_away_from_zero_and_not_at_zero():
     """Hadamard, one coordinate: the Laplace implicit-bias prior is closer to a posterior on a
     large coefficient and farther from one at the singular stratum (K_0 has a log peak at 0)."""
     h = paramgeo.get("hadamard", p=1)
-    far = pb.quotient_kls(h, pb.DiagonalGaussian(np.array([1.5, 1.5]), 0.05), [1.0]).priors
-    near = pb.quotient_kls(h, pb.DiagonalGaussian(np.array([0.02, 0.02]), 0.05), [1.0]).priors
+    far = pb.quotient_kls(h, pb.DiagonalGaussian(mean=np.array([1.5, 1.5]), std=0.05), [1.0]).priors
+    near = pb.quotient_kls(h, pb.DiagonalGaussian(mean=np.array([0.02, 0.02]),
+                                                  std=0.05), [1.0]).priors
     assert far[1].kl_quotient < far[0].kl_quotient
     assert near[1].kl_quotient > near[0].kl_quotient
 
@@ -452,7 +454,7 @@ def test_importance_orbit_integral_matches_closed_form(th):
     """uvt m = n = r = 1 is the one-dimensional Hadamard case: the general importance-sampling
     orbit integral against the product density (Craig; K_0 for the centred prior)."""
     u = paramgeo.get("uvt", m=1, n=1, r=1)
-    q = pb.DiagonalGaussian(np.array([0.4, -0.8]), np.array([0.3, 0.5]))
+    q = pb.DiagonalGaussian(mean=np.array([0.4, -0.8]), std=np.array([0.3, 0.5]))
     beta = th[0] * th[1]
     ref = [pb.product_logpdf([beta], q.mean, np.diag(q.std ** 2))[0],
            pb.centred_product_logpdf(beta, 1.0, 1.0)]
@@ -556,7 +558,7 @@ def test_montecarlo_reports_progress():
     from paramgeo.pacbayes import DiagonalGaussian, quotient_kls
 
     p = paramgeo.get("hadamard", p=2)
-    q = DiagonalGaussian(np.array([1.0, 0.5, 0.8, -0.4]), np.full(4, 0.1))
+    q = DiagonalGaussian(mean=np.array([1.0, 0.5, 0.8, -0.4]), std=np.full(4, 0.1))
     calls = []
     quotient_kls(p, q, [1.0, 2.0], method="montecarlo", samples=3,
                  progress=lambda done, total: calls.append((done, total)))
@@ -627,7 +629,7 @@ def test_finite_group_quotient_kl_matches_1d_integration():
     folded densities. The engine (Monte Carlo over Q, exact sum over G) against scipy quad."""
     p = paramgeo.get("uut", d=1, r=1)
     for mq, sq in ((0.3, 0.4), (1.2, 0.3)):
-        q = pb.DiagonalGaussian([mq], [sq])
+        q = pb.DiagonalGaussian(mean=[mq], std=[sq])
         rep = pb.quotient_kls(p, q, [1.0], samples=300, seed=1)
         exact = _folded_kl(mq, sq, 1.0)
         got = rep.priors[0]
@@ -642,7 +644,7 @@ def test_finite_group_quotient_kl_matches_2d_integration():
     densities by scipy dblquad over {u_1 > 0}."""
     p = paramgeo.get("uut", d=2, r=1)
     mq, sq, sp = np.array([0.2, -0.1]), np.array([0.3, 0.5]), 0.8
-    q = pb.DiagonalGaussian(mq, sq)
+    q = pb.DiagonalGaussian(mean=mq, std=sq)
 
     def dens(u, m, s):
         return np.prod(stats.norm.pdf(u, m, s))
@@ -686,7 +688,7 @@ def test_trivial_group_quotient_kl_equals_parameter_kl():
             return theta ** 3
 
     param = NoSymmetry()
-    q = pb.DiagonalGaussian([0.5, -1.0], [0.2, 0.3])
+    q = pb.DiagonalGaussian(mean=[0.5, -1.0], std=[0.2, 0.3])
     rep = pb.quotient_kls(param, q, [0.5, 1.0])
     assert rep.method == "exact"
     for pk in rep.priors:
@@ -697,7 +699,7 @@ def test_gl1_far_orbit_is_a_number_not_an_svd_failure(rng):
     """qk-attention r = 1 untied (GL(1)): the orbit quadrature reaches points where J
     overflows; the factor there is 0, not a LinAlgError."""
     p = paramgeo.get("qk-attention", d=3, r=1, heads=1)
-    q = pb.DiagonalGaussian(np.array([3.0, -2.0, 1.0, 1e-3, 2e-3, -1e-3]), 0.5)
+    q = pb.DiagonalGaussian(mean=np.array([3.0, -2.0, 1.0, 1e-3, 2e-3, -1e-3]), std=0.5)
     rep = pb.quotient_kls(p, q, [1.0], samples=8, seed=0)
     assert all(math.isfinite(pk.kl_quotient) for pk in rep.priors)
 

@@ -550,7 +550,7 @@ def test_gaussian_scales_are_bounded():
     from paramgeo.pacbayes.gaussians import _positive
 
     with pytest.raises(PacBayesInputError, match="std must lie"):
-        DiagonalGaussian(np.zeros(3), 1e300)
+        DiagonalGaussian(mean=np.zeros(3), std=1e300)
     with pytest.raises(PacBayesInputError, match="prior scale must lie"):
         _positive(1e-300, "prior scale", bounded=True)
 
@@ -1049,7 +1049,7 @@ def test_an_interrupted_pacbayes_keeps_the_finished_priors(tmp_path):
     from paramgeo.pacbayes import DiagonalGaussian, pacbayes_report
 
     p = paramgeo.get("uvt", m=2, n=2, r=1)
-    q = DiagonalGaussian(np.random.default_rng(0).standard_normal(p.n), 0.3)
+    q = DiagonalGaussian(mean=np.random.default_rng(0).standard_normal(p.n), std=0.3)
     args = (p, q, [1.0, 2.0], 1000, 0.05, 0.1)
     kwargs = dict(method="montecarlo", samples=6, seed=1, inner_samples=16)
     full = pacbayes_report(*args, **kwargs)

@@ -72,7 +72,7 @@ def test_the_spiked_model_refuses_non_finite_and_negative_strengths():
                    {"spike": 2 * MAX_SPIKE}, {"d": 1}, {"d": 2.5}):
         with pytest.raises(ArgumentError):
             SpikedModel(**{"d": 10, **kwargs})
-    assert SpikedModel(10, spike=MAX_SPIKE).spike == MAX_SPIKE
+    assert SpikedModel(d=10, spike=MAX_SPIKE).spike == MAX_SPIKE
 
 
 @pytest.mark.parametrize("args, phrase", [
@@ -170,7 +170,7 @@ def test_the_risk_in_orthonormal_rows_is_the_risk_of_the_vector():
     from paramgeo.flows.risk import SpikedModel
 
     rng = np.random.default_rng(0)
-    model = SpikedModel(30, spike=7.0, sigma2=1.5, signal=0.8)
+    model = SpikedModel(d=30, spike=7.0, sigma2=1.5, signal=0.8)
     V = np.linalg.qr(rng.standard_normal((30, 6)))[0].T  # 6 x 30, orthonormal rows
     for c in (rng.standard_normal(6), np.zeros(6), 1e3 * rng.standard_normal(6)):
         assert model.risk_in_rows(V, c) == pytest.approx(model.risk(V.T @ c), rel=1e-12)

@@ -191,7 +191,7 @@ def test_spectral_filters_sweep_query_matches_the_engine():
     query = get_query("spectral-filters")
     p = paramgeo.get("matrix", d=8)  # predictor length d = 64
     row = query.run(p, N=20, spike=10.0, noise=0.3, steps=200, seed=1)
-    direct = spiked_filter_risks(SpikedModel(64, spike=10.0, noise=0.3), 20, 1, 200)
+    direct = spiked_filter_risks(SpikedModel(d=64, spike=10.0, noise=0.3), 20, 1, 200)
     assert row["d"] == 64 and row["N"] == 20
     for key in ("ridge_risk", "gd_risk", "shifted_risk", "interpolator_risk", "implicit_penalty",
                 "mp_lower", "s_min"):

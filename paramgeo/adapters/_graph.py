@@ -30,7 +30,7 @@ ACTIVATION_NAMES = {name.lower(): act for name, act in TORCH_ACTIVATIONS.items()
     "alphadropout": None}
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class Stream:
     """The units written by one layer (see the module docstring)."""
 
@@ -52,7 +52,7 @@ class Stream:
         return self.incoming[:, j]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class Value:
     """What an fx node computes: ``kind`` "data" (no parameters), "stream" (the units of
     ``stream`` along ``axis``; ``flat`` = positions per unit after flattening; ``stage`` =
@@ -67,10 +67,10 @@ class Value:
     shape: tuple = None
 
 
-DATA, OPAQUE = Value("data"), Value("opaque")
+DATA, OPAQUE = Value(kind="data"), Value(kind="opaque")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class Reading:
     """What the reader found: rule groups (name, group) to verify, strata units (layer, name,
     inputs, outputs, activation), and notes on what no rule covers."""
@@ -109,7 +109,7 @@ class _Reader:
         return s
 
     def new_stream(self, label, kind, incoming, bias=None):
-        s = Stream(label, kind, incoming.shape[1], incoming, bias)
+        s = Stream(label=label, kind=kind, k=incoming.shape[1], incoming=incoming, bias=bias)
         self.streams.append(s)
         return s
 
@@ -355,11 +355,12 @@ def read_torch(model, probe, positions, n):
                 reader.escape(a, f"enters {label} as a second input")
             if isinstance(mod, torch.nn.Linear):
                 reader.consume(first, label, reader.idx(label, "weight"), "dense")
-                out = Value("stream", reader.dense(label, mod), axis=len(shape_of(node)) - 1)
+                out = Value(kind="stream", stream=reader.dense(label, mod),
+                            axis=len(shape_of(node)) - 1)
             elif isinstance(mod, (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)) \
                     and mod.groups == 1:
                 reader.consume(first, label, reader.idx(label, "weight"), "conv")
-                out = Value("stream", reader.conv(label, mod), axis=1)
+                out = Value(kind="stream", stream=reader.conv(label, mod), axis=1)
             elif isinstance(mod, torch.nn.modules.batchnorm._BatchNorm):
                 out = _batchnorm(reader, label, mod, first)
             elif isinstance(mod, torch.nn.LayerNorm):
@@ -368,20 +369,21 @@ def read_torch(model, probe, positions, n):
                         part.stream.events.append(("ln", part.stage, label))
                 s = (reader.affine(label, layer_norm=True) if len(mod.normalized_shape) == 1
                      else None)
-                out = Value("stream", s, axis=len(shape_of(node)) - 1) if s else OPAQUE
+                out = Value(kind="stream", stream=s, axis=len(shape_of(node)) - 1) if s else OPAQUE
             elif isinstance(mod, torch.nn.Embedding):
                 W = reader.idx(label, "weight")
-                out = Value("stream", reader.new_stream(label, "embed", W),
+                out = Value(kind="stream", stream=reader.new_stream(label, "embed", W),
                             axis=len(shape_of(node)) - 1)
             elif isinstance(mod, torch.nn.MultiheadAttention):
                 reader.escape(first, f"enters {label}")
                 s = reader.attention(label, mod)
-                out = Value("tuple", parts=(Value("stream", s, axis=-1) if s else OPAQUE,
+                out = Value(kind="tuple", parts=(Value(kind="stream", stream=s,
+                                                  axis=-1) if s else OPAQUE,
                                             OPAQUE))
             elif isinstance(mod, torch.nn.TransformerEncoderLayer):
                 reader.escape(first, f"enters {label}")
                 s = reader.encoder_layer(label, mod)
-                out = Value("stream", s, axis=len(shape_of(node)) - 1) if s else OPAQUE
+                out = Value(kind="stream", stream=s, axis=len(shape_of(node)) - 1) if s else OPAQUE
             elif isinstance(mod, torch.nn.Flatten):
                 out = _flatten(first, node.args[0], node, shape_of, reader, label)
             elif tname in POOLS:
@@ -400,7 +402,7 @@ def read_torch(model, probe, positions, n):
             name = target if isinstance(target, str) else getattr(target, "__name__", "")
             if target in (operator.add, operator.iadd) or name in ("add", "add_"):
                 if all(isinstance(a, torch.fx.Node) for a in node.args[:2]):
-                    out = Value("sum", parts=tuple(args[:2]))
+                    out = Value(kind="sum", parts=tuple(args[:2]))
                 else:
                     reader.escape(first, "shifted by a constant")
             elif (target in (operator.mul, torch.mul) or name == "mul") and len(args) == 2 \
@@ -411,7 +413,7 @@ def read_torch(model, probe, positions, n):
                     reader.escape(a, "multiplied by another stream (a gated unit)")
                 parts = [part for a in args for part in _unit_parts(a.stream)]
                 names = [nm for a in args for nm in _unit_part_names(a.stream)]
-                out = Value("stream", reader.custom(f"{args[0].stream.label}*"
+                out = Value(kind="stream", stream=reader.custom(f"{args[0].stream.label}*"
                                                     f"{args[1].stream.label}", parts, names),
                             axis=args[0].axis)
             elif target is operator.getitem and first.kind == "tuple":
@@ -475,7 +477,7 @@ def _unknown_layer(reader, label, tname, mod, shape):
     if k and all(p is not None and p.ndim >= 1 and p.shape[0] == k for p in parts):
         s = reader.custom(label, [p.reshape(k, -1) for p in parts],
                           [f"{label}.{key} row" for key in params])
-        return Value("stream", s, axis=len(shape) - 1)
+        return Value(kind="stream", stream=s, axis=len(shape) - 1)
     reader.reading.notes.append(f"{label} ({tname}): no rule, and its parameters are not "
                                 "sliced by its output features")
     return OPAQUE
@@ -528,4 +530,4 @@ def _batchnorm(reader, label, mod, value):
         return dataclasses.replace(value, stage=(True, (), False))
     reader.escape(value, f"normalised by {label}")
     s = reader.affine(label) if stats else None
-    return Value("stream", s, axis=1) if s is not None else OPAQUE
+    return Value(kind="stream", stream=s, axis=1) if s is not None else OPAQUE

@@ -5,8 +5,11 @@ extra ``paramgeo[jax]``. Every JAX call of the adapter runs with 64-bit types sw
 that call only (JAX's ``enable_x64`` context), so the user's global setting is left as it was.
 """
 
+from __future__ import annotations
+
 import sys
 import threading
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 
@@ -15,6 +18,9 @@ from ..symmetry import verify_group
 from ._checks import object_state, one_array, probe_array, real_array
 from ._layers import LayeredModel, check_layers
 from ._model import Backend, FrameworkModel, model_class
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 #: keys of a dense layer's weight and bias in a dict layer, and whether the weight is stored
 #: (in, out) (used as x @ W: flax's ``kernel``, the common JAX convention) or (out, in)
@@ -361,41 +367,51 @@ def _activations(activation, count):
     return out
 
 
-def from_jax(fn, params, probe, name=None, device=None, activation=None):
+def from_jax(fn: Callable[..., Any], params: Any, probe: ArrayLike, name: Optional[str] = None,
+             device: Any = None, activation: Any = None) -> FrameworkModel:
     """The parameterization theta -> fn(params(theta), probe) of a JAX function.
 
-    ``fn(params, probe)`` returns one array; ``params`` is any pytree of arrays (dicts, lists,
-    tuples). theta packs its leaves in float64 in ``jax.tree_util`` order, one block per leaf
-    named by its path (``0.W``, ``0.b``, ``encoder.kernel``); the predictor is fn's output on
-    the fixed ``probe``. ``theta0`` is ``params`` itself.
+    phi(theta) = fn(params, probe) with the leaves of the pytree ``params`` set from theta:
+    theta packs the leaves in float64 in ``jax.tree_util`` order, one block per leaf named by
+    its path (``0.W``, ``encoder.kernel``); ``theta0`` is ``params`` itself. Derivatives come
+    from JAX under ``jax.jit`` (J v = jax.jvp, J^T w = jax.vjp, J = jacrev/jacfwd, second
+    derivatives as jvp of vjp), the pattern of neural-tangents' empirical kernels, inside
+    ``enable_x64`` (the caller's global setting untouched). Without ``activation`` the
+    architecture is read from the jaxpr when fn is a chain of dense layers with elementwise
+    activations, its group verified at a random point (docs/own-model.md).
 
-    Derivatives come from JAX under ``jax.jit``: J v = jax.jvp, J^T w = jax.vjp, J =
-    jacrev/jacfwd, (sum_i w_i Hess phi_i) v = jvp of vjp, d/dt J(theta + t v) = jacrev of
-    jvp; ``forward`` is an autograd primitive with these derivatives, so every engine that
-    traces it with autograd runs (the pattern of neural-tangents' empirical kernels, which
-    take any JAX function and a params pytree). Every call runs inside JAX's ``enable_x64``
-    context: float64 for the adapter, the caller's global setting untouched (arrays the caller
-    makes outside stay float32 by default).
+    Args:
+        fn: fn(params, probe) -> one array.
+        params: any pytree of arrays (dicts, lists, tuples; flax, haiku, equinox layouts).
+        probe: the fixed input batch.
+        name: the registry name; default ``jax-`` and fn's name.
+        device: a ``jax.Device`` on which the products run (default: JAX's default); theta
+            and the results stay float64 numpy arrays on the host.
+        activation: declares ``params`` a list of dense layers x -> act(x W + b) (a dict with
+            ``W``/``w``/``weight`` (out, in) or ``kernel`` (in, out) and optional
+            ``b``/``bias``, a pair (W, b), or a bare weight) with this activation between them:
+            a name ("tanh", "relu", "identity"), a pair ("power", k) or a list with one per
+            hidden layer; the architecture graph and its group are then declared, after a check
+            at a random point that the group leaves fn's output unchanged.
 
-    ``device``: a ``jax.Device`` (e.g. ``jax.devices("gpu")[0]``) on which the products run
-    (default: JAX's default device); theta and the results stay float64 numpy arrays on the
-    host. By NVIDIA's published peak rates (quoted, not measured by paramgeo), consumer GPUs
-    run float64 at 1/32 or 1/64 of their float32 rate, data-centre GPUs at 1/2.
+    Returns:
+        A :class:`FrameworkModel`, a Parameterization with n = the number of parameter entries
+        and predictor shape that of fn(params, probe).
 
-    Without ``activation``, the architecture is read from the jaxpr of fn(params, probe) when
-    it is a chain of dense layers with elementwise activations, whatever the pytree's shape
-    (nested dicts as flax, haiku and equinox store them; block names from the pytree paths,
-    ``Dense_0.kernel``); the group it implies is verified at a random point as below, and a
-    function the chain does not describe is analysed without an architecture.
+    Raises:
+        ParamgeoError: JAX is not installed, fn is not callable, or the device cannot be used.
+        ShapeError: fn fails on the probe or returns no single array, or ``activation``
+            does not describe ``params`` (a wrong activation or storage order is refused).
 
-    ``activation``: declares ``params`` a list of dense layers x -> act(x W + b) (each layer
-    a dict with ``W``/``w``/``weight`` (out, in) or ``kernel`` (in, out) and optional
-    ``b``/``bias``, a tuple (W, b), or a bare weight; storage order read from the widths) with
-    the given elementwise activation between layers (a name such as "tanh", "relu",
-    "identity", a pair ("power", k), or a list with one per hidden layer). The architecture
-    graph and the symmetry group read from it are then declared, after checking at a random
-    point that random elements of that group leave fn's output unchanged (a wrong activation
-    or storage order is refused). ``name``: the registry name (default ``jax-`` and fn's name).
+    Examples:
+        >>> import jax.numpy as jnp, numpy as np, paramgeo
+        >>> def f(params, x):
+        ...     return jnp.tanh(x @ params["W"].T) @ params["v"]
+        >>> rng = np.random.default_rng(0)
+        >>> params = {"W": rng.standard_normal((3, 2)), "v": rng.standard_normal(3)}
+        >>> p = paramgeo.from_jax(f, params, rng.standard_normal((5, 2)))
+        >>> p.n, p.m, paramgeo.generic_rank(p)
+        (9, 5, 5)
     """
     jax = _import_jax()
     if not callable(fn):

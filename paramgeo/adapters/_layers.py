@@ -16,6 +16,8 @@ from it by :func:`paramgeo.symmetry.from_architecture` (Neyshabur, Salakhutdinov
 Chen, Lu, Hecht-Nielsen 1993; Arora, Cohen, Hazan 2018).
 """
 
+from typing import ClassVar
+
 import numpy as np
 
 from ..errors import ShapeError
@@ -110,10 +112,10 @@ class LayeredModel:
     """Mixin of a FrameworkModel whose layers were read (``self._layers``): declares the
     architecture graph and the symmetry group from_architecture reads from it."""
 
-    capabilities = frozenset({"architecture", "symmetry"})
+    capabilities: ClassVar[frozenset] = frozenset({"architecture", "symmetry"})
     _graph = None  # built on first use
     _group = None  # read from the graph on first use
-    references = (
+    references: ClassVar[tuple] = (
         "Neyshabur, Salakhutdinov, Srebro (2015) Path-SGD (rescalings of ReLU neurons)",
         "Chen, Lu, Hecht-Nielsen (1993) On the geometry of feedforward neural network error "
         "surfaces (sign flips and permutations)",
@@ -167,8 +169,8 @@ class GraphModel:
 
     The reading and the verification run once per model class, on first use."""
 
-    capabilities = frozenset({"architecture", "symmetry"})
-    references = (
+    capabilities: ClassVar[frozenset] = frozenset({"architecture", "symmetry"})
+    references: ClassVar[tuple] = (
         "Neyshabur, Salakhutdinov, Srebro (2015) Path-SGD (rescalings of ReLU units)",
         "Ioffe, Szegedy (2015) Batch normalization (scale invariance)",
         "Vaswani et al. (2017) Attention is all you need; Elhage et al. (2021) A mathematical "

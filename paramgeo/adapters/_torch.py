@@ -4,8 +4,11 @@ torch is imported when an adapter is built, never by ``import paramgeo``; it is 
 extra ``paramgeo[torch]``.
 """
 
+from __future__ import annotations
+
 import copy
 import sys
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
 
@@ -15,6 +18,9 @@ from ._checks import probe_array, torch_state, written_by
 from ._graph import read_torch
 from ._layers import GraphModel, LayeredModel, torch_layers
 from ._model import Backend, FrameworkModel, model_class
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 def _import_torch():
@@ -104,35 +110,48 @@ class TorchLayeredModel(LayeredModel, TorchModel):
     references = TorchModel.references + LayeredModel.references
 
 
-def from_torch(module, probe, name=None, device=None, layers="auto"):
-    """The parameterization theta -> module(probe) of a PyTorch module.
+def from_torch(module: Any, probe: ArrayLike, name: Optional[str] = None,
+               device: Optional[str] = None,
+               layers: Union[str, bool] = "auto") -> FrameworkModel:
+    """The parameterization theta -> f(theta; probe) of a PyTorch module.
 
-    theta packs the module's parameters in float64, one block per ``named_parameters()`` entry
-    (``0.weight``, ``0.bias``, ...; tied parameters once), in that order; the predictor is the
-    module's output on the fixed ``probe`` batch (a tensor or array; floating probes are cast
-    to float64), phi(theta) = f(theta; probe) with the shape of that output. The module is
-    copied, cast to float64 and put in eval mode (dropout off, batch-norm statistics fixed as
-    buffers); the caller's module is untouched. ``theta0`` is its own parameters.
+    phi(theta) = module(probe) with the module's parameters set to theta: theta packs them in
+    float64, one block per ``named_parameters()`` entry (``0.weight``, ``0.bias``, ...; tied
+    parameters once), in that order. The module is copied, cast to float64 and put in eval
+    mode; the caller's module is untouched, and ``theta0`` is its own parameters. Derivatives
+    come from torch.func (J v = jvp, J^T w = vjp, J = jacrev/jacfwd, second derivatives as jvp
+    of vjp), the pattern of curvlinops' Jacobian operators; ``forward`` is an autograd
+    primitive with them, so every engine runs. Devices and float64 rates: docs/own-model.md.
 
-    Derivatives come from torch.func: J v = torch.func.jvp, J^T w = torch.func.vjp, J =
-    jacrev/jacfwd, (sum_i w_i Hess phi_i) v = jvp of vjp, d/dt J(theta + t v) = jacrev of
-    jvp; ``forward`` is an autograd primitive with these derivatives, so every engine that
-    traces it with autograd runs (the pattern of curvlinops' torch Jacobian operators).
+    Args:
+        module: a ``torch.nn.Module``.
+        probe: the fixed input batch, a tensor or array (floating probes cast to float64).
+        name: the registry name; default ``torch-`` and the module's class name.
+        device: where the products run ("cpu" by default, "cuda" for a GPU); theta and the
+            results stay float64 numpy arrays on the host.
+        layers: "auto": for an ``nn.Sequential`` of ``Linear`` layers and elementwise
+            activations (or a module with the attribute ``paramgeo_activation``), declare the
+            architecture graph and the symmetry group read from it
+            (:func:`paramgeo.symmetry.from_architecture`: permutations of twin neurons, sign
+            flips of odd activations, rescalings of ReLU neurons, GL(h) of linear layers);
+            False declares neither.
 
-    ``device``: where the products run ("cpu" by default, "cuda" for a GPU); theta and the
-    results stay float64 numpy arrays on the host, where the eigensolvers run. By NVIDIA's
-    published peak rates (quoted, not measured by paramgeo), consumer GPUs run float64 at 1/32
-    or 1/64 of their float32 rate (data-centre GPUs at 1/2); rank
-    decisions need float64.
+    Returns:
+        A :class:`FrameworkModel`, a Parameterization with n = the number of parameters and
+        predictor shape that of module(probe); ``on_inputs(X)`` evaluates it on other inputs.
 
-    ``layers="auto"``: for an ``nn.Sequential`` of ``Linear`` layers and elementwise
-    activations (ReLU, LeakyReLU, Tanh, Identity, Dropout, Sigmoid, GELU, ..., or a module with
-    the attribute ``paramgeo_activation`` naming its activation, e.g. "power" with ``degree``)
-    the architecture graph (neurons as nodes, weights as edges) and the symmetry group read
-    from it (:func:`paramgeo.symmetry.from_architecture`: permutations of twin neurons, sign
-    flips of odd activations, rescalings of ReLU neurons, GL(h) of linear layers) are
-    declared; ``layers=False`` declares neither. ``name``: the registry name (default
-    ``torch-`` and the module's class name).
+    Raises:
+        ParamgeoError: torch is not installed, ``module`` is no ``nn.Module``, or the device
+            cannot be used.
+        ShapeError: the probe does not fit the module, or its output is not one array.
+
+    Examples:
+        >>> import torch, paramgeo
+        >>> _ = torch.manual_seed(0)
+        >>> net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1))
+        >>> p = paramgeo.from_torch(net, torch.randn(5, 2))
+        >>> p.n, p.m, p.symmetry()            # tanh: permutations and sign flips of the 3 units
+        (13, 5, <ProductGroup S_3 x (Z_2)^3 dim=0>)
     """
     torch = _import_torch()
     if not isinstance(module, torch.nn.Module):

@@ -171,7 +171,7 @@ def _rank_vs_quotient(description):
     return "no"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class _RankReport(Result):
     name: str
     rank: int
@@ -205,9 +205,10 @@ def rank_report(param, theta, route="auto", max_deficiency=None, precision=None,
                        digits=precision)
     if progress is not None:
         progress(state["total"], state["total"])
-    return _RankReport(param.name, decision.rank, generic.rank, decision.singular_values,
-                       decision.tol, decision.gap, decision.doubtful, decision.route,
-                       decision.certificate, decision.kinks)
+    return _RankReport(name=param.name, rank=decision.rank, generic_rank=generic.rank,
+                       singular_values=decision.singular_values, tol=decision.tol, gap=decision.gap,
+                       doubtful=decision.doubtful, route=decision.route,
+                       certificate=decision.certificate, kinks=decision.kinks)
 
 
 @command("rank")

@@ -14,7 +14,7 @@ from ._common import (command, emit, exit_if_interrupted, json_option, progress_
 MAX_EXACT_POINTS = 1000
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class _Defined(Result):
     name: str
     path: str
@@ -42,14 +42,16 @@ def define_cmd(spec_file, replace, as_json):
 
     cls = define(spec_file, replace=replace)
     param = cls()
-    result = _Defined(cls.name, cls.spec_path, {k: list(v) for k, v in param.spec.blocks.items()},
-                      dict(param.sizes), param.n, param.predictor_shape)
+    result = _Defined(name=cls.name, path=cls.spec_path,
+                      blocks={k: list(v) for k, v in param.spec.blocks.items()},
+                      sizes=dict(param.sizes), param_dim=param.n,
+                      predictor_shape=param.predictor_shape)
     shape = "x".join(map(str, param.predictor_shape)) or "scalar"
     emit(result, as_json, f"defined {cls.name}: n = {param.n} parameters -> predictor {shape} "
                           f"(saved in {cls.spec_path})")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class _Undefined(Result):
     name: str
     path: str
@@ -66,7 +68,7 @@ def undefine_cmd(name, as_json):
     from ..expressions.userdefs import undefine
 
     path = undefine(name)
-    emit(_Undefined(name, str(path)), as_json, f"removed {name} ({path})")
+    emit(_Undefined(name=name, path=str(path)), as_json, f"removed {name} ({path})")
 
 
 @command("discover")

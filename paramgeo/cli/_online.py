@@ -53,7 +53,8 @@ def run_online(param, *, link="abs", tokens=1, noise=0.0, beta=1.0, teacher="tie
                             f"d^2 log d = {d * d * math.log(d):.4g}), beyond the {MAX_SAMPLES:.0e} "
                             "one run of online SGD draws; give a smaller horizon")
     samples = max(1, int(round(samples)))
-    return online_sgd(param, AttentionIndexed(d, tokens, link, beta, noise), planted,
+    return online_sgd(param, AttentionIndexed(d=d, tokens=tokens, link=link, beta=beta,
+                                              noise=noise), planted,
                       starts[init](), samples, lr, lr_exponent=lr_exponent, scale=float(scale),
                       batch=batch, threshold=threshold, test_samples=0, stop_at_recovery=True,
                       seed=rng, progress=progress)

@@ -118,6 +118,6 @@ def spectral_filters_cmd(d, N, spike, noise, seed, as_json):
     """
     from ..flows.risk import SpikedModel, spiked_filter_risks
 
-    emit(spiked_filter_risks(SpikedModel(d, spike=spike, noise=noise), N, seed), as_json,
+    emit(spiked_filter_risks(SpikedModel(d=d, spike=spike, noise=noise), N, seed), as_json,
          renames=RISK_KEYS)
 

@@ -24,9 +24,12 @@ or from paramgeo itself, so it is not converted. The CLI turns a ``PluginError``
 failed property. Engines never catch it per command: this module is the one place.
 """
 
+from __future__ import annotations
+
 import contextlib
 import functools
 import math
+from typing import Iterator
 
 import numpy as np
 from autograd.tracer import Box, getval
@@ -44,18 +47,26 @@ _TRUSTED = [0]
 
 
 @contextlib.contextmanager
-def trusted():
-    """Turn the guard's checks off inside the block: every guarded method then calls the
-    plugin's code directly (no argument or result checks, exceptions unconverted), which saves
-    a fraction of a microsecond per call (most of it the inner product that tells a result
-    finite). For inner loops whose arguments the caller makes itself (a
-    sampler's or a flow's steps) once one checked call has passed; a fault inside the block
-    surfaces as the plugin's own exception or a non-finite value instead of a ``PluginError``.
-    Process-wide (all threads) while the block is open; blocks nest::
+def trusted() -> Iterator[None]:
+    """Turn the guard's checks off inside the block (a context manager).
 
-        with paramgeo.trusted():
-            for _ in range(steps):
-                theta -= lr * p.vjp(theta, loss_grad(p.forward_flat(theta)))
+    Every guarded method then calls the plugin's code directly (no argument or result checks,
+    exceptions unconverted), which saves a fraction of a microsecond per call (most of it the
+    inner product that tells a result finite): for inner loops whose arguments the caller makes
+    itself (a sampler's or a flow's steps) once one checked call has passed. A fault inside the
+    block surfaces as the plugin's own exception or a non-finite value instead of a
+    ``PluginError``. Process-wide (all threads) while open; blocks nest.
+
+    Returns:
+        The context manager; nothing is bound by ``with ... as``.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> p = paramgeo.get("uut", d=2, r=1)
+        >>> with paramgeo.trusted():
+        ...     g = p.vjp(np.ones(2), np.ones(4))      # J^T w of u u^T: 2 (sum u) (1, 1)
+        >>> g
+        array([4., 4.])
     """
     _TRUSTED[0] += 1
     try:
@@ -573,7 +584,7 @@ def _guarded_dim(fget):
     return dim
 
 
-def guard_group_class(cls):
+def guard_group_class(cls: type) -> None:
     """Wrap the methods of the SymmetryGroup subclass ``cls`` that it defines itself (see
     GROUP_METHODS, and the ``dim`` property): an exception inside them, or a result of the wrong
     shape, dtype or with NaN/inf at a finite theta, becomes a :class:`PluginError` naming the

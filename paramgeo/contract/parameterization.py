@@ -1,34 +1,33 @@
-"""The parameterization contract.
+"""The parameterization contract: phi: Theta = R^n -> P = R^m, parameters to predictors.
 
-A parameterization is a smooth map phi: Theta = R^n -> P = R^m from parameters to predictors.
-A plugin subclasses :class:`Parameterization` and supplies
-
-* ``name`` and ``size_params`` (a mapping of size names to :class:`Size` declarations);
-* ``make_spec()`` -> a :class:`ParamSpec` of named blocks packed into the flat theta;
-* ``make_predictor_shape()`` -> the shape of phi(theta);
-* ``forward(theta)`` written with ``autograd.numpy`` so that autograd can trace it.
-
-Everything else is derived (Jacobian, JVP, VJP, directional derivative of J by autograd) and may
-be overridden by closed forms. Optional capabilities are *declared* in the class attribute
-``capabilities`` (never probed with ``hasattr``); calling an undeclared one raises
-:class:`~paramgeo.errors.NotProvidedError`. The contract check (``paramgeo.check``) verifies the
-declaration against the behaviour.
-
-Engines speak only the flat numpy vector theta; ``spec.unpack(theta)`` gives named arrays.
+A plugin subclasses :class:`Parameterization` and supplies ``name``, ``size_params`` (sizes
+declared by :class:`Size`), ``make_spec()`` (a :class:`ParamSpec` of named blocks packed into
+the flat theta), ``make_predictor_shape()`` and ``forward(theta)`` written with
+``autograd.numpy``. Everything else is derived by autograd and may be overridden by closed
+forms; optional capabilities are *declared* in ``capabilities`` (never probed with ``hasattr``)
+and ``paramgeo.check`` verifies the declaration against the behaviour (docs/tutorial-register.md).
 """
+
+from __future__ import annotations
 
 import abc
 import functools
 import math
+import warnings
 from collections import OrderedDict
-from typing import ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Sequence
 
 import autograd
 import autograd.numpy as anp
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..errors import NotProvidedError, ShapeError, SizeError, approx
 from .guard import guard_class, guarded
+from ..linalg.numerics import RankDecision, RankPolicy
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 #: Optional capabilities a plugin may declare, with the method each one promises.
 CAPABILITIES = {
@@ -138,7 +137,7 @@ class Size:
 MAX_BUILD_ENTRIES = 50_000_000
 
 
-def require_entries(owner, **counts):
+def require_entries(owner: str, **counts: int) -> None:
     """Refuse (SizeError) sizes that would make a plugin allocate arrays of more than
     ``MAX_BUILD_ENTRIES`` entries: call it in ``validate_sizes`` with, e.g.,
     ``require_entries("qk-attention", parameters=2 * H * d * r, tokens=T * d)``, before
@@ -150,7 +149,8 @@ def require_entries(owner, **counts):
                             f"({MAX_BUILD_ENTRIES:.3g}); use smaller sizes")
 
 
-def fixed_array(owner, label, value, sizes, names):
+def fixed_array(owner: str, label: str, value: Optional[ArrayLike], sizes: dict,
+                names: Sequence[str]) -> Optional[NDArray[np.float64]]:
     """A user's fixed 2-d array of a plugin (lora's W0, relu-net's X) as a finite float array,
     with the sizes ``names`` (one per axis) defaulted in ``sizes`` to its shape; None stays
     None. Raises ShapeError for a non-finite or non-2-d array or sizes contradicting it."""
@@ -247,13 +247,12 @@ class Parameterization(abc.ABC):
     named like a reserved attribute (``RESERVED_ATTRIBUTES``: n, m, ...), which are read from
     ``self.sizes``.
 
-    Attributes
-    ----------
-    spec : ParamSpec
-    predictor_shape : tuple of int
-    n : int          parameter dimension
-    m : int          predictor dimension (product of predictor_shape)
-    sizes : dict     the validated sizes
+    Attributes:
+        spec (ParamSpec): the named parameter blocks packed into theta.
+        predictor_shape (tuple[int, ...]): the shape of phi(theta).
+        n (int): the parameter dimension.
+        m (int): the predictor dimension, the product of predictor_shape.
+        sizes (dict): the validated sizes.
     """
 
     name: ClassVar[str] = ""
@@ -307,40 +306,72 @@ class Parameterization(abc.ABC):
 
     # ------------------------------------------------------------------ required
     @abc.abstractmethod
-    def make_spec(self):
+    def make_spec(self) -> ParamSpec:
         """Return the :class:`ParamSpec` of the parameter blocks."""
 
     @abc.abstractmethod
-    def make_predictor_shape(self):
+    def make_predictor_shape(self) -> tuple[int, ...]:
         """Return the shape of phi(theta)."""
 
     @abc.abstractmethod
-    def forward(self, theta):
-        """phi(theta), written with ``autograd.numpy``; returns an array of predictor_shape."""
+    def forward(self, theta: ArrayLike) -> NDArray[np.float64]:
+        """The predictor phi(theta), written with ``autograd.numpy`` so autograd can trace it.
+
+        Args:
+            theta: the flat parameters, shape (n,); ``self.spec.unpack(theta)`` names blocks.
+
+        Returns:
+            phi(theta), shape ``predictor_shape`` (m entries).
+
+        Raises:
+            PluginError: the plugin's code fails or returns the wrong shape (the guard).
+
+        Examples:
+            >>> import paramgeo
+            >>> paramgeo.get("uut", d=2, r=1).forward([1.0, 2.0])   # U U^T
+            array([[1., 2.],
+                   [2., 4.]])
+        """
 
     # ------------------------------------------------------------------ hooks
-    def validate_sizes(self):
+    def validate_sizes(self) -> None:
         """Check relations between sizes (e.g. r <= d); raise SizeError. Default: none."""
 
     @functools.partial(guarded, method="random_point", plugin_code=False)
-    def random_point(self, rng):
-        """A random theta at a sensible scale; default i.i.d. N(0, 1) entries."""
+    def random_point(self, rng: np.random.Generator) -> NDArray[np.float64]:
+        """A random theta at a sensible scale; default i.i.d. N(0, 1) entries.
+
+        Args:
+            rng: the random generator (``numpy.random.default_rng(seed)``).
+
+        Returns:
+            theta of shape (n,).
+        """
         return rng.standard_normal(self.n)
 
     @functools.partial(guarded, method="init_at_scale", plugin_code=False)
-    def init_at_scale(self, alpha):
-        """The initialisation of scale ``alpha`` used in the plugin's literature (implicit-bias
-        and mirror-flow studies); default alpha * (1, ..., 1). Plugins override it where the
-        literature uses another one (e.g. an unbiased initialisation with phi(theta_0) = 0)."""
+    def init_at_scale(self, alpha: float) -> NDArray[np.float64]:
+        """The initialisation of scale ``alpha`` of the plugin's literature (implicit bias, mirror
+        flows): default alpha * (1, ..., 1); a plugin may override it (phi(theta_0) = 0)."""
         return float(alpha) * np.ones(self.n)
 
     # ------------------------------------------------------------------ derived
-    def provides(self, capability):
+    def provides(self, capability: str) -> bool:
         """Whether the plugin declared the optional ``capability`` (see ``CAPABILITIES``)."""
         return capability in self.capabilities
 
-    def as_theta(self, theta):
-        """Validate and return theta as a flat float vector of length n (ShapeError otherwise)."""
+    def as_theta(self, theta: ArrayLike) -> NDArray[np.float64]:
+        """theta validated as a flat float vector of length n.
+
+        Args:
+            theta: shape (n,), or the shape of the plugin's single parameter block.
+
+        Returns:
+            A float64 array of shape (n,).
+
+        Raises:
+            ShapeError: wrong shape, not numbers, or a non-finite entry (named by its label).
+        """
         try:
             arr = np.asarray(theta, dtype=float)
         except (TypeError, ValueError):
@@ -367,38 +398,101 @@ class Parameterization(abc.ABC):
             )
         return arr
 
-    def forward_flat(self, theta):
-        """phi(theta) flattened to a vector of length m."""
+    def forward_flat(self, theta: ArrayLike) -> NDArray[np.float64]:
+        """phi(theta) flattened to a vector of shape (m,) (row-major: vec of the predictor)."""
         return anp.reshape(self.forward(theta), (-1,))
 
     @functools.partial(guarded, method="jacobian", plugin_code=False)
-    def jacobian(self, theta):
-        """The m x n Jacobian J(theta) = d phi / d theta (autograd unless overridden)."""
+    def jacobian(self, theta: ArrayLike) -> NDArray[np.float64]:
+        """The Jacobian J(theta) = d phi / d theta (autograd unless the plugin overrides it).
+
+        Args:
+            theta: the flat parameters, shape (n,).
+
+        Returns:
+            J of shape (m, n): J[i, j] = d phi_i / d theta_j, phi flattened as ``forward_flat``.
+
+        Raises:
+            ShapeError: theta is not of shape (n,) (the plugin's faults: PluginError).
+
+        Examples:
+            >>> import paramgeo
+            >>> paramgeo.get("uut", d=2, r=1).jacobian([1.0, 2.0])   # d(u u^T) / du
+            array([[2., 0.],
+                   [2., 1.],
+                   [2., 1.],
+                   [0., 4.]])
+        """
         return np.asarray(self._jac(np.asarray(theta, dtype=float))).reshape(self.m, self.n)
 
     @functools.partial(guarded, method="jvp", plugin_code=False)
-    def jvp(self, theta, v):
-        """J(theta) v, a vector of length m (autograd forward mode unless overridden)."""
+    def jvp(self, theta: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
+        """J(theta) v = d/dt phi(theta + t v) at t = 0, by autograd's forward mode by default.
+
+        Args:
+            theta: the flat parameters, shape (n,).
+            v: a parameter tangent vector, shape (n,).
+
+        Returns:
+            J v, shape (m,).
+
+        Raises:
+            ShapeError: theta or v is not of shape (n,) (the plugin's faults: PluginError).
+
+        Examples:
+            >>> import paramgeo
+            >>> paramgeo.get("uut", d=2, r=1).jvp([1.0, 2.0], [1.0, 0.0])   # u e1^T + e1 u^T
+            array([2., 2., 2., 0.])
+        """
         from autograd.differential_operators import make_jvp
 
         return np.asarray(make_jvp(self.forward_flat)(np.asarray(theta, float))(v)[1])
 
     @functools.partial(guarded, method="vjp", plugin_code=False)
-    def vjp(self, theta, w):
-        """J(theta)^T w, a vector of length n (autograd reverse mode unless overridden)."""
+    def vjp(self, theta: ArrayLike, w: ArrayLike) -> NDArray[np.float64]:
+        """J(theta)^T w, the gradient of w . phi(theta), by autograd's reverse mode by default.
+
+        With w = grad ell(phi) it is the gradient of the loss ell o phi (the chain rule).
+
+        Args:
+            theta: the flat parameters, shape (n,).
+            w: a predictor cotangent vector, shape (m,) (phi flattened as ``forward_flat``).
+
+        Returns:
+            J^T w, shape (n,).
+
+        Raises:
+            ShapeError: theta is not of shape (n,) or w not of shape (m,) (plugin faults:
+                PluginError).
+
+        Examples:
+            >>> import paramgeo
+            >>> paramgeo.get("uut", d=2, r=1).vjp([1.0, 2.0], [1.0, 0.0, 0.0, 0.0])   # 2 W u
+            array([2., 0.])
+        """
         vjp_fun, _ = autograd.make_vjp(self.forward_flat)(np.asarray(theta, float))
         return np.asarray(vjp_fun(np.asarray(w, float)))
 
     @functools.partial(guarded, method="jacobian_derivative", plugin_code=False)
-    def jacobian_derivative(self, theta, v):
-        """The m x n matrix d/dt J(theta + t v) at t = 0 (second derivative of phi along v).
+    def jacobian_derivative(self, theta: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
+        """d/dt J(theta + t v) at t = 0: row i is (Hess phi_i) v, reverse mode over the JVP.
 
-        Row i is (Hess phi_i) v, the Jacobian of theta -> J(theta) v: reverse mode over the
-        forward-mode JVP (m backward passes; symmetric second derivatives make it equal to
-        d/dt J(theta + t v))."""
+        Args:
+            theta: the flat parameters, shape (n,).
+            v: the direction, shape (n,).
+
+        Returns:
+            An (m, n) matrix.
+
+        Raises:
+            ShapeError: theta or v is not of shape (n,).
+
+        Examples:
+            >>> import paramgeo
+            >>> paramgeo.get("uut", d=1, r=1).jacobian_derivative([3.0], [1.0])   # d^2 u^2
+            array([[2.]])
+        """
         from autograd.differential_operators import make_jvp
-
-        import warnings
 
         v = np.asarray(v, float)
         along = autograd.jacobian(lambda x: make_jvp(self.forward_flat)(x)(v)[1])
@@ -408,15 +502,28 @@ class Parameterization(abc.ABC):
         return np.asarray(out, dtype=float).reshape(self.m, self.n)
 
     @functools.partial(guarded, method="hessian_vp", plugin_code=False)
-    def hessian_vp(self, theta, w, v):
-        """(sum_i w_i Hess phi_i(theta)) v = (d/dt J(theta + t v))^T w, a vector of length n.
+    def hessian_vp(self, theta: ArrayLike, w: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
+        """(sum_i w_i Hess phi_i(theta)) v = (d/dt J(theta + t v))^T w.
 
-        The second-order term of the Hessian of a loss ell o phi (with w = grad ell) and the
-        derivative of the field J^T w along v (Lie brackets of the fields grad phi_i). Default:
+        The second-order term of the Hessian of a loss ell o phi (w = grad ell); default:
         reverse-over-reverse autograd on <w, phi(theta)>, never forming an m x n matrix.
-        """
-        import warnings
 
+        Args:
+            theta: the flat parameters, shape (n,).
+            w: the predictor weights, shape (m,).
+            v: the direction, shape (n,).
+
+        Returns:
+            A vector of shape (n,).
+
+        Raises:
+            ShapeError: theta or v is not of shape (n,), or w not of shape (m,).
+
+        Examples:
+            >>> import paramgeo
+            >>> paramgeo.get("uut", d=1, r=1).hessian_vp([3.0], [2.0], [1.0])   # 2 * 2 * 1
+            array([4.])
+        """
         w, v = np.asarray(w, float), np.asarray(v, float)
         grad = autograd.grad(lambda t: anp.dot(w, self.forward_flat(t)))
         with warnings.catch_warnings():  # a linear phi has a constant field: no dependence
@@ -425,85 +532,67 @@ class Parameterization(abc.ABC):
                 np.asarray(theta, float)), dtype=float)
 
     # ------------------------------------------------------------------ optional
-    def symmetry(self):
+    def symmetry(self) -> Any:
         """The symmetry group G (a :class:`paramgeo.symmetry.SymmetryGroup`)."""
         raise NotProvidedError(type(self).__name__, "symmetry", "symmetry")
 
-    def symbolic(self):
+    def symbolic(self) -> tuple[list, list]:
         """(symbols, exprs): sympy symbols in theta order and phi's m entries as expressions."""
         raise NotProvidedError(type(self).__name__, "symbolic", "symbolic")
 
-    def architecture(self):
+    def architecture(self) -> nx.DiGraph:
         """A networkx DiGraph: neurons as nodes, weights as edges with attribute ``index``."""
         raise NotProvidedError(type(self).__name__, "architecture", "architecture")
 
-    def sparse_jacobian(self, theta):
-        """J(theta) as a ``scipy.sparse`` matrix (m x n), for maps whose Jacobian has O(n)
-        nonzeros (coordinatewise products); the matrix-free rank route then factors J J^T."""
+    def sparse_jacobian(self, theta: ArrayLike) -> Any:
+        """J(theta) as a ``scipy.sparse`` (m, n) matrix with O(n) nonzeros (factored as J J^T)."""
         raise NotProvidedError(type(self).__name__, "sparse_jacobian", "sparse_jacobian")
 
-    def horizontal_projection(self, theta, v):
+    def horizontal_projection(self, theta: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
         """Closed-form projection of v onto the horizontal space at theta."""
         raise NotProvidedError(type(self).__name__, "horizontal_projection", "horizontal_projection")
 
-    def quadratic_forms(self, theta, X):
-        """(f, vjp) for a square d x d predictor Q = phi(theta) and inputs X (N x d):
-        f_i = x_i^T Q x_i, and vjp(c) = J(theta)^T vec(sum_i c_i x_i x_i^T), computed from the
-        factors without forming Q (for U U^T: f = |U^T x_i|^2, vjp(c) = 2 X^T diag(c) X U). Used
-        by ``paramgeo.losses.QuadraticMeasurements`` (quadratic networks f(x) = x^T Q x)."""
+    def quadratic_forms(self, theta: ArrayLike, X: ArrayLike) -> tuple[Any, Any]:
+        """(f, vjp) for Q = phi(theta) (d x d) and X (N x d): f_i = x_i^T Q x_i and vjp(c) =
+        J^T vec(sum_i c_i x_i x_i^T), from the factors without forming Q (for U U^T: f =
+        |U^T x_i|^2, vjp(c) = 2 X^T diag(c) X U); ``paramgeo.losses.QuadraticMeasurements``."""
         raise NotProvidedError(type(self).__name__, "quadratic_forms", "quadratic_forms")
 
-    def batched_vjp(self, thetas):
-        """(Phi, vjp) at K points at once, thetas of shape (K, n): Phi[k] = phi(thetas[k])
-        (shape (K, *predictor_shape)) and vjp(G) = (J(thetas[k])^T G[k])_k (shape (K, n)) for
-        G of shape (K, m), each one batched array operation instead of K calls (for U V^T:
-        Phi = U V^T, vjp(G) = (G V, G^T U) per point). Used by
-        :func:`paramgeo.losses.batched_value_and_grad` (the LLC estimator's chains)."""
+    def batched_vjp(self, thetas: ArrayLike) -> tuple[Any, Any]:
+        """(Phi, vjp) at K points at once, thetas (K, n): Phi[k] = phi(thetas[k]), vjp(G) =
+        (J(thetas[k])^T G[k])_k for G (K, m) (:func:`paramgeo.losses.batched_value_and_grad`)."""
         raise NotProvidedError(type(self).__name__, "batched_vjp", "batched_vjp")
 
-    def on_inputs(self, X):
-        """The same parameters on other inputs: a parameterization theta -> f(theta; X) with
-        the same ``spec`` (theta means the same weights) whose predictor is the model's outputs
-        on the batch X (shape (B, *input_shape)), where this one's predictor is its outputs on
-        its own fixed probe. Plugins whose predictor is a model's outputs declare it (the
-        framework adapters do); losses on data (:func:`paramgeo.llc.estimate_llc` with
-        ``data``) evaluate the model on each batch through it."""
+    def on_inputs(self, X: Any) -> Parameterization:
+        """theta -> f(theta; X): the same ``spec`` on the batch X (B, *input_shape), not the probe
+        (the losses on data of :func:`paramgeo.llc.estimate_llc`; the adapters declare it)."""
         raise NotProvidedError(type(self).__name__, "on_inputs", "on_inputs")
 
-    def rank_at(self, theta, policy=None):
-        """rank J(theta) in closed form from the factors, as a
-        :class:`paramgeo.geometry.RankDecision` under the tolerance ``policy`` (a ``RankPolicy``;
-        None: the default); the kernel dimension is n - rank. ``singular_values``, ``tol``,
-        ``gap``, ``doubtful`` and ``closest`` are those of the decision the rank rests on: the
-        singular values of J itself where the plugin has them in closed form, else those of
-        the factor whose rank decision is nearest its tolerance (the plugin documents which).
-        Used by :func:`paramgeo.geometry.rank_at` instead of an SVD of the dense Jacobian;
-        the contract check compares it with that SVD at random and at rank-deficient points."""
+    def rank_at(self, theta: ArrayLike, policy: Optional[RankPolicy] = None) -> RankDecision:
+        """rank J(theta) in closed form from the factors, a :class:`~paramgeo.linalg.numerics.RankDecision`
+        under ``policy`` whose singular values are those of J, or of the factor whose decision
+        is nearest its tolerance (the plugin documents which); the contract check compares it
+        with the SVD of J. Used by :func:`paramgeo.geometry.rank_at`."""
         raise NotProvidedError(type(self).__name__, "rank_at", "rank_at")
 
-    def kinks(self, theta):
-        """(labels, distances) for a piecewise-smooth phi: one scale-free distance per condition
-        under which phi is not differentiable, 0 exactly on that kink (see
-        :mod:`paramgeo.geometry.kinks`; for ReLU |w_j . x_i + b_j| / (|w_j| |x_i| + |b_j|))."""
+    def kinks(self, theta: ArrayLike) -> tuple[Sequence[str], NDArray[np.float64]]:
+        """(labels, distances): a scale-free distance to each kink of a piecewise-smooth phi, 0
+        on it (:mod:`paramgeo.geometry.kinks`; ReLU: |w_j . x_i + b_j| / (|w_j| |x_i| + |b_j|))."""
         raise NotProvidedError(type(self).__name__, "kinks", "kinks")
-    def input_action(self):
-        """A :class:`paramgeo.symmetry.equivariance.InputAction`: a group acting on the fixed inputs the
-        predictor is evaluated on (token positions, data points), the predictor on moved inputs
-        and how it is expected to move; :func:`paramgeo.symmetry.equivariance.input_equivariance` tests
-        f(theta; g . z_0) = rho(g) f(theta; z_0)."""
+
+    def input_action(self) -> Any:
+        """A :class:`paramgeo.symmetry.equivariance.InputAction` on the fixed inputs (token positions, data
+        points): :func:`paramgeo.symmetry.equivariance.input_equivariance` tests f(g . z) = rho(g) f(z)."""
         raise NotProvidedError(type(self).__name__, "input_action", "input_action")
 
-    def learning_coefficient(self, theta):
-        """The exact learning coefficient (RLCT lambda and multiplicity m) at the true parameter
-        theta, a :class:`paramgeo.llc.LearningCoefficient`, or None where the plugin knows no
-        formula at this point (:func:`paramgeo.llc.exact_learning_coefficient` then tries the
-        regular case d / 2). Assumes a loss with positive definite Hessian in the predictor."""
+    def learning_coefficient(self, theta: ArrayLike) -> Any:
+        """The exact (lambda, m) at the true theta, a :class:`paramgeo.llc.LearningCoefficient`, or
+        None where no formula applies (:func:`paramgeo.llc.exact_learning_coefficient`)."""
         raise NotProvidedError(type(self).__name__, "learning_coefficient", "learning_coefficient")
 
-    def mirror_potential(self, theta0):
-        """Closed-form Legendre potential of the mirror flow started at phi(theta0), for a
-        commuting parameterization: a :class:`paramgeo.mirror.Potential`, or None where the
-        plugin knows no closed form at this theta0 (the engine then builds one numerically)."""
+    def mirror_potential(self, theta0: ArrayLike) -> Any:
+        """The closed-form Legendre potential (:class:`paramgeo.mirror.Potential`) of the mirror
+        flow from phi(theta0) of a commuting phi, or None (then built numerically)."""
         raise NotProvidedError(type(self).__name__, "mirror_potential", "mirror_potential")
 
     def __repr__(self):

@@ -13,25 +13,31 @@ class subclasses Parameterization, has a name, declares known capabilities, and 
 the optional methods it overrides. The numerical contract check is :func:`paramgeo.check`.
 """
 
+from __future__ import annotations
+
 import importlib.metadata
 import importlib.util
 import inspect
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ..errors import ContractError, ParamgeoError, PluginNotFoundError
 from .parameterization import CAPABILITIES, Parameterization, Size
 
+if TYPE_CHECKING:
+    import os
+
 ENTRY_POINT_GROUP = "paramgeo.parameterizations"
 
-_registered = {}  # name -> class, registered in this process
-_sources = {}  # name -> where it came from
+_registered: dict[str, type[Parameterization]] = {}  # name -> class, in this process
+_sources: dict[str, str] = {}  # name -> where it came from
 _entry_points = None  # name -> EntryPoint, discovered lazily
-_providers = []  # extra sources of named classes, e.g. saved expression specs (add_provider)
+_providers: list = []  # extra sources of named classes, e.g. saved expression specs (add_provider)
 
 
-def validate_declaration(cls):
+def validate_declaration(cls: type) -> None:
     """Check a plugin class's static declaration; raise ContractError naming the problem."""
     if not (inspect.isclass(cls) and issubclass(cls, Parameterization)):
         raise ContractError(f"{cls!r} is not a subclass of paramgeo.Parameterization")
@@ -61,15 +67,48 @@ def validate_declaration(cls):
             raise ContractError(f"{label} declares {cap!r} but does not implement {method}()")
 
 
-def register(cls, name=None, replace=False, source="register()"):
+def register(cls: type[Parameterization], name: str | None = None, replace: bool = False,
+             source: str = "register()") -> type[Parameterization]:
     """Register a Parameterization subclass under ``name`` (default ``cls.name``).
 
-    Returns the class, so it can be used as a decorator. Names are unique: a name provided by
-    an installed package (a built-in or a plugin package's entry point) or by a saved
-    definition is refused to any other class (even with ``replace=True``), and a name
-    registered in this process (from Python or a plugin file) is refused to another class
+    The registry maps names to classes, name -> cls, so that ``get(name, **sizes)`` builds
+    ``cls(**sizes)``; the declaration is validated at once, as pluggy validates hooks at
+    registration. Names are unique: a name provided by an installed package (a built-in or a
+    plugin package's entry point) or by a saved definition is refused to any other class (even
+    with ``replace=True``), and a name registered in this process is refused to another class
     unless ``replace=True``; the error names both origins. Registering the same class again is
-    allowed (and :func:`load_plugin_file` reloads a file over its own classes).
+    allowed. The contract's numerical check is :func:`paramgeo.check`.
+
+    Args:
+        cls: the Parameterization subclass (not an instance).
+        name: the registry name; default ``cls.name``.
+        replace: let ``cls`` take a name registered in this process by another class.
+        source: where the registration comes from, quoted in errors about the name.
+
+    Returns:
+        ``cls`` itself, so that ``register`` works as a class decorator.
+
+    Raises:
+        ContractError: ``cls`` is not a Parameterization subclass, has no name, declares an
+            unknown capability or one it does not implement (or implements one it does not
+            declare), or its name is taken.
+
+    Examples:
+        >>> from paramgeo import Parameterization, ParamSpec, Size, get, register
+        >>> @register
+        ... class Square(Parameterization):
+        ...     name = "doc-square"
+        ...     size_params = {"d": Size(default=3)}
+        ...     def make_spec(self):
+        ...         return ParamSpec(u=(self.d,))
+        ...     def make_predictor_shape(self):
+        ...         return (self.d,)
+        ...     def forward(self, theta):
+        ...         return theta ** 2
+        >>> from paramgeo.contract.registry import unregister
+        >>> get("doc-square").m
+        3
+        >>> unregister("doc-square")
     """
     validate_declaration(cls)
     name = name or cls.name
@@ -90,7 +129,7 @@ def register(cls, name=None, replace=False, source="register()"):
     return cls
 
 
-def origin(name):
+def origin(name: str) -> Optional[str]:
     """Where the name comes from: the source of its registration in this process, else its
     entry point or provider; None for an unknown name."""
     return _sources[name] if name in _registered else _installed_origin(name)
@@ -117,7 +156,7 @@ def _is_entry_point_class(name, cls):
     return ep is not None and ep.value == f"{cls.__module__}:{cls.__qualname__}"
 
 
-def unregister(name):
+def unregister(name: str) -> None:
     """Remove a name registered in this process (entry points are unaffected)."""
     _registered.pop(name, None)
     _sources.pop(name, None)
@@ -144,12 +183,12 @@ def _discover(refresh=False):
     return found
 
 
-def refresh():
+def refresh() -> None:
     """Forget the cached entry-point listing (after installing a plugin package)."""
     _discover(refresh=True)
 
 
-def add_provider(provider):
+def add_provider(provider: Any) -> None:
     """Add a source of parameterizations: an object with ``names()`` (an iterable of names),
     ``load(name)`` -> ``(cls, source)`` and ``origin(name)`` -> that source, without loading.
     Providers are asked after this process's registrations and the entry points; what they
@@ -172,13 +211,41 @@ def _provided():
     return {name: provider for provider in _providers for name in provider.names()}
 
 
-def available():
-    """Sorted names of every parameterization that can be loaded."""
+def available() -> list[str]:
+    """Sorted names of every parameterization that can be loaded.
+
+    The union of the names registered in this process, the installed entry points of the group
+    ``paramgeo.parameterizations`` and the saved definitions (see :func:`register`).
+
+    Returns:
+        The names, sorted (a plugin package that fails to import warns and is left out).
+
+    Examples:
+        >>> import paramgeo
+        >>> {"uut", "uvt", "deep-linear"} <= set(paramgeo.available())
+        True
+    """
     return sorted(set(_registered) | set(_discover()) | set(_provided()))
 
 
-def get_class(name):
-    """The Parameterization class registered under ``name`` (loads its entry point)."""
+def get_class(name: str) -> type[Parameterization]:
+    """The Parameterization class registered under ``name`` (loading its entry point).
+
+    Args:
+        name: a registered name.
+
+    Returns:
+        The class; ``get_class(name)(**sizes)`` is :func:`get`.
+
+    Raises:
+        PluginNotFoundError: no plugin has that name.
+        ContractError: the plugin's package failed to import.
+
+    Examples:
+        >>> import paramgeo
+        >>> paramgeo.get_class("uut").__name__
+        'UUT'
+    """
     if name in _registered:
         return _registered[name]
     eps = _discover()
@@ -210,24 +277,52 @@ def _import_fault(exc):
     return text
 
 
-def get(name, /, **sizes):
-    """An instance of the parameterization ``name`` with the given sizes.
+def get(name: str, /, **sizes: object) -> Parameterization:
+    """An instance of the parameterization registered as ``name``, built with ``sizes``.
 
-    >>> import paramgeo
-    >>> paramgeo.get("uut", d=4, r=2).n
-    8
+    phi = cls(**sizes), cls the class registered under ``name`` (see :func:`register` for the
+    sources, in order: this process, plugin files, installed entry points, saved definitions).
+
+    Args:
+        name: a registered name (``paramgeo.available()`` lists them), e.g. ``"uut"``.
+        **sizes: the plugin's sizes (its ``size_params``), ints or strings such as ``"4"``.
+
+    Returns:
+        The Parameterization phi: R^n -> R^m, with ``n``, ``m`` and ``spec`` set.
+
+    Raises:
+        PluginNotFoundError: no plugin has that name (the message lists the names and the
+            closest ones).
+        SizeError: a size is unknown, missing or out of its range.
+        ContractError: the plugin's package failed to import.
+
+    Examples:
+        >>> import paramgeo
+        >>> p = paramgeo.get("uut", d=4, r=2)
+        >>> p.n, p.m
+        (8, 16)
     """
     return get_class(name)(**sizes)
 
 
-def load_plugin_file(path):
-    """Import a Python file and register every concrete Parameterization subclass it defines,
-    and the class of every Parameterization instance made in it (the models of
-    ``paramgeo.from_torch`` / ``paramgeo.from_jax``, whose classes are made in the caller's
-    module and rebuild the model with no sizes).
+def load_plugin_file(path: Union[str, os.PathLike]) -> list[str]:
+    """Import a Python file and register the parameterizations it defines.
 
-    Returns the list of registered names. Raises ParamgeoError when the file is missing, fails
-    to import, or defines no parameterization.
+    Every concrete Parameterization subclass the file defines is registered, and the class of
+    every Parameterization instance made in it (the models of ``paramgeo.from_torch`` /
+    ``paramgeo.from_jax``, whose classes rebuild the model with no sizes): the CLI's
+    ``--plugin FILE.py``. Reloading a file replaces its own classes.
+
+    Args:
+        path: the .py file.
+
+    Returns:
+        The registered names.
+
+    Raises:
+        ParamgeoError: the file is missing, not a .py file, fails to import, or defines no
+            parameterization.
+        ContractError: a class's declaration is invalid, or its name is taken.
     """
     path = Path(path)
     if not path.is_file():
@@ -237,6 +332,7 @@ def load_plugin_file(path):
                             "that defines a Parameterization subclass")
     mod_name = f"paramgeo_user_plugin_{abs(hash(str(path.resolve())))}"
     spec = importlib.util.spec_from_file_location(mod_name, path)
+    assert spec is not None and spec.loader is not None  # a .py path always has a loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
     try:

@@ -37,22 +37,31 @@ s_rank / s_{rank+1}. A weight vector counts as zero when its norm is at most
 ``zero_tol * |theta|`` (default ``zero_tol = policy.rtol``).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import fractions
 import math
 import warnings
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 
 from ..errors import NumericalDoubtWarning
 from ..geometry.jacobian import rank_at
-from ..linalg.numerics import as_rng, decide_rank, policy_of
+from ..linalg.numerics import Seed, as_rng, decide_rank, policy_of
 from ..results import Result, title
 from .patterns import _orbit_dim, _rank, factor_rank_drops, generic_values, structure
 from .points import _point_stratum
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
-@dataclasses.dataclass(frozen=True)
+    from ..linalg.numerics import RankPolicy
+    from ..contract.parameterization import Parameterization
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class NearStratum(Result):
     """Certificate that a critical theta is critical *because* it is close to a stratum S.
 
@@ -80,47 +89,76 @@ class NearStratum(Result):
     precision: object = None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Classification(Result):
     """Verdict on a point theta: regular or critical, with causes and the evidence.
 
-    ``structure`` is "network" (architecture graph), "factor" (matrix-group symmetry) or "none";
-    with "none" the parameterization defines no strata and the stratum fields are None.
+    Attributes:
+        name: the plugin's name.
+        sizes: its sizes.
+        verdict: "regular", "critical" (rank < generic_rank) or "kink" (phi not differentiable
+            at theta: no rank decision).
+        causes: among "orbit-degenerate", "subnetwork", "factor-rank", "dependent-weights",
+            "other".
+        rank: rank J(theta) under the tolerance policy.
+        generic_rank: R, the generic rank of phi.
+        kernel_dim: n - rank.
+        orbit_dim: the rank of the symmetry generators at theta.
+        generic_orbit_dim: the orbit dimension at a random point.
+        near_singular: a singular value lies within the policy's band of the tolerance.
+        tol: the rank tolerance.
+        gap: s_rank / s_{rank+1}.
+        relevant_ratio: s_R / s_1 (0 at a critical point).
+        singular_values: the singular values of J(theta), descending.
+        structure: "network" (architecture graph), "factor" (matrix-group symmetry) or "none"
+            (no strata: the stratum fields are None).
+        inactive: ((neuron, state), ...) of a network's inactive neurons.
+        redundant: groups of neurons with proportional incoming weights.
+        dependent: dense layers whose incoming weight matrix loses rank (dicts).
+        stratum: the label of the stratum theta lies on ("full" if none proper).
+        on_proper_stratum: whether that stratum is a proper one.
+        stratum_generic_rank: the generic rank on that stratum.
+        rank_equals_stratum_generic: rank == stratum_generic_rank.
+        subnetwork_distance: the relative distance to the nearest subnetwork condition.
+        near: the :class:`NearStratum` certificate of a critical point close to a stratum.
+        explanation: the verdict in words.
+        kinks: the ``paramgeo.geometry.kinks.KinkReport`` of a piecewise-smooth phi.
+        rank_drops: (block, rank, generic rank) of each factor that lost rank.
+        precision: significant digits of the singular values decided on (None: float64).
+        rank_route: the route of the rank decision (:func:`paramgeo.geometry.rank_at`).
+        rank_certificate: that route's certificate.
     """
 
     name: str
     sizes: dict
-    verdict: str  # "regular", "critical", or "kink" (phi not differentiable: no rank decision)
-    causes: tuple  # among "orbit-degenerate", "subnetwork", "dependent-weights", "other"
+    verdict: str
+    causes: tuple
     rank: int
     generic_rank: int
     kernel_dim: int
     orbit_dim: int
     generic_orbit_dim: int
-    near_singular: bool  # a singular value lies within the policy's band of the tolerance
+    near_singular: bool
     tol: float
-    gap: float  # s_rank / s_{rank+1}
-    relevant_ratio: float  # s_R / s_1 with R the generic rank (0 at a critical point)
+    gap: float
+    relevant_ratio: float
     singular_values: np.ndarray
-    structure: str  # "network", "factor" or "none"
-    inactive: tuple  # ((neuron, state), ...) for networks
-    redundant: tuple  # groups of neurons with proportional incoming weights
-    dependent: tuple  # dense layers whose incoming weight matrix loses rank (dicts)
-    stratum: object  # label of the stratum theta lies on ("full" if none proper); None: no strata
+    structure: str
+    inactive: tuple
+    redundant: tuple
+    dependent: tuple
+    stratum: Optional[str]
     on_proper_stratum: bool
-    stratum_generic_rank: object  # int, None without strata
-    rank_equals_stratum_generic: object  # bool, None without strata
-    subnetwork_distance: object  # float: relative distance to the nearest subnetwork condition
-    near: object  # NearStratum certificate for a critical point close to a stratum, or None
+    stratum_generic_rank: Optional[int]
+    rank_equals_stratum_generic: Optional[bool]
+    subnetwork_distance: Optional[float]
+    near: Optional[NearStratum]
     explanation: str
-    kinks: object = None  # paramgeo.geometry.kinks.KinkReport for a piecewise-smooth phi
-    #: for a factor structure: (block, rank, generic rank) of each weight matrix that lost rank
+    kinks: Any = None
     rank_drops: tuple = ()
-    #: significant digits of the singular values the rank was decided on (None: float64);
-    #: the route and its certificate are in ``rank_route`` and ``rank_certificate``
-    precision: object = None
+    precision: Optional[int] = None
     rank_route: str = "dense"
-    rank_certificate: object = None
+    rank_certificate: Any = None
 
     def __str__(self):
         head = f"{title(self.name, self.sizes)}: {self.verdict}"
@@ -195,8 +233,10 @@ def _describe(struct, conditions_with_sizes):
     return tuple(f"{names[k](d)} ({v:.1e})" for v, k, d in conditions_with_sizes)
 
 
-def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_points=2, seed=0,
-                 max_tries=6, floor=None, precision=None):
+def near_stratum(param: Parameterization, theta: ArrayLike, policy: Optional[RankPolicy] = None,
+                 zero_tol: Optional[float] = None, snap_max: float = 0.1, n_points: int = 2,
+                 seed: Seed = 0, max_tries: int = 6, floor: Optional[float] = None,
+                 precision: Optional[int] = None) -> Optional[NearStratum]:
     """Certify that a critical theta is critical because it lies close to a stratum S.
 
     Candidates: the conditions of the architecture graph that theta nearly meets (a side of a
@@ -315,9 +355,11 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
             if beyond and (abs(q1 - q2) > 0.25 or abs(q1 - round(q1)) > 0.25):
                 continue  # beyond snap_max only a clean integer order certifies
             if abs(q1 - q2) <= 0.5 and q1 >= 0.75 and predicted <= threshold:
-                return NearStratum(st.label, tuple(st.causes), _describe(struct, chosen), dist,
-                                   int(st.generic_rank), float(q1), float(predicted), probe,
-                                   int(round(q1)), precision or None)
+                return NearStratum(stratum=st.label, causes=tuple(st.causes),
+                                   conditions=_describe(struct, chosen), distance=dist,
+                                   snapped_rank=int(st.generic_rank), exponent=float(q1),
+                                   predicted_ratio=float(predicted), probe=probe,
+                                   order=int(round(q1)), precision=precision or None)
     from ..geometry import precision as hp
 
     ratio = float(decision.singular_values[R - 1]) / s1
@@ -334,40 +376,53 @@ def near_stratum(param, theta, policy=None, zero_tol=None, snap_max=0.1, n_point
 CLASSIFY_STAGES = 5
 
 
-def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_max=0.1,
-             precision=None, progress=None):
+def classify(param: Parameterization, theta: ArrayLike, policy: Optional[RankPolicy] = None,
+             zero_tol: Optional[float] = None, n_points: int = 2, seed: Seed = 0,
+             snap_max: float = 0.1, precision: Optional[int] = None,
+             progress: Optional[Callable[[int, int], None]] = None) -> Classification:
     """Classify theta as a regular or a critical point of phi and name the causes.
 
-    rank = rank J(theta) under the tolerance policy; R = generic rank; kernel_dim = n - rank;
-    orbit_dim = rank of the symmetry generators at theta (:func:`paramgeo.geometry.orbit_dim`).
-    Critical iff rank < R. Causes: ``orbit-degenerate`` if orbit_dim < its generic value (the
-    continuous isotropy group grows; a discrete stabilizer, such as the reflection fixing a
-    rank-1 U of U U^T, leaves the orbit dimension and cannot lower a rank); ``subnetwork`` if
-    the point lies on a stratum with inactive or redundant neurons; ``factor-rank`` if a factor
-    of a matrix-group factorization loses rank (``rank_drops`` names it: "U lost rank 1");
-    ``dependent-weights`` if a dense layer's incoming weight matrix loses rank
-    (no two rows proportional: the layer factors through fewer linear forms); ``other`` if rank
-    is below the generic rank of the point's own stratum (max rank J over ``n_points`` random
-    points of it) or nothing explains the drop. An ``other`` point of a network is then tested
-    for proximity to a stratum (:func:`near_stratum`: conditions within ``snap_max``, single
-    conditions beyond it by their order of approach; 0 disables it): if certified, ``other``
-    is replaced by that stratum's causes and ``near`` holds the certificate. The stratum and
-    whether rank equals its generic rank are reported for regular points too; without an
-    architecture graph or a matrix-group symmetry there are no strata (``structure =
-    "none"``, stratum fields None). For a piecewise-smooth phi (capability ``kinks``) a theta
-    on a kink gets the verdict ``kink`` and no causes: J there is one one-sided Jacobian, so
-    its rank decides nothing (:mod:`paramgeo.geometry.kinks`).
+    theta is critical iff rank J(theta) < R, the generic rank; kernel_dim = n - rank and
+    orbit_dim = the rank of the symmetry generators at theta. Causes: ``orbit-degenerate``
+    (orbit_dim below its generic value: the continuous isotropy grows), ``subnetwork`` (a
+    stratum of inactive or redundant neurons), ``factor-rank`` (a factor of a matrix-group
+    factorization loses rank: "U lost rank 1"), ``dependent-weights`` (a dense layer's incoming
+    weights lose rank), ``other`` (below the generic rank of the point's own stratum, or
+    unexplained; a network's ``other`` point is then tested for proximity to a stratum,
+    :func:`near_stratum`). On a kink of a piecewise-smooth phi the verdict is ``kink``: J
+    there is one one-sided Jacobian. The strata and their ranks: docs/critical.md.
 
-    ``precision`` (digits, :mod:`paramgeo.geometry.precision`): None decides in float64, redone in
-    ``precision.DEFAULT_DIGITS`` digits where float64 cannot resolve the decision (a rank in
-    the policy's doubt band, or an ``other`` point of a network whose s_R/s_1 is below
-    ``precision.FLOAT64_FLOOR``, so that its approach to a stratum is invisible in float64),
-    when m n <= ``precision.AUTO_MAX_ENTRIES``; D > 0 decides with D digits throughout; 0 keeps
-    float64 only. The digits used are in ``precision``.
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        theta: the point, shape (n,).
+        policy: the tolerance policy of the rank decisions; None: the plugin's or the default.
+        zero_tol: a neuron's weights count as zero below zero_tol * |theta| (and rows as
+            proportional below that sine); None: ``policy.rtol``.
+        n_points: random points of the point's stratum for its generic rank (>= 1).
+        seed: seed of those points.
+        snap_max: the largest scale-free distance to a stratum :func:`near_stratum` certifies
+            (0 disables it).
+        precision: digits of the rank decisions (:mod:`paramgeo.geometry.precision`): None
+            decides in float64 and redoes what float64 cannot resolve in ``DEFAULT_DIGITS``
+            digits (small J only); D > 0 decides with D digits throughout; 0 keeps float64 only.
+        progress: called as progress(done, CLASSIFY_STAGES) after each stage (the rank at
+            theta, the generic rank and orbit dimension, the orbit dimension at theta, the
+            stratum, the causes).
 
-    ``progress``: an optional callable ``progress(done, total)`` called after each of the
-    CLASSIFY_STAGES stages (the rank at theta, the generic rank and orbit dimension, the orbit
-    dimension at theta, the stratum, the causes).
+    Returns:
+        The :class:`Classification`: ``verdict``, ``causes``, ``rank``, ``generic_rank``,
+        ``kernel_dim``, ``orbit_dim``, the stratum and the evidence (singular values, gap).
+
+    Raises:
+        ShapeError: theta is not n finite numbers.
+        ArgumentError: a bad n_points, seed, snap_max or precision.
+
+    Examples:
+        >>> import paramgeo
+        >>> from paramgeo.critical import classify
+        >>> c = classify(paramgeo.get("uut", d=3, r=2), [1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+        >>> c.verdict, c.causes, c.rank, c.generic_rank     # U of rank 1
+        ('critical', ('factor-rank',), 3, 5)
     """
     from ..geometry import precision as hp
 
@@ -448,16 +503,21 @@ def classify(param, theta, policy=None, zero_tol=None, n_points=2, seed=0, snap_
                 + [c[0] for c in net.near if c[1] != "rank"], default=float("inf"))
             if net else None)
     return Classification(
-        param.name, dict(param.sizes),
-        "kink" if on_kink else "critical" if critical else "regular", tuple(causes),
-        rank, R, param.n - rank, o, o_gen, bool(decision.doubtful), float(decision.tol),
-        float(decision.gap), ratio, s, struct.kind if struct else "none", inactive,
-        tuple(net.groups) if net else (),
-        tuple({k: v for k, v in d.items() if k not in ("rows", "cols")} | {"neurons": d["rows"]}
-              for d in net.dependent) if net else (),
-        st.label if st else None, bool(st and st.proper),
-        int(st.generic_rank) if st else None, (rank == st.generic_rank) if st else None,
-        dist, near, explanation, kinks, drops, digits, decision.route, decision.certificate)
+        name=param.name, sizes=dict(param.sizes),
+        verdict="kink" if on_kink else "critical" if critical else "regular", causes=tuple(causes),
+        rank=rank, generic_rank=R, kernel_dim=param.n - rank, orbit_dim=o,
+        generic_orbit_dim=o_gen, near_singular=bool(decision.doubtful), tol=float(decision.tol),
+        gap=float(decision.gap), relevant_ratio=ratio, singular_values=s,
+        structure=struct.kind if struct else "none", inactive=inactive,
+        redundant=tuple(net.groups) if net else (),
+        dependent=tuple({k: v for k, v in d.items() if k not in ("rows", "cols")}
+                        | {"neurons": d["rows"]} for d in net.dependent) if net else (),
+        stratum=st.label if st else None, on_proper_stratum=bool(st and st.proper),
+        stratum_generic_rank=int(st.generic_rank) if st else None,
+        rank_equals_stratum_generic=(rank == st.generic_rank) if st else None,
+        subnetwork_distance=dist, near=near, explanation=explanation, kinks=kinks,
+        rank_drops=drops, precision=digits, rank_route=decision.route,
+        rank_certificate=decision.certificate)
 
 
 def _explain(critical, causes, rank, R, st, near, o, o_gen):

@@ -18,7 +18,7 @@ from ..results import Result
 MAX_DENSE_N = 4000
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Completeness(Result):
     """``kernel_dim`` = n - rank J at the point, ``explained`` = dim of the vertical space
     inside it, ``unexplained`` = a tuple of directions, each a dict block -> share of the
@@ -84,8 +84,8 @@ def completeness(param, theta=None, group=None, policy=None, seed=0, generic_ran
     if param.n > MAX_DENSE_N:
         kernel = param.n - rank_at(param, theta, policy, warn=False).rank
         explained = orbit_dim(param, theta, policy) if group is not None else 0
-        return Completeness(int(kernel), int(min(explained, kernel)), None,
-                            param.n - kernel >= param.m)
+        return Completeness(kernel_dim=int(kernel), explained=int(min(explained, kernel)),
+                            unexplained=None, capped=param.n - kernel >= param.m)
     J = np.asarray(param.jacobian(theta), float)
     _, s, vt = np.linalg.svd(J, full_matrices=True)
     rank = decide_rank(np.concatenate([s, np.zeros(max(0, param.n - len(s)))]), policy,
@@ -108,5 +108,5 @@ def completeness(param, theta=None, group=None, policy=None, seed=0, generic_ran
                                       key=lambda kv: -kv[1])))
     kernel = param.n - rank
     excess = max(0, int(generic_rank) - rank) if generic_rank is not None else 0
-    return Completeness(int(kernel), int(kernel - missing), tuple(directions), rank >= param.m,
-                        excess)
+    return Completeness(kernel_dim=int(kernel), explained=int(kernel - missing),
+                        unexplained=tuple(directions), capped=rank >= param.m, excess=excess)

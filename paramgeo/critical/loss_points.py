@@ -14,8 +14,11 @@ nonconvex low rank problems"; Levin, Kileel, Boumal 2022, "The effect of smooth
 parametrizations on nonconvex optimization landscapes").
 """
 
+from __future__ import annotations
+
 import dataclasses
 import warnings
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
@@ -25,23 +28,45 @@ from ..linalg.numerics import decide_rank, null_basis, policy_of
 from ..losses.predictor import loss_hessian
 from ..results import Result
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
-@dataclasses.dataclass(frozen=True)
+    from ..losses.predictor import Loss
+    from ..linalg.numerics import RankPolicy
+    from ..contract.parameterization import Parameterization
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class LossPoint(Result):
-    """First- and second-order information of L = ell o phi at theta."""
+    """First- and second-order information of L = ell o phi at theta.
+
+    Attributes:
+        name: the plugin's name.
+        grad_norm: |grad L| = |J^T grad ell|.
+        loss_grad_norm: |grad ell(phi(theta))|.
+        kind: "true critical", "spurious critical" or "not critical".
+        signature: (positive, negative, zero) eigenvalue counts of H on the horizontal space.
+        verdict: "minimum", "strict saddle", "degenerate" (or "not critical").
+        horizontal_dim: the dimension of the horizontal space.
+        eigenvalues: the eigenvalues of H_Q = Q^T H Q, ascending.
+        value: L(theta).
+        tol: eigenvalues with |lambda| <= tol count as zero (the rank policy).
+        near_degenerate: some |lambda| lies within the policy's band of tol.
+        closest: the |lambda| closest to tol on a log scale.
+    """
 
     name: str
-    grad_norm: float  # |J^T grad ell|
-    loss_grad_norm: float  # |grad ell(phi(theta))|
-    kind: str  # "true critical", "spurious critical" or "not critical"
-    signature: tuple  # (positive, negative, zero) eigenvalues of H on the horizontal space
-    verdict: str  # "minimum", "strict saddle", "degenerate" (or "not critical")
+    grad_norm: float
+    loss_grad_norm: float
+    kind: str
+    signature: tuple
+    verdict: str
     horizontal_dim: int
     eigenvalues: np.ndarray
     value: float
-    tol: float = 0.0  # eigenvalues with |lambda| <= tol count as zero (the rank policy)
-    near_degenerate: bool = False  # some |lambda| within the policy's band of tol
-    closest: float = float("nan")  # the |lambda| closest to tol (log scale)
+    tol: float = 0.0
+    near_degenerate: bool = False
+    closest: float = float("nan")
 
     def __str__(self):
         p, n, z = self.signature
@@ -56,19 +81,41 @@ class LossPoint(Result):
         return text
 
 
-def loss_point(param, loss, theta, gtol=1e-8, policy=None):
-    """Critical-point analysis of L = ell o phi at theta.
+def loss_point(param: Parameterization, loss: Loss, theta: ArrayLike, gtol: float = 1e-8,
+               policy: Optional[RankPolicy] = None) -> LossPoint:
+    """Critical-point analysis of the loss L = ell o phi at theta.
 
     grad L = J^T g with g = grad ell(phi(theta)). theta is critical when |grad L| <= gtol;
     *true* when also |g| <= gtol, *spurious* otherwise (the parameterization created it).
     The Hessian H (:func:`loss_hessian`) is restricted to the horizontal space
-    Q = (vertical space)^perp, H_Q = Q^T H Q; its eigenvalues are counted zero when
-    |lambda| <= max(atol, rtol max|lambda|): the rank of H_Q decided by the one tolerance
-    policy (:func:`paramgeo.geometry.decide_rank` on |lambda|). No negative and no zero
-    eigenvalue -> minimum (strict on the quotient), a negative one -> strict saddle, else
-    degenerate. When some |lambda| lies within the policy's band of the tolerance the
-    signature is doubtful: ``near_degenerate`` is set, the text says so, and a
-    NumericalDoubtWarning names the figures.
+    Q = (vertical space)^perp, H_Q = Q^T H Q; its eigenvalues count as zero when
+    |lambda| <= max(atol, rtol max|lambda|), the one tolerance policy. No negative and no zero
+    eigenvalue: minimum (strict on the quotient); a negative one: strict saddle; else
+    degenerate. An eigenvalue within the policy's band of the tolerance sets
+    ``near_degenerate`` and warns (NumericalDoubtWarning).
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        loss: the loss ell on predictors.
+        theta: the point, shape (n,).
+        gtol: the gradient norm below which theta is critical.
+        policy: the tolerance policy of the zero eigenvalues; None: the default.
+
+    Returns:
+        The :class:`LossPoint`.
+
+    Raises:
+        ShapeError: theta is not n finite numbers.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.critical import loss_point
+        >>> from paramgeo.losses.predictor import LinearMeasurements
+        >>> p = paramgeo.get("hadamard", p=2)                   # phi(u, v) = u * v
+        >>> loss = LinearMeasurements(np.eye(2), [1.0, 2.0])
+        >>> at_zero = loss_point(p, loss, np.zeros(4))           # grad L = 0, grad ell != 0
+        >>> at_zero.kind, at_zero.verdict
+        ('spurious critical', 'strict saddle')
     """
     from ..losses.predictor import pullback
 
@@ -100,6 +147,7 @@ def loss_point(param, loss, theta, gtol=1e-8, policy=None):
         verdict = "degenerate"
     else:
         verdict = "minimum"
-    return LossPoint(param.name, gn, ln, kind, (pos, neg, zero), verdict, int(Q.shape[1]), lam,
-                     float(value(theta)), float(tol), bool(decision.doubtful),
-                     float(decision.closest))
+    return LossPoint(name=param.name, grad_norm=gn, loss_grad_norm=ln, kind=kind,
+                     signature=(pos, neg, zero), verdict=verdict, horizontal_dim=int(Q.shape[1]),
+                     eigenvalues=lam, value=float(value(theta)), tol=float(tol),
+                     near_degenerate=bool(decision.doubtful), closest=float(decision.closest))

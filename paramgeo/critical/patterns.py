@@ -53,7 +53,7 @@ def generic_values(param, policy=None, n_points=3, seed=0):
 
 # ---------------------------------------------------------------------------- structure
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class _Unit:
     """A hidden neuron or a factor channel: named sides, each a tuple of flat theta indices."""
 
@@ -63,7 +63,7 @@ class _Unit:
     layer: int = 0
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class _Class:
     label: str
     units: list
@@ -117,8 +117,9 @@ def _network_structure(param):
         else:
             preds = {p: int(graph.edges[p, node]["index"]) for p in graph.predecessors(node)}
             succs = {s: int(graph.edges[node, s]["index"]) for s in graph.successors(node)}
-        unit = _Unit(str(node), {"in": tuple(preds.values()), "out": tuple(succs.values())},
-                     preds, layers[node])
+        unit = _Unit(name=str(node),
+                     sides={"in": tuple(preds.values()), "out": tuple(succs.values())}, preds=preds,
+                     layer=layers[node])
         twin = (layers[node], frozenset(preds), frozenset(succs))
         groups.setdefault(twin, []).append(unit)
     per_layer = {}
@@ -133,7 +134,7 @@ def _network_structure(param):
                 label = f"layer {layer}"
             else:
                 label = f"layer {layer} ({','.join(u.name for u in units)})"
-            classes.append(_Class(label, units))
+            classes.append(_Class(label=label, units=units))
     return _Structure("network", ("in", "out"), classes, {"in": "in", "out": "out"})
 
 
@@ -184,9 +185,10 @@ def _factor_structure(param):
                 if blocks:
                     unit_sides[f"{side}{fi}"] = tuple(
                         int(i) for block in blocks for i in block_index(block)[:, j])
-            units.append(_Unit(f"{f.name} channel {j}", unit_sides))
-        classes.append(_Class(f"{f.name} on {_block_label(param, f.right + f.contragredient)}",
-                              units, f))
+            units.append(_Unit(name=f"{f.name} channel {j}", sides=unit_sides))
+        classes.append(_Class(
+            label=f"{f.name} on {_block_label(param, f.right + f.contragredient)}", units=units,
+            factor=f))
     return _Structure("factor", sides, classes, side_names)
 
 

@@ -13,7 +13,7 @@ from ..linalg.numerics import RankPolicy, decide_rank, null_basis
 from .patterns import _class_label, _natural, _pattern_label, _stratum_rank, _zero_pattern
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class _NetworkPoint:
     """Activity of the hidden neurons at a point, and the sizes of nearly-met conditions."""
 
@@ -99,7 +99,8 @@ def _network_point(struct, theta, zero_tol):
             dependent.append(entry)
         else:
             near.append((ratio, "rank", entry))
-    return _NetworkPoint(states, groups, dependent, live_in, sorted(near, key=lambda c: c[0]))
+    return _NetworkPoint(states=states, groups=groups, dependent=dependent, live_in=live_in,
+                         near=sorted(near, key=lambda c: c[0]))
 
 
 def _network_label(struct, point):
@@ -175,7 +176,7 @@ def _point_pattern_factor(struct, theta, policy):
     return tuple(pattern), states_per_class
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class _PointStratum:
     label: str
     proper: bool
@@ -191,8 +192,8 @@ def _point_stratum(param, struct, theta, R, zero_tol, policy, n_points, rng):
         causes = (["subnetwork"] if point.groups or any(point.states.values()) else []) + (
             ["dependent-weights"] if point.dependent else [])
         sampler = _network_sampler(struct, param, point)
-        out = _PointStratum(_network_label(struct, point), bool(causes), R, causes,
-                            network=point)
+        out = _PointStratum(label=_network_label(struct, point), proper=bool(causes),
+                            generic_rank=R, causes=causes, network=point)
     else:
         pattern, spc = _point_pattern_factor(struct, theta, policy)
         proper = any(map(any, pattern))
@@ -200,8 +201,8 @@ def _point_stratum(param, struct, theta, R, zero_tol, policy, n_points, rng):
         def sampler(g):
             return _zero_pattern(struct, param.random_point(g), pattern, spc)[0]
 
-        out = _PointStratum(_pattern_label(struct, pattern, spc), proper, R,
-                            ["factor-rank"] if proper else [])
+        out = _PointStratum(label=_pattern_label(struct, pattern, spc), proper=proper,
+                            generic_rank=R, causes=["factor-rank"] if proper else [])
     if out.proper:
         out.generic_rank = _stratum_rank(param, sampler, n_points, rng, policy)
     return out

@@ -1,8 +1,11 @@
 """Critical points of phi from random starts (:func:`search`), each classified.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 import numpy as np
 
@@ -13,30 +16,48 @@ from ..results import Result, title
 from .classification import classify
 from .patterns import generic_values
 
+if TYPE_CHECKING:
+    from ..linalg.numerics import RankPolicy
+    from ..contract.parameterization import Parameterization
 
-@dataclasses.dataclass(frozen=True)
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class SearchResult(Result):
     """Critical points found from random starts, classified.
 
-    ``points``: per start, the final s_R/s_1, verdict, causes, stratum, the stratum it was
-    certified close to (``near``, with distance and decay exponent), and theta for critical
-    points the engine could not explain.
+    Attributes:
+        name: the plugin's name.
+        sizes: its sizes.
+        generic_rank: R, the generic rank of phi.
+        starts: the number of random starts.
+        critical: end points critical under the tolerance policy.
+        near_singular: end points regular but within the tolerance band.
+        subnetwork: critical with cause subnetwork (on the stratum or certified near it).
+        near_subnetwork: of those, certified near rather than exactly on it.
+        dependent_weights: critical with cause dependent-weights.
+        orbit_degenerate: critical with cause orbit-degenerate.
+        other: critical with cause other.
+        explained: critical and explained (no cause other).
+        points: per start: the final s_R/s_1, verdict, causes, stratum, the stratum certified
+            close to (``near``, with distance and decay exponent), and theta of critical points
+            left unexplained.
+        interrupted: Ctrl-C stopped the search; ``points`` holds the finished starts.
     """
 
     name: str
     sizes: dict
     generic_rank: int
     starts: int
-    critical: int  # verdict critical under the tolerance policy
-    near_singular: int  # regular but within the tolerance band (did not reach the tolerance)
-    subnetwork: int  # critical with cause subnetwork (on the stratum or certified near it)
-    near_subnetwork: int  # of those, certified near rather than exactly on it
-    dependent_weights: int  # critical with cause dependent-weights
+    critical: int
+    near_singular: int
+    subnetwork: int
+    near_subnetwork: int
+    dependent_weights: int
     orbit_degenerate: int
-    other: int  # critical with cause other
-    explained: int  # critical and explained (no cause other)
+    other: int
+    explained: int
     points: tuple
-    interrupted: bool = False  # Ctrl-C: ``points`` holds the len(points) < starts finished starts
+    interrupted: bool = False
 
     def __str__(self):
         done = (f"INTERRUPTED after {len(self.points)} of {self.starts} starts" if
@@ -106,24 +127,45 @@ def _newton_polish(f, x, steps=40, target=1e-15):
 
 
 @shows_progress("search (starts)")
-def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, progress="auto",
-           precision=None):
+def search(param: Parameterization, starts: int = 20, seed: int = 0, maxiter: int = 100,
+           policy: Optional[RankPolicy] = None, snap_max: float = 0.1,
+           progress: Union[bool, str, Callable[[int, int], None], None] = "auto",
+           precision: Optional[int] = None) -> SearchResult:
     """Look for critical points of phi from ``starts`` random starts and classify each one.
 
     Minimises log(s_R(J(theta)) / s_1(J(theta))) over the unit sphere |theta| = 1 (theta =
     x/|x|, so the search cannot shrink theta to 0) with scipy's L-BFGS-B, R the generic rank,
-    the gradient from ``param.hessian_vp``, then polishes with Newton steps on
-    s_R/s_1 (:func:`_newton_polish`). Each end point is classified with the strict policy
-    (:func:`classify`). The optimiser often approaches a subnetwork without reaching it
-    exactly; :func:`classify` then certifies the point as near a stratum (:func:`near_stratum`,
-    conditions within ``snap_max``) when the decay of s_R/s_1 towards that stratum accounts for
-    its lost rank, and otherwise counts it ``other`` (its theta is returned). ``precision``:
-    digits of the classification (:func:`classify`; None: float64, redone in high precision
-    where float64 cannot resolve the approach to a stratum).
-    ``progress``: a callable ``progress(done, total)`` called after each start (e.g. the CLI's
-    display), True, False, or "auto" (the default: a display with elapsed time and ETA in an
-    interactive session; ``paramgeo.io.progress``). A KeyboardInterrupt (Ctrl-C) stops the
-    search between or inside starts and returns the finished starts, ``interrupted=True``.
+    the gradient from ``param.hessian_vp``, then polishes with Newton steps on s_R/s_1. Each
+    end point is classified with the strict policy (:func:`classify`), which certifies a point
+    the optimiser left near a subnetwork as near that stratum (:func:`near_stratum`) when the
+    decay of s_R/s_1 accounts for its lost rank, and otherwise counts it ``other``.
+
+    Args:
+        param: the parameterization phi: R^n -> R^m (generic rank >= 1).
+        starts: the number of random starts (>= 1).
+        seed: seed of the starts.
+        maxiter: L-BFGS-B iterations per start.
+        policy: the tolerance policy; None: the plugin's or the default.
+        snap_max: the largest distance to a stratum :func:`near_stratum` certifies.
+        progress: a callable progress(done, total) called after each start, True, False, or
+            "auto" (a display with elapsed time and ETA in an interactive session;
+            :mod:`paramgeo.io.progress`).
+        precision: digits of the classification (:func:`classify`; None: float64, redone in
+            high precision where float64 cannot resolve the approach to a stratum).
+
+    Returns:
+        The :class:`SearchResult`: counts by verdict and cause, and one record per start
+        (``points``). A Ctrl-C returns the finished starts with ``interrupted=True``.
+
+    Raises:
+        ParamgeoError: generic rank 0 (nothing to search) or a bad number of starts.
+
+    Examples:
+        >>> import paramgeo
+        >>> from paramgeo.critical import search
+        >>> found = search(paramgeo.get("hadamard", p=2), starts=2, seed=0)   # phi = u * v
+        >>> found.critical, found.explained, found.points[0]["causes"]
+        (2, 2, ['orbit-degenerate', 'subnetwork'])
     """
     from ..contract.arguments import integer, parameterization
 
@@ -138,7 +180,7 @@ def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, pro
     if starts < 1:
         raise ParamgeoError(f"starts must be a positive integer, got {starts}")
     f = _objective(param, R)
-    points = []
+    points: list = []
     try:
         _search_starts(param, f, starts, maxiter, policy, rng, snap_max, points, progress,
                        precision)
@@ -155,10 +197,13 @@ def search(param, starts=20, seed=0, maxiter=100, policy=None, snap_max=0.1, pro
               "dependent": sum("dependent-weights" in p["causes"] for p in critical),
               "orbit": sum("orbit-degenerate" in p["causes"] for p in critical),
               "other": sum("other" in p["causes"] for p in critical)}
-    return SearchResult(param.name, dict(param.sizes), int(R), int(starts), counts["critical"],
-                        counts["near_singular"], counts["subnetwork"], counts["near"],
-                        counts["dependent"], counts["orbit"], counts["other"],
-                        counts["critical"] - counts["other"], tuple(points), interrupted)
+    return SearchResult(name=param.name, sizes=dict(param.sizes), generic_rank=int(R),
+                        starts=int(starts), critical=counts["critical"],
+                        near_singular=counts["near_singular"], subnetwork=counts["subnetwork"],
+                        near_subnetwork=counts["near"], dependent_weights=counts["dependent"],
+                        orbit_degenerate=counts["orbit"], other=counts["other"],
+                        explained=counts["critical"] - counts["other"], points=tuple(points),
+                        interrupted=interrupted)
 
 
 def _search_starts(param, f, starts, maxiter, policy, rng, snap_max, points, progress,

@@ -25,10 +25,13 @@ stratum. The generic rank of a stratum is max rank J over random points of it (a
 with the stratum's weights zeroed, and proportional incoming weights for redundant groups).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import itertools
 import json
 import math
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 
@@ -45,24 +48,37 @@ from .patterns import (
     structure,
 )
 
+if TYPE_CHECKING:
+    import networkx as nx
 
-@dataclasses.dataclass(frozen=True)
+    from ..linalg.numerics import RankPolicy
+    from ..contract.parameterization import Parameterization
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Strata(Result):
     """The strata of a parameterization as a poset.
 
-    ``graph``: networkx DiGraph; node = stratum label with attributes ``generic_rank``,
-    ``zeroed_params`` (parameters set to 0 on the stratum's linear representative), ``pattern``
-    (JSON of the per-class state counts), ``top``; edges P -> Q for Q a maximal stratum in the
-    closure of P (covering relation).
+    Attributes:
+        name: the plugin's name.
+        sizes: its sizes.
+        kind: "network" (architecture graph) or "factor" (matrix-group symmetry).
+        kinds: "deleted" or "all" (what was enumerated).
+        generic_rank: the generic rank of phi.
+        top: the label of the full stratum.
+        graph: a networkx DiGraph: node = stratum label with attributes ``generic_rank``,
+            ``zeroed_params`` (parameters set to 0 on its linear representative), ``pattern``
+            (JSON of the per-class state counts) and ``top``; edges P -> Q for Q a maximal
+            stratum in the closure of P (the covering relation).
     """
 
     name: str
     sizes: dict
-    kind: str  # "network" or "factor"
-    kinds: str  # "deleted" or "all"
+    kind: str
+    kinds: str
     generic_rank: int
     top: str
-    graph: object
+    graph: Any
 
     def to_dict(self):
         import networkx as nx
@@ -150,7 +166,7 @@ class Strata(Result):
         return path
 
 
-def to_dot(graph, name="strata"):
+def to_dot(graph: nx.DiGraph, name: str = "strata") -> str:
     """Plain DOT text of a stratum poset: one node per stratum labelled with its generic rank,
     one edge per covering relation."""
 
@@ -167,15 +183,38 @@ def to_dot(graph, name="strata"):
     return "\n".join(lines) + "\n"
 
 
-def strata(param, kinds="deleted", n_points=2, seed=0, policy=None, max_strata=2000,
-           progress=None):
+def strata(param: Parameterization, kinds: str = "deleted", n_points: int = 2, seed: int = 0,
+           policy: Optional[RankPolicy] = None, max_strata: int = 2000,
+           progress: Optional[Callable[[int, int], None]] = None) -> Strata:
     """Enumerate the strata of ``param`` with their generic ranks, as a poset.
 
-    kinds: ``"deleted"`` (units active or removed: sub-architectures by deleting hidden neurons
-    or factor channels) or ``"all"`` (every subset of a unit's sides zeroed: in-zero, out-zero,
-    removed). The generic rank of stratum S is max rank J(theta) over ``n_points`` random theta
-    in S (a random point with the pattern's weights zeroed). ``progress``: an optional callable
-    ``progress(done, total)`` called after each stratum (for a progress bar).
+    A stratum is a sub-architecture (hidden neurons or factor channels deleted, or with some of
+    their sides zeroed); its generic rank is max rank J(theta) over ``n_points`` random theta in
+    it (random points with the pattern's weights zeroed). Edges P -> Q for Q a maximal stratum
+    in the closure of P (docs/critical.md).
+
+    Args:
+        param: a parameterization with an architecture graph or a matrix-group symmetry.
+        kinds: "deleted" (units active or removed) or "all" (every subset of a unit's sides
+            zeroed: in-zero, out-zero, removed).
+        n_points: random points per stratum.
+        seed: seed of those points.
+        policy: the tolerance policy of the ranks; None: the default.
+        max_strata: refuse to enumerate more strata than this.
+        progress: called as progress(done, total) after each stratum.
+
+    Returns:
+        The :class:`Strata` (``graph``, a networkx DiGraph of the strata).
+
+    Raises:
+        ParamgeoError: unknown kinds, no strata to enumerate, or more than ``max_strata``.
+
+    Examples:
+        >>> import paramgeo
+        >>> from paramgeo.critical import strata
+        >>> found = strata(paramgeo.get("uut", d=3, r=2))
+        >>> sorted(found.graph.nodes(data="generic_rank"))
+        [('O(2) on U: 1 removed', 3), ('O(2) on U: 2 removed', 0), ('full', 5)]
     """
     import networkx as nx
 
@@ -232,4 +271,5 @@ def strata(param, kinds="deleted", n_points=2, seed=0, policy=None, max_strata=2
                         target[ci] = tuple(new[1:])
                         graph.add_edge(label, labels[tuple(target)])
     top = labels[tuple(tuple(0 for _ in s) for s in states_per_class)]
-    return Strata(param.name, dict(param.sizes), struct.kind, kinds, int(R), top, graph)
+    return Strata(name=param.name, sizes=dict(param.sizes), kind=struct.kind, kinds=kinds,
+                  generic_rank=int(R), top=top, graph=graph)

@@ -23,8 +23,11 @@ References: Absil, Mahony, Sepulchre (2008), "Optimization algorithms on matrix 
 Woodworth et al. (2020), "Kernel and rich regimes in overparametrized models".
 """
 
+from __future__ import annotations
+
 import dataclasses
 import functools
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 import numpy as np
 
@@ -33,6 +36,12 @@ from ..errors import ParamgeoError
 from ..io.files import check_plot_path, save_figure
 from ..losses.predictor import loss_hessian, pullback
 from ..results import Result, to_jsonable
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..losses.predictor import Loss
+    from ..contract.parameterization import Parameterization
 
 
 def _progress_callback(progress, label):
@@ -56,7 +65,7 @@ def _pyplot_figure(figsize):
     return Figure(figsize=figsize)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Trajectory(Result):
     """A recorded run: times, parameters (T x n), predictors (T x m), loss, |grad L|, and the
     quadratic conserved quantities of the symmetry group (T x q) with their relative drift
@@ -66,7 +75,20 @@ class Trajectory(Result):
     The run stores only what the integrator produced (times and parameters). Predictors,
     losses, gradient norms and conserved quantities are evaluated from the recorded parameters
     the first time they are read, then kept: a run whose records are never read costs only its
-    integration (one forward and one VJP per record when they are)."""
+    integration (one forward and one VJP per record when they are): ``predictors`` (T, m),
+    ``losses`` (T,), ``grad_norms`` (T,), ``conserved`` (T, q) with ``conserved_labels``,
+    ``conserved_drift``, ``conserved_scale`` and ``conserved_laws``.
+
+    Attributes:
+        method: the integrator ("LSODA", ...) or "gradient descent".
+        times: the record times (step indices for descent), shape (T,).
+        thetas: the recorded parameters, shape (T, n).
+        success: whether the run reached its end (or a stop condition) without failing.
+        message: how it ended.
+        n_evals: evaluations of the field (loss gradients).
+        evaluate: what evaluates the records from ``thetas`` (internal).
+        interrupted: Ctrl-C stopped the run; the records are those finished.
+    """
 
     method: str
     times: np.ndarray
@@ -74,8 +96,7 @@ class Trajectory(Result):
     success: bool
     message: str
     n_evals: int
-    evaluate: object = dataclasses.field(default=None, repr=False, compare=False)
-    #: stopped by Ctrl-C: the records are those finished (``message`` says how far it got)
+    evaluate: Any = dataclasses.field(default=None, repr=False, compare=False)
     interrupted: bool = False
 
     #: the records evaluated on first access, in the order ``to_dict`` lists them
@@ -271,9 +292,10 @@ class _Records:
 
 def _finish(param, value, grad, method, times, thetas, success, message, n_evals, conserved,
             interrupted=False, known=None):
-    return Trajectory(method, np.asarray(times, float), np.asarray(thetas, float), bool(success),
-                      str(message), int(n_evals), _Records(param, value, grad, conserved, known),
-                      bool(interrupted))
+    return Trajectory(method=method, times=np.asarray(times, float),
+                      thetas=np.asarray(thetas, float), success=bool(success), message=str(message),
+                      n_evals=int(n_evals), evaluate=_Records(param, value, grad, conserved, known),
+                      interrupted=bool(interrupted))
 
 
 def _check_stops(stop_loss, stop_grad):
@@ -309,42 +331,66 @@ MAX_START = 1e50
 MAX_STEPS = 10_000_000
 
 
-def gradient_flow(param, loss, theta0, t_final, *, method="LSODA", rtol=1e-8, atol=1e-10,
-                  n_records=200, log_times=False, stop_loss=None, stop_grad=None, t_eval=None,
-                  progress=False, conserved=True, chart="theta", time_scale=1.0,
-                  exact_jacobian=False):
-    """Integrate d theta/dt = -J^T grad ell(phi(theta)) from theta0 to t_final.
+def gradient_flow(param: Parameterization, loss: Loss, theta0: ArrayLike, t_final: float, *,
+                  method: str = "LSODA", rtol: float = 1e-8, atol: float = 1e-10,
+                  n_records: int = 200, log_times: bool = False,
+                  stop_loss: Optional[float] = None, stop_grad: Optional[float] = None,
+                  t_eval: Optional[ArrayLike] = None,
+                  progress: Union[bool, Callable[[int, int], None]] = False,
+                  conserved: bool = True, chart: str = "theta", time_scale: float = 1.0,
+                  exact_jacobian: bool = False) -> Trajectory:
+    """Integrate the gradient flow d theta / dt = -J(theta)^T grad ell(phi(theta)) to t_final.
 
-    ``method`` is any ``solve_ivp`` method: LSODA (default: switches between Adams and BDF, see
-    the module docstring for why small initialisations need it), RK45/DOP853 (explicit),
-    BDF/Radau (implicit, for stiff problems). Records at ``n_records`` times, evenly spaced (or
-    log-spaced from t_final * 1e-6 when ``log_times``, useful for small initialisations), or at
-    the times ``t_eval``. ``stop_loss``/``stop_grad`` stop the integration when the loss/the
-    gradient norm falls below them (terminal events). ``progress``: a callable
-    ``progress(done, total)`` called as the integration advances (done of total = 1000 parts of
-    [0, t_final]), or True for paramgeo's progress bar on stderr. ``conserved`` records the
-    quadratic conserved quantities (:func:`conserved_quantities`).
+    The flow of L = ell o phi in parameter space, solved by ``scipy.integrate.solve_ivp``; the
+    predictor then moves by d phi / dt = -J J^T grad ell. With ``chart="log"`` the same flow
+    runs in r = log|theta| on the orthant of theta0, dr_j / dt = -(J^T grad ell)_j / theta_j,
+    so that ``atol`` bounds every coordinate's relative error (small initialisations, whose
+    coordinates of size alpha^L decide the plateaus; Pesme and Flammarion 2023). The charts,
+    time scales and the exact field Jacobian -T (J^T Hess(ell) J + sum_i g_i Hess phi_i) are
+    derived in docs/plugins/deep-diagonal.md; the methods in docs/flows.md.
 
-    ``chart="log"`` integrates the same flow in the coordinates r = log|theta| on the orthant
-    of theta0 (every entry nonzero): theta = s exp(r), s = sign(theta0), and
-    dr/dt = -(J^T grad ell)_j / theta_j; ``atol`` then bounds the relative error of every
-    coordinate, which is what a flow from a small initialisation needs (coordinates of size
-    alpha^L decide the plateaus). A coordinate that reaches 0 in finite time leaves the chart
-    and stops the integration with a message saying so. ``time_scale`` T integrates in
-    tau = t / T (the solver sees d/dtau = T d/dt; times are reported in t), e.g.
-    T = alpha^(2-L), the time scale of the saddle-to-saddle dynamics of depth-L diagonal
-    networks (Pesme and Flammarion 2023; Zhao et al. 2026).
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        loss: the loss ell on predictors (a :class:`paramgeo.losses.Loss`).
+        theta0: the initialisation, shape (n,) (every entry nonzero for the log chart).
+        t_final: the final time (> 0).
+        method: a ``solve_ivp`` method: LSODA (switches between Adams and BDF), RK45 or DOP853
+            (explicit), BDF or Radau (implicit, for stiff problems).
+        rtol: the integrator's relative tolerance.
+        atol: its absolute tolerance (relative per coordinate in the log chart).
+        n_records: records at this many evenly spaced times.
+        log_times: space the records logarithmically from t_final * 1e-6 instead.
+        stop_loss: stop when the loss falls below it (a terminal event).
+        stop_grad: stop when |grad L| falls below it.
+        t_eval: record at these times instead, shape (T,).
+        progress: True for a progress bar on stderr, or progress(done, total) over 1000 parts
+            of [0, t_final].
+        conserved: record the quadratic conserved quantities of the symmetry group
+            (:func:`conserved_quantities`).
+        chart: "theta" or "log" (r = log|theta|; a coordinate reaching 0 stops the run).
+        time_scale: T: integrate in tau = t / T (times are reported in t), e.g. alpha^(2-L).
+        exact_jacobian: give an implicit method the exact Jacobian of the field instead of
+            finite differences (about 100x fewer stiff steps from a small initialisation).
 
-    ``exact_jacobian=True`` (implicit methods only) gives the integrator the Jacobian of the
-    field instead of its finite differences: d(grad L)/d theta = Hess L = J^T Hess(ell) J +
-    sum_i g_i Hess(phi_i), g = grad ell (``paramgeo.losses.loss_hessian``, n Hessian-vector
-    products of the plugin), carried to the chart and the time scale: -T Hess L in theta, and
-    in the log chart, where the field is F(r) = -T grad L(theta) / theta,
-    dF/dr = -T (diag(1/theta) Hess L diag(theta) - diag(grad L / theta)). From a small
-    initialisation the active coordinates relax at rates of order alpha^(2-L) on the time
-    scale of the plateaus; there LSODA's stiff (BDF) branch took about 100x fewer steps with
-    this Jacobian than with its finite-difference one (deep-diagonal, depth 4, alpha = 1e-6;
-    docs/plugins/deep-diagonal.md).
+    Returns:
+        The :class:`Trajectory`: ``times`` (T,), ``thetas`` (T, n), and, evaluated when read,
+        ``predictors`` (T, m), ``losses``, ``grad_norms`` and the conserved quantities.
+
+    Raises:
+        ParamgeoError: a bad t_final, time scale, tolerance, chart or stop level, a start
+            whose entries overflow, exact_jacobian with an explicit method, or an implicit
+            method with n above MAX_IMPLICIT_DIM (each message names the fix).
+        ShapeError: theta0 is not n finite numbers.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.flows import gradient_flow
+        >>> from paramgeo.losses.predictor import LinearMeasurements
+        >>> p = paramgeo.get("hadamard", p=2)                   # phi(u, v) = u * v
+        >>> loss = LinearMeasurements(np.eye(2), [1.0, 2.0])     # ell = |beta - (1, 2)|^2 / 4
+        >>> run = gradient_flow(p, loss, np.ones(4), 20.0)
+        >>> np.round(p.forward(run.thetas[-1]), 6)
+        array([1., 2.])
     """
     value, grad = pullback(param, loss)
     theta0 = param.as_theta(theta0)

@@ -310,7 +310,7 @@ def _primitive(vec):
     return vec
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ExactAnalysis(Result):
     """Exact (sympy) analysis of J: ranks over Q at rational points, rank over Q(theta), the
     dimension of the kernel there, and whether everything was exact."""
@@ -366,9 +366,11 @@ def exact_analysis(param, n_points=2, seed=0, max_entries=SYMBOLIC_RANK_MAX_ENTR
         except KeyboardInterrupt:
             interrupted = True
     generic = max(ranks + ([sym] if sym is not None else []))
-    result = ExactAnalysis(param.name, dict(param.sizes), param.n, param.m, tuple(ranks),
-                           generic, sym, param.n - generic, exact, time.perf_counter() - start,
-                           n_points, interrupted)
+    result = ExactAnalysis(name=param.name, sizes=dict(param.sizes), param_dim=param.n,
+                           predictor_dim=param.m, rational_ranks=tuple(ranks), generic_rank=generic,
+                           symbolic_rank=sym, kernel_dim=param.n - generic, exact=exact,
+                           seconds=time.perf_counter() - start, points=n_points,
+                           interrupted=interrupted)
     if progress is not None and not interrupted:
         progress(n_points + 1, n_points + 1)
     return result if interrupted else _cached(param, key, lambda: result)

@@ -38,6 +38,8 @@ leaves nothing behind. The registry lists saved definitions through a provider
 (:func:`paramgeo.contract.registry.add_provider`), so ``paramgeo list`` and ``paramgeo.get`` see them.
 """
 
+from __future__ import annotations
+
 import math
 import os
 import re
@@ -45,6 +47,7 @@ import unicodedata
 import sys
 from pathlib import Path
 from typing import ClassVar
+from typing import Optional, Union
 
 import numpy as np
 
@@ -375,11 +378,29 @@ def load_definition(path):
 
 
 # --------------------------------------------------------------------------- define / undefine
-def define(spec_file=None, text=None, replace=False):
-    """Validate a spec (a file path or ``text``) and save it in the definitions directory.
+def define(spec_file: Union[str, os.PathLike, None] = None, text: Optional[str] = None,
+           replace: bool = False) -> type[Parameterization]:
+    """Validate an expression spec and save it in the definitions directory.
 
-    Returns the defined class (registered in this process too). Refuses a name already taken by
-    another parameterization, or an existing definition unless ``replace=True``.
+    The spec (TOML: ``name``, ``parameters``, ``predictor`` as expression text, optional
+    ``sizes``, ``symmetry``, ``summary``, ``references``) becomes a Parameterization whose
+    forward is the predictor parsed through a whitelist of syntax (:mod:`paramgeo.expressions.parser`, never
+    ``eval``), checked at a random point, saved under :func:`definitions_dir` (``$PARAMGEO_HOME``
+    or ``$XDG_DATA_HOME/paramgeo``) and registered, so ``paramgeo.get(name)`` finds it from then
+    on.
+
+    Args:
+        spec_file: a path to the spec file.
+        text: the spec text instead.
+        replace: overwrite an existing definition of the same name.
+
+    Returns:
+        The defined class.
+
+    Raises:
+        SpecError: both or neither of spec_file and text, an unreadable or invalid spec, or a
+            name taken (by another parameterization, or by a definition without replace).
+        UnsafeFileError: the definitions directory or file is not paramgeo's to write.
     """
     if (spec_file is None) == (text is None):
         raise SpecError("define() takes a spec file or text, not both")
@@ -420,8 +441,18 @@ def define(spec_file=None, text=None, replace=False):
     return registry.register(cls, source=f"definition {target}")
 
 
-def undefine(name):
-    """Delete the saved definition ``name``; returns its former path."""
+def undefine(name: str) -> Path:
+    """Delete the saved definition ``name`` (and unregister it in this process).
+
+    Args:
+        name: the name of a definition saved by :func:`define`.
+
+    Returns:
+        The path of the deleted file.
+
+    Raises:
+        SpecError: no definition has that name (a built-in or plugin name is refused).
+    """
     saved = defined()
     if name not in saved:
         if name in registry.available():

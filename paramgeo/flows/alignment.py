@@ -37,8 +37,11 @@ sin angle(u_t, u_{t+1}) = tau_t / |w_{t+1}|. Asymptotically the radial steps sum
 tangential steps decay like tau_t ~ |w_t| d/dt (c / log t) ~ c / (t log t).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
@@ -47,8 +50,11 @@ from ..losses.predictor import Logistic, max_margin
 from ..results import Result
 from .online import _line_fit
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
-@dataclasses.dataclass(frozen=True)
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class AlignmentRun(Result):
     """Logistic GD from w_0 = 0 on separable data, recorded at every step t = 1..steps.
 
@@ -80,7 +86,7 @@ class AlignmentRun(Result):
         return "\n".join(rows)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class AlignmentLaw(Result):
     """Fits of T(delta): log T = a + c / delta (``c``, ``c_error``, ``a``, residual rms
     ``exp_rms``) and log T = b + p log(1 / delta) (``p``, ``p_error``, ``power_rms``);
@@ -107,7 +113,7 @@ class AlignmentLaw(Result):
                 f"{self.power_rms:.3g}\n  better fit: {self.law}")
 
 
-def predicted_constant(X, y):
+def predicted_constant(X: ArrayLike, y: ArrayLike) -> float:
     """c = |P w_tilde| / |w_hat| of log T(delta) ~ c / delta (module docstring): w_tilde solves
     z_n . w_tilde = -log alpha_n on the support vectors S (z_n = y_n x_n, alpha the SVM dual),
     P = I - u_mm u_mm^T. nan unless the support vectors span R^d with alpha_n > 0."""
@@ -123,7 +129,8 @@ def predicted_constant(X, y):
     return float(np.linalg.norm(w_tilde - (w_tilde @ u) * u) / np.linalg.norm(mm.w))
 
 
-def alignment_times(X, y, deltas, steps, lr=None):
+def alignment_times(X: ArrayLike, y: ArrayLike, deltas: Sequence[float], steps: int,
+                    lr: Optional[float] = None) -> AlignmentRun:
     """Run logistic GD from 0 for ``steps`` steps and measure T(delta) for each delta in
     ``deltas``, recording the radial/tangential decomposition of every step (see the module
     docstring for the formulas). ``lr`` defaults to 4 / s_max, s_max the top eigenvalue of
@@ -162,11 +169,13 @@ def alignment_times(X, y, deltas, steps, lr=None):
     above = [np.flatnonzero(error > d) for d in deltas]
     times = np.array([-1 if a.size and a[-1] == steps - 1 else (a[-1] + 2 if a.size else 1)
                       for a in above])
-    return AlignmentRun(float(lr), steps, deltas, times, error, norm, radial, tangential,
-                        u_mm, float(mm.margin), predicted_constant(X, y))
+    return AlignmentRun(lr=float(lr), steps=steps, deltas=deltas, times=times, error=error,
+                        norm=norm, radial=radial, tangential=tangential, direction=u_mm,
+                        margin=float(mm.margin), predicted_c=predicted_constant(X, y))
 
 
-def fit_alignment_law(deltas, times, predicted_c=float("nan")):
+def fit_alignment_law(deltas: ArrayLike, times: ArrayLike,
+                      predicted_c: float = float("nan")) -> AlignmentLaw:
     """Fit T(delta) measured at ``deltas`` (hitting times ``times`` >= 1) by least squares in
     log T: the exponential law log T = a + c / delta and the power law log T = b + p log(1/delta),
     each with the standard error of its slope and its residual rms; ``law`` is the one with
@@ -188,5 +197,6 @@ def fit_alignment_law(deltas, times, predicted_c=float("nan")):
         rms.append(float(math.sqrt(np.mean((logT - icpt - slope * x) ** 2))))
     (c, c_err, a), (p, p_err, _) = fits
     law = "exp(c / delta)" if rms[0] <= rms[1] else "delta^-p"
-    return AlignmentLaw(deltas, times.astype(int), c, c_err, a, rms[0], p, p_err, rms[1], law,
-                        float(predicted_c))
+    return AlignmentLaw(deltas=deltas, times=times.astype(int), c=c, c_error=c_err, a=a,
+                        exp_rms=rms[0], p=p, p_error=p_err, power_rms=rms[1], law=law,
+                        predicted_c=float(predicted_c))

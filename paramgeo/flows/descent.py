@@ -1,7 +1,10 @@
 """Gradient descent theta_{t+1} = theta_t - eta_t J^T grad ell(phi(theta_t)), with step-size
 schedules and seeded minibatches (:func:`gradient_descent`)."""
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 import numpy as np
 
@@ -9,14 +12,39 @@ from ..errors import ParamgeoError
 from ..losses.predictor import pullback, value_and_grad
 from ..dynamics.trajectory import _check_stops, _finish, _progress_callback
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
-def schedule(kind, lr, steps=None):
+    from ..losses.predictor import Loss
+    from ..dynamics.optimizers import Optimizer
+    from ..contract.parameterization import Parameterization
+    from ..dynamics.trajectory import Trajectory
+
+
+def schedule(kind: str, lr: float, steps: Optional[int] = None) -> Callable[[float], float]:
     """A step-size schedule eta(t) for :func:`gradient_descent`.
 
     * ``constant``: eta_t = lr;
     * ``inverse``:  eta_t = lr / (1 + t / tau), tau = steps / 10 (Robbins-Monro type decay);
     * ``cosine``:   eta_t = lr (1 + cos(pi t / steps)) / 2 (Loshchilov and Hutter 2017);
     * ``step``:     eta_t = lr * 0.1^floor(3 t / steps) (three equal stages).
+
+    Args:
+        kind: "constant", "inverse", "cosine" or "step".
+        lr: the initial step size (> 0).
+        steps: the run's number of steps (needed by all but "constant").
+
+    Returns:
+        The function t -> eta_t.
+
+    Raises:
+        ParamgeoError: an unknown kind, a step size that is not positive, or no steps.
+
+    Examples:
+        >>> from paramgeo.flows import schedule
+        >>> eta = schedule("cosine", 0.1, steps=100)
+        >>> eta(0), eta(50), eta(100)
+        (0.1, 0.05, 0.0)
     """
     if not (np.isfinite(lr) and lr > 0):
         raise ParamgeoError(f"the step size must be a positive number, got {lr}")
@@ -47,29 +75,61 @@ def default_record_every(steps, n):
     return max(1, math.ceil(steps / records))
 
 
-def gradient_descent(param, loss, theta0, steps, lr, *, record_every=None, stop_loss=None,
-                     stop_grad=None, batch_size=None, seed=None, progress=False, conserved=True,
-                     optimizer=None, callback=None):
-    """theta_{t+1} = theta_t - lr_t J^T grad ell(phi(theta_t)) for ``steps`` steps.
+def gradient_descent(param: Parameterization, loss: Loss, theta0: ArrayLike, steps: int, lr: float,
+                     *, record_every: Optional[int] = None, stop_loss: Optional[float] = None,
+                     stop_grad: Optional[float] = None, batch_size: Optional[int] = None,
+                     seed: Optional[int] = None,
+                     progress: Union[bool, Callable[[int, int], None]] = False,
+                     conserved: bool = True, optimizer: Optional[Optimizer] = None,
+                     callback: Optional[Callable[[int, np.ndarray], np.ndarray]] = None
+                     ) -> Trajectory:
+    """Gradient descent theta_{t+1} = theta_t - lr_t J^T grad ell(phi(theta_t)), ``steps`` steps.
 
-    ``lr`` is a float or a callable ``lr(t)`` (a schedule, see :func:`schedule`). With
-    ``batch_size`` the gradient of step t is that of the loss on ``batch_size`` samples drawn
-    without replacement by ``numpy.random.default_rng(seed)`` (stochastic gradient descent;
-    needs a loss built from samples). Records every ``record_every`` steps (and the last); the
-    default records every step of a short run and about :data:`MAX_RECORDS` evenly spaced steps
-    of a long one, fewer when n is so large that the parameters would pass
-    :data:`RECORD_FLOATS` floats (a record costs a copy of theta; the losses, predictors and
-    gradient norms of the records are evaluated only when read, see
-    :class:`paramgeo.dynamics.trajectory.Trajectory`).
-    ``stop_loss``/``stop_grad`` stop early when the loss/the full gradient norm falls below
-    them (checked at recorded steps and, when given, every step). ``progress``: a callable
-    ``progress(done, total)`` called after every step, or True for paramgeo's progress bar.
-    ``optimizer`` (a :class:`paramgeo.dynamics.optimizers.Optimizer`) replaces the step direction g by
-    its update D_t(g): theta_{t+1} = theta_t - lr_t D_t(g_t) (sign, smoothed sign, Adam).
-    ``callback(t, theta)``, called after step t (t = 1, 2, ...), returns the point the descent
-    continues from: theta itself, or a point that computes the same predictor, e.g. a symmetry
-    teleportation every k steps (:class:`paramgeo.quotient.Teleporter`; such a move changes
-    the conserved quantities, whose drift the trajectory then reports).
+    With ``optimizer`` the step direction g is replaced by its update D_t(g) (sign, smoothed
+    sign, Adam: :mod:`paramgeo.dynamics.optimizers`); with ``batch_size`` g is the gradient of
+    the loss on ``batch_size`` samples drawn without replacement (stochastic gradient descent).
+    The losses, predictors and gradient norms of the records are evaluated only when read.
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        loss: the loss ell on predictors (built from samples for ``batch_size``).
+        theta0: the start, shape (n,).
+        steps: the number of steps.
+        lr: the step size, or a schedule lr(t) (:func:`schedule`).
+        record_every: record every this many steps (and the last); default every step of a
+            short run, about ``MAX_RECORDS`` of a long one, fewer beyond ``RECORD_FLOATS``.
+        stop_loss: stop when the loss falls below it.
+        stop_grad: stop when the full gradient norm falls below it.
+        batch_size: minibatch size (SGD); None: the full gradient.
+        seed: seed of the minibatches.
+        progress: True for a progress bar, or progress(done, total) after every step.
+        conserved: record the quadratic conserved quantities of the symmetry group.
+        optimizer: a :class:`paramgeo.dynamics.optimizers.Optimizer` (None: plain gradient
+            steps).
+        callback: callback(t, theta), called after step t (t = 1, 2, ...), returns the point
+            the descent continues from: theta itself, or a point that computes the same
+            predictor, e.g. a symmetry teleportation every k steps
+            (:class:`paramgeo.quotient.Teleporter`; such a move changes the conserved
+            quantities, whose drift the trajectory then reports).
+
+    Returns:
+        The :class:`paramgeo.dynamics.trajectory.Trajectory` of the recorded steps (``times``
+        are step indices).
+
+    Raises:
+        ParamgeoError: a bad number of steps, step size, record_every, stop level or batch
+            size.
+        ShapeError: theta0 is not n finite numbers.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.flows import gradient_descent
+        >>> from paramgeo.losses.predictor import LinearMeasurements
+        >>> p = paramgeo.get("hadamard", p=2)                   # phi(u, v) = u * v
+        >>> run = gradient_descent(p, LinearMeasurements(np.eye(2), [1.0, 2.0]), np.ones(4),
+        ...                        steps=2000, lr=0.1)
+        >>> np.round(p.forward(run.thetas[-1]), 6)
+        array([1., 2.])
     """
     theta = param.as_theta(theta0).copy()
     if int(steps) != steps or steps < 0:
@@ -86,6 +146,7 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=None, stop_
     if batch_size is not None:
         if loss.N is None:
             loss.minibatch(np.arange(1))  # raises the readable error
+        assert loss.N is not None
         if not 1 <= batch_size <= loss.N:
             raise ParamgeoError(f"the batch size must be between 1 and N = {loss.N}, "
                                 f"got {batch_size}")
@@ -104,7 +165,7 @@ def gradient_descent(param, loss, theta0, steps, lr, *, record_every=None, stop_
     try:
         for t in range(steps):
             if rng is not None:
-                idx = rng.choice(loss.N, size=batch_size, replace=False)
+                idx = rng.choice(int(loss.N), size=batch_size, replace=False)
                 step_grad = pullback(param, loss.minibatch(idx))[1]
             with np.errstate(over="ignore", invalid="ignore"):
                 if both is None:

@@ -33,8 +33,11 @@ information on the structure of S*), and moments Tr(S^k) / d. Weak recovery is t
 sample count at which |cosine| reaches ``threshold`` (checked every ``check_every`` samples).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -43,6 +46,11 @@ from ..linalg.numerics import as_rng
 from ..results import Result, to_jsonable, title
 from ..io.files import check_plot_path, save_figure
 from ..dynamics.trajectory import _finish, _progress_callback, _pyplot_figure
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..contract.parameterization import Parameterization
 
 
 def _softmax(h, beta):
@@ -65,7 +73,7 @@ LINKS = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class AttentionIndexed(Result):
     """The sample generator and loss of the attention-indexed model (module docstring):
     ``tokens`` T Gaussian embeddings in R^d, link ``link`` (a key of :data:`LINKS`), inverse
@@ -128,7 +136,7 @@ class AttentionIndexed(Result):
         return 0.5 * float(np.sum(r * r)), G / math.sqrt(self.d)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Teacher(Result):
     """A planted predictor S* (d x d) and how it was made."""
 
@@ -152,13 +160,13 @@ class Teacher(Result):
             raise ParamgeoError(f"unknown teacher kind {kind!r}; choose tied or direct")
         if centered:
             S = S - np.trace(S) / d * np.eye(d)
-        return cls(S, kind + (" (centered)" if centered else ""))
+        return cls(S=S, kind=kind + (" (centered)" if centered else ""))
 
     @classmethod
     def from_param(cls, param, theta, scale=1.0):
         """The teacher S* = scale * phi(theta*) of a plugin with d x d predictors."""
         S = _as_square(param, param.forward_flat(param.as_theta(theta))) * scale
-        return cls(np.asarray(S, float), f"{param.name} at a given point")
+        return cls(S=np.asarray(S, float), kind=f"{param.name} at a given point")
 
     def to_dict(self):
         return {"kind": self.kind, "d": int(self.S.shape[0]),
@@ -176,9 +184,10 @@ def _as_square(param, flat):
     return np.reshape(flat, (d, d))
 
 
-def order_parameters(S, S_star, moments=4):
+def order_parameters(S: ArrayLike, S_star: ArrayLike, moments: int = 4) -> dict[str, float]:
     """The trace order parameters of S against S* (module docstring): mean, norm, overlap,
     cosine (of the traceless parts) and moment_k = Tr(S^k) / d for k = 2..``moments``."""
+    S, S_star = np.asarray(S, float), np.asarray(S_star, float)
     d = S.shape[0]
     tau, tau_s = np.trace(S) / d, np.trace(S_star) / d
     St, St_s = S - tau * np.eye(d), S_star - tau_s * np.eye(d)
@@ -192,7 +201,7 @@ def order_parameters(S, S_star, moments=4):
     return {k: float(v) for k, v in out.items()}
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class OnlineRun(Result):
     """An online SGD run: the recorded parameters as a :class:`~paramgeo.dynamics.trajectory.Trajectory`
     (times = samples seen; loss = test risk on held-out samples), the record times t = n / d^2,
@@ -200,7 +209,7 @@ class OnlineRun(Result):
     the step size eta actually used, the weak-recovery sample count (None if not reached), and
     the scale of S = scale * phi(theta)."""
 
-    trajectory: object
+    trajectory: Any
     t: np.ndarray
     order: dict
     teacher_order: dict
@@ -265,9 +274,12 @@ MAX_SAMPLES = 10 ** 12
 MAX_LOG_ETA = 100 * math.log(10)
 
 
-def online_sgd(param, model, teacher, theta0, samples, lr, *, lr_exponent=0.0, scale=1.0,
-               batch=1, record_at=None, moments=4, threshold=0.5, check_every=None,
-               test_samples=256, stop_at_recovery=False, seed=None, progress=False):
+def online_sgd(param: Parameterization, model: AttentionIndexed, teacher: Teacher,
+               theta0: ArrayLike, samples: int, lr: float, *, lr_exponent: float = 0.0,
+               scale: float = 1.0, batch: int = 1, record_at: Optional[Sequence[int]] = None,
+               moments: int = 4, threshold: float = 0.5, check_every: Optional[int] = None,
+               test_samples: int = 256, stop_at_recovery: bool = False, seed: Optional[int] = None,
+               progress: Union[bool, Callable[[int, int], None]] = False) -> OnlineRun:
     """Online SGD on ``samples`` fresh samples of ``model`` (an :class:`AttentionIndexed`)
     labelled by ``teacher`` (a :class:`Teacher`), student S = scale * phi(theta), from theta0:
 
@@ -340,7 +352,7 @@ def online_sgd(param, model, teacher, theta0, samples, lr, *, lr_exponent=0.0, s
         loss, G = model.loss_and_grad(student(th), X, y)
         return loss, scale * param.vjp(th, G.reshape(-1))
 
-    thetas, times, order, recovery = [], [], {}, None
+    thetas, times, order, recovery = [], [], dict[str, list](), None
 
     def record(k, S):
         thetas.append(theta.copy())
@@ -404,13 +416,14 @@ def online_sgd(param, model, teacher, theta0, samples, lr, *, lr_exponent=0.0, s
                stop_at_recovery else f"completed {times[-1]} samples")
     traj = _finish(param, value, grad, f"online sgd (batch {batch})", times, thetas,
                    not interrupted, message, k, False, interrupted)
-    return OnlineRun(traj, np.asarray(times, float) / d ** 2,
-                     {n: np.asarray(v) for n, v in order.items()},
-                     order_parameters(S_star, S_star, moments), eta, batch, times[-1],
-                     float(threshold), recovery, model, float(scale), interrupted)
+    return OnlineRun(trajectory=traj, t=np.asarray(times, float) / d ** 2,
+                     order={n: np.asarray(v) for n, v in order.items()},
+                     teacher_order=order_parameters(S_star, S_star, moments), eta=eta, batch=batch,
+                     samples=times[-1], threshold=float(threshold), weak_recovery=recovery,
+                     model=model, scale=float(scale), interrupted=interrupted)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ScalingFit(Result):
     """A least-squares fit of weak-recovery sample counts n against d: the exponent gamma of
     n / log d = C d^gamma (d^2 log d scaling: gamma = 2) with its standard error, the plain
@@ -445,7 +458,7 @@ def _line_fit(x, y):
     return float(coef[1]), float(math.sqrt(cov[1, 1])), float(coef[0])
 
 
-def fit_weak_recovery(d, samples):
+def fit_weak_recovery(d: ArrayLike, samples: ArrayLike) -> ScalingFit:
     """Fit weak-recovery sample counts ``samples`` measured at dimensions ``d`` (one entry per
     run; repeat d for several seeds): log(n / log d) = log C + gamma log d by least squares,
     and t = n / d^2 = a + b log d (a weak-recovery time growing like log d is the
@@ -460,4 +473,5 @@ def fit_weak_recovery(d, samples):
     g, g_err, _ = _line_fit(np.log(d), np.log(n / np.log(d)))
     p, p_err, _ = _line_fit(np.log(d), np.log(n))
     b, b_err, a = _line_fit(np.log(d), n / d ** 2)
-    return ScalingFit(d, n, g, g_err, p, p_err, b, b_err, a)
+    return ScalingFit(d=d, samples=n, exponent=g, exponent_stderr=g_err, power=p,
+                      power_stderr=p_err, log_slope=b, log_slope_stderr=b_err, log_intercept=a)

@@ -23,27 +23,11 @@ in the high-d limit the run concentrates on the solution. It is linear, with the
 
 stable for c < 2 (the test oracle of the integrated equations).
 
-Finite d (T = 1, ``finite_d=True``): the one-sample second moment is exact for Gaussian x,
-E[(x^T D x - Tr D)^2 |x x^T - I|_F^2] = (2 d^2 + 18 d + 32) Tr(D^2) + 8 (Tr D)^2 (moments of
-z^2 - 1: 0, 2, 8, 60) and E|x x^T - I|_F^2 = d (d + 1), and a batch of B adds
-(B - 1) |E grad|^2 = (B - 1) 4 q / d per sample, so E[dQ/dt] is
-
-    -4 c (Q - M) + c^2 [q (2 + 18/d + 32/d^2 + 4 (B - 1)/d^2) + 8 (tau - tau*)^2 / d
-                       + sigma^2 (1 + 1/d)],
-
-exact in expectation up to Var(tau) = O(1/d^2) (the tau and M equations are unchanged).
-Moments. In the same limit the spectrum of S(t) is that of
-
-    S(t) = alpha S* + beta S0 + sqrt(v) G,    alpha = 1 - e^{-a c t}, beta = e^{-a c t},
-
-with G a semicircular matrix free from S* and S0 (the accumulated zero-mean kicks
-eta (grad - E grad), of isotropic covariance to leading order: free central limit theorem) and
-v(t) fixed by the norm equation. Free cumulants add over free summands and a semicircle has only
-kappa_2, so kappa_n(S(t)) = alpha^n kappa_n(S*) + beta^n kappa_n(S0) for n != 2, kappa_2 =
-Q - tau^2, and the moments Tr(S^k) / d follow by the moment-cumulant relation
-m_n = sum_s kappa_s [z^{n-s}] (sum_i m_i z^i)^s (:func:`linear_teacher_moments`; it assumes a
-start free from S*, e.g. a random symmetric S0 or S0 = 0). Nica, Speicher (2006), "Lectures on
-the combinatorics of free probability", Lectures 11-12.
+Finite d (T = 1, ``finite_d=True``): the exact one-sample second moment of Gaussian tokens and a
+batch's (B - 1) |E grad|^2 correct the Q equation at O(1/d). Moments: in the same limit S(t) is
+alpha S* + beta S0 + sqrt(v) G with G semicircular and free from S* and S0, so the free
+cumulants give Tr(S^k) / d (:func:`linear_teacher_moments`; Nica, Speicher 2006, "Lectures on
+the combinatorics of free probability", Lectures 11-12). Both derivations: docs/online-sgd.md.
 
 Factored S with the linear link and one token (tied S = scale W W^T, untied S = scale U V^T):
 the traces of words in S (and S^T, the factor Gram matrices A = scale U U^T, B = scale V V^T)
@@ -58,17 +42,25 @@ the teacher-student setup"; Maillard, Troiani, Martin, Krzakala, Zdeborova (2024
 "Bayes-optimal learning of an extensive-width neural network from quadratically many samples".
 """
 
+from __future__ import annotations
+
 import dataclasses
 import itertools
 import math
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from ..errors import ParamgeoError
 from ..results import Result
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
-@dataclasses.dataclass(frozen=True)
+    from .online import AttentionIndexed, OnlineRun, Teacher
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class OrderODE(Result):
     """A solution of order-parameter equations: times t and each order parameter's values
     (name -> array), with the equations' name."""
@@ -88,8 +80,10 @@ def _centered(tau, Q, M, tau_s, P):
     return np.where(den > 0, (M - tau * tau_s) / np.where(den > 0, den, 1.0), 0.0)
 
 
-def linear_teacher_odes(model, teacher_order, initial, c, t, *, method="closed-form",
-                        finite_d=False, batch=1):
+def linear_teacher_odes(model: AttentionIndexed, teacher_order: Mapping[str, float],
+                        initial: Mapping[str, float], c: float, t: ArrayLike, *,
+                        method: str = "closed-form", finite_d: bool = False,
+                        batch: int = 1) -> OrderODE:
     """The exact high-d order-parameter equations of direct-S online SGD with the linear link
     (module docstring), solved at the times ``t`` from the ``initial`` order parameters (a
     dict with mean, norm, overlap, e.g. ``run.order`` at t = 0) for the teacher's
@@ -144,12 +138,12 @@ def linear_teacher_odes(model, teacher_order, initial, c, t, *, method="closed-f
     else:
         raise ParamgeoError(f"unknown method {method!r}; choose closed-form or integrate")
     name = "finite-d equations" if finite_d else "exact high-d equations"
-    return OrderODE(f"direct S, linear link ({name})", t,
-                    {"mean": tau, "norm": Q, "overlap": M,
+    return OrderODE(equations=f"direct S, linear link ({name})", t=t,
+                    order={"mean": tau, "norm": Q, "overlap": M,
                      "cosine": _centered(tau, Q, M, tau_s, P), "start_weight": np.exp(-a * c * t)})
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ODEComparison(Result):
     """Simulation against equations: per order parameter the largest relative deviation
     max_t |sim - ode| / max_t |ode| over the run."""
@@ -166,8 +160,10 @@ class ODEComparison(Result):
         return f"online SGD vs {self.equations}: max relative deviation {rows}"
 
 
-def compare_with_odes(run, model=None, method="closed-form", finite_d=False, teacher=None,
-                      start=None):
+def compare_with_odes(run: OnlineRun, model: Optional[AttentionIndexed] = None,
+                      method: str = "closed-form", finite_d: bool = False,
+                      teacher: Optional[ArrayLike] = None,
+                      start: Optional[ArrayLike] = None) -> tuple[OrderODE, ODEComparison]:
     """Solve :func:`linear_teacher_odes` from the run's first record with c = eta d (and the
     run's batch when ``finite_d``) and compare each order parameter (mean, norm, overlap)
     with the run over all records; with the ``teacher`` S* and the ``start`` S0 (d x d
@@ -183,11 +179,11 @@ def compare_with_odes(run, model=None, method="closed-form", finite_d=False, tea
             raise ParamgeoError("the run recorded no moments beyond Tr(S^2)/d: run online_sgd "
                                 "with moments >= 3")
         moments = linear_teacher_moments(ode, teacher, start, K)
-        ode = OrderODE(moments.equations, ode.t, dict(ode.order, **moments.order))
+        ode = OrderODE(equations=moments.equations, t=ode.t, order=dict(ode.order, **moments.order))
         names += [f"moment_{k}" for k in range(3, K + 1)]
     dev = {k: float(np.max(np.abs(run.order[k] - ode.order[k])) / np.max(np.abs(ode.order[k])))
            for k in names}
-    return ode, ODEComparison(ode.equations, dev)
+    return ode, ODEComparison(equations=ode.equations, deviation=dev)
 
 
 def _power_coeffs(m, s, n):
@@ -199,7 +195,7 @@ def _power_coeffs(m, s, n):
     return out
 
 
-def free_cumulants(moments):
+def free_cumulants(moments: ArrayLike) -> NDArray[np.float64]:
     """Free cumulants kappa_1..kappa_K from moments m_1..m_K (spectral moments Tr(S^k) / d), by
     m_n = sum_{s=1}^{n} kappa_s [z^{n-s}] M(z)^s, M(z) = sum_{i>=0} m_i z^i (Nica, Speicher
     2006, Lecture 11)."""
@@ -211,7 +207,7 @@ def free_cumulants(moments):
     return kappa[1:]
 
 
-def free_moments(cumulants):
+def free_moments(cumulants: ArrayLike) -> NDArray[np.float64]:
     """The inverse of :func:`free_cumulants`: moments m_1..m_K from free cumulants."""
     kappa = np.concatenate([[0.0], np.asarray(cumulants, float)])
     K = len(kappa) - 1
@@ -227,7 +223,8 @@ def _spectral_moments(S, K):
     return np.array([np.mean(ev ** k) for k in range(1, K + 1)])
 
 
-def linear_teacher_moments(ode, S_star, S0, moments=4):
+def linear_teacher_moments(ode: OrderODE, S_star: ArrayLike, S0: ArrayLike,
+                           moments: int = 4) -> OrderODE:
     """The moments Tr(S(t)^k) / d, k = 1..``moments``, of direct-S online SGD with the linear
     link predicted from the solved equations ``ode`` (:func:`linear_teacher_odes`; its
     ``start_weight`` is beta = e^{-a c t}) and the matrices S* and S0: the free convolution of
@@ -248,7 +245,7 @@ def linear_teacher_moments(ode, S_star, S0, moments=4):
         m = free_moments(kappa)
         for k in range(2, K + 1):
             out[f"moment_{k}"][i] = m[k - 1]
-    return OrderODE(ode.equations + ", moments by free convolution", ode.t, out)
+    return OrderODE(equations=ode.equations + ", moments by free convolution", t=ode.t, order=out)
 
 
 # --- factored S: the matrix-moment hierarchies of tied and untied S ---------------------------
@@ -306,9 +303,9 @@ class _WordHierarchy:
     Longer words (those the drift of a length-K word creates) are set to 0: the truncation."""
 
     #: letter -> its transpose's letter; the dynamic letters are all but "t" (S*)
-    TRANSPOSE = {}
+    TRANSPOSE: dict[str, str] = {}
     #: the trace words of the mean tau and of q = Tr(D^2) / d (word -> coefficient, + tr(S*^2))
-    MEAN, Q_WORDS = "s", {}
+    MEAN, Q_WORDS = "s", dict[str, float]()
 
     def rules(self, beta):
         """letter -> ([(coef, two-letter word)], identity word I_L, P_L, Q_L)."""
@@ -478,7 +475,8 @@ def _integrate_hierarchy(hier, y0, t):
     return t, sol.y
 
 
-def tied_moment_odes(model, S_star, S0, lr, scale, t, *, order=10):
+def tied_moment_odes(model: AttentionIndexed, S_star: ArrayLike, S0: ArrayLike, lr: float,
+                     scale: float, t: ArrayLike, *, order: int = 10) -> OrderODE:
     """Integrate the truncated moment hierarchy of tied S (:class:`TiedMomentHierarchy`) from
     S0 (a d x d matrix, e.g. the run's start scale * W0 W0^T) for the teacher S*, step size
     ``lr`` (eta, not scaled with d) and S = ``scale`` W W^T, at the times ``t`` (t = n / d^2;
@@ -497,7 +495,7 @@ def tied_moment_odes(model, S_star, S0, lr, scale, t, *, order=10):
     t, y = _integrate_hierarchy(hier, hier.values(S0, S_star), t)
     out = {name: y[hier.index(w)] for name, w in _tied_words(K).items()}
     out["cosine"] = _centered(out["mean"], out["norm"], out["overlap"], tm[0], tm[1])
-    return OrderODE(f"tied S moment hierarchy (order {K})", t, out)
+    return OrderODE(equations=f"tied S moment hierarchy (order {K})", t=t, order=out)
 
 
 def _tied_words(K):
@@ -512,7 +510,8 @@ _UNTIED_WORDS = {"mean": "s", "norm": "sS", "overlap": "st", "moment_2": "ss",
                  "gram_u": "a", "gram_v": "b", "mixed_u": "at", "mixed_v": "bt"}
 
 
-def untied_moment_odes(model, S_star, U0, V0, lr, scale, t, *, order=6):
+def untied_moment_odes(model: AttentionIndexed, S_star: ArrayLike, U0: ArrayLike, V0: ArrayLike,
+                       lr: float, scale: float, t: ArrayLike, *, order: int = 6) -> OrderODE:
     """Integrate the truncated moment hierarchy of untied S = ``scale`` U V^T
     (:class:`UntiedMomentHierarchy`) from the factors U0, V0 (d x r) for the teacher S*, step
     size ``lr`` (eta, not scaled with d), at the times ``t`` (t = n / d^2; LSODA at rtol 1e-9).
@@ -532,7 +531,7 @@ def untied_moment_odes(model, S_star, U0, V0, lr, scale, t, *, order=6):
     t, y = _integrate_hierarchy(hier, hier.values(U0, V0, S_star, scale), t)
     out = {name: y[hier.index(w)] for name, w in _UNTIED_WORDS.items()}
     out["cosine"] = _centered(out["mean"], out["norm"], out["overlap"], tm[0], tm[1])
-    return OrderODE(f"untied S moment hierarchy (order {K})", t, out)
+    return OrderODE(equations=f"untied S moment hierarchy (order {K})", t=t, order=out)
 
 
 def _factor_count(param, theta, d):
@@ -556,7 +555,9 @@ def _factor_count(param, theta, d):
     return len(blocks)
 
 
-def compare_with_hierarchy(run, teacher, order=10, names=("mean", "norm", "overlap")):
+def compare_with_hierarchy(run: OnlineRun, teacher: Union[Teacher, ArrayLike], order: int = 10,
+                           names: Sequence[str] = ("mean", "norm", "overlap"),
+                           ) -> tuple[OrderODE, ODEComparison]:
     """Integrate the moment hierarchy from the first record of a ``run`` of
     :func:`~paramgeo.flows.online_sgd` (lr_exponent 0) through ``uut`` (:func:`tied_moment_odes`)
     or ``uvt`` (:func:`untied_moment_odes`) and compare the words ``names``
@@ -570,8 +571,8 @@ def compare_with_hierarchy(run, teacher, order=10, names=("mean", "norm", "overl
     param = run.trajectory.evaluate.param
     if _factor_count(param, run.trajectory.thetas[0], d) == 2:  # untied: S = scale U V^T
         factors = [tuple(param.spec.unpack(th).values()) for th in run.trajectory.thetas]
-        ode = untied_moment_odes(run.model, S_star, *factors[0], run.eta, run.scale, run.t,
-                                 order=order)
+        U0, V0 = factors[0]
+        ode = untied_moment_odes(run.model, S_star, U0, V0, run.eta, run.scale, run.t, order=order)
         spec, transpose = _UNTIED_WORDS, UntiedMomentHierarchy.TRANSPOSE
         mats = [UntiedMomentHierarchy.matrices(U, V, S_star, run.scale) for U, V in factors]
     else:  # tied: S = scale W W^T
@@ -586,4 +587,4 @@ def compare_with_hierarchy(run, teacher, order=10, names=("mean", "norm", "overl
     sim = np.array([_word_traces([spec[n] for n in names], m, transpose) for m in mats]).T
     dev = {n: float(np.max(np.abs(sim[i] - ode.order[n])) / np.max(np.abs(ode.order[n])))
            for i, n in enumerate(names)}
-    return ode, ODEComparison(ode.equations, dev)
+    return ode, ODEComparison(equations=ode.equations, deviation=dev)

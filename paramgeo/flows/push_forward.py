@@ -1,7 +1,10 @@
 """The push-forward of gradient flow to predictors (metric J J^T), the quotient flow, the
 predictor mirror flow and their comparison with gradient flow."""
 
+from __future__ import annotations
+
 import dataclasses
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 import numpy as np
 
@@ -9,8 +12,16 @@ from ..losses.predictor import pullback
 from ..results import Result
 from ..dynamics.trajectory import _flow, gradient_flow
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
-def predictor_velocity(param, theta, loss):
+    from ..losses.predictor import Loss
+    from ..contract.parameterization import Parameterization
+    from ..dynamics.trajectory import Trajectory
+
+
+def predictor_velocity(param: Parameterization, theta: ArrayLike,
+                       loss: Loss) -> NDArray[np.float64]:
     """d beta/dt = -J J^T grad ell(beta) at beta = phi(theta): the push-forward of the gradient
     flow (two matrix-free products: the plugin's VJP, then its JVP)."""
     theta = param.as_theta(theta)
@@ -18,7 +29,7 @@ def predictor_velocity(param, theta, loss):
     return -param.jvp(theta, param.vjp(theta, loss.grad(beta)))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class PredictorPath(Result):
     """A predictor-space trajectory beta(t) (T x m) integrated on its own."""
 
@@ -28,8 +39,12 @@ class PredictorPath(Result):
     n_evals: int
 
 
-def predictor_flow(param, loss, theta0, t_final, *, metric=None, t_eval=None, n_records=50,
-                   method="LSODA", rtol=1e-10, atol=1e-12):
+def predictor_flow(
+        param: Parameterization, loss: Loss, theta0: ArrayLike, t_final: float, *,
+        metric: Optional[Callable[[NDArray[np.float64], NDArray[np.float64]], ArrayLike]] = None,
+        t_eval: Optional[ArrayLike] = None, n_records: int = 50, method: str = "LSODA",
+        rtol: float = 1e-10, atol: float = 1e-12
+) -> PredictorPath:
     """Integrate the predictor flow d beta/dt = -M grad ell(beta) from beta_0 = phi(theta_0).
 
     With ``metric(beta, w)`` (a closed form of M w, e.g. 2 (Q W + W Q) for Q = U U^T and
@@ -69,19 +84,51 @@ def predictor_flow(param, loss, theta0, t_final, *, metric=None, t_eval=None, n_
                     atol=atol)
     label = "predictor flow (closed-form metric)" if metric is not None else \
         "predictor flow (J J^T, horizontal lift)"
-    return PredictorPath(label, sol.t, sol.y[:m].T, counter["n"])
+    return PredictorPath(method=label, times=sol.t, predictors=sol.y[:m].T, n_evals=counter["n"])
 
 
-def quotient_flow(param, loss, theta0, t_final, *, generic=False, method="LSODA", rtol=1e-8,
-                  atol=1e-10, n_records=200, t_eval=None, conserved=False):
-    """The quotient Riemannian gradient flow, lifted horizontally:
-    d theta/dt = -h(grad L(theta)), h = ``geometry.horizontal_projection`` (the plugin's closed
-    form, or the generic V V^T route with ``generic=True``).
+def quotient_flow(param: Parameterization, loss: Loss, theta0: ArrayLike, t_final: float, *,
+                  generic: bool = False, method: str = "LSODA", rtol: float = 1e-8,
+                  atol: float = 1e-10, n_records: int = 200, t_eval: Optional[ArrayLike] = None,
+                  conserved: bool = False) -> Trajectory:
+    """The quotient Riemannian gradient flow, lifted horizontally: theta' = -h(grad L(theta)).
 
-    On the quotient Theta / G with the quotient metric, the Riemannian gradient of the induced
-    loss lifts to the horizontal part of grad L (Absil, Mahony, Sepulchre 2008, Section 3.6.2).
-    Since grad L = J^T grad ell is already horizontal, the result equals :func:`gradient_flow`:
-    a test of the projection and of the statement (see :func:`compare_flows`)."""
+    h is the horizontal projection (:func:`paramgeo.horizontal_projection`: the plugin's closed
+    form, or the generic V V^T route with ``generic=True``). On the quotient Theta / G with the
+    quotient metric, the Riemannian gradient of the induced loss lifts to the horizontal part of
+    grad L (Absil, Mahony, Sepulchre 2008, Section 3.6.2). Since grad L = J^T grad ell is
+    already horizontal, the result equals :func:`gradient_flow`: a test of the projection and of
+    the statement (see :func:`compare_flows`).
+
+    Args:
+        param: a parameterization with a declared symmetry group.
+        loss: the loss ell on predictors.
+        theta0: the initialisation, shape (n,).
+        t_final: the final time.
+        generic: project with the dense generator basis (the test oracle).
+        method: a ``solve_ivp`` method.
+        rtol: the integrator's relative tolerance.
+        atol: its absolute tolerance.
+        n_records: records at this many times.
+        t_eval: record at these times instead.
+        conserved: record the conserved quantities.
+
+    Returns:
+        The :class:`paramgeo.dynamics.trajectory.Trajectory`.
+
+    Raises:
+        ParamgeoError: bad integrator options.
+        ShapeError: theta0 is not n finite numbers.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.flows import gradient_flow, quotient_flow
+        >>> from paramgeo.losses.predictor import LinearMeasurements
+        >>> p, loss = paramgeo.get("hadamard", p=2), LinearMeasurements(np.eye(2), [1.0, 2.0])
+        >>> q = quotient_flow(p, loss, np.ones(4), 5.0)
+        >>> bool(np.allclose(q.thetas, gradient_flow(p, loss, np.ones(4), 5.0).thetas))
+        True
+    """
     from ..geometry.jacobian import horizontal_projection
 
     theta0 = param.as_theta(theta0)
@@ -96,7 +143,8 @@ def quotient_flow(param, loss, theta0, t_final, *, generic=False, method="LSODA"
                  conserved=conserved)
 
 
-def mirror_flow(param, loss, theta0, t_eval, *, rtol=1e-10, atol=1e-12):
+def mirror_flow(param: Parameterization, loss: Loss, theta0: ArrayLike, t_eval: ArrayLike, *,
+                rtol: float = 1e-10, atol: float = 1e-12) -> NDArray[np.float64]:
     """The predictor path (T, m) of the mirror flow d/dt grad R(beta) = -grad ell(beta) from
     beta0 = phi(theta0): a shorthand for ``paramgeo.mirror.mirror_flow(
     paramgeo.mirror.mirror_potential(param, theta0), loss, t_eval)`` (the mirror engine owns
@@ -110,7 +158,7 @@ def mirror_flow(param, loss, theta0, t_eval, *, rtol=1e-10, atol=1e-12):
     return path
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class FlowComparison(Result):
     """Gradient flow against its push-forward and the quotient flow, on common times.
 
@@ -126,14 +174,48 @@ class FlowComparison(Result):
     notes: str
 
 
-def compare_flows(param, loss, theta0, t_final, *, metric=None, n_records=40, rtol=1e-10,
-                  atol=1e-12, mirror=None):
-    """Integrate gradient flow, the predictor flow (:func:`predictor_flow`, with ``metric`` if
-    given) and the quotient flow (:func:`quotient_flow`) from theta0, and report how far the
-    pushed-forward parameter trajectory phi(theta(t)) is from each. ``mirror`` adds the
-    predictor mirror flow: True integrates the one of ``paramgeo.mirror`` (its potential from
-    theta0, :func:`mirror_flow`); a callable (times, beta0) -> (T, m) predictor path is
-    compared as it is."""
+def compare_flows(
+        param: Parameterization, loss: Loss, theta0: ArrayLike, t_final: float, *,
+        metric: Optional[Callable[[NDArray[np.float64], NDArray[np.float64]], ArrayLike]] = None,
+        n_records: int = 40, rtol: float = 1e-10, atol: float = 1e-12,
+        mirror: Union[bool, Callable[[NDArray[np.float64], NDArray[np.float64]], ArrayLike],
+                      None] = None
+) -> FlowComparison:
+    """Three routes to the same predictor path, against phi(theta(t)) of gradient flow.
+
+    Gradient flow theta' = -J^T grad ell pushes forward to beta' = -J J^T grad ell (the
+    predictor flow, :func:`predictor_flow`) and equals the quotient flow lifted horizontally
+    (:func:`quotient_flow`); for a commuting phi it is also the mirror flow of R (Li et al.
+    2022). Each deviation is max_t |beta_route(t) - phi(theta(t))| over max |phi|.
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        loss: the loss ell on predictors.
+        theta0: the initialisation, shape (n,).
+        t_final: the final time.
+        metric: a closed form metric(beta, w) of J J^T w on predictors, for the predictor flow.
+        n_records: records of every route.
+        rtol: the integrators' relative tolerance.
+        atol: their absolute tolerance.
+        mirror: True adds the mirror flow of :func:`paramgeo.mirror.mirror_potential`; a
+            callable (times, beta0) -> (T, m) path is compared as it is.
+
+    Returns:
+        The :class:`FlowComparison` of the deviations (and the vertical fraction of grad L).
+
+    Raises:
+        ParamgeoError: an integrator fails, or bad integrator options.
+        NotCommutingError: ``mirror=True`` for a non-commuting phi.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.flows import compare_flows
+        >>> from paramgeo.losses.predictor import LinearMeasurements
+        >>> p = paramgeo.get("hadamard", p=2)
+        >>> c = compare_flows(p, LinearMeasurements(np.eye(2), [1.0, 2.0]), np.ones(4), 5.0)
+        >>> bool(c.predictor_flow_deviation < 1e-8), bool(c.quotient_flow_deviation < 1e-8)
+        (True, True)
+    """
     from ..geometry.jacobian import horizontal_projection
 
     t_eval = np.linspace(0.0, t_final, n_records)
@@ -161,7 +243,6 @@ def compare_flows(param, loss, theta0, t_final, *, metric=None, n_records=40, rt
         mirror_dev = float(np.max(np.abs(path - ref)) / scale)
         notes = "mirror flow compared"
     return FlowComparison(
-        t_eval,
-        float(np.max(np.abs(pf.predictors - ref)) / scale),
-        float(np.max(np.abs(qf.predictors - ref)) / scale),
-        vertical, mirror_dev, notes)
+        times=t_eval, predictor_flow_deviation=float(np.max(np.abs(pf.predictors - ref)) / scale),
+        quotient_flow_deviation=float(np.max(np.abs(qf.predictors - ref)) / scale),
+        vertical_fraction=vertical, mirror_flow_deviation=mirror_dev, notes=notes)

@@ -84,7 +84,7 @@ def spectrum(d, kind="polynomial", decay=1.5):
 MAX_SNR = 1e50
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class GaussianMixture:
     """x = y* mu + Sigma^(1/2) z, Sigma = diag(cov), labels flipped with probability ``flip``.
 
@@ -113,7 +113,7 @@ class GaussianMixture:
         bayes = np.zeros(int(d))
         bayes[:max(1, int(support))] = 1.0
         bayes *= snr / math.sqrt(float(bayes @ (lam * bayes)))
-        return cls(lam, lam * bayes, float(flip))
+        return cls(cov=lam, mean=lam * bayes, flip=float(flip))
 
     @property
     def d(self):
@@ -210,7 +210,7 @@ def logistic_gd(X, y, steps, lr=None, records=60, param=None, theta0=None, progr
     return record, np.array(out)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class EarlyStopping(Result):
     """Exact 0-1 excess risk of logistic GD along its path (``steps``, ``excess``), at the
     oracle step argmin excess, at the last step, and of the max-margin interpolator
@@ -257,11 +257,13 @@ def early_stopping(model, N, steps=2000, lr=None, seed=0, records=60, param=None
             mm_excess = float(model.excess_risk(max_margin(X, y).direction))
         except ShapeError:  # not linearly separable: there is no interpolator
             pass
-    return EarlyStopping(model.d, int(N), model.flip, model.bayes_risk, record, excess,
-                         int(record[best]), float(excess[best]), float(excess[-1]), mm_excess)
+    return EarlyStopping(d=model.d, N=int(N), flip=model.flip, bayes_risk=model.bayes_risk,
+                         steps=record, excess=excess, oracle_step=int(record[best]),
+                         oracle_excess=float(excess[best]), final_excess=float(excess[-1]),
+                         max_margin_excess=mm_excess)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class RiskRates(Result):
     """Mean excess 0-1 risk over seeds per sample size N at the oracle stop and of the
     max-margin interpolator, with power laws excess ~ N^-rate fitted to both."""
@@ -310,7 +312,8 @@ def excess_risk_rates(model, sizes, seeds=(0, 1, 2), steps=2000, lr=None, param=
     rate = power_law_fit(sizes, oracle, sizes[0], sizes[-1])
     ok = np.isfinite(interp) & (interp > 0)
     irate = power_law_fit(sizes[ok], interp[ok], sizes[0], sizes[-1]) if ok.sum() >= 3 else None
-    return RiskRates(sizes, oracle, np.array(se), interp, rate, irate)
+    return RiskRates(sizes=sizes, oracle=oracle, oracle_se=np.array(se), interpolator=interp,
+                     oracle_rate=rate, interpolator_rate=irate)
 
 
 # --------------------------------------------------------------------------- spectral filters
@@ -383,7 +386,7 @@ MAX_SPIKE = 1e8
 MAX_FILTER_ENTRIES = 10_000_000
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class SpikedModel:
     """x ~ N(0, sigma^2 I + spike e_1 e_1^T), y = x . beta* + noise, beta* = signal e_1
     (spike in [0, MAX_SPIKE sigma^2], noise >= 0, all finite)."""
@@ -445,7 +448,7 @@ class SpikedModel:
         return self.sigma2 * (self.d - N - 2) / N
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class SpikedFilterRisks(Result):
     """Risks of ridge (over admissible lambda > -s_min), GD (over t) and shifted GD (over shift
     and t) on one sample of a spiked model, with the spectrum's edges and the implicit
@@ -517,6 +520,9 @@ def spiked_filter_risks(model, N, seed=0, steps=4000, shifts=None, lr=None):
                 r = risk_of(lambda z, t=t, mu=mu: shifted_gd_filter(z, t, lr, mu))
                 if np.isfinite(r) and r < best[0]:
                     best = (r, float(mu), int(t))
-    return SpikedFilterRisks(model.d, int(N), s_min, lo, hi, kappa, float(penalty_fit),
-                             float(rid.fun), float(-s_min + math.exp(rid.x)), float(min(gd)),
-                             int(ts[int(np.argmin(gd))]), *best, model.risk(mn))
+    return SpikedFilterRisks(
+        d=model.d, N=int(N), s_min=s_min, mp_lower=lo, mp_upper=hi, implicit_penalty=kappa,
+        penalty_fit=float(penalty_fit), ridge_risk=float(rid.fun),
+        ridge_lambda=float(-s_min + math.exp(rid.x)), gd_risk=float(min(gd)),
+        gd_steps=int(ts[int(np.argmin(gd))]), shifted_risk=best[0], shifted_shift=best[1],
+        shifted_steps=best[2], interpolator_risk=model.risk(mn))

@@ -1,7 +1,10 @@
 """The vanishing-initialisation limit of diagonal (commuting) parameterizations: the
 saddle-to-saddle sequence of Pesme and Flammarion (2023) and the jump times of a trajectory."""
 
+from __future__ import annotations
+
 import dataclasses
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -9,8 +12,14 @@ from ..errors import ParamgeoError
 from ..losses.predictor import LinearMeasurements
 from ..results import Result, title
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
-@dataclasses.dataclass(frozen=True)
+    from ..losses.predictor import Loss
+    from ..contract.parameterization import Parameterization
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class SaddleSequence(Result):
     """The vanishing-initialisation limit: saddles beta_k visited on [t_k, t_{k+1}) in rescaled
     time t / log(1/alpha), the dual variable s at each jump time and the gradient on each
@@ -87,7 +96,8 @@ def _constrained_min(loss, free_lo, free_hi):
     return beta
 
 
-def saddle_to_saddle(loss, *, upper=1.0, lower=1.0, max_saddles=100, tol=1e-10):
+def saddle_to_saddle(loss: Loss, *, upper: float = 1.0, lower: float = 1.0, max_saddles: int = 100,
+                     tol: float = 1e-10) -> SaddleSequence:
     """The vanishing-initialisation limit of gradient flow for the *diagonal* model
     beta = u * v (a two-layer diagonal linear network, the ``hadamard`` parameterization):
     Pesme and Flammarion (2023), "Saddle-to-saddle dynamics in diagonal linear networks",
@@ -164,11 +174,13 @@ def saddle_to_saddle(loss, *, upper=1.0, lower=1.0, max_saddles=100, tol=1e-10):
     def _out(v):
         return float(v[0]) if np.all(v == v[0]) else v
 
-    return SaddleSequence(np.array(times), np.array(saddles), np.array(duals), np.array(grads),
-                          np.array(losses), _out(upper), _out(lower_val), converged)
+    return SaddleSequence(times=np.array(times), saddles=np.array(saddles), duals=np.array(duals),
+                          gradients=np.array(grads), losses=np.array(losses), upper=_out(upper),
+                          lower=_out(lower_val), converged=converged)
 
 
-def jump_times(times, losses, plateau_losses):
+def jump_times(times: ArrayLike, losses: ArrayLike,
+               plateau_losses: Sequence[float]) -> NDArray[np.float64]:
     """Times at which a recorded loss curve crosses the midpoints between consecutive plateau
     losses (the jump k -> k+1 is dated where the loss passes (L_k + L_{k+1}) / 2)."""
     times, losses = np.asarray(times, float), np.asarray(losses, float)
@@ -186,7 +198,7 @@ def jump_times(times, losses, plateau_losses):
 
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class VanishingInitLimit(Result):
     """The alpha -> 0 limit of gradient flow of a diagonal network on X beta = y.
 
@@ -216,7 +228,8 @@ class VanishingInitLimit(Result):
         ])
 
 
-def vanishing_init_limit(param, X, y, alpha=1e-6, *, max_saddles=200):
+def vanishing_init_limit(param: Parameterization, X: ArrayLike, y: ArrayLike, alpha: float = 1e-6,
+                         *, max_saddles: int = 200) -> VanishingInitLimit:
     """Algorithm 1 of Zhao, Wang, Yang, Bai, Zhang (2026) for a diagonal network whose mirror
     potential knows its vanishing-initialisation limit (``Potential.limit``: deep-diagonal at
     depth L >= 3, :mod:`paramgeo.mirror.separable`), and the modified l1 problem it converges to.
@@ -244,5 +257,6 @@ def vanishing_init_limit(param, X, y, alpha=1e-6, *, max_saddles=200):
     seq = saddle_to_saddle(loss, upper=upper, lower=lower, max_saddles=max_saddles)
     end = seq.saddles[-1]
     b1 = min_l1(X, y, upper=upper, lower=lower)
-    return VanishingInitLimit(float(alpha), float(T), np.asarray(upper), np.asarray(lower), seq,
-                              end, b1, float(np.abs(end - b1).max()))
+    return VanishingInitLimit(alpha=float(alpha), time_scale=float(T), upper=np.asarray(upper),
+                              lower=np.asarray(lower), sequence=seq, beta_algorithm=end,
+                              beta_modified_l1=b1, distance=float(np.abs(end - b1).max()))

@@ -48,8 +48,11 @@ L(w_k) ~ (1/k) (eps / eta) sum_n alpha_n = eps / (eta gamma_2^2 k) (sum_n alpha_
 to 1/k, and the direction from the l_inf-like limit to the l2 max-margin direction.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
@@ -58,8 +61,11 @@ from ..losses.predictor import max_margin
 from ..results import Result
 from .online import _line_fit
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
-@dataclasses.dataclass(frozen=True)
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class SignDualRun(Result):
     """The dual iterates p_k (k = 0..steps) of smoothed sign descent and their KL recursion
     against the reference ``u`` (default: the last iterate): ``F`` F(p_k); ``kl`` KL(u||p_k);
@@ -97,7 +103,8 @@ def _kl(u, p):
     return float(np.sum(u[mask] * np.log(u[mask] / p[mask])))
 
 
-def sign_dual(X, y, delta, lr, steps, u=None):
+def sign_dual(X: ArrayLike, y: ArrayLike, delta: float, lr: float, steps: int,
+              u: Optional[ArrayLike] = None) -> SignDualRun:
     """Run the dual iteration of smoothed sign descent (module docstring) from p_0 uniform
     (w_0 = 0) for ``steps`` steps and record its KL recursion, Hoeffding bound and envelope
     against ``u`` (a point of the simplex; default the last iterate). Raises ShapeError for
@@ -141,18 +148,19 @@ def sign_dual(X, y, delta, lr, steps, u=None):
     t = np.arange(1, steps + 1)
     envelope = kl[0] / (lr * t) + lr * R ** 2 / 8
     best = np.minimum.accumulate(F[:-1]) - dual_objective(Z, u, delta)
-    return SignDualRun(float(delta), float(lr), P, W, F, kl, residual, slack, R, envelope,
-                       best, np.array(kkt))
+    return SignDualRun(delta=float(delta), lr=float(lr), p=P, w=W, F=F, kl=kl,
+                       identity_residual=residual, bound_slack=slack, R=R, envelope=envelope,
+                       best_gap=best, kkt=np.array(kkt))
 
 
-def dual_objective(Z, p, delta):
+def dual_objective(Z: ArrayLike, p: ArrayLike, delta: float) -> float:
     """The dual objective of smoothed sign descent (module docstring):
     F(p) = sum_j h_delta((Z^T p)_j), h_delta(u) = |u| - delta log(delta + |u|)."""
     v = np.abs(np.asarray(Z, float).T @ p)
     return float(np.sum(v - delta * np.log(delta + v)))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class EndpointLimits(Result):
     """s_bar(delta) per delta (rows of ``s_bar``), ``linf_gap`` gamma_inf - min_i <z_i, s_bar> /
     |s_bar|_inf and ``l2_gap`` 1 - cos(s_bar, w_l2), with the power laws fitted below and above
@@ -179,7 +187,8 @@ class EndpointLimits(Result):
         return "\n".join(rows)
 
 
-def endpoint_limits(X, y, deltas, window=(0.1, 5.0)):
+def endpoint_limits(X: ArrayLike, y: ArrayLike, deltas: Sequence[float],
+                    window: tuple[float, float] = (0.1, 5.0)) -> EndpointLimits:
     """The limit direction s_bar(delta) of smoothed sign descent for each delta, from the dual
     min_{p in simplex} F(p) (SLSQP), against both endpoints: the l_inf max margin gamma_inf
     (linear program max t s.t. Z s >= t, |s|_inf <= 1, scipy's linprog) as delta -> 0 and the
@@ -222,10 +231,12 @@ def endpoint_limits(X, y, deltas, window=(0.1, 5.0)):
 
     e_inf, err_inf = fit(deltas < window[0], linf, 1.0)
     e_l2, err_l2 = fit(deltas > window[1], l2, -1.0)
-    return EndpointLimits(deltas, S, gamma_inf, linf, l2, e_inf, err_inf, e_l2, err_l2)
+    return EndpointLimits(deltas=deltas, s_bar=S, gamma_inf=gamma_inf, linf_gap=linf, l2_gap=l2,
+                          linf_exponent=e_inf, linf_error=err_inf, l2_exponent=e_l2,
+                          l2_error=err_l2)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class FixedEpsilonRun(Result):
     """Smoothed sign descent with constant eps on the exponential loss: ``losses`` L(w_k),
     ``effective_delta`` eps / L(w_k), ``u_inf`` |Z^T p_k|_inf, ``crossover`` the first k with
@@ -249,7 +260,7 @@ class FixedEpsilonRun(Result):
                 f"max margin {self.cosine[-1]:.4f}")
 
 
-def fixed_epsilon(X, y, eps, lr, steps):
+def fixed_epsilon(X: ArrayLike, y: ArrayLike, eps: float, lr: float, steps: int) -> FixedEpsilonRun:
     """Run smoothed sign descent with constant ``eps`` (``SmoothedSignDescent(eps,
     anneal="constant")`` through :func:`paramgeo.flows.gradient_descent` on the linear
     predictor) on the exponential loss from w_0 = 0 and record the crossover from sign-like to
@@ -280,6 +291,7 @@ def fixed_epsilon(X, y, eps, lr, steps):
     norms = np.linalg.norm(W, axis=1)
     cosine = np.where(norms > 0, (W @ mm.direction) / np.where(norms > 0, norms, 1.0), 0.0)
     k = len(L) - 1
-    return FixedEpsilonRun(float(eps), float(lr), L, delta, u_inf,
-                           int(crossed[0]) if crossed.size else -1, float(k * L[-1]),
-                           float(eps / (lr * mm.margin ** 2)), cosine)
+    return FixedEpsilonRun(eps=float(eps), lr=float(lr), losses=L, effective_delta=delta,
+                           u_inf=u_inf, crossover=int(crossed[0]) if crossed.size else -1,
+                           tail=float(k * L[-1]), predicted_tail=float(eps / (lr * mm.margin ** 2)),
+                           cosine=cosine)

@@ -92,7 +92,7 @@ def _base_point(param, idx, theta0):
     return theta
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class StructureMatrices(Result):
     """A(x_i) for every predictor entry i: f_i(theta_0 + W) = offset_i + Tr[W W^T A_i] + O(W^3).
 
@@ -189,9 +189,10 @@ def structure_matrix(param, units=None, theta0=None, check=True, progress=None):
         A_fd = structure_matrix_fd(param, units, theta0)
         fd = float(np.max(np.abs(A_fd - A)) / max(float(np.max(np.abs(A))), 1e-300))
     shape = tuple(param.predictor_shape) + (p, p)
-    return StructureMatrices(param.name, k, _layer_labels(param, idx), A.reshape(shape),
-                             value.reshape(param.predictor_shape), gmax, cross, spread,
-                             bool(trace_form), fd)
+    return StructureMatrices(plugin=param.name, units=k, labels=_layer_labels(param, idx),
+                             A=A.reshape(shape), offset=value.reshape(param.predictor_shape),
+                             gradient=gmax, cross_unit=cross, unit_spread=spread,
+                             trace_form=bool(trace_form), fd_error=fd)
 
 
 def _quadratic_part(f, theta, direction, step):
@@ -230,7 +231,7 @@ def structure_matrix_fd(param, units=None, theta0=None, step=1e-3):
 
 
 # ------------------------------------------------------------------------ mode dynamics
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class PowerLaw(Result):
     """A fitted power law L(t) ~ C t^-exponent over [t_min, t_max] (least squares in log-log,
     ``error`` the standard error of the slope), beside the ``predicted`` exponent."""
@@ -257,11 +258,11 @@ def power_law_fit(times, values, t_min, t_max, predicted=float("nan")):
     slope, intercept = np.polyfit(x, y, 1)
     resid = y - (slope * x + intercept)
     err = math.sqrt(float(resid @ resid) / (x.size - 2) / float(np.sum((x - x.mean()) ** 2)))
-    return PowerLaw(float(-slope), err, float(predicted), float(t_min), float(t_max),
-                    int(x.size))
+    return PowerLaw(exponent=float(-slope), error=err, predicted=float(predicted),
+                    t_min=float(t_min), t_max=float(t_max), points=int(x.size))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ModeDynamics(Result):
     """Decoupled Lotka-Volterra modes: m_k(t) on ``times``, the loss curve, switch-on times
     t_k (m_k = m*_k / 2) and the power law fitted to the loss while many modes are off."""
@@ -305,4 +306,4 @@ def mode_dynamics(targets, curvatures, init, times, window=None):
     a = -np.polyfit(np.log(k), np.log(lam), 1)[0]
     b = -np.polyfit(np.log(k), np.log(c * m_star ** 2), 1)[0]
     fit = power_law_fit(times, loss, *window, predicted=(b - 1) / a)
-    return ModeDynamics(times, modes, loss, t_on, fit)
+    return ModeDynamics(times=times, modes=modes, loss=loss, switch_on=t_on, fit=fit)

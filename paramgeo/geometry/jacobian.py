@@ -6,18 +6,28 @@ Tolerance policy: one, used everywhere a rank is decided; it is defined (and exp
 :mod:`paramgeo.linalg.numerics` with the bases decided under it.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import warnings
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..contract.arguments import finite_vector
 from ..errors import NumericalDoubtWarning, ShapeError
-from ..linalg.numerics import RankDecision, as_rng, decide_rank, null_basis, policy_of, range_basis
 from ..io.progress import shows_progress
+from ..linalg.numerics import (RankDecision, RankPolicy, Seed, as_rng, decide_rank, null_basis,
+                               policy_of, range_basis)
+
+if TYPE_CHECKING:
+    from ..contract.parameterization import Parameterization
+    from ..symmetry.projectors import VerticalProjector
 
 
-def solve_sylvester_psd(A, B, C, rtol=1e-12):
+def solve_sylvester_psd(A: NDArray[np.float64], B: NDArray[np.float64], C: NDArray[np.float64],
+                        rtol: float = 1e-12) -> NDArray[np.float64]:
     """X with A X + X B = C for symmetric positive semi-definite A (r x r) and B (s x s).
 
     Solved in the eigenbases A = P diag(a) P^T, B = Q diag(b) Q^T: X = P [(P^T C Q)_ij /
@@ -39,30 +49,48 @@ def solve_sylvester_psd(A, B, C, rtol=1e-12):
     return P @ np.where(safe, Ct / np.where(safe, denom, 1.0), 0.0) @ Q.T
 
 
-def rank_at(param, theta, policy=None, route="auto", warn=True, max_deficiency=None,
-            digits=None):
-    """Rank of J(theta) with its evidence (a :class:`RankDecision`).
+def rank_at(param: Parameterization, theta: ArrayLike, policy: RankPolicy | None = None,
+            route: str = "auto", warn: bool = True, max_deficiency: int | None = None,
+            digits: int | None = None) -> RankDecision:
+    """Rank of the Jacobian J(theta) = d phi / d theta, with its evidence.
 
-    ``route`` (see :func:`paramgeo.linalg.routes.choose_route`): ``auto`` takes the plugin's closed
-    form where it declares ``rank_at``, and otherwise the cheaper, by their cost predicted at
-    theta (``decision.prices``, a :class:`paramgeo.linalg.routes.RoutePrices`), of the SVD of the
-    dense J (while m x n <= DENSE_MEMORY_ENTRIES) and the sparse or matrix-free certificate of
-    :func:`paramgeo.linalg.matfree.certify_rank` (Lanczos on the horizontally deflated J^T J, or the
-    assembled Gram operator where that is cheaper); ``decision.route`` says which was used and
-    ``decision.certificate`` how a matrix-free rank was certified (``max_deficiency``: the
-    most rank drops beyond the symmetry it counts, default ``matfree.MAX_DEFICIENCY``).
+    rank J = #{s_i > tol}, s_i the singular values of J and tol = max(atol, rtol * s_max) of
+    the tolerance policy (:class:`RankPolicy`; Golub and Van Loan, "Matrix computations",
+    Sec. 5.4.1); a singular value within the policy's band of tol makes the decision
+    ``doubtful`` and warns. ``route="auto"`` takes the plugin's closed form where it declares
+    ``rank_at``, else the cheaper by predicted cost of the dense SVD and the sparse or
+    matrix-free certificate (Lanczos on the horizontally deflated J^T J); a float64 decision in
+    doubt is redone in high precision when J is small. The routes, their costs and the
+    certificates are derived in docs/matrix-free.md and docs/precision.md.
 
-    Beyond float64 (:mod:`paramgeo.geometry.precision`): ``route="exact"`` or ``"high-precision"``, or
-    ``digits=D``, decides the same policy on singular values computed to D digits (default
-    ``precision.DEFAULT_DIGITS``) from an exact rational J (plugins declaring ``symbolic``) or
-    central differences of forward in mpmath; ``decision.certificate`` is then a
-    ``PrecisionCertificate``. With ``route="auto"`` and ``digits=None`` a float64 decision in
-    doubt (a singular value within the policy's band of the tolerance) is redone that way
-    when m x n <= ``precision.AUTO_MAX_ENTRIES``; ``digits=0`` keeps float64 only.
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        theta: the point, shape (n,) (or the shape of a single parameter block).
+        policy: the tolerance policy; None: the plugin's own or the default.
+        route: "auto", "dense", "closed-form", "sparse", "matrix-free", "exact" or
+            "high-precision" (see :func:`paramgeo.linalg.routes.choose_route`).
+        warn: warn (``NumericalDoubtWarning``) when the decision is near the tolerance or
+            theta lies on a kink of a piecewise-smooth phi.
+        max_deficiency: the most rank drops beyond the symmetry a matrix-free certificate
+            counts; None: ``matfree.MAX_DEFICIENCY``.
+        digits: decide on singular values computed to this many digits (0: float64 only).
 
-    For a plugin with kinks (:mod:`paramgeo.geometry.kinks`) the decision carries the ``KinkReport``;
-    on a kink J is one one-sided Jacobian, so its rank decides nothing about phi: that warns
-    (``NumericalDoubtWarning``) naming the kinks.
+    Returns:
+        The :class:`RankDecision`: ``rank``, ``tol``, ``singular_values``, ``gap``,
+        ``doubtful``, ``closest``, ``route`` and, by route, ``certificate``, ``prices`` and
+        ``kinks``.
+
+    Raises:
+        ShapeError: theta is not n finite numbers, or J^T J overflows on the matrix-free route.
+        ContractError: the plugin's code fails (a ``PluginError``).
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> p = paramgeo.get("uut", d=3, r=2)                  # phi(U) = U U^T, U of shape (3, 2)
+        >>> paramgeo.rank_at(p, np.arange(1.0, 7.0)).rank      # generic: 6 - dim O(2)
+        5
+        >>> paramgeo.rank_at(p, [1.0, 1.0, 0.0, 0.0, 0.0, 0.0]).rank   # U of rank 1
+        3
     """
     from . import precision
     from ..contract.arguments import parameterization
@@ -132,14 +160,41 @@ def _escalated(param, theta, policy, decision, warn):
         return decision
 
 
-def generic_rank(param, n_points=3, seed=0, policy=None, route="auto"):
-    """Generic rank of phi: the maximum of rank J over ``n_points`` random points (an int; see
-    :func:`generic_rank_decision` for the evidence and the route)."""
+def generic_rank(param: Parameterization, n_points: int = 3, seed: int = 0,
+                 policy: RankPolicy | None = None, route: str = "auto") -> int:
+    """Generic rank of phi: max_k rank J(theta_k) over ``n_points`` random points theta_k.
+
+    The rank of an analytic map's Jacobian equals its generic value outside a measure-zero
+    set, so random points attain it almost surely; the maximum guards against an unlucky draw
+    (see :func:`generic_rank_decision` for the evidence and the route). For U U^T with U of
+    shape (d, r) it is d r - r (r - 1) / 2: n minus the dimension of O(r).
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        n_points: how many random points (from ``param.random_point``), at least 1.
+        seed: seed of the random points (an int or a ``numpy.random.Generator``).
+        policy: the tolerance policy; None: the plugin's own or the default.
+        route: the rank route, as in :func:`rank_at`.
+
+    Returns:
+        The generic rank, an int between 0 and min(n, m).
+
+    Raises:
+        ArgumentError: ``n_points`` is not an integer >= 1.
+
+    Examples:
+        >>> import paramgeo
+        >>> paramgeo.generic_rank(paramgeo.get("uut", d=4, r=2))   # 8 - 1
+        7
+    """
     return generic_rank_decision(param, n_points, seed, policy, route).rank
 
 
 @shows_progress("generic rank (random points)")
-def generic_rank_decision(param, n_points=3, seed=0, policy=None, route="auto", progress="auto"):
+def generic_rank_decision(param: Parameterization, n_points: int = 3, seed: int = 0,
+                          policy: Optional[RankPolicy] = None, route: str = "auto",
+                          progress: Union[bool, str, Callable[[int, int], None], None] = "auto"
+                          ) -> RankDecision:
     """The :class:`RankDecision` of the random point of largest rank among ``n_points``.
 
     The rank of a polynomial (or analytic) map's Jacobian equals its generic value outside a
@@ -160,22 +215,24 @@ def generic_rank_decision(param, n_points=3, seed=0, policy=None, route="auto", 
     total = n_points + (own is not None)
     for k in range(n_points):
         decision = rank_at(param, param.random_point(rng), policy, route=route, warn=False)
-        if progress is not None:
+        if callable(progress):
             progress(k + 1, total)
         if best is None or decision.rank > best.rank:
             best = decision
         if decision.route in ("sparse", "matrix-free") and decision.certificate.deficiency == 0:
             return best
+    assert best is not None  # n_points >= 1
     if own is not None:
         decision = rank_at(param, own, policy, route=route, warn=False)
-        if progress is not None:
+        if callable(progress):
             progress(total, total)
         if decision.rank > best.rank:
             best = decision
     return best
 
 
-def vertical_projector(param, theta, policy=None):
+def vertical_projector(param: Parameterization, theta: ArrayLike,
+                       policy: Optional[RankPolicy] = None) -> VerticalProjector:
     """The symmetry's :class:`~paramgeo.symmetry.VerticalProjector` at theta (P_V w without a
     dense basis; orbit dimension ``.dim``), or the zero projector without a declared group."""
     from ..symmetry import sparse_projector
@@ -186,14 +243,53 @@ def vertical_projector(param, theta, policy=None):
     return param.symmetry().vertical_projector(theta, policy)
 
 
-def kernel(param, theta, policy=None):
-    """Orthonormal basis (n x k) of ker J(theta)."""
+def kernel(param: Parameterization, theta: ArrayLike,
+           policy: RankPolicy | None = None) -> NDArray[np.float64]:
+    """Orthonormal basis of ker J(theta) = {v : J(theta) v = 0}, shape (n, n - rank J).
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        theta: the point, shape (n,).
+        policy: the tolerance policy deciding the rank; None: the default.
+
+    Returns:
+        K of shape (n, k) with K^T K = I and J(theta) K = 0 (to the tolerance).
+
+    Raises:
+        ShapeError: theta is not n finite numbers.
+
+    Examples:
+        >>> import paramgeo
+        >>> paramgeo.kernel(paramgeo.get("uut", d=3, r=2), [1, 1, 0, 0, 0, 0]).shape
+        (6, 3)
+    """
     return null_basis(param.jacobian(param.as_theta(theta)), policy_of(param, policy),
                       f"J of {param.name}")[0]
 
 
-def vertical_space(param, theta, policy=None):
-    """Orthonormal basis (n x k) of the tangent of the orbit G.theta (zero columns without G)."""
+def vertical_space(param: Parameterization, theta: ArrayLike,
+                   policy: RankPolicy | None = None) -> NDArray[np.float64]:
+    """Orthonormal basis of the vertical space: the tangent of the orbit G.theta.
+
+    V_theta = span{X_a(theta)}, X_a the generators of the declared symmetry group G, a subspace
+    of ker J(theta) since phi(g . theta) = phi(theta).
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        theta: the point, shape (n,).
+        policy: the tolerance policy deciding the rank of the generators; None: the default.
+
+    Returns:
+        V of shape (n, k), k the orbit dimension; zero columns without a declared group.
+
+    Raises:
+        ShapeError: theta is not n finite numbers.
+
+    Examples:
+        >>> import paramgeo
+        >>> paramgeo.vertical_space(paramgeo.get("uut", d=3, r=2), [1, 2, 3, 4, 5, 7]).shape
+        (6, 1)
+    """
     theta = param.as_theta(theta)
     if not param.provides("symmetry"):
         return np.zeros((param.n, 0))
@@ -201,7 +297,8 @@ def vertical_space(param, theta, policy=None):
     return range_basis(gens, policy, what=f"symmetry generators of {param.name}")[0]
 
 
-def orbit_dim(param, theta, policy=None):
+def orbit_dim(param: Parameterization, theta: ArrayLike,
+              policy: Optional[RankPolicy] = None) -> int:
     """Dimension of the orbit through theta (rank of the generators; drops at stabilizers),
     read from the vertical projector (closed forms for matrix groups; no n x k basis)."""
     projector = vertical_projector(param, theta, policy)
@@ -214,12 +311,39 @@ def orbit_dim(param, theta, policy=None):
     return projector.dim
 
 
-def horizontal_projection(param, theta, v, policy=None, generic=False):
-    """Projection of v onto the horizontal space (orthogonal complement of the vertical space).
+def horizontal_projection(param: Parameterization, theta: ArrayLike, v: ArrayLike,
+                          policy: RankPolicy | None = None,
+                          generic: bool = False) -> NDArray[np.float64]:
+    """Projection of v onto the horizontal space, the orthogonal complement of the vertical one.
 
-    Uses the plugin's closed form where declared; otherwise h = v - P_V v with the symmetry's
-    vertical projector (no dense basis). ``generic=True`` is the test oracle: h = v - V V^T v
-    with V an orthonormal basis of the span of the dense generators.
+    h = v - P_V v, P_V the orthogonal projector onto the tangent of the orbit G.theta (the
+    quotient geometry of Absil, Mahony and Sepulchre 2008, "Optimization algorithms on matrix
+    manifolds", Sec. 3.5.8). Uses the plugin's closed form where it declares one (for U U^T:
+    h = v - U Omega with U^T U Omega + Omega U^T U = U^T v - v^T U, Massart and Absil 2020);
+    otherwise the symmetry's vertical projector, never a dense basis.
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        theta: the point, shape (n,).
+        v: the tangent vector, shape (n,).
+        policy: the tolerance policy deciding the orbit dimension; None: the default.
+        generic: the test oracle instead: h = v - V V^T v with V the orthonormal basis of the
+            dense generators (:func:`vertical_space`).
+
+    Returns:
+        h of shape (n,), orthogonal to every generator of G at theta.
+
+    Raises:
+        ShapeError: theta or v is not n finite numbers.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> p = paramgeo.get("uut", d=3, r=2)
+        >>> theta = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 7.0])
+        >>> h = paramgeo.horizontal_projection(p, theta, np.ones(6))
+        >>> V = paramgeo.vertical_space(p, theta)
+        >>> bool(np.allclose(V.T @ h, 0))
+        True
     """
     theta = param.as_theta(theta)
     v = finite_vector(v, "the tangent vector v", param.n)
@@ -231,21 +355,70 @@ def horizontal_projection(param, theta, v, policy=None, generic=False):
     return v - vertical_projector(param, theta, policy)(v)
 
 
-def quotient_metric(param, theta, u, v, policy=None):
-    """Quotient metric g(u, v) = <h(u), h(v)>: the Euclidean metric on horizontal vectors."""
+def quotient_metric(param: Parameterization, theta: ArrayLike, u: ArrayLike, v: ArrayLike,
+                    policy: RankPolicy | None = None) -> float:
+    """Quotient metric g(u, v) = h(u) . h(v): the Euclidean metric on horizontal vectors.
+
+    The Riemannian metric of the quotient R^n / G (Absil, Mahony and Sepulchre 2008, Sec.
+    3.6.2), h the horizontal projection (:func:`horizontal_projection`).
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        theta: the point, shape (n,).
+        u: a tangent vector, shape (n,).
+        v: a tangent vector, shape (n,).
+        policy: the tolerance policy deciding the orbit dimension; None: the default.
+
+    Returns:
+        The inner product, a float.
+
+    Raises:
+        ShapeError: theta, u or v is not n finite numbers.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> p = paramgeo.get("uut", d=3, r=2)
+        >>> theta = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 7.0])
+        >>> V = paramgeo.vertical_space(p, theta)
+        >>> round(paramgeo.quotient_metric(p, theta, V[:, 0], np.ones(6)), 12)   # vertical: 0
+        0.0
+    """
     hu = horizontal_projection(param, theta, u, policy)
     hv = horizontal_projection(param, theta, v, policy)
     return float(hu @ hv)
 
 
-def predictor_metric(param, theta):
-    """The m x m matrix J J^T: gradient flow on theta moves phi by -J J^T grad ell (its
-    inverse on range J is the metric the parameterization induces on predictors)."""
+def predictor_metric(param: Parameterization, theta: ArrayLike) -> NDArray[np.float64]:
+    """The m x m matrix K = J J^T, the neural tangent kernel of phi at theta.
+
+    Gradient flow on theta moves phi by d phi / dt = -J J^T grad ell(phi) (Jacot, Gabriel and
+    Hongler 2018, "Neural tangent kernel"); the inverse of K on range J is the metric the
+    parameterization induces on predictors.
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        theta: the point, shape (n,).
+
+    Returns:
+        K of shape (m, m), symmetric positive semi-definite.
+
+    Raises:
+        ShapeError: theta is not n finite numbers.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> p = paramgeo.get("uut", d=3, r=2)
+        >>> K = paramgeo.predictor_metric(p, np.arange(6.0))
+        >>> K.shape, bool(np.allclose(K, K.T))
+        ((9, 9), True)
+    """
     J = param.jacobian(param.as_theta(theta))
     return J @ J.T
 
 
-def horizontal_lift(param, theta, w, policy=None, route="auto"):
+def horizontal_lift(param: Parameterization, theta: ArrayLike, w: ArrayLike,
+                    policy: Optional[RankPolicy] = None,
+                    route: str = "auto") -> NDArray[np.float64]:
     """The horizontal vector h with J h = w of least norm: h = J^+ w (minimum-norm solution
     lies in range J^T = (ker J)^perp, which is horizontal since vertical vectors lie in ker J).
 
@@ -278,7 +451,7 @@ def horizontal_lift(param, theta, w, policy=None, route="auto"):
                 maxiter=10 * min(param.m, param.n))[0]
 
 
-def fiber_bundle(param):
+def fiber_bundle(param: Parameterization) -> Any:
     """Hand ``param`` to geomstats as a ``FiberBundle`` over its predictor space.
 
     The total space is geomstats ``Euclidean(n)``; riemannian_submersion is phi (flattened),
@@ -315,7 +488,8 @@ def fiber_bundle(param):
     return ParameterizationBundle()
 
 
-def quotient_metric_geomstats(param, theta, a, b):
+def quotient_metric_geomstats(param: Parameterization, theta: ArrayLike, a: ArrayLike,
+                              b: ArrayLike) -> float:
     """geomstats' ``QuotientMetric.inner_product`` of predictor tangent vectors a, b at
     phi(theta), through :func:`fiber_bundle` (an independent route to the quotient metric)."""
     bundle = fiber_bundle(param)

@@ -34,7 +34,7 @@ from ..results import Result
 KINK_TOL = 1e-8
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class KinkReport(Result):
     """The kinks theta lies on (distance <= tol) and the closest one."""
 
@@ -71,6 +71,7 @@ def kink_report(param, theta, tol=KINK_TOL):
             f"distances >= 0; got {len(labels)} labels and distances {dist[:3]}...")
     met = np.flatnonzero(dist <= tol)
     k = int(np.argmin(dist)) if dist.size else -1
-    return KinkReport(bool(met.size), tuple(labels[i] for i in met),
-                      float(dist[k]) if dist.size else float("inf"),
-                      labels[k] if dist.size else "", float(tol), int(dist.size))
+    return KinkReport(on_kink=bool(met.size), kinks=tuple(labels[i] for i in met),
+                      closest=float(dist[k]) if dist.size else float("inf"),
+                      closest_label=labels[k] if dist.size else "", tol=float(tol),
+                      conditions=int(dist.size))

@@ -57,7 +57,7 @@ class PrecisionError(ParamgeoError):
     method and the fix)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class PrecisionCertificate(Result):
     """How a high-precision rank was decided.
 
@@ -327,9 +327,11 @@ def rank(param, theta, policy=None, digits=DEFAULT_DIGITS, warn=True, route="hig
     note = ("exact rational J at the binary-rational point, singular values by mpmath"
             if info["route"] == "exact" else
             "J by central differences of forward in mpmath, singular values by mpmath")
-    certificate = PrecisionCertificate(
-        info["route"], int(digits), info["exact_rank"], info["error_bound"],
-        None if float64 is None else int(float64.rank), time.perf_counter() - start, note)
+    certificate = PrecisionCertificate(route=info["route"], digits=int(digits),
+                                       exact_rank=info["exact_rank"],
+                                       error_bound=info["error_bound"],
+                                       float64_rank=None if float64 is None else int(float64.rank),
+                                       seconds=time.perf_counter() - start, note=note)
     return dataclasses.replace(decision, route=info["route"], certificate=certificate)
 
 

@@ -60,7 +60,7 @@ class RankCertificateError(ParamgeoError):
     which route would)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class RankCertificate(Result):
     """How a matrix-free rank was decided.
 
@@ -235,12 +235,14 @@ def certify_rank(param, theta, policy=None, projector=None, route="matrix-free",
             if assembled else
             "Lanczos estimate with residual bound: an eigenvalue lies within the bound of each "
             "Ritz value; a smaller one missed by Lanczos is possible in principle, not certified")
-    certificate = RankCertificate(
-        route_used, name, int(expected), deficiency, sigma_max, sigma_min, bound,
-        tuple(float(s) for s in sigma[small]), J.count, time.perf_counter() - start, note)
+    certificate = RankCertificate(route=route_used, operator=name, expected=int(expected),
+                                  deficiency=deficiency, sigma_max=sigma_max, sigma_min=sigma_min,
+                                  error_bound=bound, small=tuple(float(s) for s in sigma[small]),
+                                  matvecs=J.count, seconds=time.perf_counter() - start, note=note)
     values = np.concatenate([[sigma_max], np.sort(sigma)[::-1]])
-    return RankDecision(int(rank), float(tol), values, gap, doubtful, closest,
-                        route=route_used, certificate=certificate)
+    return RankDecision(rank=int(rank), tol=float(tol), singular_values=values, gap=gap,
+                        doubtful=doubtful, closest=closest, route=route_used,
+                        certificate=certificate)
 
 
 def _largest(J, predictor_side, dim, rng):

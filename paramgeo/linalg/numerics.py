@@ -23,16 +23,22 @@ a plugin whose arithmetic is coarser than float64 carries its own (``rank_policy
 :func:`policy_of`).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import warnings
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
 
 from ..errors import NumericalDoubtWarning, ShapeError
 from ..results import Result
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
-@dataclasses.dataclass(frozen=True)
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class RankPolicy:
     """rank = #{s_i > max(atol, rtol * s_max)}; doubtful if some s_i is within ``band`` of tol."""
 
@@ -48,7 +54,7 @@ class RankPolicy:
 DEFAULT_POLICY = RankPolicy()
 
 
-def policy_of(param, policy=None):
+def policy_of(param: Any, policy: Optional[RankPolicy] = None) -> RankPolicy:
     """The policy a rank of ``param`` is decided under: ``policy`` when one is given, else the
     plugin's own ``rank_policy`` attribute where it sets one (a model from a framework whose
     forward computes below float64 sets rtol from the round-off measured in its arithmetic,
@@ -56,26 +62,39 @@ def policy_of(param, policy=None):
     return policy or getattr(param, "rank_policy", None) or DEFAULT_POLICY
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class RankDecision(Result):
-    """A numerical rank with the evidence: singular values, tolerance, gap, doubt."""
+    """A numerical rank with the evidence: rank = #{s_i > tol}, tol = policy.tol(s).
+
+    Attributes:
+        rank: the number of singular values above the tolerance.
+        tol: the tolerance, max(atol, rtol * s_max) (:class:`RankPolicy`).
+        singular_values: the singular values decided on, descending.
+        gap: s_rank / s_{rank+1} (inf if nothing below, or full rank).
+        doubtful: a singular value lies within the policy's band of tol.
+        closest: the singular value closest to tol on a log scale (nan if none).
+        route: how the rank was decided: "dense" (SVD of J), "closed-form" (the plugin's
+            rank_at), "sparse" or "matrix-free" (:mod:`paramgeo.linalg.matfree`), "exact" or
+            "high-precision" (:mod:`paramgeo.geometry.precision`).
+        certificate: how a matrix-free or high-precision rank was certified.
+        kinks: the ``paramgeo.geometry.kinks.KinkReport`` of a piecewise-smooth phi (rank_at).
+        prices: the ``paramgeo.linalg.routes.RoutePrices`` where route "auto" priced the routes.
+    """
 
     rank: int
     tol: float
     singular_values: np.ndarray
-    gap: float  # s_rank / s_{rank+1} (inf if nothing below, or full rank)
+    gap: float
     doubtful: bool
-    closest: float  # the singular value closest to tol on a log scale (nan if none)
-    #: how the rank was decided: dense (SVD of J), closed-form (the plugin's rank_at),
-    #: sparse or matrix-free (paramgeo.linalg.matfree; ``certificate`` then says how)
+    closest: float
     route: str = "dense"
-    certificate: object = None
-    kinks: object = None  # paramgeo.geometry.kinks.KinkReport for a piecewise-smooth phi (rank_at)
-    #: paramgeo.linalg.routes.RoutePrices where route="auto" priced dense against matrix-free
-    prices: object = None
+    certificate: Any = None
+    kinks: Any = None
+    prices: Any = None
 
 
-def decide_rank(matrix_or_singular_values, policy=None, what="matrix", warn=True):
+def decide_rank(matrix_or_singular_values: ArrayLike, policy: Optional[RankPolicy] = None,
+                what: str = "matrix", warn: bool = True) -> RankDecision:
     """Decide the numerical rank under the tolerance policy (see module docstring)."""
     policy = policy or DEFAULT_POLICY
     arr = np.asarray(matrix_or_singular_values, dtype=float)
@@ -104,7 +123,8 @@ def decide_rank(matrix_or_singular_values, policy=None, what="matrix", warn=True
             NumericalDoubtWarning,
             stacklevel=2,
         )
-    return RankDecision(rank, tol, s, gap, doubtful, closest)
+    return RankDecision(rank=rank, tol=tol, singular_values=s, gap=gap, doubtful=doubtful,
+                        closest=closest)
 
 
 #: entries per block of the fused elementwise products (:func:`blocks`): 32768 floats are
@@ -112,7 +132,7 @@ def decide_rank(matrix_or_singular_values, policy=None, what="matrix", warn=True
 BLOCK = 32768
 
 
-def blocks(size, block=BLOCK):
+def blocks(size: int, block: int = BLOCK) -> list[slice]:
     """Slices [0, b), [b, 2b), ... covering range(size): the blocks of a fused elementwise
     product. Evaluating a chain of numpy ufuncs block by block (into preallocated buffers,
     ``out=``) reads each input and writes each output once from memory, the temporaries
@@ -121,12 +141,17 @@ def blocks(size, block=BLOCK):
     return [slice(start, min(start + block, size)) for start in range(0, size, block)]
 
 
-def as_rng(seed):
+#: a seed: an int (or None: fresh entropy) or a numpy Generator, used as it is (:func:`as_rng`)
+Seed = Union[int, np.random.Generator, None]
+
+
+def as_rng(seed: Seed) -> np.random.Generator:
     """A numpy Generator from a seed, or the Generator itself (never global random state)."""
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
-def range_basis(matrix, policy=None, what="matrix", warn=True):
+def range_basis(matrix: ArrayLike, policy: Optional[RankPolicy] = None, what: str = "matrix",
+                warn: bool = True) -> tuple[NDArray[np.float64], RankDecision]:
     """(B, decision): an orthonormal basis B of the column space of ``matrix`` (its left singular
     vectors above the tolerance) and the :class:`RankDecision` that chose its size. ``warn``
     as in :func:`decide_rank` (False: the doubt is only recorded in the decision)."""
@@ -138,7 +163,8 @@ def range_basis(matrix, policy=None, what="matrix", warn=True):
     return u[:, : decision.rank], decision
 
 
-def null_basis(matrix, policy=None, what="matrix", warn=True):
+def null_basis(matrix: ArrayLike, policy: Optional[RankPolicy] = None, what: str = "matrix",
+               warn: bool = True) -> tuple[NDArray[np.float64], RankDecision]:
     """(N, decision): an orthonormal basis N (columns) of the null space {x : matrix x = 0}
     under the tolerance policy, and the :class:`RankDecision` of ``matrix``. ``warn`` as in
     :func:`decide_rank`."""
@@ -148,7 +174,8 @@ def null_basis(matrix, policy=None, what="matrix", warn=True):
     return vt[decision.rank:].T, decision
 
 
-def rational_rref(M, pivot_tol=1e-9, max_den=12, snap_tol=1e-9):
+def rational_rref(M: ArrayLike, pivot_tol: float = 1e-9, max_den: int = 12,
+                  snap_tol: float = 1e-9) -> list:
     """Reduced row echelon form of the rows of M (partial pivoting in column order; a pivot must
     exceed ``pivot_tol`` times the largest |entry|), as a list of the nonzero rows. Entries
     within ``snap_tol`` of a fraction with denominator <= ``max_den`` become that

@@ -41,7 +41,7 @@ ASSEMBLE_MAX_DIM = 8192
 ROUTES = ("auto", "closed-form", "dense", "sparse", "matrix-free", "exact", "high-precision")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class RoutePrices(Result):
     """The predicted CPU seconds of the dense and matrix-free rank routes at one point, and the
     route chosen (the cheaper).
@@ -126,7 +126,8 @@ def route_prices(param, theta):
     dense = jacobian + _lapack_rates()[2] * m * n * dim
     assembled = dim * pair + _eigh_seconds(dim) if dim <= ASSEMBLE_MAX_DIM else float("inf")
     free = pair * LARGEST_PRODUCTS + min(assembled, pair * LANCZOS_PRODUCTS)
-    return RoutePrices("dense" if dense <= free else "matrix-free", dense, free, pair, jacobian)
+    return RoutePrices(chosen="dense" if dense <= free else "matrix-free", dense=dense,
+                       matrix_free=free, pair_seconds=pair, jacobian_seconds=jacobian)
 
 
 def timed_jacobian(param, theta):

@@ -24,7 +24,7 @@ from ..losses.outputs import CrossEntropy, SquaredError
 OUTPUT_LOSSES = {"mse": SquaredError, "cross-entropy": CrossEntropy}
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class Batches:
     """B batches: ``params[b]`` and ``losses[b]`` (the loss L_b through its parameterization),
     ``weights[b]`` = n_b / n (summing to 1), ``n`` the number of samples."""
@@ -120,13 +120,13 @@ def make_batches(param, loss, data=None, batch_size=None, seed=0):
                 f"estimate_llc: loss={loss!r} without data; give data=(X, Y) (or an iterable "
                 f"of batches) with loss 'mse' or 'cross-entropy', or a paramgeo Loss object")
         if batch_size is None:
-            return Batches([param], [loss], np.ones(1), loss.N)
+            return Batches(params=[param], losses=[loss], weights=np.ones(1), n=loss.N)
         if loss.N is None:
             raise ParamgeoError(f"estimate_llc: {type(loss).__name__} is not built from samples, "
                                 "so it has no minibatches; give batch_size=None")
         parts = _split(loss.N, batch_size, seed)
-        return Batches([param] * len(parts), [loss.minibatch(idx) for idx in parts],
-                       np.array([len(idx) for idx in parts], float) / loss.N, loss.N)
+        return Batches(params=[param] * len(parts), losses=[loss.minibatch(idx) for idx in parts],
+                       weights=np.array([len(idx) for idx in parts], float) / loss.N, n=loss.N)
     if isinstance(loss, Loss) or loss not in OUTPUT_LOSSES:
         raise ParamgeoError(f"estimate_llc: with data, loss must be one of "
                             f"{', '.join(map(repr, OUTPUT_LOSSES))} (a loss of the model's "
@@ -164,7 +164,7 @@ def make_batches(param, loss, data=None, batch_size=None, seed=0):
         losses.append(loss_b)
         sizes.append(len(y))
     n = int(sum(sizes))
-    return Batches(params, losses, np.array(sizes, float) / n, n)
+    return Batches(params=params, losses=losses, weights=np.array(sizes, float) / n, n=n)
 
 
 def batch_picker(weights, rng):

@@ -6,11 +6,17 @@ After sampling: the effective sample size and R-hat of the chains
 (:func:`effective_sample_size`) and the notes on drifting or disagreeing chains
 (:func:`chain_notes`). And the slope's weights (:func:`slope_weights`) both use."""
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
 from .sampler import curvature_spectrum
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 
 def slope_weights(nbetas):
@@ -82,7 +88,10 @@ def mixing_check(check, eps, temps, nbeta, gamma, burn, sampler):
     return [note]
 
 
-def localization_check(batch, w_star, nbeta, gamma, temps, rng, mask=None, k=64):
+def localization_check(batch: Any, w_star: NDArray[np.float64], nbeta: float, gamma: float,
+                       temps: Sequence[float], rng: np.random.Generator,
+                       mask: Optional[NDArray[np.bool_]] = None,
+                       k: int = 64) -> tuple[dict, list[str]]:
     """Before sampling: the spectrum of the Hessian H of L_n at w* (Lanczos on Hessian-vector
     products, central differences of the gradient, :func:`~paramgeo.llc.sampler.
     curvature_spectrum`; on the free coordinates of ``mask``) against the localization gamma.

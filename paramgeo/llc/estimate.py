@@ -5,83 +5,29 @@ the localized, tempered posterior at inverse temperature beta is
 
     p_beta(w) ~ exp(-n beta L_n(w) - gamma / 2 |w - w*|^2),
 
-and its free energy F(beta) = -log of its normalizer satisfies dF/dbeta = E_beta[n L_n(w)].
-Watanabe's expansion F(beta) = n beta L_n(w0) + lambda log(n beta) - (m - 1) log log(n beta)
-+ O_p(1) (Watanabe 2009, "Algebraic geometry and statistical learning theory", Theorem 6.1;
-Watanabe 2013, "A widely applicable Bayesian information criterion", JMLR 14, Theorem 4:
-E_beta[n L_n] = n L_n(w0) + lambda / beta + U_n sqrt(lambda / (2 beta)) + O_p(1)) gives two
-estimators:
-
-* one temperature (``temperatures=(1,)``): lambda_1 = n beta (E_beta[L_n] - L_n(w*)) at
-  n beta = n / log n (Lau, Furman, Wang, Murfet, Wei 2023/2024, "The local learning
-  coefficient: a singularity-aware complexity measure", Definition 1). It carries
-  beta (n L_n(w0) - n L_n(w*)) (positive, O_p(1 / log n): the fit of the noise by the
-  minimiser w*) and the data-set term U_n sqrt(lambda beta / 2);
-* the slope (default, ``temperatures=(1/2, 2)``; the thermodynamic relation above read as
-  lambda = d E_beta[n L_n] / d(1 / beta)): lambda_hat = the least-squares slope of
-  E_k[L_n] - L_n(w*) against 1 / (n beta_k) over n beta_k = t_k n beta. Every term of
-  E_beta[n L_n] that does not depend on beta (n L_n(w0), n L_n(w*), the constant part of the
-  remainder) cancels; the data-set term becomes U_n sqrt(lambda / 2) / (sqrt(1 / beta_1) +
-  sqrt(1 / beta_2)), 2.1 times smaller than at one temperature for t = (1/2, 2); the
-  multiplicity leaves -(m - 1) (1 / log(n beta) + 1 / log(n beta)^2), which vanishes as n grows.
-
-The expectations are sampled by MALA (the Langevin proposal with a Metropolis-Hastings
-correction, Roberts and Tweedie 1996) or by SGLD (Welling and Teh 2011):
+and Watanabe's expansion E_beta[n L_n] = n L_n(w0) + lambda / beta + O_p(sqrt(lambda / beta))
+(Watanabe 2013, "A widely applicable Bayesian information criterion", JMLR 14, Theorem 4) gives
+lambda as the slope of ``E_beta[L_n] - L_n(w*)`` against 1 / (n beta) over two temperatures or
+more, or ``lambda_1 = n beta (E_beta[L_n] - L_n(w*))`` at one (Lau, Furman, Wang, Murfet, Wei
+2023, "The local learning coefficient: a singularity-aware complexity measure", Definition 1).
+The expectations are sampled by MALA (Roberts and Tweedie 1996) or SGLD (Welling and Teh 2011):
 
     w_{t+1} = w_t - (eps / 2) (n beta grad L_n(w_t) + gamma (w_t - w*)) + sqrt(eps) xi_t,
 
-xi_t ~ N(0, I), in float64 numpy, several independent chains from w* per temperature, all
-advanced together as one (chains x temperatures, parameters) array: one batched loss and
-gradient per step where the plugin declares ``batched_vjp`` (closed-form losses such as
-``Regression`` evaluate a stack of predictors at once), one per chain otherwise
-(:func:`paramgeo.losses.batched_value_and_grad`). Only the loss, its gradient (through the
-contract's VJP) and theta are used, so any parameterization works, user models included.
-
-Error bar: ``se`` is the Monte Carlo standard error of lambda_hat on this data set: per
-temperature sqrt(var / ESS) with the effective sample size of all chains together (Gelman et
-al. 2013, "Bayesian data analysis", 3rd ed., Sec. 11.5: within- and between-chain variances and
-the autocorrelations of every chain, summed with Geyer's initial monotone sequence), combined
-through the slope's weights (the temperatures are sampled independently). ``se_data`` is the
-part of the data set: lambda_hat's target itself depends on the sample (the U_n term above),
-and its standard deviation over data sets is estimated from the one data set by the
-infinitesimal jackknife over samples (:func:`data_set_se`), where the loss writes each
-sample's loss as linear in features of the predictor (``Regression``, ``LinearMeasurements``);
-``se_bias`` is the scale of the estimator's bias at finite n (the multiplicity and the
-remainder terms above), which neither of the others covers: the bias check runs the same
-chains (the same random numbers: common random numbers) with the localization
-gamma_check = 4 gamma and sets se_bias = |lambda_hat(gamma) - lambda_hat(gamma_check)|.
-The localizing prior is what the expansion's remainder depends on: the asymptotic lambda does
-not depend on gamma, while at finite n the estimate does. Where phi is homogeneous of degree
-p (a product of p factors, at a true map 0) the substitution w = z / sqrt(gamma) turns the
-localized posterior of n samples at gamma into the one of n / gamma^p samples at gamma = 1
-(the same beta; the noise term sqrt(n) <xi, phi> scales alike), so the check shows the
-estimate at 4^p times fewer samples: for a bias decaying like n^-delta with
-delta >= 1 / (2p) the change is at least as large as the bias itself, while a bias decaying
-like 1 / log n (a multiplicity m > 1) can exceed the change. It is an order of
-magnitude, not a correction (the form of the remainder is not known in general).
-``se_total`` = sqrt(se^2 + se_data^2 + se_bias^2); docs/learning-coefficients.md measures
-all of them.
-
-Data and minibatches (:mod:`paramgeo.llc.data`): L_n = sum_b (n_b / n) L_b over batches, each
-a (parameterization, loss) pair (a model evaluated on the batch's inputs through the
-contract's ``on_inputs``, or a Loss's ``minibatch``); minibatch SGLD draws one batch per step
-with probability n_b / n and records L_b(w_t) + L_n(w*) - L_b(w*), an unbiased reading of
-L_n(w_t) with a control variate. ``block``: only the named blocks move (the weight-refined
-LLC). Before sampling, :func:`localization_check` reads the Hessian spectrum of L_n at w*
-against gamma (a direction of curvature h contributes r(n beta h / gamma) / 2, not 1/2,
-:func:`retained`) and :func:`mixing_check` the relaxation time of the least curved direction.
-
-Step size ``"auto"``: eps = step_scale / h with h the largest curvature (power iteration on
-Hessian-vector products by central differences of the gradient) of the potential
-n beta L_n(w) + gamma |w - w*|^2 / 2, measured at w* and again at the end of short pilot runs
-until it stops growing (the curvature a singular model shows grows as the chain leaves w*);
-MALA then adapts it during burn-in.
+all chains of all temperatures advanced together as one array. The derivation of both
+estimators, the error bars (``se`` from the effective sample size, ``se_data`` by the
+infinitesimal jackknife, ``se_bias`` from the bias check at 4 gamma) and what each covers, and
+the automatic step are in docs/learning-coefficients.md; data, minibatches, the pre-check and the
+weight-refined LLC of one block in docs/learning-coefficients-data.md.
 """
+
+from __future__ import annotations
 
 import dataclasses
 import math
 import time
 import warnings
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -94,25 +40,60 @@ from .diagnostics import (chain_notes, effective_sample_size, localization_check
                           mixing_check, slope_weights)
 from .sampler import auto_step_size, sample_chains
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..losses.predictor import Loss
+    from ..contract.parameterization import Parameterization
+
 
 class LLCWarning(UserWarning):
     """A chain of the LLC estimator drifted, blew up or did not mix (the estimate is doubtful)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class LLCEstimate(Result):
-    """lambda_hat (``llc``) with its Monte Carlo standard error ``se``, its data-set
-    standard error ``se_data``, the scale of its finite-n bias ``se_bias`` (the bias check:
-    the change of the estimate ``llc_check`` at the localization ``gamma_check`` = 4 gamma)
-    and all together, ``se_total``: the slope estimate
-    over the inverse temperatures n beta_k = t_k n beta (``temperatures`` t_k, ``nbeta`` the
-    base), or the single-temperature estimate where one is given. ``levels`` holds, per
-    temperature, n beta_k, the single-temperature estimate lambda_k = n beta_k (E_k[L_n] -
-    L_n(w*)) with its s.e., effective sample size and split R-hat, and the step; ``ess`` is
-    the smallest and ``rhat`` the largest of those. ``chain_llc``: the estimate of each chain
-    (chain j at every temperature). ``traces`` (temperatures x chains x (burn + draws),
-    burn-in first) holds n beta_k (L_n(w_t) - L_n(w*)). ``warnings`` lists what the
-    diagnostics found (drift, blow-up, poor mixing)."""
+    """The local learning coefficient lambda_hat with its error bars and diagnostics.
+
+    lambda_hat is the least-squares slope of ``E_k[L_n] - L_n(w*)`` against 1 / (n beta_k) over
+    n beta_k = t_k n beta, or ``n beta (E[L_n] - L_n(w*))`` at one temperature.
+
+    Attributes:
+        llc: lambda_hat.
+        se: its Monte Carlo standard error (per temperature sqrt(var / ESS), through the
+            slope's weights).
+        ess: the smallest effective sample size over the temperatures.
+        rhat: the largest split R-hat over the temperatures.
+        chain_llc: the estimate of each chain (chain j at every temperature).
+        n: the number of samples of L_n.
+        nbeta: n beta, the base inverse temperature times n.
+        gamma: the localization strength.
+        step: the median step eps at the base temperature.
+        chains: chains per temperature.
+        draws: kept draws per chain (those made before a Ctrl-C).
+        burn: burn-in steps per chain.
+        sampler: "mala" or "sgld".
+        seed: the seed of the run.
+        loss_star: L_n(w*).
+        seconds: the wall time of the run.
+        warnings: what the diagnostics found (drift, blow-up, poor mixing, the pre-check).
+        temperatures: the multipliers t_k of n beta.
+        levels: per temperature: n beta_k, lambda_k = n beta_k (E_k[L_n] - L_n(w*)), its s.e.,
+            effective sample size, split R-hat and step.
+        traces: n beta_k (L_n(w_t) - L_n(w*)), shape (temperatures, chains, burn + draws),
+            burn-in first.
+        interrupted: Ctrl-C stopped the run after the burn-in.
+        se_data: the data-set standard error (infinitesimal jackknife over samples,
+            :func:`data_set_se`; nan where the loss has no per-sample features).
+        se_total: sqrt(se^2 + se_data^2 + se_bias^2) over the parts that are not nan.
+        llc_check: the same estimate at the localization gamma_check (nan without the check).
+        gamma_check: BIAS_CHECK gamma, the localization of the bias check.
+        se_bias: |llc - llc_check|, the scale of the estimator's finite-n bias.
+        curvature: the pre-check (:func:`localization_check`): n beta times the largest and
+            smallest curvature of L_n at w*, the quadratic prediction and the suggested gamma.
+        batches: the number of minibatches (1: the full loss at every step).
+        block: the blocks the chains moved (None: all; else the weight-refined LLC).
+    """
 
     llc: float
     se: float
@@ -134,27 +115,15 @@ class LLCEstimate(Result):
     temperatures: tuple
     levels: tuple
     traces: np.ndarray = dataclasses.field(repr=False)
-    #: True when Ctrl-C (KeyboardInterrupt) stopped the run: ``draws`` counts those made
     interrupted: bool = False
-    #: the data-set standard error (infinitesimal jackknife over samples, :func:`data_set_se`;
-    #: nan where the loss has no per-sample features)
     se_data: float = math.nan
-    #: sqrt(se^2 + se_data^2 + se_bias^2): sampler, data set and the bias check (the parts
-    #: that are not nan)
     se_total: float = math.nan
-    #: the same estimate with the localization gamma_check = BIAS_CHECK gamma (nan without
-    #: the bias check)
     llc_check: float = math.nan
     gamma_check: float = math.nan
-    #: |llc - llc_check|, the scale of the estimator's finite-n bias (module docstring)
     se_bias: float = math.nan
-    #: the pre-check before sampling (:func:`localization_check`): n beta times the largest
-    #: and smallest curvature of L_n at w*, the quadratic prediction and the suggested gamma
     curvature: dict = dataclasses.field(default_factory=dict)
-    #: the number of minibatches (1: the full loss at every step)
     batches: int = 1
-    #: the blocks the chains moved (None: all; the weight-refined LLC otherwise)
-    block: object = None
+    block: Optional[tuple] = None
 
     def to_dict(self, traces=False):
         out = super().to_dict()
@@ -293,8 +262,12 @@ def _potential_gradient(grad, w_star, nbeta, gamma, mask=None):
     return grad_U
 
 
-def auto_step(param, loss, theta_star=None, n=None, nbeta=None, gamma=1.0, step_scale=0.05,
-              seed=0, data=None, batch_size=None, block=None):
+def auto_step(param: Parameterization, loss: Union[str, Loss],
+              theta_star: Optional[ArrayLike] = None, n: Optional[int] = None,
+              nbeta: Optional[float] = None, gamma: float = 1.0, step_scale: float = 0.05,
+              seed: int = 0, data: Union[tuple[ArrayLike, ArrayLike], Iterable, None] = None,
+              batch_size: Optional[int] = None,
+              block: Union[str, Sequence[str], None] = None) -> float:
     """The automatic SGLD step eps = step_scale / h of :func:`estimate_llc` (h the largest
     curvature of the potential n beta L_n + gamma |w - w*|^2 / 2 seen near w*; with
     minibatches, of the first batch's loss)."""
@@ -320,64 +293,88 @@ def block_mask(param, block):
                             f"{', '.join(map(repr, unknown)) or '(none given)'}; its blocks are "
                             f"{', '.join(map(repr, blocks))}")
     mask = np.zeros(param.n)
-    for b in names:
-        mask[blocks[b]] = 1.0
+    mask[np.concatenate([np.arange(param.n)[blocks[b]] for b in names])] = 1.0
     return mask
 
 
 @shows_progress("llc estimate")  # a frame: its warnings name the caller with stacklevel 3
-def estimate_llc(param, loss, theta_star=None, n=None, nbeta=None, gamma=1.0, step="auto",
-                 step_scale=0.05, chains=None, draws=None, burn=None, sampler=None, seed=0,
-                 temperatures=TEMPERATURES, bias_check=True, progress="auto", data=None,
-                 batch_size=None, block=None, precheck=True):
-    """Estimate the local learning coefficient of ``loss`` through ``param`` at the local
-    minimum ``theta_star`` (see the module docstring): ``chains`` localized chains of
-    ``burn + draws`` steps at each inverse temperature n beta_k = t_k n beta, t_k in
-    ``temperatures``; lambda_hat is the least-squares slope of E_k[L_n] - L_n(w*) against
-    1 / (n beta_k) (two temperatures or more), or n beta (E[L_n] - L_n(w*)) (one temperature).
+def estimate_llc(param: Parameterization, loss: Union[str, Loss],
+                 theta_star: Optional[ArrayLike] = None, n: Optional[int] = None,
+                 nbeta: Optional[float] = None, gamma: float = 1.0,
+                 step: Union[float, str] = "auto", step_scale: float = 0.05,
+                 chains: Optional[int] = None, draws: Optional[int] = None,
+                 burn: Optional[int] = None, sampler: Optional[str] = None, seed: int = 0,
+                 temperatures: Sequence[float] = TEMPERATURES, bias_check: bool = True,
+                 progress: Union[bool, str, Callable[[int, int], None], None] = "auto",
+                 data: Union[tuple[ArrayLike, ArrayLike], Iterable, None] = None,
+                 batch_size: Optional[int] = None, block: Union[str, Sequence[str], None] = None,
+                 precheck: bool = True) -> LLCEstimate:
+    """The local learning coefficient of ``loss`` through ``param`` at a local minimum.
 
-    ``chains``, ``burn``, ``draws``: chains per temperature and their burn-in and kept steps
-    (default 32 chains x (1000 + 1000) steps where the chains run batched, the plugin
-    declaring ``batched_vjp``, so that more chains cost little and the same number of draws
-    comes from fewer steps; 4 x (1500 + 2000) otherwise, where each chain costs its own
-    gradients, ``DEFAULT_RUNS``); ``n``: the number of samples (default ``loss.N``); ``nbeta``:
-    the base inverse temperature times n (default n / log n); ``gamma``: the localization
-    strength; ``step``: the step eps at the base temperature (eps / t_k at temperature t_k),
-    or "auto" (``step_scale`` / the largest curvature of each temperature's potential, see the
-    module docstring);
-    ``sampler``: "mala" (the Langevin proposal with a Metropolis-Hastings correction, Roberts
-    and Tweedie 1996, so the chain samples the localized posterior without discretization
-    bias; its step adapts during burn-in towards the acceptance rate 0.574 of Roberts and
-    Rosenthal 1998) or "sgld" (Welling and Teh 2011); ``seed`` makes the run repeatable;
-    ``progress(done, total)`` is called as steps finish (True, False, or "auto", the default:
-    a display with elapsed time and ETA in an interactive session; ``paramgeo.io.progress``). All
-    chains of all temperatures advance together, one batched loss and gradient per step
-    (:func:`paramgeo.losses.batched_value_and_grad`). Ctrl-C after the burn-in keeps the
-    draws made so far (``interrupted``). Returns an :class:`LLCEstimate`; a chain that
-    drifts, blows up (non-finite loss) or chains that disagree (R-hat > 1.1) warn with
-    :class:`LLCWarning` and are listed in ``warnings``. ``bias_check`` (default True) also
-    runs every chain at the localization 4 gamma, with the same random numbers, for
-    ``se_bias`` (see the module docstring); it doubles the chains (batched: about 1.3 times
-    the time).
+    ``chains`` localized chains of ``burn + draws`` steps sample ``p_k(w) ~ exp(-n beta_k
+    L_n(w) - gamma / 2 |w - w*|^2)`` at each n beta_k = t_k n beta, t_k in ``temperatures``;
+    lambda_hat is the least-squares slope of ``E_k[L_n] - L_n(w*)`` against 1 / (n beta_k)
+    (Watanabe 2013, Theorem 4), or ``n beta (E[L_n] - L_n(w*))`` at one temperature (Lau et
+    al. 2023). All chains advance together, one batched loss and gradient per step. Details:
+    docs/learning-coefficients.md; data and minibatches: docs/learning-coefficients-data.md.
 
-    The loss on data: ``loss`` "mse" (the Gaussian negative log-likelihood
-    (1 / 2n) sum_i |y_i - f(x_i)|^2) or "cross-entropy" (-(1/n) sum_i log softmax(f(x_i))_{y_i})
-    with ``data`` = (X, Y) arrays or an iterable of (x, y) batches (a torch DataLoader works,
-    read once), f the model evaluated on each batch's inputs (``param.on_inputs(x)``, which
-    models from :func:`paramgeo.from_torch` and :func:`paramgeo.from_jax` provide); or a
-    :class:`paramgeo.losses.Loss` (its own data) without ``data``. ``theta_star`` defaults to
-    the model's own parameters (``param.theta0``). ``batch_size`` splits arrays (or a Loss's
-    samples) into minibatches: minibatch SGLD (one batch per step, drawn with probability
-    n_b / n, all chains on it; the loss trace adds the control variate L_n(w*) - L_b(w*),
-    :mod:`paramgeo.llc.data`); ``sampler`` defaults to "mala" on the full batch and must be
-    "sgld" with several batches (the Metropolis test needs the exact loss). ``block``: a block
-    name of ``param.spec`` (or a list of them): the weight-refined LLC, the chains moving only
-    those coordinates with the others fixed at w* (the learning coefficient of the restricted
-    model w_block -> phi(w_block, w*_rest); devinterp's weight-refined LLC, Wang et al. 2024,
-    "Differentiation and specialization of attention heads via the refined local learning
-    coefficient"). ``precheck`` (default True): before sampling, the curvature of n beta L_n
-    at w* against gamma (:func:`localization_check`), whose warnings say when the estimate
-    will be localization-bound and which gamma to use; its numbers are ``curvature``.
+    Args:
+        param: the parameterization phi: R^n -> R^m (a model from :func:`paramgeo.from_torch`
+            or :func:`paramgeo.from_jax` for a loss on ``data``).
+        loss: a :class:`paramgeo.losses.Loss` on predictors (its own data), or "mse" (the
+            Gaussian negative log-likelihood (1 / 2n) sum_i |y_i - f(x_i)|^2) or
+            "cross-entropy" (-(1/n) sum_i log softmax(f(x_i))_{y_i}) with ``data``.
+        theta_star: w*, shape (n,); default the model's own parameters ``param.theta0``.
+        n: the number of samples; default ``loss.N``.
+        nbeta: n beta; default n / log n.
+        gamma: the localization strength (> 0).
+        step: the step eps at the base temperature (eps / t_k at t_k), or "auto": step_scale
+            over the largest curvature of each temperature's potential.
+        step_scale: the automatic step's fraction of the stability limit, in (0, 2).
+        chains: chains per temperature; default 32 where the plugin declares ``batched_vjp``
+            (32 x (1000 + 1000) steps), else 4 (x (1500 + 2000)).
+        draws: kept steps per chain (>= 4).
+        burn: burn-in steps per chain (>= 0); MALA adapts its step there towards acceptance
+            0.574 (Roberts and Rosenthal 1998).
+        sampler: "mala" (Metropolis-adjusted Langevin, no discretization bias; the default on
+            the full batch) or "sgld" (required with several minibatches).
+        seed: makes the run repeatable.
+        temperatures: distinct positive multipliers t_k of n beta.
+        bias_check: also run every chain at 4 gamma with the same random numbers, for
+            ``se_bias`` (about 1.3 times the time when batched).
+        progress: a callable progress(done, total) called as steps finish; True, False,
+            or "auto" (a display with elapsed time and ETA in an interactive session;
+            :mod:`paramgeo.io.progress`).
+        data: (X, Y) arrays or an iterable of (x, y) batches (a torch DataLoader, read once),
+            for a loss given by name; f is ``param.on_inputs(x)`` on each batch.
+        batch_size: minibatches of this size (minibatch SGLD with a control variate).
+        block: a block name of ``param.spec`` (or a list): only those coordinates move, the
+            weight-refined LLC (Wang et al. 2024).
+        precheck: before sampling, compare the curvature of n beta L_n at w* with gamma
+            (:func:`localization_check`) and warn when the estimate will be localization-bound.
+
+    Returns:
+        The :class:`LLCEstimate` (``llc``, ``se``, ``se_data``, ``se_bias``, ``se_total``,
+        traces and diagnostics). Chains that drift, blow up or disagree (R-hat > 1.1) warn
+        with :class:`LLCWarning` and are listed in ``warnings``; Ctrl-C after the burn-in keeps
+        the draws made so far (``interrupted``).
+
+    Raises:
+        ParamgeoError: an unknown sampler, bad chains/draws/burn/step/temperatures, MALA with
+            minibatches, or every chain blew up (lower the step or raise gamma).
+        ShapeError: theta_star or the data do not fit the model.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.losses.predictor import Regression
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.standard_normal((1000, 2))
+        >>> loss = Regression(X, X @ [[1.0], [2.0]] + rng.standard_normal((1000, 1)))
+        >>> p = paramgeo.get("deep-linear", widths=(2, 1, 1))   # y = w2 (W1 x): 3 weights
+        >>> b = np.linalg.lstsq(X, loss.Y, rcond=None)[0].ravel()
+        >>> est = paramgeo.estimate_llc(p, loss, np.append(b, 1.0), seed=0)
+        >>> bool(abs(est.llc - 1.0) < 0.1)       # regular: rank J / 2 = 2 / 2
+        True
     """
     if sampler is not None and sampler not in SAMPLERS:
         raise ParamgeoError(f"estimate_llc: unknown sampler {sampler!r}; choose one of "
@@ -470,7 +467,8 @@ def estimate_llc(param, loss, theta_star=None, n=None, nbeta=None, gamma=1.0, st
                                             for w, lv in zip(weights, levels)))
     se_data = math.nan
     kept = run["states"].shape[1]
-    if kept >= 2:  # the kept states and their losses, temperatures x good chains x kept
+    # the kept states and their losses, temperatures x good chains x kept
+    if kept >= 2 and f_star is not None:
         states = run["states"].reshape(len(temps), chains, kept, -1)[:, good]
         losses = (run["traces"][:rows, run["kept_at"]] / nbs[:rows, None] + L_star).reshape(
             len(temps), chains, kept)[:, good]
@@ -481,16 +479,18 @@ def estimate_llc(param, loss, theta_star=None, n=None, nbeta=None, gamma=1.0, st
     public = tuple({k: (float(v) if k != "temperature" else v) for k, v in lv.items()
                     if k != "chain_llc"} for lv in levels)
     parts = [v for v in (se, se_data, se_bias) if math.isfinite(v)]
-    return LLCEstimate(llc, se, min(lv["ess"] for lv in levels),
-                       max(lv["rhat"] for lv in levels), chain_llc, n, nbeta, float(gamma),
-                       float(np.median([lv["step"] * lv["temperature"] for lv in levels])),
-                       chains, done, burn, sampler, int(seed), L_star,
-                       time.perf_counter() - started, tuple(pre_notes + notes), temps, public,
-                       traces, run["interrupted"], se_data,
-                       math.sqrt(sum(v * v for v in parts)), llc_check,
-                       gammas[-1] if bias_check else math.nan, se_bias, check, len(batches),
-                       None if block is None else tuple([block] if isinstance(block, str)
-                                                        else block))
+    return LLCEstimate(
+        llc=llc, se=se, ess=min(lv["ess"] for lv in levels),
+        rhat=max(lv["rhat"] for lv in levels), chain_llc=chain_llc, n=n, nbeta=nbeta,
+        gamma=float(gamma),
+        step=float(np.median([lv["step"] * lv["temperature"] for lv in levels])),
+        chains=chains, draws=done, burn=burn, sampler=sampler, seed=int(seed), loss_star=L_star,
+        seconds=time.perf_counter() - started, warnings=tuple(pre_notes + notes),
+        temperatures=temps, levels=public, traces=traces, interrupted=run["interrupted"],
+        se_data=se_data, se_total=math.sqrt(sum(v * v for v in parts)), llc_check=llc_check,
+        gamma_check=gammas[-1] if bias_check else math.nan, se_bias=se_bias, curvature=check,
+        batches=len(batches),
+        block=None if block is None else tuple([block] if isinstance(block, str) else block))
 
 
 def _group_estimate(run, g, temps, nbeta, chains, burn, sampler, gammas):

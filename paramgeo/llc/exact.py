@@ -26,12 +26,23 @@ A plugin declares the capability ``learning_coefficient(theta)`` (returning a
 :func:`exact_learning_coefficient` asks it first and falls back on the regular case.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import functools
 import itertools
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 from ..errors import NotProvidedError, SizeError
 from ..results import Result
+
+if TYPE_CHECKING:
+    from fractions import Fraction
+
+    from numpy.typing import ArrayLike
+
+    from ..linalg.numerics import RankPolicy
+    from ..contract.parameterization import Parameterization
 
 AOYAGI_WATANABE_2005 = ("Aoyagi, Watanabe (2005) Stochastic complexities of reduced rank "
                         "regression in Bayesian estimation, Neural Networks 18:924-933, Theorem 1")
@@ -41,13 +52,21 @@ WATANABE_2009 = ("Watanabe (2009) Algebraic geometry and statistical learning th
                  "University Press (regular models: Sec. 1.4; normal crossings: Sec. 2.4, 7.2)")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class LearningCoefficient(Result):
-    """lambda and its multiplicity m (None where the source does not give it) at a true
-    parameter, with the exact value as a fraction, the case of the formula and its source."""
+    """The learning coefficient at a true parameter: F_n = n L_n + lambda log n - (m - 1) log log n.
+
+    Attributes:
+        lam: lambda, the real log canonical threshold.
+        multiplicity: m, or None where the source does not give it.
+        exact: lambda as an exact fraction, e.g. "3/2".
+        case: the case of the formula that applies.
+        formula: the formula.
+        reference: its source.
+    """
 
     lam: float
-    multiplicity: object
+    multiplicity: Optional[int]
     exact: str
     case: str
     formula: str
@@ -96,7 +115,7 @@ def _rrr_case(M, H, N, r):
     return f"1, M + H + N + r {'odd' if (M + H + N + r) % 2 else 'even'}"
 
 
-def reduced_rank_regression(M, H, N, r=0):
+def reduced_rank_regression(M: int, H: int, N: int, r: int = 0) -> LearningCoefficient:
     """lambda, m of reduced-rank regression y = B A x + noise (A: H x M, B: N x H) at a true
     product B0 A0 of rank r: Aoyagi and Watanabe (2005), Theorem 1, the four cases of
     :func:`aoyagi_watanabe_piecewise`. M is the input dimension, H the hidden (inner)
@@ -116,9 +135,10 @@ def reduced_rank_regression(M, H, N, r=0):
     values = dict(zip(symbols, (int(M), int(H), int(N), int(r))))
     exact = lam.subs(values)
     return LearningCoefficient(
-        float(exact), int(mult.subs(values)), str(exact), _rrr_case(M, H, N, r),
-        f"Aoyagi-Watanabe reduced-rank regression at (M, H, N, r) = ({M}, {H}, {N}, {r})",
-        AOYAGI_WATANABE_2005)
+        lam=float(exact), multiplicity=int(mult.subs(values)), exact=str(exact),
+        case=_rrr_case(M, H, N, r),
+        formula=f"Aoyagi-Watanabe reduced-rank regression at (M, H, N, r) = ({M}, {H}, {N}, {r})",
+        reference=AOYAGI_WATANABE_2005)
 
 
 def _aoyagi_subsets(Ms):
@@ -159,7 +179,7 @@ def _aoyagi_lambda(Ms, sigma, r, H_in, H_out):
     return lam, a, ell
 
 
-def deep_linear_network(widths, r=0):
+def deep_linear_network(widths: Sequence[int], r: int = 0) -> LearningCoefficient:
     """lambda of the deep linear network y = W_L ... W_1 x (widths H_1 = input, ..., H_{L+1} =
     output) at a true product of rank r (Aoyagi 2024, Theorem 1). With M_j = H_j - r, take the
     index set Sigma of :func:`_aoyagi_subsets` (ell + 1 = |Sigma| indices), S = sum_Sigma M_j,
@@ -189,11 +209,13 @@ def deep_linear_network(widths, r=0):
     else:
         mult = None
     return LearningCoefficient(
-        float(lam), mult, str(lam), f"Sigma = {[j + 1 for j in subsets[0]]} (ell = {ell}, a = {a})",
-        f"Aoyagi deep linear network, widths {widths}, true rank {r}", AOYAGI_2024)
+        lam=float(lam), multiplicity=mult, exact=str(lam),
+        case=f"Sigma = {[j + 1 for j in subsets[0]]} (ell = {ell}, a = {a})",
+        formula=f"Aoyagi deep linear network, widths {widths}, true rank {r}",
+        reference=AOYAGI_2024)
 
 
-def regular(d):
+def regular(d: int) -> LearningCoefficient:
     """lambda = d / 2, m = 1 at a true parameter where the map is locally of constant rank d.
 
     If rank J(w*) equals the generic rank, the rank is constant near w* (it is lower
@@ -205,11 +227,14 @@ def regular(d):
     import sympy
 
     lam = sympy.Rational(int(d), 2)
-    return LearningCoefficient(float(lam), 1, str(lam), "regular (rank J = generic rank)",
-                               f"d / 2 with d = rank J(w*) = {int(d)}", WATANABE_2009)
+    return LearningCoefficient(lam=float(lam), multiplicity=1, exact=str(lam),
+                               case="regular (rank J = generic rank)",
+                               formula=f"d / 2 with d = rank J(w*) = {int(d)}",
+                               reference=WATANABE_2009)
 
 
-def normal_crossing_sum(terms, case, formula, reference=WATANABE_2009):
+def normal_crossing_sum(terms: Sequence[tuple[Any, int]], case: str, formula: str,
+                        reference: str = WATANABE_2009) -> LearningCoefficient:
     """lambda = sum_i lambda_i, m = 1 + sum_i (m_i - 1) for K(w) = sum_i K_i(w_(i)) over
     disjoint groups of coordinates, each term given as (lambda_i, m_i) (exact fractions or
     ints); Watanabe (2009), Sec. 7.2 (the zeta function of a sum over separate variables is the
@@ -218,10 +243,11 @@ def normal_crossing_sum(terms, case, formula, reference=WATANABE_2009):
 
     lam = sum((sympy.nsimplify(t[0]) for t in terms), sympy.Integer(0))
     mult = 1 + sum(int(t[1]) - 1 for t in terms)
-    return LearningCoefficient(float(lam), mult, str(lam), case, formula, reference)
+    return LearningCoefficient(lam=float(lam), multiplicity=mult, exact=str(lam), case=case,
+                               formula=formula, reference=reference)
 
 
-def monomial(exponents):
+def monomial(exponents: Sequence[int]) -> tuple[Fraction, int]:
     """(lambda, m) of K = prod_j w_j^(2 k_j) near 0 under a prior positive there:
     lambda = min_j 1 / (2 k_j), m = #{j attaining the minimum} (Watanabe 2009, Sec. 2.4)."""
     import sympy
@@ -231,11 +257,39 @@ def monomial(exponents):
     return lam, sum(1 for v in values if v == lam)
 
 
-def exact_learning_coefficient(param, theta, policy=None):
-    """The exact (lambda, m) of ``param`` at the true parameter ``theta``: the plugin's declared
-    ``learning_coefficient(theta)`` where it gives one, else the regular value d / 2 when rank
-    J(theta) is the generic rank (:func:`regular`). Raises NotProvidedError naming the plugin
-    and the way out (estimate it) when neither applies."""
+def exact_learning_coefficient(param: Parameterization, theta: ArrayLike,
+                               policy: Optional[RankPolicy] = None) -> LearningCoefficient:
+    """The exact learning coefficient (RLCT lambda, multiplicity m) at the true parameter theta.
+
+    The Bayesian free energy is F_n = n L_n(w*) + lambda log n - (m - 1) log log n + O_p(1)
+    (Watanabe 2009, Main Theorem 6.2), for a loss whose Hessian in the predictor is positive
+    definite. Asks the plugin's declared ``learning_coefficient(theta)`` first (Aoyagi and
+    Watanabe 2005 for reduced-rank regression, Aoyagi 2024 for deep linear networks, ...),
+    else lambda = d / 2, m = 1 with d = rank J(theta) when that rank is the generic rank
+    (:func:`regular`), or when the fibre phi^-1(phi(theta)) is smooth of dimension n - d.
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        theta: the true parameter w*, shape (n,).
+        policy: the tolerance policy of the rank decisions; None: the default.
+
+    Returns:
+        The :class:`LearningCoefficient`: ``lam``, ``multiplicity``, ``exact`` (a fraction),
+        ``case``, ``formula`` and ``reference``.
+
+    Raises:
+        NotProvidedError: no formula applies at theta (estimate it with :func:`estimate_llc`).
+        ContractError: the plugin's ``learning_coefficient`` returned something else.
+        ShapeError: theta is not n finite numbers.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> p = paramgeo.get("deep-linear", widths=(2, 1, 1))
+        >>> paramgeo.exact_learning_coefficient(p, np.zeros(p.n)).exact   # Aoyagi 2024
+        '1/2'
+        >>> paramgeo.exact_learning_coefficient(p, np.ones(p.n)).exact    # regular: 2 / 2
+        '1'
+    """
     from ..geometry.jacobian import generic_rank, rank_at
 
     theta = param.as_theta(theta)
@@ -316,14 +370,16 @@ def smooth_fibre(param, theta, d, g, trials=3):
             return None
     lam = sympy.Rational(int(d), 2)
     return LearningCoefficient(
-        float(lam), 1, str(lam),
-        f"smooth fibre (rank J = {d} below the generic rank {g}; phi^-1(phi(w*)) a manifold of "
-        f"dimension n - rank J = {param.n - d} near w*: K is Morse-Bott there)",
-        f"rank J(w*) / 2 with rank J(w*) = {int(d)}",
-        WATANABE_2009 + "; Banyaga, Hurtubise (2004) A proof of the Morse-Bott lemma")
+        lam=float(lam), multiplicity=1, exact=str(lam),
+        case=f"smooth fibre (rank J = {d} below the generic rank {g}; phi^-1(phi(w*)) a "
+        f"manifold of dimension n - rank J = {param.n - d} near w*: K is Morse-Bott there)",
+        formula=f"rank J(w*) / 2 with rank J(w*) = {int(d)}",
+        reference=WATANABE_2009 + "; Banyaga, Hurtubise (2004) A proof of the Morse-Bott lemma")
 
 
-def block_learning_coefficient(param, theta, block, policy=None):
+def block_learning_coefficient(param: Parameterization, theta: ArrayLike,
+                               block: Union[str, Sequence[str]],
+                               policy: Optional[RankPolicy] = None) -> LearningCoefficient:
     """The exact weight-refined learning coefficient of the block(s) ``block`` at the true
     parameter ``theta`` (the others fixed there), where phi is affine in the block: then the
     restricted model w_b -> phi(w_b, theta_rest) is a linear regression, K(w_b) a quadratic
@@ -359,7 +415,8 @@ def block_learning_coefficient(param, theta, block, policy=None):
     lam = sympy.Rational(int(d), 2)
     names = ", ".join([block] if isinstance(block, str) else block)
     return LearningCoefficient(
-        float(lam), 1, str(lam),
-        f"weight-refined, phi affine in {names} (a linear regression in the block)",
-        f"rank J_block(w*) / 2 with rank J_block = {int(d)} (deep linear: rank A_l rank B_l)",
-        WATANABE_2009)
+        lam=float(lam), multiplicity=1, exact=str(lam),
+        case=f"weight-refined, phi affine in {names} (a linear regression in the block)",
+        formula=f"rank J_block(w*) / 2 with rank J_block = {int(d)} (deep linear: "
+        "rank A_l rank B_l)",
+        reference=WATANABE_2009)

@@ -2,15 +2,24 @@
 steps, where a plateau of the estimates is the regime to trust (a drift with the step is
 discretization bias or poor mixing)."""
 
+from __future__ import annotations
+
 import dataclasses
 import warnings
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 from ..io.files import save_figure
 from ..results import Result
 from .estimate import LLCWarning, auto_step, estimate_llc
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
-@dataclasses.dataclass(frozen=True)
+    from ..losses.predictor import Loss
+    from ..contract.parameterization import Parameterization
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class StepSweep(Result):
     """LLC estimates over a range of SGLD step sizes (:func:`step_sweep`): one row per step
     (step, llc, se, rhat, warnings). A plateau of estimates over steps is the regime to trust;
@@ -63,12 +72,44 @@ class StepSweep(Result):
         return fig
 
 
-def step_sweep(param, loss, theta_star, steps=None, progress=None, **options):
-    """:func:`estimate_llc` at each step of ``steps`` (the step at the base temperature;
-    default: the automatic step times 1/8, 1/4, 1/2, 1, 2), the other ``options`` shared;
-    returns a :class:`StepSweep`. ``progress(done, total)`` counts chain steps over the whole
-    sweep. Ctrl-C stops the sweep at once and returns the steps finished (``interrupted``);
-    before the first step's burn-in ended it raises KeyboardInterrupt."""
+def step_sweep(param: Parameterization, loss: Union[str, Loss], theta_star: Optional[ArrayLike],
+               steps: Optional[Sequence[float]] = None,
+               progress: Optional[Callable[[int, int], None]] = None, **options: Any) -> StepSweep:
+    """:func:`estimate_llc` at each of several step sizes: where the estimate is stable.
+
+    A plateau of lambda_hat over the step eps is the regime to trust; a drift with eps is
+    discretization bias or poor mixing (docs/learning-coefficients.md).
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        loss: as in :func:`estimate_llc`.
+        theta_star: the local minimum w*, shape (n,); None: the model's own parameters.
+        steps: the steps at the base temperature; default the automatic step times 1/8, 1/4,
+            1/2, 1 and 2.
+        progress: called as progress(done, total) over the chain steps of the whole sweep.
+        **options: the other arguments of :func:`estimate_llc`, shared by every step.
+
+    Returns:
+        The :class:`StepSweep`: ``steps`` and one :class:`LLCEstimate` per step. Ctrl-C stops
+        the sweep and returns the steps finished (``interrupted``); before the first step's
+        burn-in ended it raises KeyboardInterrupt.
+
+    Raises:
+        ParamgeoError: as :func:`estimate_llc` does for its options.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.llc import step_sweep
+        >>> from paramgeo.losses.predictor import Regression
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.standard_normal((1000, 2))
+        >>> loss = Regression(X, X @ [[1.0], [2.0]] + rng.standard_normal((1000, 1)))
+        >>> b = np.linalg.lstsq(X, loss.Y, rcond=None)[0].ravel()
+        >>> sweep = step_sweep(paramgeo.get("deep-linear", widths=(2, 1, 1)), loss,
+        ...                    np.append(b, 1.0), steps=[1e-4, 2e-4], seed=0)
+        >>> [bool(abs(e.llc - 1.0) < 0.1) for e in sweep.estimates]     # a plateau at 2 / 2
+        [True, True]
+    """
     if steps is None:
         keys = ("n", "nbeta", "gamma", "step_scale", "seed", "data", "batch_size", "block")
         auto = auto_step(param, loss, theta_star, **{k: options[k] for k in keys
@@ -91,4 +132,5 @@ def step_sweep(param, loss, theta_star, steps=None, progress=None, **options):
         if out[-1].interrupted:  # Ctrl-C after the burn-in: this step's draws so far
             interrupted = True
             break
-    return StepSweep(tuple(float(s) for s in steps), tuple(out), interrupted)
+    return StepSweep(steps=tuple(float(s) for s in steps), estimates=tuple(out),
+                     interrupted=interrupted)

@@ -411,7 +411,7 @@ class Exponential(_MarginLoss):
         return np.exp(-mu)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class MaxMargin(Result):
     """The hard-margin SVM of :func:`max_margin`: ``direction`` w / |w|, ``margin`` gamma =
     min_i y_i <A_i, w / |w|> = 1 / |w|, ``w`` the minimiser, ``support`` the indices with
@@ -455,8 +455,9 @@ def max_margin(A, y, tol=1e-12):
     dual[support] = alpha_s
     kkt = float(np.linalg.norm(Z.T @ dual - w) / np.linalg.norm(w))
     norm = float(np.linalg.norm(w))
-    return MaxMargin(w / norm, 1.0 / norm, w, tuple(int(i) for i in support), dual, kkt,
-                     bool(res.success), str(res.message))
+    return MaxMargin(direction=w / norm, margin=1.0 / norm, w=w,
+                     support=tuple(int(i) for i in support), dual=dual, kkt_residual=kkt,
+                     success=bool(res.success), message=str(res.message))
 
 
 class CallableLoss(Loss):

@@ -8,14 +8,24 @@ minimum-l1 solution (scipy.optimize.linprog; the alpha -> 0 limit of the hyperbo
 the minimum-l2 solution (the pseudoinverse; the alpha -> infinity limit).
 """
 
+from __future__ import annotations
+
 import dataclasses
 from typing import Optional
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
 from ..results import Result
 from .potentials import mirror_potential
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..contract.parameterization import Parameterization
+    from ..dynamics.trajectory import Trajectory
+    from .potentials import Potential
 
 
 def _check_data(X, y):
@@ -50,7 +60,8 @@ def _check_scale(X, y):
                                  "scale")
 
 
-def min_l1(X, y, upper=None, lower=None):
+def min_l1(X: ArrayLike, y: ArrayLike, upper: Optional[ArrayLike] = None,
+           lower: Optional[ArrayLike] = None) -> NDArray[np.float64]:
     """argmin |beta|_1 s.t. X beta = y, by linear programming (scipy.optimize.linprog, HiGHS):
     beta = a - b, a, b >= 0, minimise sum(a + b).
 
@@ -74,13 +85,14 @@ def min_l1(X, y, upper=None, lower=None):
     return res.x[:p] - res.x[p:]
 
 
-def min_l2(X, y):
+def min_l2(X: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
     """argmin |beta|_2 s.t. X beta = y: the pseudoinverse solution X^+ y."""
     X, y = _check_data(X, y)
     return np.linalg.pinv(X) @ y
 
 
-def solve_implicit_bias(potential, X, y, *, tol=1e-12, maxiter=5000):
+def solve_implicit_bias(potential: Potential, X: ArrayLike, y: ArrayLike, *, tol: float = 1e-12,
+                        maxiter: int = 5000) -> tuple[NDArray[np.float64], float]:
     """argmin R(beta) subject to X beta = y, R the potential (minus its linear part at beta0).
 
     Coordinates on the affine set: beta = b_p + N z (b_p = projection of beta0 onto it, N an
@@ -290,17 +302,29 @@ def _solve_implicit_bias_dual_mp(potential, X, y, *, tol=1e-12, maxiter=5000):
     return np.asarray(beta, float), kkt
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ImplicitBias(Result):
     """The gradient-flow limit against argmin R s.t. X beta = y, min-l1 and min-l2.
 
-    ``deviation`` = |beta_flow - beta_R|_inf (``relative_deviation``: divided by
-    |beta_R|_inf); ``l1_gap`` = |beta_R|_1 - |beta_l1|_1 and
-    ``l1_distance`` = |beta_R - beta_l1|_inf (-> 0 as alpha -> 0); ``l2_distance`` =
-    |beta_R - X^+ y|_inf (-> 0 as alpha -> infinity). Where the potential declares its
-    vanishing-initialisation limit (``Potential.limit``: thresholds upper, lower), beta_l1 is
-    the minimiser of the modified l1 norm |b|_w = sum_i upper_i b_i^+ + lower_i b_i^-
-    (divided by the smallest threshold) and the gap is measured in that norm.
+    Where the potential declares its vanishing-initialisation limit (``Potential.limit``:
+    thresholds upper, lower), beta_l1 minimises the modified l1 norm |b|_w = sum_i upper_i b_i^+
+    + lower_i b_i^- (divided by the smallest threshold) and the gap is measured in that norm.
+
+    Attributes:
+        alpha: the initialisation scale (None when theta0 was given).
+        potential: the potential R, in words.
+        deviation: |beta_flow - beta_R|_inf.
+        relative_deviation: deviation / |beta_R|_inf.
+        kkt: the KKT residual of argmin R (relative norm of the projected gradient).
+        flow_time: the time the flow reached.
+        flow_loss: the loss at its end.
+        l1_gap: |beta_R|_1 - |beta_l1|_1 (-> 0 as alpha -> 0).
+        l1_distance: |beta_R - beta_l1|_inf.
+        l2_distance: |beta_R - X^+ y|_inf (-> 0 as alpha -> infinity).
+        beta_flow: the flow's limit phi(theta(t_final)), shape (m,).
+        beta_potential: argmin R s.t. X beta = y, shape (m,).
+        beta_l1: the minimum-l1 interpolator, shape (m,).
+        beta_l2: the minimum-l2 interpolator X^+ y, shape (m,).
     """
 
     alpha: Optional[float]
@@ -359,23 +383,58 @@ class ImplicitBias(Result):
         ])
 
 
-def implicit_bias(param, X, y, alpha=None, theta0=None, *, t_final=1e9, stop_loss=None,
-                  rtol=1e-10, atol=1e-15, potential=None, trajectory=None, chart="theta",
-                  time_scale=1.0, exact_jacobian=False):
+def implicit_bias(param: Parameterization, X: ArrayLike, y: ArrayLike,
+                  alpha: Optional[float] = None, theta0: Optional[ArrayLike] = None, *,
+                  t_final: float = 1e9, stop_loss: Optional[float] = None, rtol: float = 1e-10,
+                  atol: float = 1e-15, potential: Optional[Potential] = None,
+                  trajectory: Optional[Trajectory] = None, chart: str = "theta",
+                  time_scale: float = 1.0, exact_jacobian: bool = False) -> ImplicitBias:
     """Solve argmin R(beta) s.t. X beta = y and compare with the limit of gradient flow.
 
-    theta0 is ``param.init_at_scale(alpha)`` unless given. The flow (``paramgeo.flows``) runs on
-    ell(beta) = |X beta - y|^2 / (2N) to ``t_final`` or until the loss falls below
-    ``stop_loss`` (default 1e-26 (1 + |y|^2 / N)). The potential's minimiser is found by
-    :func:`solve_implicit_bias`; the references are :func:`min_l1` and :func:`min_l2`
-    (Woodworth et al. 2020: the alpha -> 0 and alpha -> infinity limits of the hyperbolic
-    entropy). ``chart``, ``time_scale`` and ``exact_jacobian`` are passed to the flow
-    (``chart="log"`` integrates in log|theta|, ``time_scale`` in t / time_scale,
-    ``exact_jacobian`` gives LSODA the Jacobian of the field from the loss Hessian; see
-    ``paramgeo.dynamics.trajectory.gradient_flow``): from a small initialisation of a depth-L diagonal
-    network, ``chart="log"`` with ``time_scale=alpha**(2 - L)`` and ``atol`` ~ 1e-12 keeps
-    every coordinate to relative accuracy on the saddle-to-saddle time scale, and
-    ``exact_jacobian=True`` lets LSODA take long implicit steps on the stiff plateaus.
+    For a commuting parameterization, gradient flow on ell(beta) = |X beta - y|^2 / (2N) from
+    theta0 converges to argmin R(beta) s.t. X beta = y, R the mirror potential of theta0 (Li,
+    Wang, Lee, Arora 2022, Theorem 4.8; for diagonal networks the hyperbolic entropy, whose
+    alpha -> 0 and alpha -> infinity limits are min-l1 and min-l2, Woodworth et al. 2020). The
+    flow runs to ``t_final`` or until the loss falls below ``stop_loss``; the potential's
+    minimiser is :func:`solve_implicit_bias`; the references are :func:`min_l1` and
+    :func:`min_l2`. From a small initialisation of a depth-L diagonal network, ``chart="log"``
+    with ``time_scale=alpha**(2 - L)`` and ``atol`` ~ 1e-12 keeps every coordinate to relative
+    accuracy (docs/plugins/deep-diagonal.md).
+
+    Args:
+        param: a commuting parameterization phi: R^n -> R^m.
+        X: the design, shape (N, m).
+        y: the targets, shape (N,), with X beta = y solvable and underdetermined.
+        alpha: the initialisation scale, theta0 = ``param.init_at_scale(alpha)``; default 1.
+        theta0: the initialisation itself, shape (n,), instead of alpha.
+        t_final: the flow's final time.
+        stop_loss: stop the flow below this loss; default 1e-26 (1 + |y|^2 / N).
+        rtol: the flow's relative tolerance.
+        atol: its absolute tolerance.
+        potential: the mirror potential, if already built (else :func:`mirror_potential`).
+        trajectory: a flow already run from theta0 (its last point is the limit).
+        chart: "theta" or "log", as in :func:`paramgeo.flows.gradient_flow`.
+        time_scale: integrate in t / time_scale.
+        exact_jacobian: give an implicit integrator the exact Jacobian of the field.
+
+    Returns:
+        The :class:`ImplicitBias`: the flow's limit, argmin R, min-l1 and min-l2 predictors
+        and their distances.
+
+    Raises:
+        ShapeError: X, y or theta0 of the wrong shape or not finite.
+        ParamgeoError: X beta = y has no solution, or the potential's minimisation fails.
+        NotCommutingError: the fields grad phi_i do not commute (no potential).
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.mirror import implicit_bias
+        >>> X, y = np.array([[1.0, 2.0, 0.5]]), np.array([1.0])
+        >>> found = implicit_bias(paramgeo.get("hadamard", p=3), X, y, alpha=0.01)
+        >>> found.beta_l1                       # small alpha: close to the minimum-l1 solution
+        array([0. , 0.5, 0. ])
+        >>> bool(found.l1_distance < 0.01), bool(found.deviation < 1e-6)
+        (True, True)
     """
     from ..dynamics.trajectory import gradient_flow
     from ..losses.predictor import LinearMeasurements
@@ -421,9 +480,11 @@ def implicit_bias(param, X, y, alpha=None, theta0=None, *, t_final=1e9, stop_los
             return float(np.abs(b).sum())
     b2 = min_l2(X, y)
     deviation = float(np.abs(beta_flow - beta_R).max())
-    return ImplicitBias(
-        None if alpha is None else float(alpha), potential.formula, deviation,
-        deviation / max(float(np.abs(beta_R).max()), 1e-300), kkt, float(trajectory.times[-1]),
-        float(trajectory.losses[-1]), norm(beta_R) - norm(b1),
-        float(np.abs(beta_R - b1).max()), float(np.abs(beta_R - b2).max()),
-        beta_flow, beta_R, b1, b2)
+    return ImplicitBias(alpha=None if alpha is None else float(alpha), potential=potential.formula,
+                        deviation=deviation,
+                        relative_deviation=deviation / max(float(np.abs(beta_R).max()), 1e-300),
+                        kkt=kkt, flow_time=float(trajectory.times[-1]),
+                        flow_loss=float(trajectory.losses[-1]), l1_gap=norm(beta_R) - norm(b1),
+                        l1_distance=float(np.abs(beta_R - b1).max()),
+                        l2_distance=float(np.abs(beta_R - b2).max()), beta_flow=beta_flow,
+                        beta_potential=beta_R, beta_l1=b1, beta_l2=b2)

@@ -6,10 +6,13 @@ this is a linear system in the coefficients, solved exactly over the rationals w
 ``symbolic()`` is available, by sampling and an SVD otherwise.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import fractions
 import itertools
 import math
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
@@ -18,11 +21,16 @@ from ..linalg.numerics import as_rng, decide_rank, policy_of, rational_rref
 from ..results import Result
 from .lie import _method, lie_algebra, symbolic_fields, vector_fields
 
+if TYPE_CHECKING:
+    from ..linalg.numerics import RankPolicy
+    from ..contract.parameterization import Parameterization
+    from .lie import LieAlgebra
+
 #: the largest number of unknown coefficients of the conservation-law linear system
 LAWS_MAX_UNKNOWNS = 2500
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ConservationLaws(Result):
     """Polynomial conservation laws of gradient flow found up to a degree.
 
@@ -57,14 +65,39 @@ def _exponents(n, degree):
     return out
 
 
-def conservation_laws(param, degree=2, seed=0, policy=None, method="auto", algebra=None):
-    """Polynomial conservation laws h (degree <= ``degree``, no constant term).
+def conservation_laws(param: Parameterization, degree: int = 2, seed: int = 0,
+                      policy: Optional[RankPolicy] = None, method: str = "auto",
+                      algebra: Optional[LieAlgebra] = None) -> ConservationLaws:
+    """Polynomial conservation laws h of gradient flow: <grad h, grad phi_i> = 0 for every i.
 
-    Solves <grad h, X_i> = 0 identically for every field X_i = grad phi_i: with sympy, exactly
-    over the rationals (coefficients of the polynomial identity; requires polynomial phi); else
-    numerically, from the identity at random points and an SVD null space under the tolerance
-    policy. The count of functionally independent laws is compared with n - dim Lie(X)
+    h ranges over polynomials of degree <= ``degree`` with no constant term; with sympy the
+    identity is solved exactly over the rationals (polynomial phi), else numerically from the
+    identity at random points and an SVD null space under the tolerance policy. The count of
+    functionally independent laws is compared with n - dim Lie(X), the number there are
     (Marcotte, Gribonval, Peyre 2023, Theorem 3.3).
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        degree: the largest degree of the laws searched.
+        seed: seed of the random points.
+        policy: the tolerance policy of the numeric route; None: the default.
+        method: "auto", "symbolic" or "numeric".
+        algebra: the :class:`LieAlgebra` if already computed (else it is).
+
+    Returns:
+        The :class:`ConservationLaws`: ``laws``, ``independent``, ``expected`` and
+        ``complete``.
+
+    Raises:
+        ParamgeoError: a degree below 1, more than ``LAWS_MAX_UNKNOWNS`` monomials, or the
+            symbolic route on a plugin without symbolic expressions.
+
+    Examples:
+        >>> import paramgeo
+        >>> from paramgeo.mirror import conservation_laws
+        >>> found = conservation_laws(paramgeo.get("hadamard", p=2))   # phi = u * v
+        >>> found.laws, found.complete
+        (('u_0**2 - v_0**2', 'u_1**2 - v_1**2'), True)
     """
     if int(degree) < 1:
         raise ParamgeoError(f"the degree of the laws must be >= 1, got {degree}")
@@ -88,7 +121,8 @@ def conservation_laws(param, degree=2, seed=0, policy=None, method="auto", algeb
             symbols = _default_symbols(param)
     laws = tuple(_format_law(c, exps, symbols) for c in coeffs)
     indep = _independent_count(coeffs, exps, param, seed, policy)
-    return ConservationLaws(laws, degree, indep, algebra.n_laws, indep == algebra.n_laws, how)
+    return ConservationLaws(laws=laws, degree=degree, independent=indep, expected=algebra.n_laws,
+                            complete=indep == algebra.n_laws, method=how)
 
 
 def _default_symbols(param):

@@ -1,34 +1,39 @@
-"""The Lie algebra of the vector fields X_i = grad phi_i: brackets (numeric and symbolic),
-the commuting test and the generated algebra.
-
-The fields are X_i = grad phi_i (the rows of J), i = 1..m. Their Lie bracket is
+"""The Lie algebra of the fields X_i = grad phi_i (the rows of J), i = 1..m: brackets (numeric
+and symbolic), the commuting test and the generated algebra. The bracket is
 
     [X_i, X_j](theta) = DX_j(theta) X_i(theta) - DX_i(theta) X_j(theta),
 
-with DX_i = Hess phi_i; row j of ``param.jacobian_derivative(theta, X_i)`` is DX_j X_i. The
-parameterization is *commuting* when every bracket vanishes (Li, Wang, Lee, Arora, NeurIPS 2022,
-"Implicit bias of gradient descent on reparametrized models: on equivalence to mirror descent",
-Definition 4.1). The generated algebra is W_1 = span{X_i}, W_{k+1} = W_k + [W_1, W_k]
-(right-nested brackets span the Lie algebra, by the Jacobi identity); its dimension at a point
-is the rank of the values there, and the iteration stops once that rank no longer grows
-(Marcotte, Gribonval, Peyre, NeurIPS 2023, "Abide by the law and follow the flow: conservation
-laws for gradient flows", Section 4). The number of independent conservation laws of gradient
-flow (for every loss) is n - dim Lie(X)(theta) (same paper, Theorem 3.3).
+with DX_i = Hess phi_i; row j of ``param.jacobian_derivative(theta, X_i)`` is DX_j X_i. phi is
+*commuting* when every bracket vanishes (Li, Wang, Lee, Arora, NeurIPS 2022, "Implicit bias of
+gradient descent on reparametrized models: on equivalence to mirror descent", Definition 4.1).
+The generated algebra is W_1 = span{X_i}, W_{k+1} = W_k + [W_1, W_k] (right-nested brackets span
+it, by the Jacobi identity); its dimension at a point is the rank of the values there, computed
+until it stops growing, and n - dim Lie(X)(theta) is the number of independent conservation laws
+of gradient flow for every loss (Marcotte, Gribonval, Peyre, NeurIPS 2023, "Abide by the law and
+follow the flow: conservation laws for gradient flows", Section 4 and Theorem 3.3).
 """
+
+from __future__ import annotations
 
 import dataclasses
 import itertools
 import math
 import time
 import warnings
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import autograd
 import autograd.numpy as anp
 import numpy as np
 
 from ..errors import BudgetError, NumericalDoubtWarning, ParamgeoError
-from ..linalg.numerics import as_rng, decide_rank, policy_of, range_basis
+from ..linalg.numerics import RankPolicy, Seed, as_rng, decide_rank, policy_of, range_basis
 from ..results import Result
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..contract.parameterization import Parameterization
 
 
 class NotCommutingError(ParamgeoError):
@@ -36,7 +41,7 @@ class NotCommutingError(ParamgeoError):
 
 
 # ====================================================================== brackets (numeric)
-def vector_fields(param, theta):
+def vector_fields(param: Parameterization, theta: ArrayLike) -> NDArray[np.float64]:
     """The m x n matrix whose rows are the fields X_i(theta) = grad phi_i(theta) (= J(theta))."""
     return np.asarray(param.jacobian(param.as_theta(theta)), dtype=float)
 
@@ -49,7 +54,7 @@ def _bracket_parts(param, theta):
     return J, D
 
 
-def brackets(param, theta):
+def brackets(param: Parameterization, theta: ArrayLike) -> NDArray[np.float64]:
     """All brackets at theta: ``B[i, j] = [X_i, X_j](theta) = DX_j X_i - DX_i X_j`` (m x m x n).
 
     Computed from Hessian-vector products (``jacobian_derivative``), Li et al. (2022) Def. 4.1.
@@ -121,15 +126,13 @@ def _sketched_bracket(param, theta, rng):
             float(max(np.linalg.norm(dyb_ya), np.linalg.norm(dya_yb))))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class CommutingTest(Result):
-    """Whether the fields grad phi_i commute, with the evidence.
+    """Whether the fields grad phi_i commute: max_bracket <= tol = max(atol, rtol * scale).
 
-    ``max_bracket`` is max_{i,j} ``|[X_i, X_j](theta)|`` over the test points, ``scale`` the largest
-    |DX_j X_i| there, ``relative`` their ratio; commuting iff max_bracket <= tol with
-    tol = max(atol, rtol * scale) (the rank tolerance policy, ``paramgeo.geometry.jacobian``). The
-    symbolic route (``method="symbolic"``) decides exactly (every bracket expands to 0) and
-    still reports the numeric sizes.
+    ``max_bracket`` is max_{i,j} ``|[X_i, X_j](theta)|`` over the test points, ``scale`` the
+    largest |DX_j X_i| there, ``relative`` their ratio; ``method="symbolic"`` decides exactly
+    (every bracket expands to 0) and still reports the numeric sizes.
     """
 
     commuting: bool
@@ -143,7 +146,9 @@ class CommutingTest(Result):
     n_points: int
 
 
-def commuting_test(param, n_points=3, seed=0, policy=None, method="auto", theta=None):
+def commuting_test(param: Parameterization, n_points: int = 3, seed: Seed = 0,
+                   policy: Optional[RankPolicy] = None, method: str = "auto",
+                   theta: Optional[ArrayLike] = None) -> CommutingTest:
     """Decide whether all brackets [X_i, X_j] vanish (Li et al. 2022, Definition 4.1).
 
     ``method``: "symbolic" (exact, needs the ``symbolic`` capability), "numeric" (brackets at
@@ -194,9 +199,9 @@ def commuting_test(param, n_points=3, seed=0, policy=None, method="auto", theta=
             f"commuting test of {param.name} decided near the tolerance: largest bracket "
             f"{max_b:.3g} vs tol {tol:.3g}; pass a RankPolicy to decide otherwise",
             NumericalDoubtWarning, stacklevel=2)
-    rel = max_b / scale if scale > 0 else 0.0
-    return CommutingTest(bool(commuting), "numeric", max_b, scale, rel, tol, doubtful, worst,
-                         len(points))
+    return CommutingTest(commuting=bool(commuting), method="numeric", max_bracket=max_b,
+                         scale=scale, relative=max_b / scale if scale > 0 else 0.0, tol=tol,
+                         doubtful=doubtful, worst_pair=worst, n_points=len(points))
 
 
 # ====================================================================== symbolic fields
@@ -212,7 +217,7 @@ def _method(param, method):
     return method
 
 
-def symbolic_fields(param):
+def symbolic_fields(param: Parameterization) -> tuple[list, list]:
     """(symbols, fields): the m fields X_i = grad phi_i as sympy column Matrices (exact)."""
     import sympy
 
@@ -229,7 +234,7 @@ def _sym_bracket(X, Y, symbols):
     return out.applyfunc(lambda e: e.expand())
 
 
-def symbolic_brackets(param):
+def symbolic_brackets(param: Parameterization) -> dict[tuple[int, int], Any]:
     """{(i, j): [X_i, X_j]} for i < j as expanded sympy column Matrices (exact)."""
     symbols, fields = symbolic_fields(param)
     return {(i, j): _sym_bracket(fields[i], fields[j], symbols)
@@ -237,7 +242,7 @@ def symbolic_brackets(param):
 
 
 # ====================================================================== Lie algebra
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class LieAlgebra(Result):
     """Dimension of the Lie algebra generated by the fields grad phi_i at a point.
 
@@ -318,32 +323,24 @@ def _numeric_family_brackets(F, G, n):
     return H
 
 
-def lie_algebra(param, theta=None, seed=0, max_depth=5, policy=None, method="auto",
-                n_test_points=3, bound=None, budget=MIRROR_BUDGET, progress=None,
-                partial=False):
+def lie_algebra(param: Parameterization, theta: Optional[ArrayLike] = None, seed: int = 0,
+                max_depth: int = 5, policy: Optional[RankPolicy] = None, method: str = "auto",
+                n_test_points: int = 3, bound: Optional[int] = None,
+                budget: Optional[float] = MIRROR_BUDGET,
+                progress: Optional[Callable[[int, int], None]] = None,
+                partial: bool = False) -> LieAlgebra:
     """Dimension of the Lie algebra generated by X_i = grad phi_i at theta (random if None).
 
-    W_1 = span{X_i}; W_{k+1} = W_k + span{[X_i, w] : w new in W_k}; stop when dim W_k(theta)
-    stops growing, reaches n, or when no bracket is new as a function (Marcotte, Gribonval,
-    Peyre 2023, Section 4 and their Algorithm; the test point should be generic). Fields are
-    pruned to an R-linearly independent set by their values at ``n_test_points`` extra random
-    points. ``method`` "symbolic" builds the brackets exactly with sympy (point values then exact
-    at a random integer point when theta is None); "numeric" nests autograd derivatives of
-    ``forward`` (the k-th level needs derivatives of order k + 1).
-
-    ``bound``: an upper bound on the dimension, n minus the number of independent conservation
-    laws known in advance (each law's gradient is orthogonal to the whole algebra). Then the
-    values at the point of the fields and of all brackets [X_i, X_j] (from m
-    ``jacobian_derivative`` products) are computed first; when their rank reaches the bound the
-    algebra is that (method "brackets at the point, bounded by the laws"), with no nested
-    derivatives. ``budget`` (seconds; None for no limit): before each bracket level its time is
-    estimated (level k + 1 from level k: a family of c fields costs about c n times its
-    predecessor, c n being the outputs nested autograd differentiates; symbolic brackets from
-    the time per bracket so far) and a :class:`paramgeo.errors.BudgetError` naming the
-    estimate is raised when it would exceed the budget; with ``partial=True`` the levels done
-    so far are returned instead, ``stabilised`` False (``dim`` a lower bound) and the refusal in
-    ``method``. ``progress(done, total)`` is called after each level (and each point product of
-    the bounded route).
+    W_1 = span{X_i}; W_{k+1} = W_k + span{[X_i, w] : w new in W_k}, until dim W_k(theta) stops
+    growing, reaches n, or no bracket is new as a function (Marcotte, Gribonval, Peyre 2023,
+    Section 4; fields pruned by their values at ``n_test_points`` extra random points).
+    ``method``: "symbolic" (exact sympy brackets) or "numeric" (nested autograd derivatives of
+    ``forward``). ``bound`` (n minus the conservation laws known in advance): the fields and all
+    brackets at the point come first, and when their rank reaches the bound that is the algebra.
+    ``budget`` (seconds; None: no limit): each level's time is estimated first and a
+    :class:`paramgeo.errors.BudgetError` raised beyond it, or with ``partial=True`` the levels
+    done so far returned (``stabilised`` False, ``dim`` a lower bound, the refusal in ``method``);
+    ``progress(done, total)`` is called after each level.
     """
     method = _method(param, method)
     policy = policy_of(param, policy)
@@ -409,8 +406,8 @@ def _bounded_at_point(param, point, bound, policy, clock):
     m, n = J.shape
     rank_J = decide_rank(J, policy, warn=False).rank
     if rank_J >= bound:
-        return LieAlgebra(rank_J, n, m, rank_J, (rank_J,), (m,), True,
-                          "fields at the point, bounded by the laws")
+        return LieAlgebra(dim=rank_J, n=n, m=m, rank_J=rank_J, levels=(rank_J,), n_fields=(m,),
+                          stabilised=True, method="fields at the point, bounded by the laws")
     tic = time.perf_counter()
     D = [np.asarray(param.jacobian_derivative(point, J[0]), float)]
     clock.check((time.perf_counter() - tic) * (m - 1),
@@ -422,16 +419,18 @@ def _bounded_at_point(param, point, bound, policy, clock):
             clock.progress(i + 1, m)
     except KeyboardInterrupt:  # the fields at the point are finished: a lower bound
         clock.interrupt(f"the brackets at the point ({len(D)} of {m} products)")
-        return LieAlgebra(rank_J, n, m, rank_J, (rank_J,), (m,), False,
-                          f"fields at the point; stopped: {clock.stopped}", True)
+        return LieAlgebra(dim=rank_J, n=n, m=m, rank_J=rank_J, levels=(rank_J,), n_fields=(m,),
+                          stabilised=False, method=f"fields at the point; stopped: {clock.stopped}",
+                          interrupted=True)
     D = np.stack(D)
     B = (D - D.transpose(1, 0, 2))[np.triu_indices(m, 1)]
     rank = decide_rank(np.vstack([J, B]), policy, warn=False).rank
     if rank < bound:
         clock.hint = (f"use a point where the brackets reach the bound (the laws bound the "
                       f"dimension by {bound}; the fields and brackets at the point span {rank})")
-    return LieAlgebra(rank, n, m, rank_J, (rank_J, rank), (m, len(B)), rank >= bound,
-                      "brackets at the point, bounded by the laws")
+    return LieAlgebra(dim=rank, n=n, m=m, rank_J=rank_J, levels=(rank_J, rank),
+                      n_fields=(m, len(B)), stabilised=rank >= bound,
+                      method="brackets at the point, bounded by the laws")
 
 
 def _grow_algebra(fields, values, bracket, take, max_depth, policy, n, m, method, clock):
@@ -459,8 +458,9 @@ def _grow_algebra(fields, values, bracket, take, max_depth, policy, n, m, method
                                   clock, last, keep, levels, counts, kept_at_point, kept_stack)
     except KeyboardInterrupt:  # the levels appended so far are finished
         clock.interrupt(f"bracket level {len(levels) + 1}")
-    return LieAlgebra(levels[-1], n, m, rank_J, tuple(levels), tuple(counts), stabilised,
-                      method + (f"; stopped: {clock.stopped}" if clock.stopped else ""))
+    return LieAlgebra(dim=levels[-1], n=n, m=m, rank_J=rank_J, levels=tuple(levels),
+                      n_fields=tuple(counts), stabilised=stabilised,
+                      method=method + (f"; stopped: {clock.stopped}" if clock.stopped else ""))
 
 
 def _grow_levels(first, current, values, bracket, take, max_depth, policy, n, clock, last, keep,
@@ -565,9 +565,9 @@ def _lie_symbolic(param, point, extra, exact, max_depth, policy, clock):
                 break
     except KeyboardInterrupt:  # the levels appended so far are finished
         clock.interrupt(f"symbolic bracket level {depth}")
-    return LieAlgebra(levels[-1], n, param.m, rank_J, tuple(levels), tuple(counts),
-                      stabilised, "symbolic" + (f"; stopped: {clock.stopped}" if clock.stopped
-                                                else ""))
+    return LieAlgebra(dim=levels[-1], n=n, m=param.m, rank_J=rank_J, levels=tuple(levels),
+                      n_fields=tuple(counts), stabilised=stabilised, method="symbolic"
+                      + (f"; stopped: {clock.stopped}" if clock.stopped else ""))
 
 
 def _sym_level(first, current, symbols, depth, n, stacked, rank, kept, kept_stack, levels,

@@ -17,8 +17,11 @@ a closed form declare the ``mirror_potential`` capability (the hyperbolic entrop
 products, Woodworth et al. 2020).
 """
 
+from __future__ import annotations
+
 import dataclasses
 from typing import Callable, Optional
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,8 +30,15 @@ from ..linalg.numerics import decide_rank
 from ..results import Result, to_jsonable
 from .lie import NotCommutingError, commuting_test
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
-@dataclasses.dataclass(frozen=True, eq=False)
+    from ..losses.predictor import Loss
+    from ..linalg.numerics import RankPolicy
+    from ..contract.parameterization import Parameterization
+
+
+@dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
 class Potential(Result):
     """A Legendre potential R of the mirror flow started at beta0 = phi(theta0).
 
@@ -65,12 +75,38 @@ class Potential(Result):
         return f"Potential ({self.source}): {self.formula}\n  reference: {self.reference}"
 
 
-def mirror_potential(param, theta0, method="auto", check=True, seed=0, policy=None):
+def mirror_potential(param: Parameterization, theta0: ArrayLike, method: str = "auto",
+                     check: bool = True, seed: int = 0,
+                     policy: Optional[RankPolicy] = None) -> Potential:
     """The Legendre potential R of the mirror flow induced from theta0 (Li et al. 2022).
 
-    ``method``: "closed" (the plugin's ``mirror_potential`` capability), "numerical"
-    (:func:`numerical_potential`), "auto" (closed form where the plugin has one, else
-    numerical). With ``check``, a non-commuting parameterization raises NotCommutingError.
+    For a commuting parameterization, gradient flow on any loss ell o phi moves beta = phi(theta)
+    by the mirror flow d/dt grad R(beta) = -grad ell(beta) from beta0 = phi(theta0) (Li, Wang,
+    Lee, Arora 2022, Theorem 4.8), so its limit minimises R on the set of interpolators
+    (:func:`implicit_bias`). R is the plugin's closed form where it declares one, else built
+    from the flows of the commuting fields (:func:`numerical_potential`).
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        theta0: the initialisation, shape (n,).
+        method: "closed" (the plugin's ``mirror_potential``), "numerical" or "auto".
+        check: test that the fields commute first (:func:`commuting_test`).
+        seed: seed of that test.
+        policy: the tolerance policy of that test; None: the default.
+
+    Returns:
+        The :class:`Potential` (``formula``, ``value``, ``grad``, ``hessian``, ``beta0``, ...).
+
+    Raises:
+        NotCommutingError: with ``check``, the fields do not commute.
+        ParamgeoError: an unknown method, or no closed form with method "closed".
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.mirror import mirror_potential
+        >>> R = mirror_potential(paramgeo.get("hadamard", p=2), np.ones(4))   # phi = u * v
+        >>> R.source, np.round(R.grad(R.beta0), 9)      # R is minimal at beta0 = phi(theta0)
+        ('closed form', array([0., 0.]))
     """
     theta0 = param.as_theta(theta0)
     if method not in ("auto", "closed", "numerical"):
@@ -93,7 +129,8 @@ def mirror_potential(param, theta0, method="auto", check=True, seed=0, policy=No
     return numerical_potential(param, theta0, policy=policy)
 
 
-def commuting_flow(param, theta0, mu, *, rtol=1e-11, atol=1e-13):
+def commuting_flow(param: Parameterization, theta0: ArrayLike, mu: ArrayLike, *,
+                   rtol: float = 1e-11, atol: float = 1e-13) -> tuple[NDArray[np.float64], float]:
     """(psi(mu), R*(mu)): the time-one flow of the field sum_i mu_i X_i from theta0 (ODE
     d theta/ds = J(theta)^T mu, DOP853) and R*(mu) = int_0^1 <phi(psi(s mu)), mu> ds, integrated
     alongside (Li et al. 2022, Section 4: grad R*(mu) = phi(psi(mu)) for commuting fields)."""
@@ -112,7 +149,8 @@ def commuting_flow(param, theta0, mu, *, rtol=1e-11, atol=1e-13):
     return sol.y[:-1, -1], float(sol.y[-1, -1])
 
 
-def numerical_potential(param, theta0, *, rtol=1e-11, atol=1e-13, policy=None):
+def numerical_potential(param: Parameterization, theta0: ArrayLike, *, rtol: float = 1e-11,
+                        atol: float = 1e-13, policy: Optional[RankPolicy] = None) -> Potential:
     """Li et al. (2022, Section 4) construction of R for a commuting parameterization.
 
     psi(mu) = time-one flow of the field sum_i mu_i X_i from theta0 (ODE d theta/ds =
@@ -131,7 +169,7 @@ def numerical_potential(param, theta0, *, rtol=1e-11, atol=1e-13, policy=None):
             f"{param.name}: the numerical mirror potential needs the m = {m} fields grad phi_i "
             f"independent at theta0, but rank J(theta0) = {rank}; choose another theta0")
     beta0 = np.asarray(param.forward_flat(theta0), float)
-    cache = {}
+    cache: dict = {}
 
     def flow(mu):
         key = mu.tobytes()
@@ -168,17 +206,18 @@ def numerical_potential(param, theta0, *, rtol=1e-11, atol=1e-13, policy=None):
         return np.linalg.inv(flow(dual(beta))[3])
 
     return Potential(
-        "R(beta) = <mu, beta> - R*(mu), grad R*(mu) = phi(exp(sum_i mu_i X_i)(theta0)) "
+        formula="R(beta) = <mu, beta> - R*(mu), grad R*(mu) = phi(exp(sum_i mu_i X_i)(theta0)) "
         "(no closed form; evaluated numerically)",
-        "numerical (Li et al. 2022)",
-        "Li, Wang, Lee, Arora (2022) Implicit bias of gradient descent on reparametrized "
+        source="numerical (Li et al. 2022)",
+        reference="Li, Wang, Lee, Arora (2022) Implicit bias of gradient descent on reparametrized "
         "models: on equivalence to mirror descent, Theorem 4.8",
-        theta0, beta0, value, dual, hessian, conjugate_grad=lambda mu: flow(np.asarray(
-            mu, float))[2])
+        theta0=theta0, beta0=beta0, value=value, grad=dual, hessian=hessian,
+        conjugate_grad=lambda mu: flow(np.asarray(mu, float))[2])
 
 
 # ====================================================================== mirror flow, verify
-def mirror_flow(potential, loss, times, *, rtol=1e-10, atol=1e-13, method="LSODA"):
+def mirror_flow(potential: Potential, loss: Loss, times: ArrayLike, *, rtol: float = 1e-10,
+                atol: float = 1e-13, method: str = "LSODA") -> tuple[NDArray[np.float64], Any]:
     """Integrate the mirror flow d/dt grad R(beta) = -grad ell(beta) from beta0 at ``times``.
 
     With a closed-form potential: d beta/dt = -Hess R(beta)^{-1} grad ell(beta). With only the
@@ -190,10 +229,10 @@ def mirror_flow(potential, loss, times, *, rtol=1e-10, atol=1e-13, method="LSODA
     times = np.asarray(times, float)
     beta0 = np.asarray(potential.beta0, float)
     if potential.conjugate_grad is not None and potential.source != "closed form":
-        def rhs(_, mu):
+        def dual_rhs(_, mu):
             return -loss.grad(potential.conjugate_grad(mu))
 
-        sol = solve_ivp(rhs, (0.0, times[-1]), np.zeros_like(beta0), t_eval=times,
+        sol = solve_ivp(dual_rhs, (0.0, times[-1]), np.zeros_like(beta0), t_eval=times,
                         method=method, rtol=rtol, atol=atol)
         return np.array([potential.conjugate_grad(mu) for mu in sol.y.T]), sol
 

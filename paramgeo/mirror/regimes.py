@@ -15,9 +15,11 @@ R(lambda) = 1/4 sum_j [lambda_j log(lambda_j / lambda0_j) - lambda_j + lambda0_j
 check the flow and its limit in those coordinates.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import itertools
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import autograd.numpy as anp
 import numpy as np
@@ -29,6 +31,12 @@ from ..results import Result, to_jsonable
 from .bias import solve_implicit_bias
 from .lie import NotCommutingError, commuting_test
 from .potentials import Potential, commuting_flow, mirror_flow, numerical_potential
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..losses.predictor import Loss
+    from ..linalg.numerics import RankPolicy
 
 
 class LinearCoordinates(Parameterization):
@@ -93,7 +101,9 @@ def _measurements(param, loss):
         f"(LinearMeasurements, QuadraticMeasurements); got {type(loss).__name__}")
 
 
-def joint_eigenbasis(matrices, seed_matrix=None, *, rng=None, tol=1e-9):
+def joint_eigenbasis(matrices: Sequence[ArrayLike], seed_matrix: Optional[ArrayLike] = None, *,
+                     rng: Optional[np.random.Generator] = None,
+                     tol: float = 1e-9) -> Optional[tuple[NDArray[np.float64], float]]:
     """(E, residual): an orthonormal E (columns e_j) with E^T S E diagonal for every S given.
 
     The S are symmetric and assumed to commute. E diagonalises a random combination
@@ -179,11 +189,11 @@ def _restrict(full, Ca, beta0, lam0a, label):
     def emb(lam):
         return beta0 + Ca.T @ (np.asarray(lam, float) - lam0a)
 
-    return Potential(
-        f"{full.formula} [restricted to the {label}]", full.source, full.reference,
-        full.theta0, lam0a.copy(), lambda lam: float(full.value(emb(lam))),
-        lambda lam: Ca @ np.asarray(full.grad(emb(lam)), float),
-        lambda lam: Ca @ np.asarray(full.hessian(emb(lam)), float) @ Ca.T)
+    return Potential(formula=f"{full.formula} [restricted to the {label}]", source=full.source,
+                     reference=full.reference, theta0=full.theta0, beta0=lam0a.copy(),
+                     value=lambda lam: float(full.value(emb(lam))),
+                     grad=lambda lam: Ca @ np.asarray(full.grad(emb(lam)), float),
+                     hessian=lambda lam: Ca @ np.asarray(full.hessian(emb(lam)), float) @ Ca.T)
 
 
 def _identity_residual(sub, theta0, pot, rng, n_tests=2):
@@ -212,7 +222,7 @@ def _identity_residual(sub, theta0, pot, rng, n_tests=2):
 IDENTITY_TOL = 1e-7
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
 class CommutingRegime(Result):
     """Whether gradient flow of a squared loss on linear measurements is a mirror flow.
 
@@ -334,8 +344,9 @@ def _regime_potential(param, theta0, Ca, beta0, lam0a, label, notes, *, closed_f
     return numerical_potential(sub, theta0, policy=policy), residual
 
 
-def commuting_regime(param, loss, theta0, *, policy=None, seed=0, n_points=2,
-                     closed_form=True):
+def commuting_regime(param: Parameterization, loss: Loss, theta0: ArrayLike, *,
+                     policy: Optional[RankPolicy] = None, seed: int = 0, n_points: int = 2,
+                     closed_form: bool = True) -> CommutingRegime:
     """Decide whether gradient flow of ``loss`` from theta0 is a mirror flow, and build it.
 
     For ell(beta) = (1/2N) sum_i (<a_i, beta> - y_i)^2 gradient flow only sees the fields
@@ -373,8 +384,8 @@ def commuting_regime(param, loss, theta0, *, policy=None, seed=0, n_points=2,
         raise ParamgeoError("all measurements are zero; the loss does not depend on theta")
     test = commuting_test(LinearCoordinates(param, Cm, "measurements"), n_points=n_points,
                           seed=rng, policy=policy, method="numeric")
-    common = dict(name=param.name, max_bracket=test.max_bracket,
-                  relative_bracket=test.relative, theta0=theta0, param=param)
+    common: dict[str, Any] = dict(name=param.name, max_bracket=test.max_bracket,
+                                  relative_bracket=test.relative, theta0=theta0, param=param)
     spec, why, meas_comm = _spectral_coordinates(param, A, beta0, rng, tol)
     if not test.commuting:
         return CommutingRegime(commuting=False, coordinates=None, reason=(
@@ -383,7 +394,7 @@ def commuting_regime(param, loss, theta0, *, policy=None, seed=0, n_points=2,
             measurement_commutator=meas_comm, seed_commutes=None, basis=None, C=None,
             lambda0=None, active=(), frozen=(), design=None, target=None,
             identity_residual=None, **common)
-    notes = []
+    notes: list[str] = []
     kind, C, basis, seed_commutes = _choose_coordinates(param, Cm, spec, why, notes,
                                                         n_points=n_points, rng=rng, policy=policy)
     design = A @ C.T
@@ -419,7 +430,7 @@ def _regime(param, loss, theta0, regime):
     return regime
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class RegimeVerification(Result):
     """Gradient flow against the mirror flow of a commuting regime, in its coordinates.
 
@@ -441,8 +452,10 @@ class RegimeVerification(Result):
     mirror_success: bool
 
 
-def verify_regime(param, theta0, loss, t_final=50.0, *, regime=None, n_records=40,
-                  log_times=True, rtol=1e-11, atol=1e-14):
+def verify_regime(param: Parameterization, theta0: ArrayLike, loss: Loss, t_final: float = 50.0, *,
+                  regime: Optional[CommutingRegime] = None, n_records: int = 40,
+                  log_times: bool = True, rtol: float = 1e-11,
+                  atol: float = 1e-14) -> RegimeVerification:
     """Integrate gradient flow on theta (``paramgeo.flows``) and the mirror flow of the regime's
     potential on the reduced loss (:func:`mirror_flow`) at the same times; report the largest
     deviation of the active coordinates (Li et al. 2022, Theorem 4.8)."""
@@ -467,12 +480,14 @@ def verify_regime(param, theta0, loss, t_final=50.0, *, regime=None, n_records=4
         Ms = np.einsum("aj,tab,bk->tjk", E, np.asarray(traj.predictors).reshape(-1, d, d), E)
         offd = Ms - np.einsum("tjj->tj", Ms)[:, :, None] * np.eye(d)
         off = float(np.abs(offd).max() / max(np.abs(traj.predictors).max(), 1e-300))
-    return RegimeVerification(dev, dev / scale if scale > 0 else dev, drift, off,
-                              float(traj.times[-1]), len(traj.times), regime.potential.formula,
-                              regime.potential.source, bool(traj.success), bool(sol.success))
+    return RegimeVerification(deviation=dev, relative=dev / scale if scale > 0 else dev,
+                              frozen_drift=drift, off_diagonal=off, t_final=float(traj.times[-1]),
+                              n_records=len(traj.times), potential=regime.potential.formula,
+                              source=regime.potential.source, flow_success=bool(traj.success),
+                              mirror_success=bool(sol.success))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class RegimeImplicitBias(Result):
     """The gradient-flow limit against argmin R(lambda) s.t. the data, in a regime's coordinates.
 
@@ -493,8 +508,10 @@ class RegimeImplicitBias(Result):
     beta_predicted: np.ndarray
 
 
-def regime_implicit_bias(param, theta0, loss, *, regime=None, t_final=1e9, stop_loss=None,
-                         rtol=1e-10, atol=1e-15):
+def regime_implicit_bias(param: Parameterization, theta0: ArrayLike, loss: Loss, *,
+                         regime: Optional[CommutingRegime] = None, t_final: float = 1e9,
+                         stop_loss: Optional[float] = None, rtol: float = 1e-10,
+                         atol: float = 1e-15) -> RegimeImplicitBias:
     """Solve argmin R(lambda_a) s.t. D_a lambda_a = y' (:func:`solve_implicit_bias`, the dual
     route when the least-change start leaves the domain) and compare with the limit of gradient
     flow, in the active coordinates of :func:`commuting_regime` (Gunasekar et al. 2018;
@@ -515,7 +532,9 @@ def regime_implicit_bias(param, theta0, loss, *, regime=None, t_final=1e9, stop_
                          log_times=True, stop_loss=stop, conserved=False)
     beta_flow = np.asarray(traj.final_predictor, float)
     lam_flow = regime.C[list(regime.active)] @ beta_flow
-    return RegimeImplicitBias(regime.potential.formula, float(np.abs(lam_flow - lam_R).max()),
-                              float(np.abs(beta_flow - beta_pred).max()), kkt,
-                              float(traj.times[-1]), float(traj.losses[-1]), lam_flow, lam_R,
-                              beta_flow, beta_pred)
+    return RegimeImplicitBias(potential=regime.potential.formula,
+                              deviation=float(np.abs(lam_flow - lam_R).max()),
+                              predictor_deviation=float(np.abs(beta_flow - beta_pred).max()),
+                              kkt=kkt, flow_time=float(traj.times[-1]),
+                              flow_loss=float(traj.losses[-1]), lambda_flow=lam_flow,
+                              lambda_potential=lam_R, beta_flow=beta_flow, beta_predicted=beta_pred)

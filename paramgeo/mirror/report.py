@@ -2,8 +2,10 @@
 conservation laws and the potential (:func:`mirror`, the ``paramgeo mirror`` command).
 """
 
+from __future__ import annotations
+
 import dataclasses
-from typing import Optional
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 from ..errors import ParamgeoError
 from ..results import Result, title
@@ -12,10 +14,41 @@ from .laws import conservation_laws
 from .lie import MIRROR_BUDGET, commuting_test, lie_algebra
 from .potentials import mirror_potential
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
-@dataclasses.dataclass(frozen=True)
+    from ..linalg.numerics import RankPolicy
+    from ..contract.parameterization import Parameterization
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class MirrorReport(Result):
-    """Everything the ``paramgeo mirror`` command shows for one parameterization."""
+    """Everything the ``paramgeo mirror`` command shows for one parameterization.
+
+    Attributes:
+        name: the plugin's name.
+        sizes: its sizes.
+        n: the parameter dimension.
+        m: the number of fields grad phi_i.
+        commuting: whether every bracket [grad phi_i, grad phi_j] vanishes.
+        max_bracket: the largest bracket norm over the test points.
+        relative_bracket: max_bracket over the scale of the terms DX_j X_i.
+        algebra_dim: the dimension of the generated Lie algebra (a lower bound when not
+            ``algebra_stabilised``).
+        algebra_levels: its dimension after each bracket level.
+        n_laws: n - algebra_dim, the number of independent conservation laws.
+        laws: the laws found (expanded polynomials, or matrices of the GL(r) factors).
+        laws_complete: whether the laws found are all n_laws of them.
+        laws_degree: the largest degree searched.
+        potential: the mirror potential R, in words, or None.
+        potential_source: "closed form" (the plugin's), "numerical", or None.
+        alpha: the initialisation scale of theta0, or None when theta0 was given.
+        method: how the brackets were decided ("symbolic" or "numeric").
+        laws_form: "polynomial" (the polynomial search) or "matrix" (the GL(r) factors' laws).
+        algebra_method: how the algebra was computed.
+        algebra_stabilised: False when the budget stopped the algebra (dim a lower bound).
+        interrupted: Ctrl-C stopped the computation; what is shown was finished.
+    """
 
     name: str
     sizes: dict
@@ -34,15 +67,9 @@ class MirrorReport(Result):
     potential_source: Optional[str]
     alpha: Optional[float]
     method: str
-    #: "polynomial" (laws found by the polynomial search, printed expanded) or "matrix" (the
-    #: laws of the GL(r) factors of the declared symmetry, printed as matrices)
     laws_form: str = "polynomial"
     algebra_method: str = ""
-    #: False when the algebra was not computed to the end (the budget stopped it): then
-    #: ``algebra_dim`` is a lower bound and ``n_laws`` an upper bound
     algebra_stabilised: bool = True
-    #: True when Ctrl-C (KeyboardInterrupt) stopped the computation: what is shown was
-    #: finished (the algebra a lower bound), the rest was skipped
     interrupted: bool = False
 
     def __str__(self):
@@ -80,29 +107,57 @@ class MirrorReport(Result):
 
 
 @shows_progress("mirror (Lie algebra)")
-def mirror(param, alpha=None, theta0=None, degree=2, seed=0, policy=None, method="auto",
-           budget=MIRROR_BUDGET, progress="auto"):
-    """Commuting test, generated Lie algebra, conservation laws and mirror potential.
+def mirror(param: Parameterization, alpha: Optional[float] = None,
+           theta0: Optional[ArrayLike] = None, degree: int = 2, seed: int = 0,
+           policy: Optional[RankPolicy] = None, method: str = "auto",
+           budget: float = MIRROR_BUDGET,
+           progress: Union[bool, str, Callable[[int, int], None], None] = "auto"
+           ) -> MirrorReport:
+    """Commuting test, generated Lie algebra, conservation laws and mirror potential of phi.
 
-    theta0 = ``param.init_at_scale(alpha)`` (alpha defaults to 1) unless given. When the
-    declared symmetry is made of GL(r) factors the laws are its matrix laws
-    (:func:`paramgeo.symmetry.conserved.matrix_laws`, e.g. U^T U - V^T V, W_i W_i^T - W_{i+1}^T W_{i+1};
-    Marcotte, Gribonval, Peyre 2023; Arora, Cohen, Hazan 2018), their count of independent
-    entries (the rank of their gradients at a random point) bounds the algebra, and the
-    polynomial search is skipped, and a Lie algebra stopped by the budget is reported as a lower
-    bound (completeness of the laws then not certified). ``progress``: a callable
-    ``progress(done, total)``, True, False, or "auto" (the default: a display with elapsed time
-    and ETA in an interactive session; ``paramgeo.io.progress``). ``budget`` and ``progress`` go to
-    :func:`lie_algebra` (otherwise a :class:`paramgeo.errors.BudgetError` when its estimate
-    exceeds the budget). A KeyboardInterrupt (Ctrl-C) after the commuting test returns what
-    was finished, ``interrupted`` True: the algebra levels done (a lower bound), the laws and
-    the potential only if they were reached.
+    Gradient flow d theta / dt = -J^T grad ell(phi) is a mirror flow d grad R(beta) / dt =
+    -grad ell(beta) on beta = phi(theta) for every loss iff the fields grad phi_i commute
+    ([grad phi_i, grad phi_j] = 0; Li, Wang, Lee, Arora 2022, "Implicit bias of gradient
+    descent on reparametrized models"); the Lie algebra they generate bounds the number of
+    conserved quantities n - dim Lie (Marcotte, Gribonval, Peyre 2023). With a declared
+    symmetry of GL(r) factors the laws are its matrix laws (U^T U - V^T V; Arora, Cohen, Hazan
+    2018) and the polynomial search is skipped. The potential R is the plugin's closed form or
+    one built numerically (docs/mirror.md).
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        alpha: the initialisation scale, theta0 = ``param.init_at_scale(alpha)``; default 1.
+        theta0: the initialisation itself, shape (n,), instead of alpha.
+        degree: the largest degree of the polynomial conservation laws searched.
+        seed: seed of the random points of the tests.
+        policy: the tolerance policy of the rank decisions; None: the default.
+        method: "auto", "symbolic" or "numeric" brackets (:func:`commuting_test`).
+        budget: seconds the Lie algebra may take (estimated before it starts).
+        progress: a callable progress(done, total) called while the algebra is built; True,
+            False, or "auto" (a display with elapsed time and ETA in an interactive session;
+            :mod:`paramgeo.io.progress`).
+
+    Returns:
+        The :class:`MirrorReport`. A Ctrl-C after the commuting test returns what was finished,
+        with ``interrupted`` True (the algebra then a lower bound).
+
+    Raises:
+        BudgetError: the algebra's estimated time exceeds ``budget`` (without matrix laws).
+        ArgumentError: a bad alpha, or ``param`` not a Parameterization.
+
+    Examples:
+        >>> import paramgeo
+        >>> from paramgeo.mirror import mirror
+        >>> report = mirror(paramgeo.get("hadamard", p=2))      # phi(u, v) = u * v
+        >>> report.commuting, report.laws                        # u_i^2 - v_i^2 conserved
+        (True, ('u_0**2 - v_0**2', 'u_1**2 - v_1**2'))
     """
     from ..contract.arguments import number, parameterization
 
     parameterization(param)
     if alpha is not None:
         alpha = number(alpha, "alpha (the initialisation scale)", positive=True)
+    report = progress if callable(progress) else None  # the decorator gave a callable or None
     test = commuting_test(param, seed=seed, policy=policy, method=method)
     max_b, rel = test.max_bracket, test.relative
     matrix = _matrix_laws(param, seed, policy)
@@ -110,14 +165,14 @@ def mirror(param, alpha=None, theta0=None, degree=2, seed=0, policy=None, method
         cq, independent = matrix
         # the laws are known without the algebra: past the budget it stops with a lower bound
         alg = lie_algebra(param, seed=seed, policy=policy, method=method,
-                          bound=param.n - independent, budget=budget, progress=progress,
+                          bound=param.n - independent, budget=budget, progress=report,
                           partial=True)
         law_list = tuple(f"{law}  ({law.r} x {law.r} symmetric: {law.r * (law.r + 1) // 2} "
                          "entries)" for law in cq.laws)
         complete, form = independent == alg.n_laws, "matrix"
     else:
         alg = lie_algebra(param, seed=seed, policy=policy, method=method, budget=budget,
-                          progress=progress)
+                          progress=report)
         form = "polynomial"
         law_list, complete = ("(search skipped: interrupted)",), False
         try:
@@ -143,10 +198,14 @@ def mirror(param, alpha=None, theta0=None, degree=2, seed=0, policy=None, method
             formula, source = f"none: {exc}", "unavailable"
         except KeyboardInterrupt:
             interrupted = True
-    return MirrorReport(param.name, dict(param.sizes), param.n, param.m, test.commuting,
-                        max_b, rel, alg.dim, alg.levels, alg.n_laws, law_list, complete,
-                        degree, formula, source, None if alpha is None else float(alpha),
-                        test.method, form, alg.method, alg.stabilised, interrupted)
+    return MirrorReport(name=param.name, sizes=dict(param.sizes), n=param.n, m=param.m,
+                        commuting=test.commuting, max_bracket=max_b, relative_bracket=rel,
+                        algebra_dim=alg.dim, algebra_levels=alg.levels, n_laws=alg.n_laws,
+                        laws=law_list, laws_complete=complete, laws_degree=degree,
+                        potential=formula, potential_source=source,
+                        alpha=None if alpha is None else float(alpha), method=test.method,
+                        laws_form=form, algebra_method=alg.method,
+                        algebra_stabilised=alg.stabilised, interrupted=interrupted)
 
 
 def _matrix_laws(param, seed, policy):

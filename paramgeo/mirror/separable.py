@@ -161,11 +161,11 @@ class PowerMirrorMap:
         ``hessian`` of R where the caller has them, else through the inverse map)."""
         from .potentials import Potential
 
-        return Potential(
-            formula, "closed form", reference, np.asarray(theta0, float).copy(),
-            np.asarray(beta0, float), value or self.value, grad or self.inverse,
-            hessian or self.hessian, conjugate_grad=self.conjugate_grad,
-            conjugate_mp=self.conjugate_mp, digits=self.digits(), limit=self.limit())
+        return Potential(formula=formula, source="closed form", reference=reference,
+                         theta0=np.asarray(theta0, float).copy(), beta0=np.asarray(beta0, float),
+                         value=value or self.value, grad=grad or self.inverse,
+                         hessian=hessian or self.hessian, conjugate_grad=self.conjugate_grad,
+                         conjugate_mp=self.conjugate_mp, digits=self.digits(), limit=self.limit())
 
     # ------------------------------------------------------------ the potential
     def value(self, beta):

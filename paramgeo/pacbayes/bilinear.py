@@ -7,8 +7,11 @@ Gauss-Legendre in t; the neutral prior's push-forward is K_0(|beta|/s^2) / (pi s
 implicit-bias prior's the Laplace density exp(-|beta|/s^2) / (2 s^2).
 """
 
+from __future__ import annotations
+
 import functools
 import math
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import numpy as np
 from scipy import integrate, special
@@ -16,15 +19,23 @@ from scipy import integrate, special
 from ..errors import NotProvidedError
 from .gaussians import PacBayesInputError, _as_posterior, _positive
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
-def bilinear_components(param, seed=0):
+    from ..contract.parameterization import Parameterization
+    from .gaussians import DiagonalGaussian
+
+
+def bilinear_components(param: Parameterization,
+                        seed: int = 0) -> Optional[list[tuple[int, int, int]]]:
     """[(i, a, b), ...] if every predictor coordinate i is theta_a * theta_b of its own pair of
     parameters (disjoint pairs), checked from J's sparsity and ``forward`` at two random points;
     else None."""
     rng = np.random.default_rng(seed)
     th = param.random_point(rng)
     J = param.jacobian(th)
-    pairs, used = [], set()
+    pairs: list[tuple[int, int, int]] = []
+    used: set[int] = set()
     for i in range(param.m):
         cols = np.flatnonzero(np.abs(J[i]) > 0)
         if len(cols) != 2 or used & set(cols):
@@ -45,7 +56,8 @@ def _legendre(nodes):
     return special.roots_legendre(nodes)
 
 
-def product_logpdf(beta, mean, cov, nodes=96, width=12.0):
+def product_logpdf(beta: ArrayLike, mean: ArrayLike, cov: ArrayLike, nodes: int = 96,
+                   width: float = 12.0) -> NDArray[np.float64]:
     """log density of beta = x y for (x, y) ~ N(mean, cov) (a bivariate Gaussian, correlation
     allowed), at the points ``beta`` (beta != 0; the density has a log singularity at 0 when
     both marginals charge 0):
@@ -93,7 +105,7 @@ def product_logpdf(beta, mean, cov, nodes=96, width=12.0):
     return total
 
 
-def laplace_ib_logpdf(beta, prior_std):
+def laplace_ib_logpdf(beta: ArrayLike, prior_std: tuple[float, float]) -> NDArray[np.float64]:
     """Implicit-bias density (2) of one bilinear coordinate beta = x y under a centred prior
     N(0, diag(sx^2, sy^2)): the minimum-norm points are +-(sqrt|beta|, sign(beta) sqrt|beta|),
     omega = 1 there (vol_G = |(x, -y)| = NJ = |(y, x)|), so p_bar_IB(beta) ~ exp(-lam |beta|),
@@ -108,7 +120,7 @@ def _laplace_log_norm(lam):
     return math.log(2 * integrate.quad(lambda x: math.exp(-lam * x), 0, math.inf)[0])
 
 
-def centred_product_logpdf(beta, sx, sy):
+def centred_product_logpdf(beta: ArrayLike, sx: float, sy: float) -> NDArray[np.float64]:
     """log density of x y for independent x ~ N(0, sx^2), y ~ N(0, sy^2):
     log K_0(|beta|/(sx sy)) - log(pi sx sy) (Craig 1936; ``scipy.special.k0e`` avoids
     underflow). The neutral prior's push-forward through a bilinear coordinate."""
@@ -117,7 +129,7 @@ def centred_product_logpdf(beta, sx, sy):
         return np.log(special.k0e(z)) - z - math.log(math.pi * sx * sy)
 
 
-def section_logpdf(beta, prior_std):
+def section_logpdf(beta: ArrayLike, prior_std: tuple[float, float]) -> NDArray[np.float64]:
     """The neutral prior restricted to the canonical section with the section's own measure
     (arc length, no orbit-volume factor), for one bilinear coordinate beta = x y under
     N(0, s^2 I): the section c(beta) = (sqrt|beta|, sign(beta) sqrt|beta|) has
@@ -131,7 +143,8 @@ def section_logpdf(beta, prior_std):
         return -ab / s ** 2 - 0.5 * np.log(ab) - math.log(2 * math.sqrt(math.pi) * s)
 
 
-def predictor_gaussian_logpdf(beta, prior_std):
+def predictor_gaussian_logpdf(beta: ArrayLike,
+                              prior_std: tuple[float, float]) -> NDArray[np.float64]:
     """A Gaussian placed on the predictor, N(0, tau^2) with tau = sx sy, the standard deviation
     of x y under N(0, diag(sx^2, sy^2)) (so both neutral baselines have the same second
     moment)."""
@@ -152,7 +165,10 @@ PRIOR_CONSTRUCTIONS = {
 }
 
 
-def kl_1d(logq, logps, lo, hi, rtol=1e-7, panels=8, order=16, max_panels=4096):
+def kl_1d(logq: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+          logps: Sequence[Callable[[NDArray[np.float64]], NDArray[np.float64]]], lo: float,
+          hi: float, rtol: float = 1e-7, panels: int = 8, order: int = 16,
+          max_panels: int = 4096) -> tuple[NDArray[np.float64], float, float]:
     """KL(q || p_j) = int q (log q - log p_j) for 1-D densities given as vectorised log-density
     functions, on [lo, 0] and [0, hi], each with the substitution beta = +-L u^2 (u in [0, 1])
     that removes the log singularity the push-forward densities have at 0, by composite
@@ -199,7 +215,10 @@ def _box(mean, std, width=10.0):
 
 
 
-def bilinear_component_kls(param, posterior, scales, pairs=None, rtol=1e-7):
+def bilinear_component_kls(
+        param: Parameterization, posterior: DiagonalGaussian, scales: Sequence[float],
+        pairs: Optional[Sequence[tuple[int, int, int]]] = None, rtol: float = 1e-7
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float, float]:
     """Per bilinear coordinate beta_i = theta_a theta_b: KL(Q_bar_i || P_bar_i) for the neutral
     prior N(0, s^2 I) (K_0 push-forward) and for the implicit-bias prior (Laplace) at every
     scale s, by :func:`kl_1d` (to relative tolerance ``rtol``). Returns (neutral, implicit_bias, worst_mass, worst_err) with
@@ -210,8 +229,10 @@ def bilinear_component_kls(param, posterior, scales, pairs=None, rtol=1e-7):
     return kls["neutral"], kls["ib"], mass, err
 
 
-def bilinear_prior_kls(param, posterior, scales, priors=tuple(PRIOR_CONSTRUCTIONS), pairs=None,
-                       rtol=1e-7):
+def bilinear_prior_kls(param: Parameterization, posterior: DiagonalGaussian,
+                       scales: Sequence[float], priors: Sequence[str] = tuple(PRIOR_CONSTRUCTIONS),
+                       pairs: Optional[Sequence[tuple[int, int, int]]] = None,
+                       rtol: float = 1e-7) -> tuple[dict[str, NDArray[np.float64]], float, float]:
     """Per bilinear coordinate and prior scale s: KL(Q_bar_i || P_bar_i) for each prior
     construction named in ``priors`` (keys of :data:`PRIOR_CONSTRUCTIONS`), by :func:`kl_1d`.
     Returns ({name: array (coordinates, scales)}, worst q-mass, worst quadrature error); the

@@ -10,15 +10,21 @@ A union bound over J prior scales chosen before seeing the data replaces delta b
 (each prior scale's certificate then holds simultaneously; report the best).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
 import numbers
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 from scipy import special
 
 from ..results import Result
 from .gaussians import PacBayesInputError, _positive
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 def _check_cert_inputs(empirical_risk, kl, n, delta):
@@ -45,7 +51,7 @@ def _check_cert_inputs(empirical_risk, kl, n, delta):
     return emp, kl, n, delta
 
 
-def kl_bernoulli(q, p):
+def kl_bernoulli(q: float, p: float) -> float:
     """kl(q || p) = q ln(q/p) + (1-q) ln((1-q)/(1-p)) with 0 ln 0 = 0 (scipy.special.xlogy),
     the KL divergence of Bernoulli(q) from Bernoulli(p); q and p are probabilities in [0, 1]
     (anything else, NaN included, is a PacBayesInputError)."""
@@ -63,7 +69,7 @@ def kl_bernoulli(q, p):
                  + special.xlogy(1 - q, 1 - q) - special.xlogy(1 - q, 1 - p))
 
 
-def kl_inverse_upper(q, c, tol=1e-12):
+def kl_inverse_upper(q: float, c: float, tol: float = 1e-12) -> float:
     """sup{p in [q, 1] : kl(q || p) <= c} by bisection (kl(q || .) increases on [q, 1])."""
     if not (isinstance(q, numbers.Real) and 0.0 <= q <= 1.0):
         raise PacBayesInputError(f"q must be a risk in [0, 1], got {q!r}")
@@ -81,20 +87,20 @@ def kl_inverse_upper(q, c, tol=1e-12):
     return hi
 
 
-def mcallester_bound(empirical_risk, kl, n, delta):
+def mcallester_bound(empirical_risk: float, kl: float, n: int, delta: float) -> float:
     """L <= L_hat + sqrt((KL + ln(2 sqrt(n)/delta)) / (2n))  (McAllester 1999; Maurer 2004,
     whose ln(2 sqrt(n)/delta) form is proved for n >= 8)."""
     emp, kl, n, delta = _check_cert_inputs(empirical_risk, kl, n, delta)
     return emp + math.sqrt((kl + math.log(2 * math.sqrt(n) / delta)) / (2 * n))
 
 
-def maurer_seeger_bound(empirical_risk, kl, n, delta):
+def maurer_seeger_bound(empirical_risk: float, kl: float, n: int, delta: float) -> float:
     """L <= kl^{-1}(L_hat, (KL + ln(2 sqrt(n)/delta)) / n)  (Seeger 2002; Maurer 2004)."""
     emp, kl, n, delta = _check_cert_inputs(empirical_risk, kl, n, delta)
     return kl_inverse_upper(emp, (kl + math.log(2 * math.sqrt(n) / delta)) / n)
 
 
-def catoni_bound(empirical_risk, kl, n, delta, C):
+def catoni_bound(empirical_risk: float, kl: float, n: int, delta: float, C: float) -> float:
     """L <= (1 - exp(-C L_hat - (KL + ln(1/delta))/n)) / (1 - exp(-C))  for a fixed C > 0
     (Catoni 2007, Theorem 1.2.6)."""
     emp, kl, n, delta = _check_cert_inputs(empirical_risk, kl, n, delta)
@@ -105,12 +111,22 @@ def catoni_bound(empirical_risk, kl, n, delta, C):
 DEFAULT_CATONI_GRID = tuple(float(c) for c in np.geomspace(0.1, 20.0, 12))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Certificates(Result):
     """The three certificates on the true risk for one (empirical risk, KL, n, delta).
 
-    ``union`` is the number of priors in the union bound (delta_used = delta / union; Catoni's
-    grid further divides by its length).
+    Attributes:
+        empirical_risk: L_hat, the posterior's empirical risk.
+        kl: KL(Q || P).
+        n: the number of samples.
+        delta: the confidence level asked for.
+        union: the number of priors in the union bound.
+        delta_used: delta / union (Catoni's grid further divides by its length).
+        mcallester: L_hat + sqrt((KL + ln(2 sqrt(n) / delta)) / (2n)) (McAllester 1999).
+        maurer_seeger: kl^-1(L_hat, (KL + ln(2 sqrt(n) / delta)) / n) (Seeger 2002; Maurer
+            2004).
+        catoni: the smallest Catoni bound over the grid of C (Catoni 2007).
+        catoni_C: the C attaining it.
     """
 
     empirical_risk: float
@@ -125,10 +141,37 @@ class Certificates(Result):
     catoni_C: float
 
 
-def certificates(empirical_risk, kl, n, delta, union=1, catoni_grid=DEFAULT_CATONI_GRID):
-    """McAllester, Maurer-Seeger and Catoni bounds at confidence delta / union (a union bound
-    over ``union`` priors fixed before the data), Catoni minimised over ``catoni_grid`` with
-    delta / (union * len(grid))."""
+def certificates(empirical_risk: float, kl: float, n: int, delta: float, union: int = 1,
+                 catoni_grid: Sequence[float] = DEFAULT_CATONI_GRID) -> Certificates:
+    """McAllester, Maurer-Seeger and Catoni bounds on the true risk L of the posterior.
+
+    With probability >= 1 - delta / union over the sample (a union bound over ``union`` priors
+    fixed before the data): L <= L_hat + sqrt((KL + ln(2 sqrt(n) / delta')) / (2n))
+    (McAllester 1999; Maurer 2004), L <= kl^-1(L_hat, (KL + ln(2 sqrt(n) / delta')) / n)
+    (Seeger 2002; Maurer 2004), and Catoni's bound (2007, Theorem 1.2.6) minimised over
+    ``catoni_grid`` with delta' / len(grid).
+
+    Args:
+        empirical_risk: L_hat, in [0, 1].
+        kl: KL(Q || P) >= 0, in nats.
+        n: the number of samples (>= 1).
+        delta: the confidence level, in (0, 1).
+        union: the number of priors in the union bound.
+        catoni_grid: the values of Catoni's C tried.
+
+    Returns:
+        The :class:`Certificates`.
+
+    Raises:
+        PacBayesInputError: a risk outside [0, 1], a negative KL, n < 1, delta outside (0, 1)
+            or union < 1.
+
+    Examples:
+        >>> from paramgeo.pacbayes import certificates
+        >>> c = certificates(empirical_risk=0.1, kl=5.0, n=1000, delta=0.05)
+        >>> round(c.mcallester, 4), round(c.maurer_seeger, 4), round(c.catoni, 4)
+        (0.1779, 0.1531, 0.149)
+    """
     emp, kl, n, delta = _check_cert_inputs(empirical_risk, kl, n, delta)
     if int(union) < 1:
         raise PacBayesInputError(f"union must be a positive number of priors, got {union}")
@@ -140,7 +183,9 @@ def certificates(empirical_risk, kl, n, delta, union=1, catoni_grid=DEFAULT_CATO
                                  f"got {list(grid)!r}")
     cat = [(catoni_bound(emp, kl, n, d / len(grid), C), C) for C in grid]
     best, bestC = min(cat)
-    return Certificates(emp, kl, n, delta, int(union), d, mcallester_bound(emp, kl, n, d),
-                        maurer_seeger_bound(emp, kl, n, d), best, float(bestC))
+    return Certificates(empirical_risk=emp, kl=kl, n=n, delta=delta, union=int(union), delta_used=d,
+                        mcallester=mcallester_bound(emp, kl, n, d),
+                        maurer_seeger=maurer_seeger_bound(emp, kl, n, d), catoni=best,
+                        catoni_C=float(bestC))
 
 

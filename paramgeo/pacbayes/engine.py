@@ -63,8 +63,11 @@ Estimators of KL(Q_bar || P_bar):
 Certificates: :mod:`.certificates`.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
 import numpy as np
 from scipy import special
@@ -78,8 +81,13 @@ from .groups import group_structure
 from .orbits import implicit_bias_log_unnormalized, orbit_log_integral
 from .volumes import lie_algebra_matrices
 
+if TYPE_CHECKING:
+    import os
 
-@dataclasses.dataclass(frozen=True)
+    from ..contract.parameterization import Parameterization
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class PriorKL(Result):
     """KLs of the posterior to one prior: parameter space, quotient space (with error bar)."""
 
@@ -90,7 +98,7 @@ class PriorKL(Result):
     stderr: float
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class QuotientKLReport(Result):
     """Neutral and implicit-bias priors at each scale, with the estimator used."""
 
@@ -103,8 +111,10 @@ class QuotientKLReport(Result):
     interrupted: bool = False
 
 
-def quotient_kls(param, posterior, scales, method="auto", samples=200, seed=0,
-                 orbit_method="auto", inner_samples=128, progress=None):
+def quotient_kls(param: Parameterization, posterior: DiagonalGaussian, scales: Sequence[float],
+                 method: str = "auto", samples: int = 200, seed: int = 0,
+                 orbit_method: str = "auto", inner_samples: int = 128,
+                 progress: Optional[Callable[[int, int], None]] = None) -> QuotientKLReport:
     """KL(Q || P_s), KL(Q_bar || P_bar_s) for the neutral priors P_s = N(0, s^2 I) and for the
     implicit-bias priors (2) built from them, for each scale s in ``scales``.
 
@@ -165,10 +175,12 @@ def _report(param, posterior, scales, method, kl_neutral, kl_ib, se_n, se_ib, de
     priors = []
     for j, s in enumerate(scales):
         kp = kl_gaussian(posterior, _neutral(param, s))
-        priors.append(PriorKL("neutral", s, kp, float(kl_neutral[j]), float(se_n[j])))
-        priors.append(PriorKL("implicit-bias", s, kp - float(kl_neutral[j] - kl_ib[j]),
-                              float(kl_ib[j]), float(se_ib[j])))
-    return QuotientKLReport(param.name, method, detail, tuple(priors))
+        priors.append(PriorKL(prior="neutral", scale=s, kl_param=kp,
+                              kl_quotient=float(kl_neutral[j]), stderr=float(se_n[j])))
+        priors.append(PriorKL(prior="implicit-bias", scale=s,
+                              kl_param=kp - float(kl_neutral[j] - kl_ib[j]),
+                              kl_quotient=float(kl_ib[j]), stderr=float(se_ib[j])))
+    return QuotientKLReport(name=param.name, method=method, detail=detail, priors=tuple(priors))
 
 
 def _montecarlo_report(param, posterior, scales, samples, seed, orbit_method="auto",
@@ -216,8 +228,8 @@ def _montecarlo_report(param, posterior, scales, samples, seed, orbit_method="au
         fibre = (posterior.logpdf(thetas) - prior.logpdf(thetas)) - (lq - lp)
         kp = kl_gaussian(posterior, prior)
         kl_n = kp - fibre.mean()
-        priors_kl.append(PriorKL("neutral", scales[j], kp, float(kl_n),
-                                 float(fibre.std(ddof=1) / rt)))
+        priors_kl.append(PriorKL(prior="neutral", scale=scales[j], kl_param=kp,
+                                 kl_quotient=float(kl_n), stderr=float(fibre.std(ddof=1) / rt)))
         if stopped:
             continue
         try:
@@ -233,15 +245,17 @@ def _montecarlo_report(param, posterior, scales, samples, seed, orbit_method="au
         se_logZ = float(np.std(wz, ddof=1) / rt / np.mean(wz))
         g = -fibre + (lp - lu)
         kl_ib = kp + g.mean() + logZ
-        priors_kl.append(PriorKL("implicit-bias", scales[j], kp - float(kl_n - kl_ib),
-                                 float(kl_ib), math.hypot(g.std(ddof=1) / rt, se_logZ)))
+        priors_kl.append(PriorKL(prior="implicit-bias", scale=scales[j],
+                                 kl_param=kp - float(kl_n - kl_ib), kl_quotient=float(kl_ib),
+                                 stderr=math.hypot(g.std(ddof=1) / rt, se_logZ)))
     how = _orbit_method_text(param, orbit_method, inner_samples, max(inner))
     detail = (f"{done} posterior samples (chain-rule control variate), {samples} prior "
               f"samples per scale for log Z; orbit integrals by {how}")
     if stopped:
         detail += (f"; INTERRUPTED (Ctrl-C) after {len(inner)} of {total} orbit integrals: "
                    f"{len(priors_kl)} of {2 * len(priors)} priors finished")
-    return QuotientKLReport(param.name, "montecarlo", detail, tuple(priors_kl), stopped)
+    return QuotientKLReport(name=param.name, method="montecarlo", detail=detail,
+                            priors=tuple(priors_kl), interrupted=stopped)
 
 
 def _orbit_method_text(param, orbit_method, inner_samples, worst):
@@ -258,10 +272,23 @@ def _orbit_method_text(param, orbit_method, inner_samples, worst):
     return how
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class PacBayesReport(Result):
-    """Both KLs for the neutral and implicit-bias priors and the three certificates of each,
-    at confidence delta / len(scales) (union bound over the prior scales)."""
+    """Both KLs for the neutral and implicit-bias priors and the three certificates of each.
+
+    Attributes:
+        name: the plugin's name.
+        method: how the quotient KLs were computed.
+        n: the number of training samples.
+        delta: the confidence level (each certificate at delta / len(scales)).
+        empirical_risk: the posterior's empirical risk.
+        scales: the prior scales.
+        priors: one ``PriorKL`` (KL on theta and on the quotient) per prior and scale.
+        certificates: (prior, scale, :class:`Certificates`) from the quotient KL.
+        best: per prior, the smallest Maurer-Seeger certificate over the scales.
+        detail: how the quotient KL was computed, in words.
+        interrupted: Ctrl-C stopped the Monte Carlo estimate; see ``detail``.
+    """
 
     name: str
     method: str
@@ -270,24 +297,63 @@ class PacBayesReport(Result):
     empirical_risk: float
     scales: tuple
     priors: tuple
-    certificates: tuple  # (prior, scale, Certificates) computed from the quotient KL
-    best: dict  # per prior: the smallest Maurer-Seeger certificate over the scales
-    detail: str  # how the quotient KL was computed
-    interrupted: bool = False  # Ctrl-C: the priors and certificates finished, see detail
+    certificates: tuple
+    best: dict
+    detail: str
+    interrupted: bool = False
 
 
-def pacbayes_report(param, posterior, scales, n, delta, empirical_risk, method="auto",
-                    samples=200, seed=0, orbit_method="auto", inner_samples=128, progress=None):
-    """Quotient KLs (see :func:`quotient_kls`) and certificates (see :func:`certificates`) with a
-    union bound over the prior scales; the certificates use the quotient KL (for the Monte
-    Carlo estimate, the estimate plus two standard errors). A KeyboardInterrupt (Ctrl-C)
-    during the Monte Carlo estimate after two posterior samples returns the priors finished
-    and their certificates (``interrupted`` True)."""
+def pacbayes_report(param: Parameterization, posterior: DiagonalGaussian, scales: Sequence[float],
+                    n: int, delta: float, empirical_risk: float, method: str = "auto",
+                    samples: int = 200, seed: int = 0, orbit_method: str = "auto",
+                    inner_samples: int = 128,
+                    progress: Optional[Callable[[int, int], None]] = None) -> PacBayesReport:
+    """PAC-Bayes certificates of a posterior from its KL on the quotient by the symmetry.
+
+    KL(Q || P) = KL(Q_bar || P_bar) + E_{Q_bar} KL(Q(.|beta) || P(.|beta)) (the chain rule), so
+    the KL of the push-forwards to predictors beta = phi(theta) is never larger; it is computed
+    for the neutral priors N(0, s^2 I) and their implicit-bias priors (:func:`quotient_kls`)
+    and put into the McAllester, Maurer-Seeger and Catoni bounds (:func:`certificates`) at
+    confidence delta / len(scales), a union bound over the prior scales (docs/pacbayes.md).
+
+    Args:
+        param: a parameterization with a declared symmetry group.
+        posterior: the :class:`DiagonalGaussian` posterior Q on theta.
+        scales: the prior scales s.
+        n: the number of training samples.
+        delta: the confidence level, in (0, 1).
+        empirical_risk: the posterior's empirical risk, in [0, 1].
+        method: "auto", "quadrature" or "montecarlo" (:func:`quotient_kls`).
+        samples: posterior samples of the Monte Carlo estimate.
+        seed: its seed.
+        orbit_method: how the orbit integrals are computed (:func:`orbit_log_integral`).
+        inner_samples: samples per orbit integral.
+        progress: called as progress(done, total) over the Monte Carlo orbit integrals.
+
+    Returns:
+        The :class:`PacBayesReport`; the certificates use the quotient KL (for the Monte Carlo
+        estimate, the estimate plus two standard errors). A Ctrl-C after two posterior samples
+        returns the priors finished (``interrupted`` True).
+
+    Raises:
+        PacBayesInputError: an empirical risk outside [0, 1], n < 1 or delta outside (0, 1),
+            or a posterior that does not fit param.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.pacbayes import DiagonalGaussian, pacbayes_report
+        >>> p = paramgeo.get("hadamard", p=3)                   # beta = u * v
+        >>> Q = DiagonalGaussian(mean=np.array([1.0, 0.5, -0.5, 1.0, 1.0, 1.0]), std=0.2)
+        >>> report = pacbayes_report(p, Q, [1.0], n=1000, delta=0.05, empirical_risk=0.1)
+        >>> [(k.prior, bool(k.kl_quotient <= k.kl_param)) for k in report.priors]
+        [('neutral', True), ('implicit-bias', True)]
+    """
     _check_cert_inputs(empirical_risk, 0.0, n, delta)
     kls = quotient_kls(param, posterior, scales, method=method, samples=samples, seed=seed,
                        orbit_method=orbit_method, inner_samples=inner_samples, progress=progress)
     J = len(np.atleast_1d(scales))
-    certs, best = [], {}
+    certs: list = []
+    best: dict = {}
     for pk in kls.priors:
         kl = max(pk.kl_quotient + 2 * pk.stderr, 0.0)
         c = certificates(empirical_risk, kl, n, delta, union=J)
@@ -296,12 +362,15 @@ def pacbayes_report(param, posterior, scales, n, delta, empirical_risk, method="
             best[pk.prior] = {"scale": pk.scale, "kl_quotient": pk.kl_quotient,
                               "mcallester": c.mcallester, "maurer_seeger": c.maurer_seeger,
                               "catoni": c.catoni}
-    return PacBayesReport(param.name, kls.method, int(n), float(delta), float(empirical_risk),
-                          tuple(float(s) for s in np.atleast_1d(scales)), kls.priors,
-                          tuple(certs), best, kls.detail, kls.interrupted)
+    return PacBayesReport(name=param.name, method=kls.method, n=int(n), delta=float(delta),
+                          empirical_risk=float(empirical_risk),
+                          scales=tuple(float(s) for s in np.atleast_1d(scales)), priors=kls.priors,
+                          certificates=tuple(certs), best=best, detail=kls.detail,
+                          interrupted=kls.interrupted)
 
 
-def load_posterior(param, path):
+def load_posterior(param: Parameterization,
+                   path: Union[str, os.PathLike]) -> tuple[DiagonalGaussian, float]:
     """Read a posterior from an .npz file: ``mean`` (n,), ``std`` (n,) or scalar, and
     ``empirical_risk`` (scalar in [0, 1], the Gibbs empirical risk of a bounded loss).
     Returns (DiagonalGaussian, empirical_risk)."""
@@ -325,10 +394,10 @@ def load_posterior(param, path):
     std = np.asarray(data["std"], float)
     if std.size not in (1, param.n):
         raise ShapeError(f"posterior std in {path!r} has {std.size} entries; give 1 or {param.n}")
-    std = std.ravel() if std.size == param.n else float(std.ravel()[0])
+    std = std.ravel() if std.size == param.n else np.full(param.n, float(std.ravel()[0]))
     emp = np.asarray(data["empirical_risk"], float).ravel()
     if emp.size != 1 or not np.isfinite(emp[0]) or not 0 <= emp[0] <= 1:
         raise PacBayesInputError(
             f"empirical_risk in {path!r} must be one number in [0, 1], got {emp.tolist()}"
         )
-    return DiagonalGaussian(mean, std), float(emp[0])
+    return DiagonalGaussian(mean=mean, std=std), float(emp[0])

@@ -10,8 +10,11 @@ For phi: Theta -> P with push-forwards Q_bar = phi_# Q, P_bar = phi_# P,
 closed form for a linear phi, the oracle for the estimators of the quotient KL.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import linalg
@@ -19,13 +22,16 @@ from scipy import linalg
 from ..errors import ParamgeoError, ShapeError
 from ..results import Result
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
 
 class PacBayesInputError(ParamgeoError, ValueError):
     """A PAC-Bayes input (delta, n, scale, risk, KL, distribution) is out of its range."""
 
 
 # ---------------------------------------------------------------------------- distributions
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class DiagonalGaussian(Result):
     """N(mean, diag(std^2)) on Theta = R^n; ``isotropic(mean, s)`` gives N(mean, s^2 I).
 
@@ -65,7 +71,7 @@ class DiagonalGaussian(Result):
     @classmethod
     def isotropic(cls, mean, scale):
         """N(mean, scale^2 I)."""
-        return cls(mean, _positive(scale, "scale"))
+        return cls(mean=mean, std=_positive(scale, "scale"))
 
     @property
     def n(self):
@@ -104,7 +110,7 @@ def _positive(value, what, bounded=False):
     return value
 
 
-def kl_gaussian(q, p):
+def kl_gaussian(q: DiagonalGaussian, p: DiagonalGaussian) -> float:
     """KL(N(mq, Sq) || N(mp, Sp)) for diagonal Gaussians, in nats:
 
         1/2 sum_j [ sq_j^2/sp_j^2 + (mq_j - mp_j)^2/sp_j^2 - 1 + 2 log(sp_j/sq_j) ]
@@ -123,7 +129,7 @@ def kl_gaussian(q, p):
     return float(0.5 * np.sum(r + d - 1.0 - np.log(r)))
 
 
-def kl_mvn(mq, Sq, mp, Sp):
+def kl_mvn(mq: ArrayLike, Sq: ArrayLike, mp: ArrayLike, Sp: ArrayLike) -> float:
     """KL(N(mq, Sq) || N(mp, Sp)) for full covariances:
     1/2 [ tr(Sp^-1 Sq) + (mp - mq)^T Sp^-1 (mp - mq) - k + ln det Sp - ln det Sq ].
 
@@ -160,7 +166,7 @@ def kl_mvn(mq, Sq, mp, Sp):
                         - k + ldp - ldq))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ChainRule(Result):
     """The three terms of (1) for a linear phi(theta) = A theta and Gaussian Q, P."""
 
@@ -169,7 +175,8 @@ class ChainRule(Result):
     expected_fibre_kl: float
 
 
-def gaussian_chain_rule(A, mq, Sq, mp, Sp):
+def gaussian_chain_rule(A: ArrayLike, mq: ArrayLike, Sq: ArrayLike, mp: ArrayLike,
+                        Sp: ArrayLike) -> ChainRule:
     """Terms of KL(Q||P) = KL(Q_bar||P_bar) + E_{Q_bar} KL(Q(.|beta) || P(.|beta)) for the linear
     map phi(theta) = A theta (A of full row rank) and Gaussians Q = N(mq, Sq), P = N(mp, Sp),
     each computed from its own closed form (Gaussian conditioning, e.g. Bishop 2006, 2.3.1).
@@ -201,7 +208,7 @@ def gaussian_chain_rule(A, mq, Sq, mp, Sp):
     _, ldq = np.linalg.slogdet(Cq)
     _, ldp = np.linalg.slogdet(Cp)
     fibre = 0.5 * (np.trace(Cpi @ Cq) + np.trace(Cpi @ second) - k + ldp - ldq)
-    return ChainRule(kl_param, kl_quot, float(fibre))
+    return ChainRule(kl_param=kl_param, kl_quotient=kl_quot, expected_fibre_kl=float(fibre))
 
 
 

@@ -2,8 +2,11 @@
 of its Lie algebra (compact torus part, symmetric part), periods of the torus, ad matrices and
 the coset representatives of its components (Knapp 2002, Prop. 1.143 and Thm 6.31)."""
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 from scipy import linalg, optimize
@@ -12,11 +15,16 @@ from ..errors import NotProvidedError
 from ..results import Result
 from .volumes import _basis, _cache, lie_algebra_matrices
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..contract.parameterization import Parameterization
+
 MAX_COMPONENTS = 4096  # components summed exactly up to this many (no compact torus)
 MAX_TORUS_COMPONENTS = 256  # with a compact torus (cosets told apart by torus_log)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class GroupStructure(Result):
     """The symmetry group's image in GL(n), in the form the orbit integrals need.
 
@@ -40,8 +48,9 @@ class GroupStructure(Result):
     components: tuple
     n_components: int  # |G / G_0|
     generators: np.ndarray  # (g, n, n) polar parts of random elements, generating G / G_0
-    torus_basis: np.ndarray = None  # unitary Vc with B_j = -i Vc diag(torus_weights[j]) Vc^H
-    torus_weights: np.ndarray = None
+    #: unitary Vc with B_j = -i Vc diag(torus_weights[j]) Vc^H
+    torus_basis: Optional[np.ndarray] = None
+    torus_weights: Optional[np.ndarray] = None
 
     def torus_exp(self, psi):
         """exp(sum_j psi_j B_j) for a batch psi (M, c), from the joint eigenbasis."""
@@ -65,7 +74,7 @@ def _action_matrix(group, g, n):
     return np.stack([np.asarray(group.act(g, e), float) for e in np.eye(n)], axis=1)
 
 
-def group_structure(param, draws=24, seed=0):
+def group_structure(param: Parameterization, draws: int = 24, seed: int = 0) -> GroupStructure:
     """:class:`GroupStructure` of ``param.symmetry()``, read from the contract (generators for the
     Lie algebra, ``act`` and ``random_element`` for the components), cached per object. A finite
     group (dimension 0) has an empty Lie algebra and G_0 = {1}: its components are its elements.
@@ -85,7 +94,9 @@ def group_structure(param, draws=24, seed=0):
     periods = np.array([_period(b, name, scale) for b in B], float)
     ad = _ad_matrices(B, P, name, scale)
     Vc, lam = _joint_eigenbasis(B, n, name, scale)
-    struct = GroupStructure(B, periods, P, ad, (), 1, np.zeros((0, n, n)), Vc, lam)
+    struct = GroupStructure(compact=B, periods=periods, noncompact=P, ad=ad, components=(),
+                            n_components=1, generators=np.zeros((0, n, n)), torus_basis=Vc,
+                            torus_weights=lam)
     gens = _polar_parts(param, struct, draws, seed)
     struct = dataclasses.replace(struct, generators=np.array(gens).reshape(-1, n, n))
     struct = dataclasses.replace(struct, **_components(param, struct, gens))
@@ -170,18 +181,20 @@ def _joint_eigenbasis(B, n, name, scale):
     return Vc, lam
 
 
-def torus_log(struct, X, tol=1e-7):
+def torus_log(struct: GroupStructure, X: ArrayLike,
+              tol: float = 1e-7) -> Optional[NDArray[np.float64]]:
     """psi in prod_j [0, T_j) with expm(sum_j psi_j B_j) = X, or None if X is not in K_0:
     grid search over the cell, then ``scipy.optimize.least_squares`` on the Frobenius residual.
     (K_0 abelian, so X must commute with every B_j: checked first.)"""
     B, T = struct.compact, struct.periods
+    X = np.asarray(X, float)
     n = X.shape[0]
     c = len(B)
     if not np.allclose(X @ X.T, np.eye(n), atol=1e-8):
         return None
     if c == 0:
         return np.zeros(0) if np.linalg.norm(X - np.eye(n)) < tol * math.sqrt(n) else None
-    if any(np.linalg.norm(X @ b - b @ X) > 1e-7 * max(1.0, np.linalg.norm(b)) for b in B):
+    if any(np.linalg.norm(X @ b - b @ X) > 1e-7 * max(1.0, float(np.linalg.norm(b))) for b in B):
         return None
     G = max(8, int(256 ** (1.0 / c)))
     grid = np.stack(np.meshgrid(*[np.arange(G) * T[j] / G for j in range(c)], indexing="ij"),

@@ -8,7 +8,10 @@ quadrature or by importance sampling in global Cartan coordinates of the orbit
 s(beta) the canonical (minimum-norm) point of the orbit (see :mod:`paramgeo.pacbayes.engine`).
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
 import numpy as np
 from scipy import integrate, optimize, special
@@ -17,6 +20,12 @@ from ..errors import NotProvidedError
 from .gaussians import PacBayesInputError
 from .groups import group_structure
 from .volumes import _basis, canonical_point, lie_algebra_matrices, log_omega
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..contract.parameterization import Parameterization
+    from .gaussians import DiagonalGaussian
 
 
 class _OrbitChart:
@@ -254,8 +263,10 @@ def _is_one_dim_abelian_noncompact(param):
     return A.shape[0] == 1 and np.allclose(A[0], A[0].T, atol=1e-12)
 
 
-def orbit_log_integral(param, theta, logdens, gap=50.0, method="auto", samples=256, seed=0,
-                       return_error=False):
+def orbit_log_integral(param: Parameterization, theta: ArrayLike,
+                       logdens: Union[Callable, Sequence[Callable]],
+                       gap: float = 50.0, method: str = "auto", samples: int = 256, seed: int = 0,
+                       return_error: bool = False) -> Any:
     """log p_bar(phi(theta)) = log int_{fibre} dens / NJ dH^k: the push-forward density at
     phi(theta) of the density exp(logdens) on Theta (coarea formula, Federer 1969, 3.2.12),
     with the fibre through theta taken to be its group orbit (generic free action; checked:
@@ -288,7 +299,7 @@ def orbit_log_integral(param, theta, logdens, gap=50.0, method="auto", samples=2
     integrals along the same orbit. With ``return_error`` also returns the relative standard
     errors (0 for quadrature and exact sums)."""
     many = isinstance(logdens, (list, tuple))
-    funcs = list(logdens) if many else [logdens]
+    funcs = list(logdens) if isinstance(logdens, (list, tuple)) else [logdens]
     theta = param.as_theta(theta)
     if method not in ("auto", "quadrature", "importance"):
         raise PacBayesInputError(f"unknown orbit integral method {method!r}; choose auto, "
@@ -388,7 +399,8 @@ def _orbit_log_integral_quad(param, theta, funcs, gap):
     return _sum_components(out, np.zeros_like(out))
 
 
-def implicit_bias_log_unnormalized(param, prior, theta):
+def implicit_bias_log_unnormalized(param: Parameterization, prior: DiagonalGaussian,
+                                   theta: ArrayLike) -> float:
     """log of sum_D p(D s) omega(D s), s = canonical_point(theta), D over the coset
     representatives of G / G_0: the unnormalised implicit-bias density (2) at phi(theta).
     For a finite group the canonical section is the point itself and omega = 1 on Theta / G,

@@ -10,9 +10,12 @@ product of the nonzero singular values of J(theta) (Federer 1969, "Geometric Mea
 vanishes (Kempf and Ness 1979).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import linalg
@@ -22,15 +25,21 @@ from ..results import Result
 from ..symmetry import linear_action_matrices
 from .gaussians import PacBayesInputError
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
-def lie_algebra_matrices(param):
+    from ..contract.parameterization import Parameterization
+
+
+def lie_algebra_matrices(param: Parameterization) -> NDArray[np.float64]:
     """The n x n matrices A_k of the infinitesimal action, generators(theta)[:, k] = A_k theta,
     read off from ``symmetry().generators`` at the basis vectors and checked for linearity at a
     random point. Returns an array (k, n, n)."""
     return _lie_algebra_cached(param)
 
 
-_CACHE = weakref.WeakKeyDictionary()  # param -> {"A": Lie algebra matrices, "D": components}
+#: param -> {"A": Lie algebra matrices, "D": components}
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _cache(param):
@@ -54,7 +63,7 @@ def _lie_algebra_cached(param):
     return A
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class OrbitVolume(Result):
     """Volume element of the orbit at theta: sqrt det of the Gram matrix of the generators,
     split into the compact (isometric: skew A_k) and non-compact (symmetric A_k) directions:
@@ -68,7 +77,7 @@ class OrbitVolume(Result):
     basis_det: float
 
 
-def orbit_volume(param, theta):
+def orbit_volume(param: Parameterization, theta: ArrayLike) -> OrbitVolume:
     """vol_G(theta) = sqrt det(X^T X), X = symmetry().generators(theta) (n x k): the volume of
     the orbit through theta per unit of Haar measure (in the plugin's Lie-algebra basis).
 
@@ -85,7 +94,8 @@ def orbit_volume(param, theta):
     X = np.asarray(param.symmetry().generators(theta), float)
     k = X.shape[1]
     if k == 0:
-        return OrbitVolume(1.0, 0, 0, 1.0, 1.0, 1.0)
+        return OrbitVolume(volume=1.0, dim=0, compact_dim=0, compact_volume=1.0,
+                           noncompact_volume=1.0, basis_det=1.0)
     vol = float(np.sqrt(max(np.linalg.det(X.T @ X), 0.0)))
     A = lie_algebra_matrices(param)
     n = param.n
@@ -103,7 +113,8 @@ def orbit_volume(param, theta):
         bdet = float(abs(np.linalg.det(T)))
     else:
         bdet = float("nan")
-    return OrbitVolume(vol, k, len(Ks), cvol, nvol, bdet)
+    return OrbitVolume(volume=vol, dim=k, compact_dim=len(Ks), compact_volume=cvol,
+                       noncompact_volume=nvol, basis_det=bdet)
 
 
 def _basis(rows, tol=1e-10):
@@ -114,7 +125,7 @@ def _basis(rows, tol=1e-10):
         np.zeros((0, rows.shape[1]))
 
 
-def normal_jacobian(param, theta):
+def normal_jacobian(param: Parameterization, theta: ArrayLike) -> float:
     """NJ(theta) = product of the n - dim(orbit) largest singular values of J(theta): the
     volume factor of d phi on the horizontal space (ker J = vertical space at regular points)."""
     theta = param.as_theta(theta)
@@ -130,7 +141,7 @@ def _log_nj(param, theta):
     return float(np.sum(np.log(s[: param.n - k])))
 
 
-def log_omega(param, theta):
+def log_omega(param: Parameterization, theta: ArrayLike) -> float:
     """log(vol_G(theta) / NJ(theta)): the orbit-to-predictor density factor of the coarea
     formula (see the module docstring); vol_G from the generators A_k theta (cached A_k)."""
     A = lie_algebra_matrices(param)
@@ -143,7 +154,7 @@ def log_omega(param, theta):
     return 0.5 * logdet - _log_nj(param, theta)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class CanonicalPoint(Result):
     """The minimum-norm point of the orbit of theta (moment map <theta, A_k theta> = 0)."""
 
@@ -153,7 +164,8 @@ class CanonicalPoint(Result):
     converged: bool
 
 
-def canonical_point(param, theta, tol=1e-12, maxiter=100):
+def canonical_point(param: Parameterization, theta: ArrayLike, tol: float = 1e-12,
+                    maxiter: int = 100) -> CanonicalPoint:
     """Minimum-norm point s of the identity-component orbit {exp(sum_k xi_k A_k) theta}, found by
     damped Newton steps in the Lie algebra, recentred at every step:
 
@@ -168,13 +180,14 @@ def canonical_point(param, theta, tol=1e-12, maxiter=100):
     theta = param.as_theta(theta).copy()
     A = lie_algebra_matrices(param)
     if A.shape[0] == 0:
-        return CanonicalPoint(theta, 0.0, 0, True)
+        return CanonicalPoint(theta=theta, moment_norm=0.0, iterations=0, converged=True)
     scale = max(float(theta @ theta), 1e-300)
     for it in range(1, maxiter + 1):
         At = np.einsum("kij,j->ki", A, theta)
         mu = At @ theta
         if np.linalg.norm(mu) <= tol * scale:
-            return CanonicalPoint(theta, float(np.linalg.norm(mu)), it - 1, True)
+            return CanonicalPoint(theta=theta, moment_norm=float(np.linalg.norm(mu)),
+                                  iterations=it - 1, converged=True)
         AA = np.einsum("kij,ljm,m->kli", A, A, theta)  # (A_k A_l theta)_i
         M = np.einsum("i,kli->kl", theta, AA)
         H = 2 * At @ At.T + M + M.T
@@ -193,6 +206,7 @@ def canonical_point(param, theta, tol=1e-12, maxiter=100):
         theta = cand
     At = np.einsum("kij,j->ki", A, theta)
     mun = float(np.linalg.norm(At @ theta))
-    return CanonicalPoint(theta, mun, maxiter, mun <= 1e-8 * scale)
+    return CanonicalPoint(theta=theta, moment_norm=mun, iterations=maxiter,
+                          converged=mun <= 1e-8 * scale)
 
 

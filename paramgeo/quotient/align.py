@@ -47,8 +47,11 @@ contributes x_j^2 where x_j and theta2_j differ in sign. A certificate is exact 
 is, or when the distance meets the bound.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import functools
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
@@ -60,11 +63,17 @@ from ..symmetry import (FieldGroup, GeneralLinearGroup, OrthogonalGroup, Product
 from .factors import (ALIGNABLE, DISCRETE, _align_factor, _disjoint, _gl_lower_bound_sq,
                       _signed_generators, well_conditioned)
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..contract.parameterization import Parameterization
+    from ..symmetry.groups import SymmetryGroup
+
 #: coordinates up to which the continuous factors of a product are refined jointly
 MAX_JOINT = 200
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Certificate(Result):
     """How good the alignment is: ``exact`` (the distance is the orbit distance, up to
     rounding), else ``lower_bound`` <= d_G(theta1, theta2) <= distance with ``gap`` =
@@ -76,14 +85,27 @@ class Certificate(Result):
     method: str
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Alignment(Result):
-    """The result of :func:`align`: the group element ``g`` (for a product group a tuple of
-    steps (factor index, element of that factor) applied in order; :meth:`act` applies it),
-    the aligned point g . theta2, the orbit distance |theta1 - g . theta2| against the
-    unaligned |theta1 - theta2|, whether the group acts by isometries (then the distance is the
-    quotient distance), and, computed on first access (``__str__`` and ``to_dict`` access
-    them), the :attr:`certificate` and the invariance check :attr:`invariance_error`."""
+    """The result of :func:`align`.
+
+    Computed on first access (``__str__`` and ``to_dict`` access them): :attr:`certificate`,
+    the :class:`Certificate` (exact, or a lower bound and the gap), and
+    :attr:`invariance_error`, |phi(g . theta2) - phi(theta2)| / (1 + |phi(theta2)|) (two
+    evaluations of phi).
+
+    Attributes:
+        group: the group's name.
+        g: the group element; for a product group a tuple of steps (factor index, element of
+            that factor) applied in order (:meth:`act` applies it).
+        aligned: g . theta2, shape (n,).
+        distance: |theta1 - g . theta2|, the orbit distance reached.
+        naive_distance: |theta1 - theta2|, before aligning.
+        isometric: whether the group acts by isometries (the distance is then the quotient
+            distance).
+        skipped: the factors with no aligner, left at the identity.
+
+    """
 
     group: str
     g: object
@@ -142,7 +164,7 @@ class Alignment(Result):
         return "\n".join(lines)
 
 
-def act_element(group, g, theta):
+def act_element(group: SymmetryGroup, g: Any, theta: ArrayLike) -> NDArray[np.float64]:
     """g . theta where g is an element of ``group`` or, for a :class:`ProductGroup`, a tuple of
     steps (factor index, element) applied in order."""
     theta = np.asarray(theta, float)
@@ -153,7 +175,7 @@ def act_element(group, g, theta):
     return group.act(g, theta)
 
 
-def is_isometric(group):
+def is_isometric(group: SymmetryGroup) -> bool:
     """Whether ``group`` acts on theta by Euclidean isometries: O(r), unit permutations,
     signed permutations and products of these (then the orbit distance is the quotient
     distance of the quotient metric; GL(r) and rescaling tori stretch theta)."""
@@ -187,7 +209,7 @@ def _moved(group, n):
 
 
 #: per group (held here while cached): the orbit structure relaxation_bound reads
-_ORBITS = {}
+_ORBITS: dict = {}
 
 
 def _orbits(group, n):
@@ -261,26 +283,52 @@ def relaxation_bound(group, x, y):
 
 
 # ------------------------------------------------------------------ the engine
-def align(param, theta1, theta2, max_sweeps=50, tol=1e-12, factors=None, group=None):
+def align(param: Parameterization, theta1: ArrayLike, theta2: ArrayLike, max_sweeps: int = 50,
+          tol: float = 1e-12, factors: Optional[Sequence[str]] = None,
+          group: Optional[SymmetryGroup] = None) -> Alignment:
     """Align theta2 to theta1 modulo the declared group G = ``param.symmetry()``.
 
-    Minimises |theta1 - g . theta2| over g in G (the orbit distance
-    d_G = inf_g |theta1 - g . theta2|; for groups of isometries, O(r), permutations and sign
-    flips, the distance of the quotient theta / G), with the solvers and the lower bound of
-    the module docstring: orthogonal Procrustes with reflections for O(r) (Schoenemann 1966),
-    least squares on gl(r) for GL(r), 1-D polynomial minima per rescaling for tori, linear
-    assignment per class of units (weight matching; Ainsworth, Hayase, Srinivasa 2023,
-    "Git Re-Basin"), sign choices for flips, block-coordinate descent over the factors of a
-    product (``max_sweeps`` sweeps at most, stopping when a sweep lowers the squared distance
-    by less than ``tol`` relative) and a joint refinement of its matrix and torus factors.
-    Factors of a product with no aligner (other group classes) stay at the identity and are
-    named in ``skipped``; the certificate is then not exact. ``factors`` (indices into the factors of a
-    product group) aligns over their subgroup only, e.g. the permutations of a network without
-    its rescalings. ``group`` is a group to use instead of ``param.symmetry()``.
+    Minimises |theta1 - g . theta2| over g in G: the orbit distance d_G = inf_g |theta1 -
+    g . theta2| (for groups of isometries, O(r), permutations and sign flips, the distance of
+    the quotient theta / G), with the solvers and the lower bound of the module docstring:
+    orthogonal Procrustes with reflections for O(r) (Schoenemann 1966), least squares on gl(r)
+    for GL(r), 1-D polynomial minima per rescaling for tori, linear assignment per class of
+    units (weight matching; Ainsworth, Hayase, Srinivasa 2023, "Git Re-Basin"), sign choices
+    for flips, and block-coordinate descent over the factors of a product with a joint
+    refinement of its continuous factors; field groups (batch and layer normalisation) by
+    Levenberg-Marquardt on their exponential, shear groups by least squares. Factors with no
+    aligner stay at the identity and are named in ``skipped``; the certificate is then not
+    exact.
 
-    Returns an :class:`Alignment`. Its certificate (a lower bound where the solver is not
-    exact) and the check phi(g . theta2) = phi(theta2) (two evaluations of phi) are computed
-    when first read, so that alignments in a loop pay only for the alignment.
+    Args:
+        param: a parameterization that declares a symmetry group.
+        theta1: the reference point, shape (n,).
+        theta2: the point moved along its orbit, shape (n,).
+        max_sweeps: the most sweeps of block-coordinate descent over a product's factors.
+        tol: stop when a sweep lowers the squared distance by less than this, relative.
+        factors: indices into the factors of a product group: align over their subgroup only
+            (e.g. a network's permutations without its rescalings).
+        group: ``param.symmetry()`` computed once by the caller, to reuse across alignments.
+
+    Returns:
+        The :class:`Alignment`: ``g``, ``aligned`` = g . theta2, ``distance``, the
+        ``certificate`` and ``invariance_error`` (these two computed when first read, so that
+        alignments in a loop pay only for the alignment).
+
+    Raises:
+        NotProvidedError: ``param`` declares no symmetry.
+        ArgumentError: a group with no aligner, or bad ``factors``.
+        ShapeError: theta1 or theta2 is not n finite numbers.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.quotient import align
+        >>> p = paramgeo.get("uut", d=3, r=2)
+        >>> U = np.arange(1.0, 7.0).reshape(3, 2)
+        >>> R = np.array([[0.0, -1.0], [1.0, 0.0]])
+        >>> a = align(p, U.ravel(), (U @ R).ravel())
+        >>> bool(np.allclose(a.aligned, U.ravel())), a.certificate.exact
+        (True, True)
     """
     parameterization(param)
     x = param.as_theta(theta1)

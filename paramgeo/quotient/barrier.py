@@ -16,7 +16,10 @@ representatives are exactly the aligned straight path (:func:`paramgeo.quotient.
 The maximum is taken over ``n_points`` equally spaced lambda (both ends included).
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
@@ -27,15 +30,31 @@ from ..results import Result
 from .align import align
 from .metric import geodesic
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..losses.predictor import Loss
+    from ..contract.parameterization import Parameterization
+    from .align import Alignment
+
 #: the paths :func:`barrier` knows
 PATHS = ("linear", "aligned", "geodesic")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Barrier(Result):
-    """Loss along a path and both barriers: ``ainsworth`` (max L - mean of the end losses) and
-    ``entezari`` (max of L minus the linear interpolation of the end losses); ``lambdas`` and
-    ``losses`` the sampled path, ``distance`` the length |theta(1) - theta(0)|."""
+    """Loss along a path and both barriers.
+
+    Attributes:
+        path: "linear", "aligned" or "geodesic".
+        lambdas: the sampled lambda in [0, 1], shape (n_points,).
+        losses: L(theta(lambda)) at each, shape (n_points,).
+        ainsworth: max L - the mean of the end losses (Ainsworth et al. 2023).
+        entezari: max of L minus the linear interpolation of the end losses (Entezari et al.
+            2022).
+        end_losses: (L(theta(0)), L(theta(1))).
+        distance: the length |theta(1) - theta(0)|.
+    """
 
     path: str
     lambdas: np.ndarray
@@ -81,7 +100,7 @@ class Barrier(Result):
         return ax
 
 
-def barriers(lambdas, losses):
+def barriers(lambdas: ArrayLike, losses: ArrayLike) -> tuple[float, float]:
     """(B_mean, B_interp) of sampled losses L(lambda_i), lambda_0 = 0, lambda_last = 1:
     max L - (L(0) + L(1)) / 2 (Ainsworth et al. 2023) and max [L - (1 - lambda) L(0) -
     lambda L(1)] (Entezari et al. 2022)."""
@@ -91,12 +110,43 @@ def barriers(lambdas, losses):
             float(np.max(losses - ((1 - lambdas) * l0 + lambdas * l1))))
 
 
-def barrier(param, loss, theta1, theta2, path="linear", n_points=25, alignment=None):
-    """The loss barrier between theta1 and theta2 along ``path`` ("linear", "aligned" or
-    "geodesic"; see the module docstring for the paths and the two definitions, Ainsworth et
-    al. 2023 and Entezari et al. 2022). ``loss`` is a :class:`paramgeo.losses.Loss` on the
-    predictors; ``n_points`` >= 2 samples of lambda; ``alignment`` an :class:`Alignment` of
-    the same pair to reuse (the aligned path). Returns a :class:`Barrier`."""
+def barrier(param: Parameterization, loss: Loss, theta1: ArrayLike, theta2: ArrayLike,
+            path: str = "linear", n_points: int = 25,
+            alignment: Optional[Alignment] = None) -> Barrier:
+    """The loss barrier between theta1 and theta2 along a path (Ainsworth et al. 2023).
+
+    B = max_lambda L(theta(lambda)) - (L(theta1) + L(theta2)) / 2 (``ainsworth``), and
+    max_lambda [L(theta(lambda)) - ((1 - lambda) L(theta1) + lambda L(theta2))] (``entezari``,
+    Entezari et al. 2022), sampled along the path (the paths: module docstring and
+    docs/quotient.md).
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        loss: a :class:`paramgeo.losses.Loss` on the predictors.
+        theta1: one end, shape (n,).
+        theta2: the other end, shape (n,).
+        path: "linear", "aligned" (to g . theta2 after :func:`align`) or "geodesic".
+        n_points: samples of lambda in [0, 1] (>= 2).
+        alignment: an :class:`Alignment` of the same pair to reuse (the aligned path).
+
+    Returns:
+        The :class:`Barrier`.
+
+    Raises:
+        ArgumentError: an unknown path or too few points.
+        NotProvidedError: an aligned or geodesic path without a declared symmetry.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.losses.predictor import LinearMeasurements
+        >>> from paramgeo.quotient import barrier
+        >>> p = paramgeo.get("uut", d=3, r=2)
+        >>> loss = LinearMeasurements(np.eye(9), np.eye(3).ravel())
+        >>> U = np.arange(1.0, 7.0).reshape(3, 2)
+        >>> R = np.array([[0.0, -1.0], [1.0, 0.0]])              # the same U U^T
+        >>> round(barrier(p, loss, U.ravel(), (U @ R).ravel(), path="aligned").ainsworth, 9)
+        0.0
+    """
     parameterization(param)
     if path not in PATHS:
         raise ArgumentError(f"path must be one of {', '.join(PATHS)}, got {path!r}")

@@ -26,7 +26,10 @@ not the distance of any quotient metric: :func:`distance` says so, and :func:`lo
 :func:`exp` and :func:`geodesic` refuse.
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,8 +38,13 @@ from ..errors import ArgumentError
 from ..results import Result
 from .align import align, is_isometric
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
-@dataclasses.dataclass(frozen=True)
+    from ..contract.parameterization import Parameterization
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Distance(Result):
     """d(theta1, theta2) modulo the group: ``kind`` is "quotient distance" for groups of
     isometries, "orbit distance" otherwise (not a geodesic distance); ``exact`` and
@@ -49,10 +57,36 @@ class Distance(Result):
     lower_bound: float
 
 
-def distance(param, theta1, theta2):
-    """The distance of theta1 and theta2 modulo G = ``param.symmetry()``:
-    min_g |theta1 - g . theta2|, the quotient distance when G acts by isometries and the orbit
-    distance (named so) otherwise. See the module docstring for the formulas and references."""
+def distance(param: Parameterization, theta1: ArrayLike, theta2: ArrayLike) -> Distance:
+    """The distance of theta1 and theta2 modulo G = ``param.symmetry()``.
+
+    d_G(theta1, theta2) = min_g |theta1 - g . theta2|: the quotient distance when G acts by
+    isometries (O(r), permutations, sign flips), the orbit distance (named so) otherwise; the
+    minimiser and its certificate are those of :func:`align` (formulas and references in the
+    module docstring and docs/quotient.md).
+
+    Args:
+        param: a parameterization that declares a symmetry group.
+        theta1: a point, shape (n,).
+        theta2: a point, shape (n,).
+
+    Returns:
+        The :class:`Distance`: ``value``, ``kind``, ``group``, ``exact`` and ``lower_bound``.
+
+    Raises:
+        NotProvidedError: ``param`` declares no symmetry.
+        ShapeError: theta1 or theta2 is not n finite numbers.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.quotient import distance
+        >>> p = paramgeo.get("uut", d=3, r=2)                  # G = O(2) acting on U
+        >>> U = np.arange(1.0, 7.0).reshape(3, 2)
+        >>> R = np.array([[0.0, -1.0], [1.0, 0.0]])             # a rotation
+        >>> d = distance(p, U.ravel(), (U @ R).ravel())
+        >>> d.kind, round(d.value, 9)
+        ('quotient distance', 0.0)
+    """
     a = align(param, theta1, theta2)
     return Distance(value=a.distance,
                     kind="quotient distance" if a.isometric else "orbit distance",
@@ -72,19 +106,66 @@ def _isometric_group(param, what):
     return group
 
 
-def log(param, theta1, theta2):
-    """Horizontal lift at theta1 of the quotient log: v = g* . theta2 - theta1 with g* the
-    optimal alignment (|v| is the quotient distance; v is orthogonal to the orbit of theta1).
-    Only for groups of isometries (ArgumentError otherwise)."""
+def log(param: Parameterization, theta1: ArrayLike, theta2: ArrayLike) -> NDArray[np.float64]:
+    """Horizontal lift at theta1 of the quotient log: v = g* . theta2 - theta1.
+
+    g* is the optimal alignment (:func:`align`): |v| is the quotient distance and v is
+    orthogonal to the orbit of theta1.
+
+    Args:
+        param: a parameterization whose declared group acts by isometries.
+        theta1: the base point, shape (n,).
+        theta2: the other point, shape (n,).
+
+    Returns:
+        v, shape (n,).
+
+    Raises:
+        ArgumentError: the group does not act by isometries.
+        NotProvidedError: ``param`` declares no symmetry.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.quotient import log
+        >>> p = paramgeo.get("uut", d=3, r=2)
+        >>> U = np.arange(1.0, 7.0).reshape(3, 2)
+        >>> v = log(p, U.ravel(), (2 * U).ravel())             # the same orbit direction
+        >>> bool(np.allclose(v, U.ravel()))
+        True
+    """
     _isometric_group(param, "log")
     a = align(param, theta1, theta2)
     return a.aligned - param.as_theta(theta1)
 
 
-def exp(param, theta, v):
-    """A representative of the quotient exponential of v at the orbit of theta: theta + v_h,
-    with v_h the horizontal part of v (the component orthogonal to the orbit; a horizontal
-    straight line projects to a quotient geodesic). Only for groups of isometries."""
+def exp(param: Parameterization, theta: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
+    """A representative of the quotient exponential of v at the orbit of theta: theta + v_h.
+
+    v_h is the horizontal part of v, orthogonal to the orbit
+    (:func:`paramgeo.horizontal_projection`): a horizontal straight line projects to a quotient
+    geodesic.
+
+    Args:
+        param: a parameterization whose declared group acts by isometries.
+        theta: the base point, shape (n,).
+        v: the tangent vector, shape (n,).
+
+    Returns:
+        theta + v_h, shape (n,).
+
+    Raises:
+        ArgumentError: the group does not act by isometries.
+        NotProvidedError: ``param`` declares no symmetry.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.quotient import exp
+        >>> p = paramgeo.get("uut", d=3, r=2)
+        >>> U = np.arange(1.0, 7.0).reshape(3, 2)
+        >>> vertical = (U @ [[0.0, -1.0], [1.0, 0.0]]).ravel()   # along the O(2) orbit
+        >>> bool(np.allclose(exp(p, U.ravel(), vertical), U.ravel()))
+        True
+    """
     from ..geometry.jacobian import horizontal_projection
 
     _isometric_group(param, "exp")
@@ -93,10 +174,36 @@ def exp(param, theta, v):
     return theta + horizontal_projection(param, theta, v)
 
 
-def geodesic(param, theta1, theta2, t):
-    """Representatives theta1 + t (g* . theta2 - theta1) of the quotient geodesic from
-    [theta1] (t = 0) to [theta2] (t = 1) at the times ``t`` (a number or a 1-D array): rows of
-    an array (len(t), n). Only for groups of isometries."""
+def geodesic(param: Parameterization, theta1: ArrayLike, theta2: ArrayLike,
+             t: ArrayLike) -> NDArray[np.float64]:
+    """Representatives theta1 + t (g* . theta2 - theta1) of the quotient geodesic.
+
+    From [theta1] (t = 0) to [theta2] (t = 1), g* the optimal alignment of theta2 to theta1
+    (:func:`align`): the straight line to the aligned point is horizontal, so it projects to a
+    geodesic of the quotient.
+
+    Args:
+        param: a parameterization whose declared group acts by isometries.
+        theta1: the start, shape (n,).
+        theta2: the end, shape (n,).
+        t: a number or a 1-D array of times.
+
+    Returns:
+        The points, shape (len(t), n).
+
+    Raises:
+        ArgumentError: the group does not act by isometries, or t is not a finite number or
+            1-D array.
+        NotProvidedError: ``param`` declares no symmetry.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.quotient import geodesic
+        >>> p = paramgeo.get("uut", d=3, r=2)
+        >>> U = np.arange(1.0, 7.0).ravel()
+        >>> geodesic(p, U, 2 * U, [0.0, 0.5, 1.0]).shape
+        (3, 6)
+    """
     _isometric_group(param, "geodesic")
     v = log(param, theta1, theta2)
     t = np.atleast_1d(np.asarray(t, float))

@@ -28,7 +28,10 @@ those of V V^T); over the GL(r) orbit (U g, V g^{-T}) it is at least 2 |U g|_2 |
 Q^T, so the flattest point of the orbit has sharpness 2 sigma_1(Y).
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,6 +41,12 @@ from ..losses.predictor import loss_hessian, value_and_grad
 from ..results import Result
 from ..symmetry import MatrixGroupAction, ProductGroup, ScalingTorus
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..losses.predictor import Loss
+    from ..contract.parameterization import Parameterization
+
 #: the built-in objectives of :func:`teleport`
 OBJECTIVES = ("grad_norm", "sharpness", "hessian_trace")
 #: objective evaluations per Lie-algebra coordinate and start
@@ -46,13 +55,24 @@ MAX_EVALUATIONS = 300
 INVARIANCE_TOL = 1e-8
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Teleport(Result):
-    """The result of :func:`teleport`: the teleported point g . theta, the group element g
-    (one entry per continuous factor: a matrix, or the torus' scalings), the objective before
-    and after, the loss before and after (equal: phi is invariant), whether the optimum found
-    touches the search bound |a_i| <= radius, and the invariance check
-    |phi(g . theta) - phi(theta)| / (1 + |phi(theta)|)."""
+    """The result of :func:`teleport`.
+
+    Attributes:
+        objective: the objective's name.
+        mode: "max" or "min".
+        before: the objective at theta.
+        after: the objective at g . theta.
+        theta: the teleported point g . theta, shape (n,).
+        g: the group element, one entry per continuous factor (a matrix, or the torus'
+            scalings).
+        loss_before: L(theta).
+        loss_after: L(g . theta) (equal: phi is invariant).
+        radius: the bound |a_i| <= radius on the Lie-algebra coordinates.
+        at_bound: the optimum found touches that bound (the true one may lie further out).
+        invariance_error: |phi(g . theta) - phi(theta)| / (1 + |phi(theta)|).
+    """
 
     objective: str
     mode: str
@@ -138,15 +158,44 @@ def _objective(param, loss, objective):
     return objective, lambda t: float(np.trace(loss_hessian(param, loss, t)))
 
 
-def teleport(param, loss, theta, objective="grad_norm", mode="max", radius=1.0, starts=4,
-             seed=0):
-    """Move theta along its orbit under the continuous factors of ``param.symmetry()`` to
-    maximise (``mode="max"``) or minimise (``"min"``) ``objective`` ("grad_norm", "sharpness",
-    "hessian_trace" or a callable f(theta)) over exact group elements with Lie-algebra
-    coordinates |a_i| <= ``radius``; see the module docstring for the objectives, the bound and
-    the reference (Zhao, Dehmamy, Walters, Yu 2022). ``starts`` searches (a = 0 and random
-    points of the box drawn from ``seed``). Returns a :class:`Teleport`; raises ParamgeoError if
-    a group element found does not leave phi invariant."""
+def teleport(param: Parameterization, loss: Loss, theta: ArrayLike, objective: str = "grad_norm",
+             mode: str = "max", radius: float = 1.0, starts: int = 4, seed: int = 0) -> Teleport:
+    """Move theta along its orbit to maximise or minimise an objective at the same loss.
+
+    theta -> g . theta with g = exp(sum_i a_i A_i) over the continuous factors of
+    ``param.symmetry()``, |a_i| <= ``radius``: phi, hence the loss, is unchanged while the
+    objective ("grad_norm", "sharpness", "hessian_trace" or a callable f(theta)) moves
+    (symmetry teleportation, Zhao, Dehmamy, Walters, Yu 2022; the objectives and the bound:
+    module docstring).
+
+    Args:
+        param: a parameterization that declares a symmetry group with continuous factors.
+        loss: the loss ell on predictors.
+        theta: the point, shape (n,).
+        objective: "grad_norm", "sharpness", "hessian_trace" or a callable f(theta).
+        mode: "max" or "min".
+        radius: the bound on the Lie-algebra coordinates.
+        starts: searches from a = 0 and random points of the box.
+        seed: seed of those points.
+
+    Returns:
+        The :class:`Teleport`.
+
+    Raises:
+        ArgumentError: an unknown objective or mode, or a group with no continuous factor.
+        NotProvidedError: ``param`` declares no symmetry.
+        ParamgeoError: a group element found does not leave phi invariant.
+
+    Examples:
+        >>> import numpy as np, paramgeo
+        >>> from paramgeo.losses.predictor import LinearMeasurements
+        >>> from paramgeo.quotient import teleport
+        >>> p = paramgeo.get("hadamard", p=2)                    # (u, v) -> (c u, v / c)
+        >>> loss = LinearMeasurements(np.eye(2), [1.0, 2.0])
+        >>> moved = teleport(p, loss, np.array([1.0, 1.0, 0.5, 0.5]), radius=0.5)
+        >>> bool(moved.after > moved.before), bool(np.isclose(moved.loss_after, moved.loss_before))
+        (True, True)
+    """
     from scipy.optimize import minimize
 
     parameterization(param)
@@ -178,6 +227,7 @@ def teleport(param, loss, theta, objective="grad_norm", mode="max", radius=1.0, 
                                     adaptive=k > 4))
         if best is None or sol.fun < best.fun:
             best = sol
+    assert best is not None  # starts >= 1
     a = best.x if best.fun < cost(np.zeros(k)) else np.zeros(k)
     els = _elements(factors, a)
     moved = _act(factors, els, theta)

@@ -1,68 +1,40 @@
-"""The contract check: does a plugin's behaviour match what the contract promises?
+"""The contract check (:func:`check`): does a plugin's behaviour match what the contract
+promises? Each property compares two routes to one quantity at a few random points (the list:
+docs/architecture.md, "Contract check"); a failure is one line with the point, the relative
+error, the tolerance and a hint."""
 
-``check(param)`` evaluates, at a few random points drawn from ``param.random_point``:
-
-* ``forward``: phi(theta) has ``predictor_shape`` and finite entries;
-* ``function-of-theta``: forward is a function of theta
-  (:func:`paramgeo.contract.determinism.function_of_theta`): two
-  evaluations at the same point agree bit for bit, also after one at a second point, and
-  forward changes neither the array it is given nor the plugin's state;
-* ``jacobian-autograd``: a closed-form J agrees with autograd's (only if overridden);
-* ``jacobian-fd``: J agrees with central finite differences, step h = 1e-6 (1 + |theta|_inf);
-* ``jvp`` / ``vjp``: J v and J^T w agree with the Jacobian;
-* ``quadratic-forms``: a closed-form x_i^T phi(theta) x_i and its VJP agree with the flat route;
-* ``hessian-vp`` / ``jacobian-derivative`` (when a plugin overrides them with closed forms):
-  agree with central differences of the VJP along v;
-* ``invariance``: phi(g . theta) = phi(theta) for random group elements g;
-* ``generators-in-kernel``: J(theta) X = 0 for the symmetry generators X;
-* ``generators-rank``: the generators at a random point have rank at most dim G (a rank above
-  it means wrong generators); a rank below it is a stabilizer, reported as a note (the action is
-  not free there, e.g. O(r) on d x r factors with r > d);
-* ``sparse-jacobian``: a declared sparse J equals the dense one;
-* ``vertical-projector``: the group's projector (closed forms for matrix groups, component SVDs
-  otherwise; the matrix-free route's P_V) agrees with the projection onto span(generators);
-* ``horizontal-projection``: a closed form agrees with the generic v - V V^T v;
-* ``rank-at``: a closed-form ``rank_at`` gives the rank of the SVD of the dense Jacobian, at the
-  random points and at rank-deficient points on every stratum the plugin names: each factor of a
-  matrix-group symmetry (O(r), GL(r)) brought to rank k in {0, 1, r/2, r - 1} on its right,
-  its contragredient and both sides (blocks B -> B C, C a random r x r matrix of rank k), all
-  factors at once, and for networks each hidden neuron with its in-, out- or all weights
-  zeroed, then a random mixture of those;
-* ``kinks`` (piecewise-smooth plugins): ``kinks(theta)`` returns labels and non-negative
-  distances of equal length, and random points lie off every kink (within ``KINK_TOL`` a
-  random point would make the derivative checks above meaningless; see paramgeo.geometry.kinks);
-* ``symbolic``: the sympy expressions agree with forward;
-* ``architecture``: the graph is a networkx DiGraph whose edge ``index`` attributes address theta;
-* ``input-action``: a declared input action evaluated at its identity element reproduces phi
-  (``forward(theta, identity) = phi(theta)``; :mod:`paramgeo.symmetry.equivariance`);
-* ``learning-coefficient``: a declared exact learning coefficient at theta* = 0 against a short
-  MALA estimate on a noiseless Gaussian-measurement loss (plugins with at most
-  ``LLC_CHECK_MAX_PARAMS`` parameters; ``check(..., llc=False)`` skips it);
-* ``declared-vs-discovered``: the declared group's dimension against the Lie algebra of linear
-  symmetries found by :func:`paramgeo.symmetry.discover` (when n <= its ``MAX_LINEAR_DIM``).
-  Discovery finds every linear symmetry, so a *linear* declared action of larger dimension
-  fails; a larger discovered dimension passes with a note (a finding: the declared group is not
-  all of the redundancy); a non-linear declared action is noted, not compared. Without a
-  declared group the discovered one is reported as ``discovered-symmetry`` (a note).
-
-Every failure is one line: the property, the point (its index and first coordinates), the
-relative error and the tolerance, and a hint. Errors are relative: ||a - b|| / max(||b||, 1).
-"""
+from __future__ import annotations
 
 import dataclasses
+import math
+import warnings
+from typing import Any, Callable, Mapping
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
+from ..contract.parameterization import Parameterization
 from ..errors import ParamgeoError, PluginError
-from ..linalg.numerics import decide_rank
 from ..geometry.precision import difference_step
 from ..io.progress import shows_progress
+from ..linalg.numerics import decide_rank
 from ..results import Result, title
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class CheckItem(Result):
-    """One property checked at one point."""
+    """One property checked at one point (``str`` gives its one line).
+
+    Attributes:
+        property: the property's name, e.g. "jacobian-fd" (docs/architecture.md lists them).
+        passed: whether error <= tolerance.
+        error: the relative error ||a - b|| / max(||b||, 1) of the two routes compared.
+        tolerance: the tolerance it is held to.
+        point: the index of the random point (-1: a property of the whole plugin).
+        hint: what to fix when it fails.
+        note: shown even when passing (findings such as a larger discovered symmetry).
+        at: the first coordinates of the point, e.g. "theta=[0.12, -1.3, ...]".
+    """
 
     property: str
     passed: bool
@@ -70,8 +42,8 @@ class CheckItem(Result):
     tolerance: float
     point: int
     hint: str = ""
-    note: str = ""  # shown even when passing (findings such as a larger discovered symmetry)
-    at: str = ""  # the first coordinates of the point, e.g. "theta=[0.12, -1.3, ...]"
+    note: str = ""
+    at: str = ""
 
     def __str__(self):
         mark = "ok  " if self.passed else "FAIL"
@@ -83,9 +55,16 @@ class CheckItem(Result):
         return msg if self.passed else f"{msg}; {self.hint}"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class CheckReport(Result):
-    """The outcome of :func:`check`: ``passed`` and one :class:`CheckItem` per property/point."""
+    """The outcome of :func:`check`.
+
+    Attributes:
+        name: the plugin's name.
+        sizes: its sizes.
+        passed: whether every item passed.
+        items: one :class:`CheckItem` per property and point.
+    """
 
     name: str
     sizes: dict
@@ -119,12 +98,11 @@ def _rel(a, b):
 
 
 def _overrides(param, method):
-    from ..contract.parameterization import Parameterization
-
     return getattr(type(param), method) is not getattr(Parameterization, method)
 
 
-def finite_difference_jacobian(param, theta, h=1e-6):
+def finite_difference_jacobian(param: Parameterization, theta: ArrayLike,
+                               h: float = 1e-6) -> NDArray[np.float64]:
     """Central finite differences (phi(theta + h e_j) - phi(theta - h e_j)) / 2h, m x n."""
     step = h * (1.0 + np.max(np.abs(theta)))
     cols = []
@@ -139,22 +117,44 @@ def finite_difference_jacobian(param, theta, h=1e-6):
 
 
 def _autograd_jacobian(param, theta):
-    from ..contract.parameterization import Parameterization
-
     return Parameterization.jacobian(param, theta)
 
 
 @shows_progress("check")
-def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True, progress="auto"):
-    """Run the contract check on an instantiated parameterization; returns a CheckReport.
+def check(param: Parameterization, seed: int = 0, n_points: int = 3, n_group: int = 3,
+          tol: float = 1e-6, llc: bool = True,
+          progress: bool | str | Callable[[int, int], None] | None = "auto") -> CheckReport:
+    """The contract check: does the plugin's behaviour match what its declaration promises?
 
-    ``tol`` is the relative tolerance of the exact identities (closed forms, invariance,
-    generators in the kernel); finite differences get ``max(tol, 1e-5)`` (a model computing
-    below float64 gets the step and tolerance of its measured round-off,
-    :func:`paramgeo.geometry.precision.difference_step`). ``llc=False`` skips the short estimate that
-    tests a declared learning coefficient. ``progress(done, total)`` is called after each of
-    the ``n_points`` points and after the whole-map checks (True, False, or "auto", the
-    default: a display with elapsed time and ETA in an interactive session).
+    Each property (docs/architecture.md, "Contract check") compares two routes to one quantity,
+    e.g. J against (phi(theta + h e_j) - phi(theta - h e_j)) / 2h, by the relative error
+    ||a - b|| / max(||b||, 1): within ``tol`` for exact identities, max(tol, 1e-5) for finite
+    differences (:func:`paramgeo.geometry.precision.difference_step` below float64).
+
+    Args:
+        param: the instantiated parameterization.
+        seed: seed of the random points and group elements (an int >= 0).
+        n_points: how many random points (>= 1).
+        n_group: random group elements per point for the invariance check (>= 0).
+        tol: the relative tolerance of the exact identities (> 0).
+        llc: run the short estimate that tests a declared learning coefficient.
+        progress: a callable progress(done, total) called after each point and the whole-map
+            checks; True, False, or "auto" (a display with elapsed time and ETA in an
+            interactive session; :mod:`paramgeo.io.progress`).
+
+    Returns:
+        The :class:`CheckReport`: ``passed`` and one :class:`CheckItem` per property and point
+        (``str(report)`` prints one line per property).
+
+    Raises:
+        ArgumentError: ``param`` is not a Parameterization, or a bad seed, n_points, n_group
+            or tol (a plugin's own faults are failed properties, not raised).
+
+    Examples:
+        >>> import paramgeo
+        >>> report = paramgeo.check(paramgeo.get("uut", d=2, r=1), llc=False)
+        >>> report.passed, report.items[0].property
+        (True, 'forward')
     """
     from ..contract.arguments import integer, number, parameterization
 
@@ -165,12 +165,13 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True, progress="au
     tol = number(tol, "tol", positive=True)
     rng = np.random.default_rng(seed)
     items = []
-    where = {}  # point index -> preview of its coordinates
+    where: dict[int, str] = {}  # point index -> preview of its coordinates
     fd_h, fd_tol, fd_note = difference_step(param, tol)
 
     def add(prop, err, tolerance, point, hint, note=""):
-        items.append(CheckItem(prop, bool(err <= tolerance), float(err), tolerance, point, hint,
-                               note, where.get(point, "")))
+        items.append(CheckItem(property=prop, passed=bool(err <= tolerance), error=float(err),
+                               tolerance=tolerance, point=point, hint=hint, note=note,
+                               at=where.get(point, "")))
 
     try:
         group = param.symmetry() if param.provides("symmetry") else None
@@ -322,7 +323,7 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True, progress="au
             add(_property_of(exc.method), float("inf"), 0.0, k, str(exc))
             if exc.method == "random_point":
                 break
-        if progress is not None:
+        if callable(progress):
             progress(k + 1, n_points + 1)
     try:
         if param.provides("rank_at") and last is not None:
@@ -338,16 +339,18 @@ def check(param, seed=0, n_points=3, n_group=3, tol=1e-6, llc=True, progress="au
     except PluginError as exc:  # reported once: a method failing at the points already is
         if not any(not i.passed and i.property == _property_of(exc.method) for i in items):
             add(_property_of(exc.method), float("inf"), 0.0, -1, str(exc))
-    if progress is not None:
+    if callable(progress):
         progress(n_points + 1, n_points + 1)
-    return CheckReport(param.name, dict(param.sizes), all(i.passed for i in items), tuple(items))
+    return CheckReport(name=param.name, sizes=dict(param.sizes),
+                       passed=all(i.passed for i in items), items=tuple(items))
 
 
-def construction_failure(name, sizes, error):
+def construction_failure(name: str, sizes: Mapping[str, Any], error: PluginError) -> CheckReport:
     """The CheckReport of a plugin that could not even be built: its ``make_spec``,
     ``make_predictor_shape`` or ``validate_sizes`` failed with the PluginError ``error``."""
-    item = CheckItem(_property_of(error.method), False, float("inf"), 0.0, -1, str(error))
-    return CheckReport(name, dict(sizes), False, (item,))
+    item = CheckItem(property=_property_of(error.method), passed=False, error=float("inf"),
+                     tolerance=0.0, point=-1, hint=str(error))
+    return CheckReport(name=name, sizes=dict(sizes), passed=False, items=(item,))
 
 
 def _property_of(method):
@@ -366,8 +369,6 @@ def _group_fault(group, exc):
 
 
 def _check_rank_at(param, theta, J, point, add):
-    import warnings
-
     from ..errors import NumericalDoubtWarning
 
     with warnings.catch_warnings():  # a doubtful decision is compared, not reported
@@ -469,8 +470,9 @@ def _check_architecture(param):
         ]
         if bad:
             problem = f"edges {bad[:3]} lack an `index` attribute addressing theta"
-    return CheckItem("architecture", not problem, 0.0 if not problem else float("inf"), 0.0, -1,
-                     problem)
+    return CheckItem(property="architecture", passed=not problem,
+                     error=0.0 if not problem else float("inf"), tolerance=0.0, point=-1,
+                     hint=problem)
 
 
 #: the largest parameter count at which ``check`` runs the short LLC estimate
@@ -484,16 +486,14 @@ def _check_learning_coefficient(param, seed):
     n beta = 1e4, where E[n beta L] = lambda - (m - 1) / log(n beta) + o(1 / log(n beta))
     (Watanabe 2009, Theorem 6.1: the free energy lambda log t - (m - 1) log log t). Passes when
     |estimate - lambda| <= (m - 1) / log(n beta) + 3 s.e. + 0.15 lambda."""
-    import math
-    import warnings
-
     from ..llc import LLCWarning, estimate_llc
     from ..losses.predictor import LinearMeasurements
 
     prop = "learning-coefficient"
     if param.n > LLC_CHECK_MAX_PARAMS:
-        return CheckItem(prop, True, 0.0, 0.0, -1, "", f"skipped: n = {param.n} > "
-                         f"{LLC_CHECK_MAX_PARAMS}, too large for a short estimate")
+        return CheckItem(property=prop, passed=True, error=0.0, tolerance=0.0, point=-1, hint="",
+                         note=f"skipped: n = {param.n} > {LLC_CHECK_MAX_PARAMS}, too large "
+                         "for a short estimate")
     rng = np.random.default_rng(seed)
     theta = np.zeros(param.n)
     try:
@@ -502,14 +502,13 @@ def _check_learning_coefficient(param, seed):
             theta = np.asarray(param.random_point(rng), float)
             declared = param.learning_coefficient(theta)
     except Exception as exc:  # the plugin's fault: name it
-        return CheckItem(prop, False, float("inf"), 0.0, -1,
-                         f"plugin {param.name}: learning_coefficient(theta) raised "
+        return CheckItem(property=prop, passed=False, error=float("inf"), tolerance=0.0, point=-1,
+                         hint=f"plugin {param.name}: learning_coefficient(theta) raised "
                          f"{type(exc).__name__}: {exc}; fix the plugin's learning_coefficient")
     if declared is None:
-        return CheckItem(prop, True, 0.0, 0.0, -1, "", "no declared value at 0 or at a random "
-                         "point; nothing to compare")
-    target = np.asarray(param.forward_flat(theta), float)
-    A = rng.standard_normal((4 * param.m, param.m))
+        return CheckItem(property=prop, passed=True, error=0.0, tolerance=0.0, point=-1, hint="",
+                         note="no declared value at 0 or at a random point; nothing to compare")
+    target, A = param.forward_flat(theta), rng.standard_normal((4 * param.m, param.m))
     nbeta = 1e4
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LLCWarning)
@@ -520,9 +519,9 @@ def _check_learning_coefficient(param, seed):
     allowed = (mult - 1) / math.log(nbeta) + 3 * est.se + 0.15 * declared.lam
     error = abs(est.llc - declared.lam)
     return CheckItem(
-        prop, bool(error <= allowed), float(error / max(declared.lam, 1e-12)),
-        float(allowed / max(declared.lam, 1e-12)), -1,
-        f"plugin {param.name}: learning_coefficient declares lambda = {declared.exact} "
+        property=prop, passed=bool(error <= allowed), error=float(error / max(declared.lam, 1e-12)),
+        tolerance=float(allowed / max(declared.lam, 1e-12)), point=-1,
+        hint=f"plugin {param.name}: learning_coefficient declares lambda = {declared.exact} "
         f"({declared.case}) but a short estimate gives {est.llc:.3g} +- {est.se:.2g}; check the "
         "formula of the plugin's learning_coefficient",
         note=f"declared lambda = {declared.exact}, estimate {est.llc:.3g} +- {est.se:.2g}")
@@ -552,12 +551,13 @@ def _check_completeness(param, group, seed):
     from ..critical.completeness import MAX_DENSE_N, completeness
 
     if param.n > MAX_DENSE_N:
-        return CheckItem("symmetry-completeness", True, 0.0, 0.0, -1, "",
-                         f"skipped: n = {param.n} > {MAX_DENSE_N} (paramgeo describe compares "
-                         "the dimensions)")
+        return CheckItem(property="symmetry-completeness", passed=True, error=0.0, tolerance=0.0,
+                         point=-1, hint="", note=f"skipped: n = {param.n} > {MAX_DENSE_N} "
+                         "(paramgeo describe compares the dimensions)")
     found = completeness(param, group=group, seed=seed)
-    return CheckItem("symmetry-completeness", True, float(found.kernel_dim - found.explained),
-                     0.0, -1, "", str(found))
+    return CheckItem(property="symmetry-completeness", passed=True,
+                     error=float(found.kernel_dim - found.explained), tolerance=0.0, point=-1,
+                     hint="", note=str(found))
 
 
 def _check_discovered(param, group, seed):
@@ -566,30 +566,33 @@ def _check_discovered(param, group, seed):
 
     if param.n > MAX_LINEAR_DIM:
         prop = "declared-vs-discovered" if group is not None else "discovered-symmetry"
-        return CheckItem(prop, True, 0.0, 0.0, -1, "", f"skipped: n = {param.n} > "
-                         f"{MAX_LINEAR_DIM}, too large for the linear search")
+        return CheckItem(property=prop, passed=True, error=0.0, tolerance=0.0, point=-1, hint="",
+                         note=f"skipped: n = {param.n} > {MAX_LINEAR_DIM}, too large for the "
+                         "linear search")
     found = discover(param, seed=seed, discrete=False, equivariance=False)
     label = f"{found.algebra} (dimension {found.dim})"
     if group is None:
         note = f"no symmetry declared; discovered {label}" if found.dim else ""
-        return CheckItem("discovered-symmetry", True, 0.0, 0.0, -1, "", note)
+        return CheckItem(property="discovered-symmetry", passed=True, error=0.0, tolerance=0.0,
+                         point=-1, hint="", note=note)
     try:
         linear = _is_linear(group, param.n, np.random.default_rng(seed))
     except Exception as exc:  # noqa: BLE001 - the declared group's own fault
         if isinstance(exc, ParamgeoError) and not isinstance(exc, PluginError):
             raise
-        return CheckItem("symmetry-group", False, float("inf"), 0.0, -1,
-                         _group_fault(group, exc))
+        return CheckItem(property="symmetry-group", passed=False, error=float("inf"), tolerance=0.0,
+                         point=-1, hint=_group_fault(group, exc))
     if not linear:
-        return CheckItem("declared-vs-discovered", True, 0.0, 0.0, -1, "",
-                         f"{group.name} acts non-linearly; discovered linear symmetries: {label}")
+        return CheckItem(
+            property="declared-vs-discovered", passed=True, error=0.0, tolerance=0.0, point=-1,
+            hint="", note=f"{group.name} acts non-linearly; discovered linear symmetries: {label}")
     gap = float(max(group.dim - found.dim, 0))
     note = ""
     if found.dim > group.dim:
         note = (f"finding: discovered {label} is larger than the declared {group.name} "
                 f"(dimension {group.dim})")
     return CheckItem(
-        "declared-vs-discovered", gap == 0, gap, 0.0, -1,
-        f"the declared {group.name} has dimension {group.dim} but only {label} of linear "
+        property="declared-vs-discovered", passed=gap == 0, error=gap, tolerance=0.0, point=-1,
+        hint=f"the declared {group.name} has dimension {group.dim} but only {label} of linear "
         "symmetries exist (J(theta) A theta = 0 for all theta): the declared group is too large "
-        "or its action is wrong", note)
+        "or its action is wrong", note=note)

@@ -9,7 +9,7 @@ from ..results import Result
 from ..io.progress import shows_progress
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Description(Result):
     """Summary of phi: R^n -> R^m.
 
@@ -115,4 +115,5 @@ def _explains(param, rank, sym, discovered, quotient, seed):
                 "dimensions is explained")
     if sym is not None and param.n <= MAX_DENSE_N and kernel > param.n - quotient:
         return str(completeness(param, seed=seed, generic_rank=rank))
-    return str(Completeness(kernel, min(param.n - quotient, kernel), None, rank >= param.m))
+    return str(Completeness(kernel_dim=kernel, explained=min(param.n - quotient, kernel),
+                            unexplained=None, capped=rank >= param.m))

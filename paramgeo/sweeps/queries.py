@@ -6,8 +6,11 @@ CLI command calls and returns its result (a :class:`~paramgeo.results.Result` or
 dict). ``register_query`` adds one; a third party can add its own the same way.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import Any, Callable, Mapping, Optional
 
 from ..cli._critical import MAX_STARTS
 from ..cli._define import MAX_EXACT_POINTS
@@ -18,7 +21,7 @@ from ..dynamics.trajectory import MAX_RECORDS, MAX_STEPS, MAX_T_FINAL
 REQUIRED = object()
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Option:
     """One option of a query: its default (or REQUIRED), a converter ``convert(value)`` that
     returns the normalised value or raises ValueError/ParamgeoError, and whether the value is a
@@ -30,7 +33,7 @@ class Option:
     path: bool = False
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Query:
     """A sweepable query: ``run(param, **options)`` -> result; ``dense`` says whether it forms
     the dense Jacobian (the size guard of :func:`paramgeo.cli._common.resolve`); ``renamed``
@@ -45,16 +48,20 @@ class Query:
 
 
 #: query name -> Query; extend with :func:`register_query`.
-QUERIES = {}
+QUERIES: dict[str, Query] = {}
 
 
-def register_query(name, options, dense=True, renamed=None):
+def register_query(
+        name: str, options: Mapping[str, Option], dense: bool = True,
+        renamed: Optional[Mapping[str, str]] = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register ``run(param, **options)`` as the sweep query ``name`` (``renamed``:
     former option name -> current name, accepted with a warning)."""
 
     def deco(run):
-        QUERIES[name] = Query(name, run, dict(options), dense,
-                              (run.__doc__ or "").strip().splitlines()[0], dict(renamed or {}))
+        QUERIES[name] = Query(name=name, run=run, options=dict(options), dense=dense,
+                              help=(run.__doc__ or "").strip().splitlines()[0],
+                              renamed=dict(renamed or {}))
         return run
 
     return deco
@@ -133,12 +140,13 @@ def path(optional=False):
 
 
 def _seed(help="seed of the random points"):
-    return Option(0, integer(0), help)
+    return Option(default=0, convert=integer(0), help=help)
 
 
 def _point():
     return {"seed": _seed("seed of the random point (ignored with at)"),
-            "at": Option(None, path(optional=True), "a .npy file holding theta", path=True)}
+            "at": Option(default=None, convert=path(optional=True),
+                         help="a .npy file holding theta", path=True)}
 
 
 # ------------------------------------------------------------------------------ the queries
@@ -177,7 +185,7 @@ def critical_query(param, seed, at):
     return classify(param, load_point(param, at, seed))
 
 
-@register_query("strata", {"kinds": Option("deleted", choice("deleted", "all")),
+@register_query("strata", {"kinds": Option(default="deleted", convert=choice("deleted", "all")),
                            "seed": _seed()})
 def strata_query(param, kinds, seed):
     """The poset of strata with their generic ranks (paramgeo strata)."""
@@ -186,10 +194,11 @@ def strata_query(param, kinds, seed):
     return strata(param, kinds=kinds, seed=seed)
 
 
-@register_query("search", {"starts": Option(20, integer(1, MAX_STARTS),
-                                             "number of random starts"),
+@register_query("search", {"starts": Option(default=20, convert=integer(1, MAX_STARTS),
+                                            help="number of random starts"),
                            "seed": _seed("seed of the starts"),
-                           "maxiter": Option(100, integer(1), "L-BFGS-B iterations per start")})
+                           "maxiter": Option(default=100, convert=integer(1),
+                                             help="L-BFGS-B iterations per start")})
 def search_query(param, starts, seed, maxiter):
     """Critical points from random starts, classified (paramgeo search)."""
     from ..critical import search
@@ -197,9 +206,11 @@ def search_query(param, starts, seed, maxiter):
     return search(param, starts=starts, seed=seed, maxiter=maxiter)
 
 
-@register_query("mirror", {"init_scale": Option(None, number(positive=True, optional=True)),
-                           "degree": Option(2, integer(1, 4)),
-                           "method": Option("auto", choice("auto", "symbolic", "numeric")),
+@register_query("mirror", {"init_scale": Option(default=None,
+                                                convert=number(positive=True, optional=True)),
+                           "degree": Option(default=2, convert=integer(1, 4)),
+                           "method": Option(default="auto",
+                                            convert=choice("auto", "symbolic", "numeric")),
                            "seed": _seed("seed of the test points")})
 def mirror_query(param, init_scale, degree, method, seed):
     """Lie algebra of the fields grad phi_i, conservation laws, potential (paramgeo mirror)."""
@@ -210,18 +221,22 @@ def mirror_query(param, init_scale, degree, method, seed):
 
 #: The options of a gradient flow's coordinates, time and Jacobian (the CLI's --chart,
 #: --time-scale, --exact-jacobian; paramgeo.flows.gradient_flow).
-STIFF_FLOW = {"chart": Option("theta", choice("theta", "log"), "theta, or log|theta|"),
-              "time_scale": Option(1.0, number(positive=True), "integrate in t / time_scale"),
-              "exact_jacobian": Option(False, flag, "the loss Hessian as the implicit "
-                                                    "integrator's Jacobian")}
+STIFF_FLOW = {"chart": Option(default="theta", convert=choice("theta", "log"),
+                              help="theta, or log|theta|"),
+              "time_scale": Option(default=1.0, convert=number(positive=True),
+                                   help="integrate in t / time_scale"),
+              "exact_jacobian": Option(default=False, convert=flag,
+                                       help="the loss Hessian as the implicit integrator's "
+                                       "Jacobian")}
 
 
 @register_query("implicit-bias", {
-    "data": Option(REQUIRED, path(), "an .npz file with X (N x p) and y (N,)", path=True),
-    "init_scale": Option(REQUIRED, number(positive=True)),
-    "t_final": Option(1e9, number(positive=True, maximum=MAX_T_FINAL)),
-    "rtol": Option(1e-10, number(positive=True)),
-    "atol": Option(1e-15, number(positive=True)),
+    "data": Option(default=REQUIRED, convert=path(), help="an .npz file with X (N x p) and y (N,)",
+                   path=True),
+    "init_scale": Option(default=REQUIRED, convert=number(positive=True)),
+    "t_final": Option(default=1e9, convert=number(positive=True, maximum=MAX_T_FINAL)),
+    "rtol": Option(default=1e-10, convert=number(positive=True)),
+    "atol": Option(default=1e-15, convert=number(positive=True)),
     **STIFF_FLOW})
 def implicit_bias_query(param, data, init_scale, t_final, rtol, atol, chart, time_scale,
                         exact_jacobian):
@@ -236,27 +251,32 @@ def implicit_bias_query(param, data, init_scale, t_final, rtol, atol, chart, tim
 
 
 @register_query("flow", {
-    "loss": Option("squared", choice("squared", "quadratic", "logistic", "exponential")),
-    "data": Option(REQUIRED, path(), "an .npz file with the arrays the loss needs", path=True),
-    "method": Option("gd", choice("gd", "flow")),
-    "steps": Option(None, integer(1, MAX_STEPS, optional=True), "descent steps (gd) [1000]"),
-    "t_final": Option(None, number(positive=True, optional=True, maximum=MAX_T_FINAL),
-                      "final time (flow) [10]"),
-    "lr": Option(1e-2, number(positive=True)),
-    "schedule": Option("constant", choice("constant", "inverse", "cosine", "step")),
-    "batch_size": Option(None, integer(1, optional=True)),
-    "integrator": Option("LSODA", choice("LSODA", "RK45", "DOP853", "BDF", "Radau")),
-    "rtol": Option(1e-8, number(positive=True)),
-    "atol": Option(1e-10, number(positive=True)),
-    "log_times": Option(False, flag),
+    "loss": Option(default="squared",
+                   convert=choice("squared", "quadratic", "logistic", "exponential")),
+    "data": Option(default=REQUIRED, convert=path(),
+                   help="an .npz file with the arrays the loss needs", path=True),
+    "method": Option(default="gd", convert=choice("gd", "flow")),
+    "steps": Option(default=None, convert=integer(1, MAX_STEPS, optional=True),
+                    help="descent steps (gd) [1000]"),
+    "t_final": Option(default=None,
+                      convert=number(positive=True, optional=True, maximum=MAX_T_FINAL),
+                      help="final time (flow) [10]"),
+    "lr": Option(default=1e-2, convert=number(positive=True)),
+    "schedule": Option(default="constant", convert=choice("constant", "inverse", "cosine", "step")),
+    "batch_size": Option(default=None, convert=integer(1, optional=True)),
+    "integrator": Option(default="LSODA",
+                         convert=choice("LSODA", "RK45", "DOP853", "BDF", "Radau")),
+    "rtol": Option(default=1e-8, convert=number(positive=True)),
+    "atol": Option(default=1e-10, convert=number(positive=True)),
+    "log_times": Option(default=False, convert=flag),
     **STIFF_FLOW,
-    "records": Option(200, integer(2, MAX_RECORDS)),
-    "stop_loss": Option(None, number(optional=True)),
-    "stop_grad": Option(None, number(optional=True)),
-    "init_scale": Option(None, number(positive=True, optional=True)),
-    "teleport_every": Option(None, integer(1, optional=True),
-                             "teleport to the largest gradient norm every K steps (gd)"),
-    "teleport_radius": Option(1.0, number(positive=True)),
+    "records": Option(default=200, convert=integer(2, MAX_RECORDS)),
+    "stop_loss": Option(default=None, convert=number(optional=True)),
+    "stop_grad": Option(default=None, convert=number(optional=True)),
+    "init_scale": Option(default=None, convert=number(positive=True, optional=True)),
+    "teleport_every": Option(default=None, convert=integer(1, optional=True),
+                             help="teleport to the largest gradient norm every K steps (gd)"),
+    "teleport_radius": Option(default=1.0, convert=number(positive=True)),
     "seed": _seed("seed of the random start and of the minibatches")}, dense=False,
     renamed={"time": "t_final"})
 def flow_query(param, loss, data, method, steps, t_final, lr, schedule, batch_size, integrator,
@@ -276,13 +296,14 @@ def flow_query(param, loss, data, method, steps, t_final, lr, schedule, batch_si
 
 
 @register_query("pacbayes", {
-    "posterior": Option(REQUIRED, path(), "an .npz file with mean, std, empirical_risk",
-                        path=True),
-    "prior_scale": Option(REQUIRED, positive_list, "a scale or a list (union bound)"),
-    "n": Option(REQUIRED, integer(1), "number of training samples"),
-    "delta": Option(REQUIRED, number(open_unit=True)),
-    "method": Option("auto", choice("auto", "quadrature", "montecarlo")),
-    "samples": Option(200, integer(2)),
+    "posterior": Option(default=REQUIRED, convert=path(),
+                        help="an .npz file with mean, std, empirical_risk", path=True),
+    "prior_scale": Option(default=REQUIRED, convert=positive_list,
+                          help="a scale or a list (union bound)"),
+    "n": Option(default=REQUIRED, convert=integer(1), help="number of training samples"),
+    "delta": Option(default=REQUIRED, convert=number(open_unit=True)),
+    "method": Option(default="auto", convert=choice("auto", "quadrature", "montecarlo")),
+    "samples": Option(default=200, convert=integer(2)),
     "seed": _seed("Monte Carlo seed")})
 def pacbayes_query(param, posterior, prior_scale, n, delta, method, samples, seed):
     """Parameter and quotient KL, both priors, three certificates (paramgeo pacbayes)."""
@@ -293,8 +314,8 @@ def pacbayes_query(param, posterior, prior_scale, n, delta, method, samples, see
                            samples=samples, seed=seed)
 
 
-@register_query("discover", {"seed": _seed(), "discrete": Option(True, flag),
-                             "max_dim": Option(None, integer(1, optional=True))})
+@register_query("discover", {"seed": _seed(), "discrete": Option(default=True, convert=flag),
+                             "max_dim": Option(default=None, convert=integer(1, optional=True))})
 def discover_query(param, seed, discrete, max_dim):
     """Symmetries found from the map alone (paramgeo discover)."""
     from ..symmetry import MAX_LINEAR_DIM, discover
@@ -304,7 +325,7 @@ def discover_query(param, seed, discrete, max_dim):
 
 
 @register_query("exact", {"seed": _seed("seed of the random rational points"),
-                          "points": Option(2, integer(1, MAX_EXACT_POINTS))})
+                          "points": Option(default=2, convert=integer(1, MAX_EXACT_POINTS))})
 def exact_query(param, seed, points):
     """Exact (sympy) ranks over Q and Q(theta) (paramgeo exact)."""
     from ..expressions.symbolic import exact_analysis
@@ -321,8 +342,9 @@ def _units(value):
     return value
 
 
-@register_query("structure", {"units": Option(None, _units, "BLOCK:AXIS,... (the layer's units)"),
-                              "check": Option(True, flag)})
+@register_query("structure", {"units": Option(default=None, convert=_units,
+                                              help="BLOCK:AXIS,... (the layer's units)"),
+                              "check": Option(default=True, convert=flag)})
 def structure_query(param, units, check):
     """Structure matrices A(x) of a layer at zero weights (paramgeo structure)."""
     from ..cli._risk import structure_report
@@ -331,13 +353,13 @@ def structure_query(param, units, check):
 
 
 @register_query("early-stopping", {
-    "N": Option(REQUIRED, integer(2), "training samples"),
-    "spectrum": Option("polynomial", choice("polynomial", "exponential")),
-    "decay": Option(1.5, number(positive=True)),
-    "snr": Option(3.0, number(positive=True)),
-    "support": Option(10, integer(1), "coordinates of the Bayes direction"),
-    "flip": Option(0.1, number()),
-    "steps": Option(2000, integer(1, MAX_STEPS)),
+    "N": Option(default=REQUIRED, convert=integer(2), help="training samples"),
+    "spectrum": Option(default="polynomial", convert=choice("polynomial", "exponential")),
+    "decay": Option(default=1.5, convert=number(positive=True)),
+    "snr": Option(default=3.0, convert=number(positive=True)),
+    "support": Option(default=10, convert=integer(1), help="coordinates of the Bayes direction"),
+    "flip": Option(default=0.1, convert=number()),
+    "steps": Option(default=2000, convert=integer(1, MAX_STEPS)),
     "seed": _seed("seed of the sample")}, dense=False)
 def early_stopping_query(param, N, spectrum, decay, snr, support, flip, steps, seed):
     """Logistic GD through phi (predictor = weight vector of length d) on a label-flip
@@ -361,17 +383,19 @@ def non_negative(value):
 
 
 @register_query("spectral-filters", {
-    "N": Option(REQUIRED, integer(2), "training samples (d > N, d the predictor's length)"),
-    "spike": Option(20.0, non_negative, "spike strength theta"),
-    "noise": Option(0.5, non_negative, "label noise standard deviation"),
-    "steps": Option(4000, integer(1, MAX_STEPS), "GD steps scanned for the stopping time"),
+    "N": Option(default=REQUIRED, convert=integer(2),
+                help="training samples (d > N, d the predictor's length)"),
+    "spike": Option(default=20.0, convert=non_negative, help="spike strength theta"),
+    "noise": Option(default=0.5, convert=non_negative, help="label noise standard deviation"),
+    "steps": Option(default=4000, convert=integer(1, MAX_STEPS),
+                    help="GD steps scanned for the stopping time"),
     "seed": _seed("seed of the sample")}, dense=False)
 def spectral_filters_query(param, N, spike, noise, steps, seed):
     """Risk of ridge, GD and negatively shifted GD in a spike-plus-flat model of dimension d =
     the plugin's predictor length (paramgeo spectral-filters)."""
     from ..flows.risk import SpikedModel, spiked_filter_risks
 
-    res = spiked_filter_risks(SpikedModel(param.m, spike=spike, noise=noise), N, seed, steps)
+    res = spiked_filter_risks(SpikedModel(d=param.m, spike=spike, noise=noise), N, seed, steps)
     return {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}
 
 
@@ -383,21 +407,26 @@ def scale_value(value):
 
 
 @register_query("online-sgd", {
-    "link": Option("abs", choice("linear", "quadratic", "tanh", "relu", "abs", "softmax")),
-    "tokens": Option(1, integer(1)),
-    "noise": Option(0.0, number()),
-    "beta": Option(1.0, number(positive=True), "inverse temperature of the softmax link"),
-    "teacher": Option("tied", choice("tied", "direct"), "the planted S*"),
-    "teacher_rank": Option(None, integer(1, optional=True), "r* of a tied teacher [d / 2]"),
-    "centered": Option(True, flag, "remove the teacher's mean Tr(S*)/d"),
-    "init": Option("gaussian", choice("gaussian", "random", "zero"),
-                   "theta0: i.i.d. N(0, 1), the plugin's random_point, or 0"),
-    "scale": Option("1/sqrt(rd)", scale_value, "S = scale * phi(theta)"),
-    "lr": Option(0.1, number(positive=True)),
-    "lr_exponent": Option(0.0, number(), "eta = lr * d^(-lr_exponent)"),
-    "batch": Option(4, integer(1), "fresh samples per step"),
-    "horizon": Option(1.0, number(positive=True), "samples, in units of d^2 log d"),
-    "threshold": Option(0.5, number(open_unit=True), "weak recovery: |cosine| >= threshold"),
+    "link": Option(default="abs",
+                   convert=choice("linear", "quadratic", "tanh", "relu", "abs", "softmax")),
+    "tokens": Option(default=1, convert=integer(1)),
+    "noise": Option(default=0.0, convert=number()),
+    "beta": Option(default=1.0, convert=number(positive=True),
+                   help="inverse temperature of the softmax link"),
+    "teacher": Option(default="tied", convert=choice("tied", "direct"), help="the planted S*"),
+    "teacher_rank": Option(default=None, convert=integer(1, optional=True),
+                           help="r* of a tied teacher [d / 2]"),
+    "centered": Option(default=True, convert=flag, help="remove the teacher's mean Tr(S*)/d"),
+    "init": Option(default="gaussian", convert=choice("gaussian", "random", "zero"),
+                   help="theta0: i.i.d. N(0, 1), the plugin's random_point, or 0"),
+    "scale": Option(default="1/sqrt(rd)", convert=scale_value, help="S = scale * phi(theta)"),
+    "lr": Option(default=0.1, convert=number(positive=True)),
+    "lr_exponent": Option(default=0.0, convert=number(), help="eta = lr * d^(-lr_exponent)"),
+    "batch": Option(default=4, convert=integer(1), help="fresh samples per step"),
+    "horizon": Option(default=1.0, convert=number(positive=True),
+                      help="samples, in units of d^2 log d"),
+    "threshold": Option(default=0.5, convert=number(open_unit=True),
+                        help="weak recovery: |cosine| >= threshold"),
     "seed": _seed("seed of the teacher, the start and the samples")}, dense=False)
 def online_sgd_query(param, **options):
     """Online SGD on attention-indexed data to weak recovery, n up to horizon * d^2 log d
@@ -408,25 +437,29 @@ def online_sgd_query(param, **options):
 
 
 @register_query("llc", {
-    "loss": Option("linear-map", choice("linear-map", "squared", "quadratic", "logistic",
-                                        "exponential", "regression")),
-    "data": Option(REQUIRED, path(), "an .npz file with the loss's arrays (and theta_star)",
-                   path=True),
-    "at": Option(None, path(optional=True), "a .npy file holding w* [theta_star of data]",
-                 path=True),
-    "nbeta": Option(None, number(positive=True, optional=True), "n beta [n / log n]"),
-    "gamma": Option(1.0, number(positive=True)),
-    "step": Option(None, number(positive=True, optional=True), "Langevin step [automatic]"),
-    "step_scale": Option(0.05, number(positive=True)),
-    "sampler": Option("mala", choice("mala", "sgld")),
-    "chains": Option(None, integer(1, optional=True),
-                     "chains per temperature [32 where they run batched, else 4]"),
-    "draws": Option(None, integer(4, optional=True),
-                    "kept steps per chain [1000 where the chains run batched, else 2000]"),
-    "burn": Option(None, integer(0, optional=True),
-                   "burn-in steps per chain [1000 where the chains run batched, else 1500]"),
-    "bias_check": Option(True, flag, "also run the chains at 4 gamma (the bias check)"),
-    "truth_zero": Option(False, flag, "record the exact value at the true parameter 0"),
+    "loss": Option(default="linear-map", convert=choice("linear-map", "squared", "quadratic",
+                                                        "logistic", "exponential", "regression")),
+    "data": Option(default=REQUIRED, convert=path(),
+                   help="an .npz file with the loss's arrays (and theta_star)", path=True),
+    "at": Option(default=None, convert=path(optional=True),
+                 help="a .npy file holding w* [theta_star of data]", path=True),
+    "nbeta": Option(default=None, convert=number(positive=True, optional=True),
+                    help="n beta [n / log n]"),
+    "gamma": Option(default=1.0, convert=number(positive=True)),
+    "step": Option(default=None, convert=number(positive=True, optional=True),
+                   help="Langevin step [automatic]"),
+    "step_scale": Option(default=0.05, convert=number(positive=True)),
+    "sampler": Option(default="mala", convert=choice("mala", "sgld")),
+    "chains": Option(default=None, convert=integer(1, optional=True),
+                     help="chains per temperature [32 where they run batched, else 4]"),
+    "draws": Option(default=None, convert=integer(4, optional=True),
+                    help="kept steps per chain [1000 where the chains run batched, else 2000]"),
+    "burn": Option(default=None, convert=integer(0, optional=True),
+                   help="burn-in steps per chain [1000 where the chains run batched, else 1500]"),
+    "bias_check": Option(default=True, convert=flag,
+                         help="also run the chains at 4 gamma (the bias check)"),
+    "truth_zero": Option(default=False, convert=flag,
+                         help="record the exact value at the true parameter 0"),
     "seed": _seed("seed of the chains")}, dense=False)
 def llc_query(param, loss, data, at, nbeta, gamma, step, step_scale, sampler, chains, draws,
               burn, bias_check, truth_zero, seed):
@@ -459,10 +492,10 @@ def _index_list(value):
 
 #: the two points of a quotient query: files, or random points (a planted pair on request)
 QUOTIENT_PAIR = {
-    "first": Option(None, path(optional=True), "a .npy file holding theta1", path=True),
-    "second": Option(None, path(optional=True), "a .npy file holding theta2", path=True),
+    "first": Option(default=None, convert=path(optional=True), help="a .npy file holding theta1", path=True),
+    "second": Option(default=None, convert=path(optional=True), help="a .npy file holding theta2", path=True),
     "seed": _seed("seed of the random points (theta1, then theta2 or the group element)"),
-    "planted": Option(False, flag, "theta2 = a random group element . theta1 (no second)")}
+    "planted": Option(default=False, convert=flag, help="theta2 = a random group element . theta1 (no second)")}
 
 
 def _quotient_pair(param, first, second, seed, planted):
@@ -485,8 +518,8 @@ def _quotient_pair(param, first, second, seed, planted):
 
 
 @register_query("quotient-align", {**QUOTIENT_PAIR,
-                                   "factors": Option(None, _index_list,
-                                                     "indices of the factors to align over")},
+                                   "factors": Option(default=None, convert=_index_list,
+                                                     help="indices of the factors to align over")},
                 dense=False)
 def quotient_align_query(param, first, second, seed, planted, factors):
     """Align theta2 to theta1 modulo the group: orbit or quotient distance, certificate
@@ -503,11 +536,11 @@ def quotient_align_query(param, first, second, seed, planted, factors):
 
 @register_query("quotient-barrier", {
     **QUOTIENT_PAIR,
-    "loss": Option("squared", choice("squared", "quadratic", "logistic", "exponential",
+    "loss": Option(default="squared", convert=choice("squared", "quadratic", "logistic", "exponential",
                                      "regression")),
-    "data": Option(REQUIRED, path(), "an .npz file with the arrays the loss needs", path=True),
-    "path": Option("linear", choice("linear", "aligned", "geodesic")),
-    "points": Option(25, integer(2, 10001), "equally spaced lambda in [0, 1]")}, dense=False)
+    "data": Option(default=REQUIRED, convert=path(), help="an .npz file with the arrays the loss needs", path=True),
+    "path": Option(default="linear", convert=choice("linear", "aligned", "geodesic")),
+    "points": Option(default=25, convert=integer(2, 10001), help="equally spaced lambda in [0, 1]")}, dense=False)
 def quotient_barrier_query(param, first, second, seed, planted, loss, data, path, points):
     """Loss barrier between two points along the straight, aligned or geodesic path, both
     definitions (paramgeo quotient barrier)."""

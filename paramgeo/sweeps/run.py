@@ -11,6 +11,8 @@ first cell runs in this process and prices the grid: a grid that would finish he
 than a local cluster starts (CLUSTER_START_SECONDS) runs here, and the summary says why.
 """
 
+from __future__ import annotations
+
 import contextlib
 import ctypes
 import dataclasses
@@ -18,10 +20,14 @@ import math
 import os
 import threading
 import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union
 
 from ..errors import ParamgeoError
 from ..results import Result
 from .spec import SweepSpecError, load_spec
+
+if TYPE_CHECKING:
+    from .spec import SweepSpec
 from .table import Journal, OutputLock, check_output, flatten, frame, journal_path, make_row, \
     read_rows, write_table
 
@@ -33,11 +39,24 @@ CLUSTER_START_SECONDS = 10.0
 BATCHES_PER_WORKER = 4
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class SweepSummary(Result):
-    """What a sweep did: cells in the spec, computed now (``done``, of which ``failed``),
-    ``skipped`` (already in the table, with --resume), wall time, workers, where the table is.
-    ``table`` (a pandas DataFrame, one row per cell) is left out of ``to_dict``."""
+    """What a sweep did.
+
+    Attributes:
+        source: where the spec came from.
+        output: the table's file ("" for in memory only).
+        cells: the cells in the spec.
+        done: cells computed now.
+        failed: of those, cells that recorded an error.
+        skipped: cells already in the table (with resume).
+        workers: the workers used (0: this process).
+        scheduler: the Dask scheduler's address, or where the cells ran.
+        wall_time: seconds.
+        table: a pandas DataFrame, one row per cell (left out of ``to_dict``).
+        why: why the cells ran where they did, or what to expect of a local cluster with as
+            many workers as cores (:func:`crowded_cores_hint`).
+    """
 
     source: str
     output: str
@@ -48,9 +67,7 @@ class SweepSummary(Result):
     workers: int
     scheduler: str
     wall_time: float
-    table: object = dataclasses.field(default=None, repr=False, compare=False)
-    #: why the cells ran where they did (set when the sweep chose for itself), or what to expect
-    #: of a local cluster asked for with as many workers as cores (:func:`crowded_cores_hint`)
+    table: Any = dataclasses.field(default=None, repr=False, compare=False)
     why: str = ""
 
     def to_dict(self):
@@ -136,7 +153,7 @@ def _time_limit(seconds):
         yield
 
 
-def run_cell(task):
+def run_cell(task: Mapping[str, Any]) -> dict[str, Any]:
     """Run one cell (on a worker): load the plugin files, resolve the plugin, call the query.
 
     Returns ``{"key", "status": "ok" | "error", "error": message or None, "result": flat
@@ -205,26 +222,50 @@ def crowded_cores_hint(workers):
             "than --workers 0 for cells of milliseconds (pass fewer workers, or --workers 0)")
 
 
-def sweep(spec, output=None, *, workers=None, scheduler=None, client=None, resume=False,
-          overwrite=False, progress=None, cell_time_limit=DEFAULT_CELL_TIME_LIMIT):
-    """Run the sweep ``spec`` (a TOML path, a dict or a SweepSpec) and return a
-    :class:`SweepSummary` whose ``table`` holds one row per cell.
+def sweep(spec: Union[str, os.PathLike, dict, SweepSpec],
+          output: Union[str, os.PathLike, None] = None, *, workers: Optional[int] = None,
+          scheduler: Optional[str] = None, client: Any = None, resume: bool = False,
+          overwrite: bool = False, progress: Optional[Callable[[int, int], None]] = None,
+          cell_time_limit: Optional[float] = DEFAULT_CELL_TIME_LIMIT) -> SweepSummary:
+    """Run a grid of queries, one row per cell, on Dask or in this process.
 
-    ``output``: a .parquet, .csv or .jsonl file (rows stream to ``output.partial.jsonl`` while
-    running); None keeps the table in memory only. ``workers``: size of the local Dask cluster,
-    0 runs the cells in this process without Dask; by default the first cell runs here and the
-    rest follow it here when they would take less than starting a cluster
-    (CLUSTER_START_SECONDS; always on one core), else on a local cluster of one worker per
-    core (``SweepSummary.why`` says which and why; with ``workers`` at least the cores, it
-    says what to expect of workers sharing them, :func:`crowded_cores_hint`). ``scheduler``: the
-    address of a running Dask scheduler instead; ``client``: an existing
-    ``distributed.Client``. ``resume``: skip cells already in ``output`` or its journal
-    (failed cells are retried); without it an existing output is an error unless
-    ``overwrite``. ``progress(done, total)``: called after each cell. ``cell_time_limit``:
-    seconds after which a cell stops and records an error (None or inf: no limit).
+    The cells are the Cartesian product of the spec's grid (plugins x sizes x points x query
+    options); each runs one query (:data:`QUERIES`: rank, check, critical, mirror, flow, ...)
+    and gives one table row. Everything is validated before a worker starts: the spec
+    (:func:`load_spec`), the output format and, with ``resume``, the existing table. By
+    default the first cell runs here and the rest follow it here when they would take less
+    than starting a cluster, else on a local cluster of one worker per core
+    (``SweepSummary.why`` says which). The spec format and the clusters: docs/sweeps.md.
 
-    Everything is validated before a worker starts: the spec (:func:`load_spec`), the output
-    format and, with ``resume``, the existing table.
+    Args:
+        spec: a TOML path, a dict or a :class:`SweepSpec`.
+        output: a .parquet, .csv or .jsonl file (rows stream to ``output.partial.jsonl``
+            while running); None keeps the table in memory only.
+        workers: the size of a local Dask cluster; 0 runs the cells in this process.
+        scheduler: the address of a running Dask scheduler instead.
+        client: an existing ``distributed.Client`` instead.
+        resume: skip the cells already in ``output`` or its journal (failed ones are retried).
+        overwrite: replace an existing output (without it, and without resume, an error).
+        progress: called as progress(done, total) after each cell.
+        cell_time_limit: seconds after which a cell stops and records an error (None or inf:
+            no limit).
+
+    Returns:
+        The :class:`SweepSummary`: counts of cells done, failed and skipped, the wall time,
+        and ``table``, a pandas DataFrame with one row per cell.
+
+    Raises:
+        SweepSpecError: a bad spec, workers or cell_time_limit, more than one of workers,
+            scheduler and client, or an output of unknown format, in a missing folder, being
+            written by another sweep, or existing without resume or overwrite.
+        UnsafeFileError: the output or its lock is a link or a file paramgeo did not write.
+
+    Examples:
+        >>> import paramgeo
+        >>> summary = paramgeo.sweep({"query": "rank", "plugin": "uut",
+        ...                           "grid": {"sizes": {"d": [2, 3], "r": [1, 2]}}}, workers=0)
+        >>> summary.table["generic_rank"].tolist()       # d r - r (r - 1) / 2
+        [2, 3, 3, 5]
     """
     t0 = time.perf_counter()
     spec = load_spec(spec)
@@ -307,10 +348,10 @@ def _sweep(spec, output, workers, scheduler, client, resume, overwrite, progress
     if output is not None:
         write_table(table, output)
         journal_path(output).unlink(missing_ok=True)
-    return SweepSummary(spec.source, str(output) if output is not None else "",
-                        len(spec.cells), counts["done"], counts["failed"],
-                        len(spec.cells) - total, n_workers, where,
-                        round(time.perf_counter() - t0, 3), table, why)
+    return SweepSummary(source=spec.source, output=str(output) if output is not None else "",
+                        cells=len(spec.cells), done=counts["done"], failed=counts["failed"],
+                        skipped=len(spec.cells) - total, workers=n_workers, scheduler=where,
+                        wall_time=round(time.perf_counter() - t0, 3), table=table, why=why)
 
 
 def _first_cell_prices(todo, finished):

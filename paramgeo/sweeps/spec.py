@@ -19,6 +19,8 @@ Every cell is validated (query, plugin, sizes, options, files) before anything r
 is one :class:`SweepSpecError` naming the file, the cell and the fix.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import hashlib
 import itertools
@@ -28,6 +30,7 @@ import os
 import sys
 import warnings
 from pathlib import Path
+from typing import Any, Mapping, Union
 
 from ..errors import ParamgeoError, approx
 from ..results import to_jsonable
@@ -49,7 +52,7 @@ class SweepSpecError(ParamgeoError, ValueError):
     """A sweep file is malformed: unknown query, plugin, size or option, an empty grid, ..."""
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Cell:
     """One task of a sweep: a query on a plugin at given sizes with given options.
 
@@ -83,7 +86,7 @@ class Cell:
         return out
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class SweepSpec:
     """A parsed, validated sweep: its source and its cells in order."""
 
@@ -91,9 +94,30 @@ class SweepSpec:
     cells: tuple
 
 
-def load_spec(spec):
-    """A :class:`SweepSpec` from a path to a TOML file, a dict of the same structure, or a
-    SweepSpec (returned as is). Raises SweepSpecError for any mistake, before anything runs."""
+def load_spec(spec: Union[str, os.PathLike, Mapping[str, Any], SweepSpec]) -> SweepSpec:
+    """A validated :class:`SweepSpec` from a sweep file, a dict of the same structure, or itself.
+
+    The fixed parameters and the grid (a cartesian product) expand into cells, each validated
+    (query, plugin, sizes, options, files) before anything runs (the file format: module
+    docstring and docs/sweeps.md).
+
+    Args:
+        spec: a path to a TOML file, a dict of the same structure, or a SweepSpec (returned as
+            is).
+
+    Returns:
+        The :class:`SweepSpec` with its ``cells``.
+
+    Raises:
+        SweepSpecError: any mistake, naming the file, the cell and the fix.
+
+    Examples:
+        >>> from paramgeo.sweeps import load_spec
+        >>> spec = load_spec({"query": "rank", "plugin": "uut",
+        ...                   "grid": {"sizes": {"d": [2, 3], "r": [1, 2]}}})
+        >>> len(spec.cells), spec.cells[0].sizes
+        (4, {'d': 2, 'r': 1})
+    """
     if isinstance(spec, SweepSpec):
         return spec
     if isinstance(spec, dict):
@@ -168,7 +192,7 @@ def expand(data, source, base):
                                      f"same computation ({_describe(raw)}); remove one")
             seen[cell.key] = cell.index
             cells.append(cell)
-    return SweepSpec(source, tuple(cells))
+    return SweepSpec(source=source, cells=tuple(cells))
 
 
 def _flat(table, where):
@@ -327,4 +351,5 @@ def _cell(index, raw, files, base, where, params, converted):
                             "plugin_files": _file_digests(files, converted)},
                            sort_keys=True)
     key = hashlib.sha256(canonical.encode()).hexdigest()[:16]
-    return Cell(index, query.name, plugin, full_sizes, options, files, key)
+    return Cell(index=index, query=query.name, plugin=plugin, sizes=full_sizes, options=options,
+                plugin_files=files, key=key)

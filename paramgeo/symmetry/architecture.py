@@ -31,11 +31,19 @@ linear layers):
   the symmetric group S_k of the class.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import ParamgeoError
 from .actions import UnitPermutationGroup
-from .groups import ProductGroup, ScalingTorus, SignedPermutationGroup, hidden_layer_group
+from .groups import (ProductGroup, ScalingTorus, SignedPermutationGroup, SymmetryGroup,
+                     hidden_layer_group)
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 #: The activation names :func:`from_architecture` knows and their kind: "linear",
 #: "homogeneous" (positively homogeneous of degree 1), "odd", "power" (t^k, node attribute
@@ -73,7 +81,7 @@ def _n_of(n):
     return int(getattr(n, "size", n))
 
 
-def from_architecture(graph, n):
+def from_architecture(graph: nx.DiGraph, n: int) -> SymmetryGroup:
     """The symmetry group of the layered network described by ``graph`` (an architecture
     DiGraph: node attributes ``layer``, optional ``activation``, ``degree``, ``bias``; edge
     attribute ``index``) acting on flat parameter vectors of length ``n`` (an int, or the
@@ -115,7 +123,7 @@ def from_architecture(graph, n):
     def index(u, v):
         return int(graph.edges[u, v]["index"])
 
-    classes = {}
+    classes: dict[tuple, list] = {}
     for v in hidden:
         data = graph.nodes[v]
         kind, degree = _kind(data.get("activation"), data, v)
@@ -123,7 +131,8 @@ def from_architecture(graph, n):
                frozenset(graph.successors(v)), data.get("bias") is not None)
         classes.setdefault(key, []).append(v)
 
-    factors, rows = [], {"homogeneous": [], "power": []}
+    factors: list[SymmetryGroup] = []
+    rows: dict[str, list] = {"homogeneous": [], "power": []}
     flips, twins = [], []
     for (layer, kind, degree, _, _, _), nodes in sorted(classes.items(), key=lambda kv: (
             kv[0][0], str(kv[1][0]))):

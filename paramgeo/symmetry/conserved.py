@@ -7,15 +7,21 @@ and broken conservation laws in deep learning dynamics"; Marcotte, Gribonval, Pe
 "Abide by the law and follow the flow: conservation laws for gradient flows".
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
 from ..results import Result, to_jsonable
 
+if TYPE_CHECKING:
+    from ..contract.parameterization import Parameterization
 
-@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False, kw_only=True)
 class ConservedQuantities(Result):
     """Quadratic conserved quantities Q_c(theta) = theta^T S_c theta of gradient flow.
 
@@ -28,7 +34,7 @@ class ConservedQuantities(Result):
 
     matrices: tuple = ()
     labels: tuple = ()
-    combinations: np.ndarray = None
+    combinations: Optional[np.ndarray] = None
     nonlinear: tuple = ()
     note: str = ""
     #: the laws in matrix form (:class:`MatrixLaw`) when the symmetry is made of GL(r) factors;
@@ -95,10 +101,10 @@ class ConservedQuantities(Result):
         return f"<ConservedQuantities {list(self.labels)}{' ' + self.note if self.note else ''}>"
 
 
-_CONSERVED_CACHE = {}
+_CONSERVED_CACHE: dict = {}
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
 class MatrixLaw:
     """A conservation law in matrix form: Q(theta) = sign (sum_right B^T B - sum_contra K^T K),
     r x r symmetric, for a GL(r) factor acting by B -> B g on its right blocks and
@@ -191,7 +197,7 @@ def matrix_laws(group, spec):
             if " + " in text and sign < 0:
                 text = f"({text})"
             label += (text if k == 0 else f" {'+' if sign > 0 else '-'} {text}")
-        laws.append(MatrixLaw(label, f.r, terms))
+        laws.append(MatrixLaw(label=label, r=f.r, terms=terms))
     return tuple(laws) if laws else None
 
 
@@ -253,7 +259,8 @@ def _stacked(mats, n):
                          shape=(n * n, len(mats)))
 
 
-def conserved_quantities(param, *, max_dim=2000, tol=1e-10):
+def conserved_quantities(param: Parameterization, *, max_dim: int = 2000,
+                         tol: float = 1e-10) -> ConservedQuantities:
     """Quadratic conservation laws of gradient flow from the symmetry group's Lie algebra.
 
     For a linear action theta -> exp(t A) theta leaving phi invariant, L = ell o phi satisfies
@@ -297,7 +304,8 @@ def conserved_quantities(param, *, max_dim=2000, tol=1e-10):
         for law in laws:
             matrices += _entry_matrices(law, n)
             labels += [f"({law})[{a},{b}]" for a in range(law.r) for b in range(a, law.r)]
-        result = ConservedQuantities(matrices, labels, None, (), "", laws)
+        result = ConservedQuantities(matrices=tuple(matrices), labels=tuple(labels),
+                                     combinations=None, nonlinear=(), note="", laws=laws)
         _CONSERVED_CACHE[key] = result
         return result
     if n > max_dim:
@@ -342,6 +350,7 @@ def conserved_quantities(param, *, max_dim=2000, tol=1e-10):
                 matrices.append(S)
                 labels.append(_quadratic_label(S, names))
     note = "" if matrices else "the Lie algebra has no symmetric element"
-    result = ConservedQuantities(matrices, labels, combos, nonlinear, note)
+    result = ConservedQuantities(matrices=tuple(matrices), labels=tuple(labels),
+                                 combinations=combos, nonlinear=nonlinear, note=note)
     _CONSERVED_CACHE[key] = result
     return result

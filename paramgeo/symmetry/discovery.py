@@ -1,45 +1,26 @@
 """Automatic symmetry discovery: which transformations of theta leave phi unchanged?
 
-Three searches, from the contract alone (J(theta) and forward):
-
-1. **Linear continuous symmetries.** A matrix A in R^{n x n} generates a one-parameter group
-   theta -> exp(tA) theta of symmetries iff the vector field theta -> A theta is tangent to the
-   fibers of phi, i.e.
-
-       J(theta) A theta = 0   for all theta.
-
-   This is linear in A: with C(theta) = V_r(theta)^T (an orthonormal basis of the row space of
-   J, so the equations are scale-free), each random point contributes the rows
-   C(theta) (x) theta^T / |theta| of a linear system in vec(A) (row-major, A_ij at i n + j).
-   Stacking K > n^2 / rank(J) points, the null space (SVD, rank decided by the tolerance policy
-   of :mod:`paramgeo.geometry.jacobian`) is the Lie algebra g of linear symmetries. It is closed under
-   the commutator (the vector fields are tangent to the fibers, an involutive distribution);
-   the closure residual is reported as a check. The algebra is named from its structure:
-   abelian algebras of diagonal / symmetric / skew matrices are tori of rescalings, hyperbolic
-   rotations so(1,1)^k or rotations so(2)^k; otherwise the centre, the derived algebra
-   [g, g] and the signature of the Killing form B(X, Y) = tr(ad X ad Y) identify so(r)
-   (perfect, B negative definite, dim r(r-1)/2), sl(r) and gl(r)^c (centre dim c, derived
-   dim c(r^2 - 1), B of signature (c(r(r+1)/2 - 1), c r(r-1)/2)). See Helgason, "Differential
-   geometry, Lie groups and symmetric spaces" (Cartan's criteria), and for the symmetry
-   condition Kunin et al. (2021), "Neural mechanics: symmetry and broken conservation laws in
-   deep learning dynamics", and Marcotte, Gribonval, Peyre (2023), "Abide by the law and
-   follow the flow: conservation laws for gradient flows".
-2. **Scaling symmetries.** The diagonal part of g: A = diag(a), J(theta) (a * theta) = 0; only
-   n unknowns, so it runs for any n. Rows are snapped to small rationals: an exponent matrix E
-   as in :class:`paramgeo.symmetry.ScalingTorus` (theta_j -> theta_j c^{E_j}).
-3. **Discrete symmetries** (sign flips and permutations of entries), tested at random points
-   from candidates: swaps of equally shaped blocks, sign flips of blocks, flips and swaps of
-   the index positions of every axis length shared by blocks (hidden units, columns of factors),
-   and the automorphisms of the architecture graph (networkx ``DiGraphMatcher``, inputs and
-   outputs fixed) where the plugin provides one.
-
-The result is compared with the declared group: discovery finds at least the declared
-continuous dimension for linear actions; a larger dimension is reported as a finding.
+Three searches, from the contract alone (J(theta) and forward): (1) the Lie algebra g of linear
+continuous symmetries, {A : J(theta) A theta = 0 for all theta} (theta -> exp(tA) theta is a
+symmetry iff A theta is tangent to the fibres; Kunin et al. 2021, "Neural mechanics"; Marcotte,
+Gribonval, Peyre 2023), linear in A: each random point contributes the rows
+C(theta) (x) theta^T / |theta| (C an orthonormal basis of the row space of J) and the null space
+of the stacked system is g, named from its structure (centre, derived algebra, Killing form
+B(X, Y) = tr(ad X ad Y): tori, so(r), sl(r), gl(r)^c; Helgason, Cartan's criteria); (2) its
+diagonal part, the scaling symmetries, n unknowns for any n, snapped to small rationals (an
+exponent matrix as in :class:`paramgeo.symmetry.ScalingTorus`); (3) discrete sign flips and
+permutations tested at random points from candidates (block swaps and flips, shared axes,
+architecture-graph automorphisms). The result is compared with the declared group; the
+derivations are in docs/architecture.md ("User definitions, symmetry discovery, exact
+analysis").
 """
+
+from __future__ import annotations
 
 import dataclasses
 import itertools
 import math
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 import numpy as np
 
@@ -48,6 +29,9 @@ from ..linalg.numerics import RankPolicy, decide_rank, null_basis, policy_of, ra
 from ..results import Result, title
 from ..io.progress import shows_progress
 from .groups import SymmetryGroup
+
+if TYPE_CHECKING:
+    from ..contract.parameterization import Parameterization
 
 #: Largest parameter dimension n for the linear search (n^2 unknowns; n = 40 takes ~2 s).
 MAX_LINEAR_DIM = 40
@@ -69,37 +53,61 @@ STRUCTURE_ATOL = 1e-8
 KILLING_POLICY = RankPolicy(rtol=1e-7, atol=1e-7)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class DiscoveredSymmetry(Result):
-    """What :func:`discover` found (see the module docstring for the method)."""
+    """What :func:`discover` found (see the module docstring for the method).
+
+    Attributes:
+        name: the plugin's name.
+        sizes: its sizes.
+        param_dim: n.
+        dim: the dimension of the Lie algebra of linear symmetries (None if not searched).
+        algebra: its recognisable name, e.g. "so(2)", "gl(2)", "torus of rescalings".
+        basis: a clean basis (pivot entries 1, small rationals snapped), shape (dim, n, n).
+        orbit_dim: the rank of the generators A theta at a random point.
+        center_dim: the dimension of the centre.
+        derived_dim: the dimension of the derived algebra [g, g].
+        killing_signature: (positive, negative, zero) eigenvalue counts of the Killing form.
+        closure_residual: the largest relative distance of [A_a, A_b] from the algebra.
+        kernel_residual: max |J A theta| / (|J| |A| |theta|) at fresh random points.
+        invariance_error: max relative |phi(exp(X) theta) - phi(theta)|, X random in g.
+        scaling_dim: the number of scaling symmetries.
+        scaling_exponents: their exponent rows E, shape (scaling_dim, n).
+        discrete: labels of the discrete candidates that leave phi invariant (None: not
+            searched).
+        declared: {"name", "dim"} of the declared group, or None.
+        finding: the comparison with the declared group.
+        points: the random points stacked for the linear search.
+        note: why a search was skipped or stopped.
+        labels: the label of every entry of theta, e.g. "U[2,1]".
+        input_equivariance: the :class:`paramgeo.symmetry.equivariance.InputEquivariance` under the
+            plugin's declared action on its inputs (None without ``input_action``).
+        interrupted: Ctrl-C during the linear search: it is not reported (``note`` says after
+            how many points), the scaling symmetries are, the discrete search did not run.
+    """
 
     name: str
     sizes: dict
     param_dim: int
-    dim: object  # dimension of the Lie algebra of linear symmetries (None if not searched)
-    algebra: str  # recognisable name, e.g. "so(2)", "gl(2)", "torus of rescalings (R\\{0})^3"
-    basis: np.ndarray  # (dim, n, n), a clean basis (pivot entries 1, small rationals snapped)
-    orbit_dim: object  # rank of the generators A theta at a random point
-    center_dim: object
-    derived_dim: object
-    killing_signature: object  # (positive, negative, zero) eigenvalue counts of B
-    closure_residual: float  # max relative distance of [A_a, A_b] from the algebra
-    kernel_residual: float  # max |J A theta| / (|J| |A| |theta|) at fresh random points
-    invariance_error: float  # max relative |phi(exp(X) theta) - phi(theta)|, X random in g
+    dim: Optional[int]
+    algebra: str
+    basis: np.ndarray
+    orbit_dim: Optional[int]
+    center_dim: Optional[int]
+    derived_dim: Optional[int]
+    killing_signature: Optional[tuple]
+    closure_residual: float
+    kernel_residual: float
+    invariance_error: float
     scaling_dim: int
-    scaling_exponents: np.ndarray  # (scaling_dim, n) exponent rows E
-    discrete: object  # labels of the discrete candidates that leave phi invariant (None: not
-    # searched)
-    declared: object  # {"name", "dim"} of the declared group, or None
-    finding: str  # comparison with the declared group
-    points: int  # random points stacked for the linear search
+    scaling_exponents: np.ndarray
+    discrete: Optional[tuple]
+    declared: Optional[dict]
+    finding: str
+    points: int
     note: str = ""
-    labels: tuple = ()  # label of every entry of theta, e.g. "U[2,1]"
-    #: equivariance under the plugin's declared action on its inputs (an
-    #: :class:`paramgeo.symmetry.equivariance.InputEquivariance`), None without ``input_action``
-    input_equivariance: object = None
-    #: Ctrl-C during the linear search: it is not reported (``note`` says after how many points),
-    #: the scaling symmetries are, the discrete search did not run
+    labels: tuple = ()
+    input_equivariance: Any = None
     interrupted: bool = False
 
     def group(self):
@@ -170,8 +178,11 @@ class LinearSymmetryGroup(SymmetryGroup):
 
 
 @shows_progress("discover (linear search)")
-def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEAR_DIM,
-             compare=True, equivariance=True, progress="auto"):
+def discover(param: Parameterization, seed: int = 0, policy: Optional[RankPolicy] = None,
+             discrete: bool = True, max_linear_dim: int = MAX_LINEAR_DIM, compare: bool = True,
+             equivariance: bool = True,
+             progress: Union[bool, str, Callable[[int, int], None], None] = "auto"
+             ) -> DiscoveredSymmetry:
     """Discover the symmetries of ``param``: the Lie algebra of linear symmetries (A with
     J(theta) A theta = 0 for all theta), the scaling symmetries (diagonal A) and discrete signed
     permutations from candidates; and, for a plugin declaring ``input_action``, whether phi is
@@ -217,23 +228,32 @@ def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEA
                 "anyway")
     else:
         lin = _linear(param, rng, rank0, policy, first, progress)
-    interrupted = lin is not None and "interrupted" in lin
-    if interrupted:
+    interrupted = False
+    if lin is not None and "interrupted" in lin:
+        interrupted = True
         note = f"interrupted after {lin['interrupted']} of {lin['total']} points"
         lin = None
     found = _discrete(param, rng) if discrete and not interrupted else None
     finding = _finding(lin, declared, scaling)
     if lin is None:
-        out = DiscoveredSymmetry(
-            param.name, dict(param.sizes), n, None, "not searched", np.zeros((0, n, n)), None,
-            None, None, None, 0.0, 0.0, 0.0, len(scaling), scaling, found, declared, finding,
-            0, note, tuple(labels), interrupted=interrupted)
+        out = DiscoveredSymmetry(name=param.name, sizes=dict(param.sizes), param_dim=n, dim=None,
+                                 algebra="not searched", basis=np.zeros((0, n, n)), orbit_dim=None,
+                                 center_dim=None, derived_dim=None, killing_signature=None,
+                                 closure_residual=0.0, kernel_residual=0.0, invariance_error=0.0,
+                                 scaling_dim=len(scaling), scaling_exponents=scaling,
+                                 discrete=found, declared=declared, finding=finding, points=0,
+                                 note=note, labels=tuple(labels), interrupted=interrupted)
     else:
-        out = DiscoveredSymmetry(
-            param.name, dict(param.sizes), n, lin["dim"], lin["name"], lin["basis"],
-            lin["orbit_dim"], lin["center"], lin["derived"], lin["killing"], lin["closure"],
-            lin["kernel_residual"], lin["invariance"], len(scaling), scaling, found, declared,
-            finding, lin["points"], note, tuple(labels))
+        out = DiscoveredSymmetry(name=param.name, sizes=dict(param.sizes), param_dim=n,
+                                 dim=lin["dim"], algebra=lin["name"], basis=lin["basis"],
+                                 orbit_dim=lin["orbit_dim"], center_dim=lin["center"],
+                                 derived_dim=lin["derived"], killing_signature=lin["killing"],
+                                 closure_residual=lin["closure"],
+                                 kernel_residual=lin["kernel_residual"],
+                                 invariance_error=lin["invariance"], scaling_dim=len(scaling),
+                                 scaling_exponents=scaling, discrete=found, declared=declared,
+                                 finding=finding, points=lin["points"], note=note,
+                                 labels=tuple(labels))
     if equivariance and not interrupted and param.provides("input_action"):
         from .equivariance import input_equivariance
 
@@ -241,7 +261,7 @@ def discover(param, seed=0, policy=None, discrete=True, max_linear_dim=MAX_LINEA
     return out
 
 
-def discovered_group(param):
+def discovered_group(param: Parameterization) -> SymmetryGroup:
     """The group :func:`discover` finds, as ``param``'s declared symmetry: the connected Lie
     group generated by the linear symmetries A (J(theta) A theta = 0 for all theta), acting by
     theta -> expm(sum_a c_a A_a) theta (:class:`LinearSymmetryGroup`; Kunin et al. 2021,

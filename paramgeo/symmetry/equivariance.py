@@ -60,7 +60,7 @@ class InputAction:
         return y if self.output_action is None else self.output_action(g, y)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class InputEquivariance(Result):
     """Outcome of :func:`input_equivariance`: ``equivariant`` iff every tested element's worst
     relative error max_theta |f(theta; g . z_0) - rho(g) f(theta; z_0)| / max(|f|, 1) is within
@@ -115,5 +115,7 @@ def input_equivariance(param, seed=0, points=3, tol=EQUIVARIANCE_TOL):
             moved = np.asarray(action.forward(theta, g), float)
             worst = max(worst, _rel(moved, action.expected(g, base)))
         errors[label] = worst
-    return InputEquivariance(action.name, bool(errors) and max(errors.values()) <= tol, errors,
-                             tol, points, action.output_action is None)
+    return InputEquivariance(action=action.name,
+                             equivariant=bool(errors) and max(errors.values()) <= tol,
+                             errors=errors, tolerance=tol, points=points,
+                             invariance=action.output_action is None)

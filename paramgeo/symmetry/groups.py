@@ -11,8 +11,11 @@ elements are exp(X) for a random Lie-algebra element X drawn from the caller's g
 random reflection for O(r)), so results are reproducible without global seeds.
 """
 
+from __future__ import annotations
+
 import abc
 import functools
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
@@ -24,6 +27,11 @@ from .projectors import (  # noqa: F401  (re-exported: part of the groups' publi
     _projector,
     sparse_projector,
 )
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..contract.parameterization import ParamSpec
 
 
 class SymmetryGroup(abc.ABC):
@@ -241,7 +249,9 @@ class MatrixGroupAction(SymmetryGroup):
 SPARSE_ACTION_MIN_N = 200
 
 
-def linear_action_matrices(group, n, rng=None, sparse=None, tol=1e-9):
+def linear_action_matrices(group: SymmetryGroup, n: int, rng: Optional[np.random.Generator] = None,
+                           sparse: Optional[bool] = None,
+                           tol: float = 1e-9) -> tuple[Any, tuple[int, ...]]:
     """(A, linear): the matrices A_k of the infinitesimal action of ``group`` on R^n, and which
     of them describe it.
 
@@ -292,11 +302,11 @@ def linear_action_matrices(group, n, rng=None, sparse=None, tol=1e-9):
     linear = tuple(
         k for k in range(K)
         if np.linalg.norm(predicted[:, k] - G_probe[:, k])
-        <= tol * max(np.linalg.norm(G_probe[:, k]), 1e-300))
+        <= tol * max(float(np.linalg.norm(G_probe[:, k])), 1e-300))
     return A, linear
 
 
-def blocks_of(spec, *names, axis=-1):
+def blocks_of(spec: ParamSpec, *names: str, axis: int = -1) -> tuple:
     """The named blocks of a ParamSpec as blocks of a :class:`MatrixGroupAction`, acted on
     along ``axis``: (start, stop, shape) triples for the last axis (the default), integer
     index arrays (rows, r) for another axis (``axis=0`` for W_in of a hidden layer stored as
@@ -311,7 +321,7 @@ def blocks_of(spec, *names, axis=-1):
     return tuple(out)
 
 
-def block_index(block):
+def block_index(block: Any) -> NDArray[np.int_]:
     """The flat positions of a :class:`MatrixGroupAction` block as a (rows, r) integer array:
     entry [i, j] is where B[i, j] lives in theta."""
     if isinstance(block, np.ndarray):
@@ -320,12 +330,12 @@ def block_index(block):
     return np.arange(start, stop).reshape(-1, shape[-1] if len(shape) else 1)
 
 
-def block_matrix(theta, block):
+def block_matrix(theta: ArrayLike, block: Any) -> NDArray[np.float64]:
     """The (rows, r) matrix B of a block read from the flat ``theta`` (a view for a triple)."""
     if isinstance(block, np.ndarray):
         return np.asarray(theta)[block]
     start, stop, shape = block
-    return np.reshape(theta[start:stop], (-1, shape[-1] if len(shape) else 1))
+    return np.reshape(np.asarray(theta)[start:stop], (-1, shape[-1] if len(shape) else 1))
 
 
 def _set_block(out, block, B):
@@ -335,7 +345,8 @@ def _set_block(out, block, B):
         out[block[0]:block[1]] = np.ravel(B)
 
 
-def hidden_layer_group(h, incoming, outgoing, orthogonal=False):
+def hidden_layer_group(h: int, incoming: Any, outgoing: Any,
+                       orthogonal: bool = False) -> MatrixGroupAction:
     """GL(h) (or O(h) with ``orthogonal=True``) of a linear hidden layer of width h, acting on
     both sides: W_in -> g^{-1} W_in (and the layer's bias b -> g^{-1} b), W_out -> W_out g, so
     that W_out W_in and W_out b are invariant. ``incoming`` / ``outgoing`` are blocks (see

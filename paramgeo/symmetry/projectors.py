@@ -7,19 +7,21 @@ SVDs); matrix groups build theirs from Sylvester closed forms through :func:`_pr
 them (:mod:`paramgeo.linalg.matfree`).
 """
 
+from __future__ import annotations
+
 import dataclasses
-from typing import Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from ..errors import SizeError
-from ..linalg.numerics import RankPolicy, decide_rank
+from ..linalg.numerics import RankDecision, RankPolicy, decide_rank
 
 #: the most entries the dense blocks of :func:`sparse_projector` may hold (400 MB of float64)
 MAX_PROJECTOR_BLOCK_ENTRIES = 50_000_000
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class VerticalProjector:
     """P_V at theta: the Euclidean orthogonal projection onto the vertical space (the tangent of
     the orbit G.theta, spanned by the generator columns), applied without forming an n x n
@@ -33,7 +35,7 @@ class VerticalProjector:
     """
 
     dim: int
-    decision: object
+    decision: RankDecision
     apply: Callable
     retol: Callable
 
@@ -54,13 +56,14 @@ def _projector(singular_values, policy, build_apply):
     (the projection keeping the directions whose singular value exceeds tol)."""
 
     def decided(decision):
-        return VerticalProjector(decision.rank, decision, build_apply(decision.tol),
-                                 lambda tol: decided(_decide(singular_values, _fixed_tol(tol))))
+        return VerticalProjector(
+            dim=decision.rank, decision=decision, apply=build_apply(decision.tol),
+            retol=lambda tol: decided(_decide(singular_values, _fixed_tol(tol))))
 
     return decided(_decide(singular_values, policy))
 
 
-def sparse_projector(G, policy=None):
+def sparse_projector(G: Any, policy: Optional[RankPolicy] = None) -> VerticalProjector:
     """:class:`VerticalProjector` onto the column space of a (sparse) n x k matrix G.
 
     Columns that share a nonzero row are joined into connected components (scipy.sparse.csgraph);

@@ -11,18 +11,27 @@ when either fails):
   discrete parts: permutations, sign flips), |phi(g . theta) - phi(theta)| <= tol' |phi|.
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
 from ..results import Result
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..contract.parameterization import Parameterization
+    from .groups import SymmetryGroup
 
 #: relative tolerances of the infinitesimal and the finite check (float64 models)
 GENERATOR_TOL = 1e-7
 ACTION_TOL = 1e-7
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class GroupVerification(Result):
     """What :func:`verify_group` measured: the largest relative |J X| over generator
     combinations (``generator_error``), the largest relative |phi(g theta) - phi(theta)|
@@ -39,13 +48,32 @@ class GroupVerification(Result):
                 f"|phi(g theta) - phi(theta)| / |phi| <= {self.action_error:.1e}")
 
 
-def verify_group(param, group, n_points=2, n_elements=2, seed=0, tol=GENERATOR_TOL,
-                 action_tol=ACTION_TOL, points=None):
-    """Check that ``group`` leaves ``param`` invariant (module docstring) at ``n_points`` random
-    points (``param.random_point``; or the given ``points``); for a model whose rank policy
-    was widened by its measured round-off the tolerances widen alike. Returns a
-    :class:`GroupVerification`; raises nothing.
+def verify_group(param: Parameterization, group: SymmetryGroup, n_points: int = 2,
+                 n_elements: int = 2, seed: int = 0, tol: float = GENERATOR_TOL,
+                 action_tol: float = ACTION_TOL,
+                 points: Optional[Sequence[ArrayLike]] = None) -> GroupVerification:
+    """Check that ``group`` leaves ``param`` invariant: phi(g . theta) = phi(theta).
 
+    At each point: the largest relative |J X| over generator combinations X (generators in
+    ker J) and the largest relative |phi(g . theta) - phi(theta)| over random elements g (module
+    docstring); for a model whose rank policy was widened by its measured round-off the
+    tolerances widen alike.
+
+    Args:
+        param: the parameterization phi: R^n -> R^m.
+        group: the candidate :class:`SymmetryGroup`.
+        n_points: random points (``param.random_point``), unless ``points`` are given.
+        n_elements: random group elements per point.
+        seed: seed of the points and elements.
+        tol: the tolerance of the generator error.
+        action_tol: the tolerance of the action error.
+        points: the points to test, each of shape (n,).
+
+    Returns:
+        The :class:`GroupVerification` (``passed``, ``generator_error``, ``action_error``,
+        ``failing``); a failure is reported there, never raised.
+
+    Examples:
     >>> import paramgeo
     >>> p = paramgeo.get("uut", d=3, r=2)
     >>> verify_group(p, p.symmetry()).passed
@@ -85,7 +113,8 @@ def verify_group(param, group, n_points=2, n_elements=2, seed=0, tol=GENERATOR_T
             moved = group.act(group.random_element(rng), theta)
             act_err = max(act_err, float(np.linalg.norm(param.forward_flat(moved) - base)) / size)
     passed = gen_err <= tol and act_err <= action_tol
-    return GroupVerification(gen_err, act_err, tuple(sorted(failing)), passed)
+    return GroupVerification(generator_error=gen_err, action_error=act_err,
+                             failing=tuple(sorted(failing)), passed=passed)
 
 
 def _rel(param, theta, v, scale):
