@@ -11,7 +11,12 @@
    pymdownx.arithmatex.
 3. Cross-reference roles of the docstrings (``:func:`name```, ``:class:``, ``:mod:``, ...),
    which mkdocstrings renders as the role's text followed by the name in code, are shown as the
-   name in code alone.
+   name in code alone, a link to the object's entry where the API reference documents it (the
+   name read relative to the page's module, as an optional autorefs reference: mkdocs-autorefs
+   resolves it once every page is rendered and leaves the code alone where no entry exists).
+4. On the API pages, a docs page named in a docstring (``docs/learning-coefficients.md``) is a
+   link to that page of the site. The docstrings themselves are shown character for character
+   by the griffe extension .mkdocs/docstrings.py.
 """
 
 import posixpath
@@ -27,8 +32,11 @@ PREFIX = "_repo/"
 MATHJAX = "assets/mathjax/"
 MATHJAX_PARTS = ("tex-chtml.js", "input/tex/extensions", "output/chtml/fonts/woff-v2", "ui",
                  "a11y", "adaptors")
-#: a docstring's cross-reference role as mkdocstrings renders it: ":func:<code>"
-ROLE = re.compile(r":(?:py:)?(?:func|class|mod|meth|attr|data|exc|obj|const):(?=<code>)")
+#: a docs page named in a docstring, alone in a code span or in the text
+DOCS_PATH = r"docs/((?:[\w-]+/)*[\w-]+\.md)"
+CHUNK = re.compile(r"(<pre\b.*?</pre>|<a\b.*?</a>|<code>.*?</code>)", re.S)
+#: a docstring's cross-reference role as mkdocstrings renders it: ":func:<code>name</code>"
+ROLE = re.compile(r":(?:py:)?(?:func|class|mod|meth|attr|data|exc|obj|const):<code>([^<]*)</code>")
 
 
 def _outside(page_src, target):
@@ -90,6 +98,42 @@ def on_files(files, config):
     return files
 
 
+def _link_docs_paths(html, page, files):
+    """``docs/NAME.md`` in the text or alone in a code span, as a link to the page NAME."""
+    from mkdocs.utils import get_relative_url
+
+    def link(match, inner):
+        file = files.get_file_from_path(match.group(1))
+        if file is None:
+            return match.group(0)  # left as written: tests/test_site.py reports it
+        return f'<a href="{get_relative_url(file.url, page.url)}">{inner}</a>'
+
+    out = []
+    for i, chunk in enumerate(CHUNK.split(html)):
+        if i % 2 == 0:
+            chunk = re.sub(r"(?<![\w/.-])" + DOCS_PATH, lambda m: link(m, m.group(0)), chunk)
+        elif chunk.startswith("<code>"):
+            chunk = re.sub(rf"<code>{DOCS_PATH}</code>", lambda m: link(m, m.group(0)), chunk)
+        out.append(chunk)
+    return "".join(out)
+
+
+def _reference(name, page):
+    """The name of a role on an API page as an optional autorefs reference to its entry."""
+    stem = posixpath.splitext(posixpath.basename(page.file.src_uri))[0]
+    module = "paramgeo" if stem == "paramgeo" else f"paramgeo.{stem}"
+    target = name.lstrip("~")
+    if target.startswith("."):
+        target = module + target
+    elif not target.startswith("paramgeo"):
+        target = f"{module}.{target}"
+    return f'<autoref identifier="{target}" optional><code>{name}</code></autoref>'
+
+
 def on_page_content(html, page, config, files):
-    """Drop the role text before a cross-referenced name (item 3 of the module docstring)."""
-    return ROLE.sub("", html)
+    """Drop the role text before a cross-referenced name, link docs pages named on the API
+    pages (items 3 and 4 of the module docstring)."""
+    if not page.file.src_uri.startswith("api/"):
+        return ROLE.sub(r"<code>\1</code>", html)
+    html = ROLE.sub(lambda m: _reference(m.group(1), page), html)
+    return _link_docs_paths(html, page, files)

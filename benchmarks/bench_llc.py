@@ -21,6 +21,10 @@ check, and for the sampler's alone.
 first N data sets of every case at the smallest n, from the same point, in a throwaway
 environment /tmp/devinterp-venv that this script creates (torch first, the CPU wheel, then
 devinterp); its errors and times are printed beside paramgeo's (target: >= 10x faster).
+``--devinterp-steps 6e-5,3e-4,...`` runs devinterp once per SGLD step on those data sets (a
+step sweep, the test's 6e-5 among them) and prints, per step, its mean relative error and CPU
+time, and the step with the smallest mean absolute error (tuned knowing the exact value, as a
+user cannot) beside paramgeo's automatic step.
 Everything is written to DIR (default benchmarks/out-llc): results.json, table.md, figure.png.
 ``--large`` runs only the regular case with 1000 parameters, ``--exact-data`` only the bias
 curve without data-set noise (exact_data_curve).
@@ -85,16 +89,17 @@ def ensure_devinterp():
     return python
 
 
-def devinterp_run(python, X, Y, W1, W2, seed, workdir):
+def devinterp_run(python, X, Y, W1, W2, seed, workdir, lr=6e-5):
     src, dst = workdir / f"di-{seed}.npz", workdir / f"di-{seed}.json"
     np.savez(src, X=X, Y=Y, W1=W1, W2=W2, seed=seed)
     worker = Path(__file__).with_name("_devinterp_worker.py")
-    subprocess.run([str(python), str(worker), str(src), str(dst)], check=True,
-                   capture_output=True)
+    subprocess.run([str(python), str(worker), str(src), str(dst), "2000", repr(float(lr))],
+                   check=True, capture_output=True)
     return json.loads(dst.read_text())
 
 
-def calibrate(ns, datasets, sampler, devinterp_sets, out, cases=CASES, devinterp_ns=None):
+def calibrate(ns, datasets, sampler, devinterp_sets, out, cases=CASES, devinterp_ns=None,
+              devinterp_steps=()):
     from paramgeo.llc import reduced_rank_regression
 
     out.mkdir(parents=True, exist_ok=True)
@@ -125,6 +130,9 @@ def calibrate(ns, datasets, sampler, devinterp_sets, out, cases=CASES, devinterp
                     row.update(devinterp_llc=di["llc"], devinterp_std=di["std"],
                                devinterp_seconds=di["seconds"],
                                devinterp_cpu_seconds=di.get("cpu_seconds"))
+                    row["devinterp_sweep"] = [
+                        devinterp_run(python, X, Y, W1, W2, s, out, lr)
+                        for lr in devinterp_steps if lr != 6e-5] + [dict(di, lr=6e-5)]
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 (out / "results.json").write_text(json.dumps(rows, indent=1))
@@ -197,7 +205,43 @@ def summarise(rows, ns):
                          f"error paramgeo {ours:.1%}, devinterp {theirs:.1%}; CPU speed-up "
                          f"{min(speed):.1f}x to {max(speed):.1f}x (target >= 10x each: "
                          f"{'met' if min(speed) >= 10 else 'MISSED'})")
+    lines += devinterp_sweep_table([r for r in di if len(r.get("devinterp_sweep", [])) > 1])
     return "\n".join(lines)
+
+
+def devinterp_sweep_table(rows):
+    """Per n: devinterp's mean relative error and CPU time at each SGLD step of the sweep, on
+    the data sets where paramgeo ran with its automatic step; the best step (chosen knowing
+    the exact value) beside paramgeo."""
+    lines = []
+    for n in sorted({r["n"] for r in rows}):
+        sel = [r for r in rows if r["n"] == n]
+        steps = sorted({run["lr"] for r in sel for run in r["devinterp_sweep"]})
+
+        def at(lr):
+            runs = [next(run for run in r["devinterp_sweep"] if run["lr"] == lr) for r in sel]
+            errors = [(run["llc"] - r["exact"]) / r["exact"] for run, r in zip(runs, sel)]
+            return errors, [run.get("cpu_seconds", run["seconds"]) for run in runs]
+
+        lines += ["", f"devinterp SGLD step sweep, n = {n:.0e}, {len(sel)} data sets "
+                  f"({', '.join(str(tuple(r['case'])) + ' #' + str(r['dataset']) for r in sel)})",
+                  "", "| SGLD step | relative errors | mean | mean CPU time |", "|---|---|---|---|"]
+        for lr in steps:
+            errors, cpu = at(lr)
+            lines.append(f"| {lr:g}{' (its test)' if lr == 6e-5 else ''} | "
+                         f"{', '.join(f'{e:+.1%}' for e in errors)} | {np.mean(errors):+.1%} | "
+                         f"{np.mean(cpu):.1f} s |")
+        ours = [(r["llc"] - r["exact"]) / r["exact"] for r in sel]
+        ours_cpu = [r.get("cpu_seconds", r["seconds"]) for r in sel]
+        lines.append(f"| paramgeo (automatic step) | {', '.join(f'{e:+.1%}' for e in ours)} | "
+                     f"{np.mean(ours):+.1%} | {np.mean(ours_cpu):.1f} s |")
+        best = min(steps, key=lambda lr: np.mean(np.abs(at(lr)[0])))
+        errors, cpu = at(best)
+        lines += ["", f"n = {n:.0e}: devinterp at its best step {best:g} (tuned against the exact "
+                  f"value): mean error {np.mean(errors):+.1%} in {np.mean(cpu):.1f} CPU s; "
+                  f"paramgeo {np.mean(ours):+.1%} in {np.mean(ours_cpu):.1f} CPU s "
+                  f"({np.mean(cpu) / np.mean(ours_cpu):.0f}x less)"]
+    return lines
 
 
 def total(row):
@@ -350,6 +394,8 @@ def main(argv=None):
                         help="data sets per case run through devinterp (at --devinterp-ns)")
     parser.add_argument("--devinterp-ns", default=None,
                         help="the n at which devinterp runs [the smallest of --ns]")
+    parser.add_argument("--devinterp-steps", default="",
+                        help="SGLD steps of a devinterp step sweep, e.g. 6e-5,3e-4,1e-3")
     parser.add_argument("--cases", default=None,
                         help="a subset of the cases, e.g. '4,3,8;8,3,4' [all five]")
     parser.add_argument("--merge", default=None,
@@ -380,7 +426,9 @@ def main(argv=None):
     else:
         di_ns = None if args.devinterp_ns is None else [
             int(float(v)) for v in args.devinterp_ns.split(",")]
-        rows = calibrate(ns, args.datasets, args.sampler, args.devinterp, out, cases, di_ns)
+        steps = [float(v) for v in args.devinterp_steps.split(",") if v]
+        rows = calibrate(ns, args.datasets, args.sampler, args.devinterp, out, cases, di_ns,
+                         steps)
     text = summarise(rows, ns)
     (out / "table.md").write_text(text + "\n")
     figure(rows, ns, out / "figure.png")

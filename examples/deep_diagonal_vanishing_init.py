@@ -21,6 +21,9 @@ For ``deep-diagonal`` (beta = w_1 * ... * w_L and beta = u^L - v^L, depth L = 3 
 The product variant from alpha (1, ..., 1) only reaches beta >= 0, so its target is
 non-negative; the signed target has both signs.
 
+Prints its table; ``--out table.md`` also writes it to that file (nothing is written
+without it).
+
 Usage: python examples/deep_diagonal_vanishing_init.py [--quick] [--out table.md]
        [--variants product,signed] [--depths 3,4] [--alphas 1e-1,1e-2,...]
 (``--quick``: N = 4, p = 8, alpha in {1e-1, 1e-3}, depth 3, seconds; the full run, N = 10,

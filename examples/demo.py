@@ -55,6 +55,16 @@ def main():
     print(f"   rank of J at a random point: {r_gen.rank}; with units {dead} switched off: "
           f"{r_off.rank}")
     print("   " + str(critical.classify(param, off)).replace("\n", "\n   "))
+    print("\n".join([
+        f"   reading it: J's singular values above tol (the rank tolerance) count, {r_off.rank} "
+        "here;",
+        "   gap = the last counted over the first dropped one (inf: those dropped are exactly 0,",
+        f"   a clear decision); s_R/s_1 = the R-th over the largest, R = {r_gen.rank} the generic "
+        "rank",
+        "   (0: J lost rank exactly); kernel dim = n - rank; orbit dim = the dimension of the",
+        "   symmetry group's orbit through theta; 'h0: removed' = unit 0 has u_0 = v_0 = 0",
+        f"   (no weight in or out), so theta lies on the subnetwork without units {dead},",
+        f"   whose generic rank {r_off.rank} explains the drop"]))
 
     # 2. the symmetry group and the quotient
     group = param.symmetry()
@@ -78,6 +88,8 @@ def main():
 
     # 4. the implicit bias: the flow limit against argmin R_alpha, min-l1 and min-l2
     print(f"4. {'alpha':>6}  {'|flow - argmin R|':>17}  {'|b - b_l1|':>10}  {'|b - X^+ y|':>11}")
+    print("   (largest coordinate differences between the flow's limit b and argmin R_alpha,\n"
+          "   the minimum-l1 interpolator b_l1 and the minimum-l2 one X^+ y)")
     biases = {}
     for a in (1e-3, 1e-1, 10.0):
         biases[a] = mirror.implicit_bias(param, X, y, a)

@@ -9,6 +9,8 @@
    against its closed-form filter (the iteration itself), the best risk of each filter, the
    Marchenko-Pastur edge, s_min and the shift kappa that cancels the bulk's implicit penalty.
 
+Writes its figure to examples/output/early_stopping.png (``--out`` to choose).
+
 Usage: python examples/early_stopping.py [--out FILE.png] [--quick]
 """
 

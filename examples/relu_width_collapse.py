@@ -77,44 +77,64 @@ def learned_directions(p, theta, angle, share=1e-2):
             sum(0 in t for t in ternary))
 
 
+def parser():
+    """The command line; its defaults are the run of docs/plugins/relu-net.md."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--widths", default="25,50,100,200,400")
+    ap.add_argument("--steps", type=int, default=20000)
+    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--wd", type=float, default=1e-2)
+    ap.add_argument("--sigma", type=float, default=1e-4)
+    ap.add_argument("--alpha", type=float, default=0.1)
+    ap.add_argument("--angle", type=float, default=0.05)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--quick", action="store_true", help="widths 25,100; 5000 steps")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "output"))
+    return ap
+
+
+def problem(seed, d=2, N=6, k=3):
+    """The inputs X (N x d), targets Y (N x k) and P, the number of affine dichotomies."""
+    data = np.random.default_rng(seed)
+    X, Y = data.standard_normal((N, d)), data.standard_normal((N, k))
+    P = len(paramgeo.get_class("relu-net")(X=X, width=1, outputs=k).activation_patterns())
+    cover = 2 * sum(comb(N - 1, j) for j in range(d + 1))
+    assert P == cover, (P, cover)  # inputs in general position: the exact count is Cover's
+    return X, Y, P
+
+
+def width_row(X, Y, P, h, args, steps):
+    """One row of the table: train width ``h`` and count what it learned."""
+    p = paramgeo.get_class("relu-net")(X=X, width=h, outputs=Y.shape[1])
+    t0 = time.perf_counter()
+    theta = train(p, Y, steps, args.lr, args.wd, args.sigma, args.alpha,
+                  np.random.default_rng(args.seed + h))
+    active, directions, patterns, ternary, through = learned_directions(p, theta, args.angle)
+    loss = 0.5 * np.sum((p.forward(theta) - Y) ** 2) / len(X)
+    return {"width": h, "active": active, "directions": directions, "patterns": patterns,
+            "ternary_patterns": ternary, "through_a_point": through, "P": P,
+            "bound_2P_minus_1": 2 * P - 1, "within_bound": directions <= 2 * P - 1,
+            "train_loss": float(loss), "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def table_row(r):
+    """A row of the Markdown table (docs/plugins/relu-net.md, docs/gallery/)."""
+    return (f"| {r['width']} | {r['active']} | {r['directions']} | {r['patterns']} | "
+            f"{r['ternary_patterns']} | {r['through_a_point']} | "
+            f"{r['bound_2P_minus_1']} | {r['train_loss']:.3g} |")
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--widths", default="25,50,100,200,400")
-    parser.add_argument("--steps", type=int, default=20000)
-    parser.add_argument("--lr", type=float, default=0.1)
-    parser.add_argument("--wd", type=float, default=1e-2)
-    parser.add_argument("--sigma", type=float, default=1e-4)
-    parser.add_argument("--alpha", type=float, default=0.1)
-    parser.add_argument("--angle", type=float, default=0.05)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="widths 25,100; 5000 steps")
-    parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "output"))
-    args = parser.parse_args()
+    args = parser().parse_args()
     widths = [25, 100] if args.quick else [int(w) for w in args.widths.split(",")]
     steps = 5000 if args.quick else args.steps
     d, N, k = 2, 6, 3
-    data = np.random.default_rng(args.seed)
-    X, Y = data.standard_normal((N, d)), data.standard_normal((N, k))
-    ReluNet = paramgeo.get_class("relu-net")
-    P = len(ReluNet(X=X, width=1, outputs=k).activation_patterns())
-    cover = 2 * sum(comb(N - 1, j) for j in range(d + 1))
-    assert P == cover, (P, cover)  # inputs in general position: the exact count is Cover's
-    print(f"N = {N} inputs in R^{d}: P = {P} affine dichotomies (Cover: {cover}); "
-          f"2P - 1 = {2 * P - 1}")
+    X, Y, P = problem(args.seed, d, N, k)
+    print(f"N = {N} inputs in R^{d}: P = {P} affine dichotomies (Cover: "
+          f"{2 * sum(comb(N - 1, j) for j in range(d + 1))}); 2P - 1 = {2 * P - 1}")
     rows = []
     for h in widths:
-        p = ReluNet(X=X, width=h, outputs=k)
-        t0 = time.perf_counter()
-        theta = train(p, Y, steps, args.lr, args.wd, args.sigma, args.alpha,
-                      np.random.default_rng(args.seed + h))
-        active, directions, patterns, ternary, through = learned_directions(p, theta,
-                                                                            args.angle)
-        loss = 0.5 * np.sum((p.forward(theta) - Y) ** 2) / N
-        rows.append({"width": h, "active": active, "directions": directions,
-                     "patterns": patterns, "ternary_patterns": ternary,
-                     "through_a_point": through, "P": P, "bound_2P_minus_1": 2 * P - 1,
-                     "within_bound": directions <= 2 * P - 1, "train_loss": float(loss),
-                     "seconds": round(time.perf_counter() - t0, 1)})
+        rows.append(width_row(X, Y, P, h, args, steps))
         print(rows[-1], flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -130,9 +150,7 @@ def main():
              "| width | active neurons | learned directions | binary patterns | ternary "
              "patterns of the directions | directions through a data point | 2P - 1 "
              "| train loss |", "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['width']} | {r['active']} | {r['directions']} | {r['patterns']} | "
-              f"{r['ternary_patterns']} | {r['through_a_point']} | "
-              f"{r['bound_2P_minus_1']} | {r['train_loss']:.3g} |" for r in rows]
+    lines += [table_row(r) for r in rows]
     (out / "relu_width_collapse.md").write_text("\n".join(lines) + "\n")
     import matplotlib
 

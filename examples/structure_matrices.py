@@ -11,6 +11,8 @@
    is printed beside the predicted one for several initial scales m_0: the prediction is the
    m_0 -> 0 limit (switch-on times log(m*_k / m_0) / lambda_k depend on k through log m*_k).
 
+Writes its figure to examples/output/structure_matrices.png (``--out`` to choose).
+
 Usage: python examples/structure_matrices.py [--out FILE.png] [--modes K] [--beta B]
 """
 

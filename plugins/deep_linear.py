@@ -213,17 +213,9 @@ class DeepLinear(Parameterization):
         parameter where every W_l has the rank r0 of the product W_L ... W_1 (the deepest true
         parameters); widths (n_0, ..., n_L) are Aoyagi's (H_1, ..., H_{L+1}), input first.
         None at other points."""
-        from paramgeo.llc import deep_linear_network
+        from paramgeo.llc import deep_linear_at
 
-        Ws = self.weights(theta)
-        prod = Ws[0]
-        for W in Ws[1:]:
-            prod = W @ prod
-        r0 = decide_rank(np.linalg.svd(prod, compute_uv=False), warn=False).rank
-        if any(decide_rank(np.linalg.svd(W, compute_uv=False), warn=False).rank != r0
-               for W in Ws):
-            return None
-        return deep_linear_network(self.widths, r0)
+        return deep_linear_at(self.weights(theta))
 
     def generic_rank_formula(self):
         """r (n_0 + n_L - r) with r = min(widths): the dimension of the determinantal variety

@@ -20,6 +20,14 @@ def test_demo_prints_the_story_and_writes_the_figure(tmp_path):
     assert "critical (orbit-degenerate, subnetwork)" in text
     assert "quotient dimension n - dim G = 30 = generic rank 30" in text
     assert "30 conserved quantities (u[0]^2 - v[0]^2, ...)" in text
+    # every number of step 1's classification is explained where it is first printed
+    first = text.index("tol ")
+    reading = text[first:text.index("2. symmetry")]
+    for word in ("tol (the rank tolerance)", "gap = the last counted over the first dropped",
+                 "s_R/s_1 = the R-th over the largest, R = 30", "kernel dim = n - rank",
+                 "orbit dim = the dimension", "'h0: removed' = unit 0 has u_0 = v_0 = 0"):
+        assert word in reading, word
+    assert "minimum-l1 interpolator b_l1" in text
     rows = [line.split() for line in text.splitlines() if line.startswith("    ")
             and line.split()[0] in ("0.001", "10")]
     small, large = (dict(zip(("alpha", "dev", "l1", "l2"), map(float, r))) for r in rows)

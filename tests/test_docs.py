@@ -2,12 +2,20 @@
 reference covers every public module.
 
 Blocks are fenced with a language. ``python`` blocks run as scripts; ``bash``/``sh`` blocks run
-line by line, ``console`` blocks run their ``$ `` lines (an example whose shown output starts
-with ``Error:`` must exit with code 2 and print that error). A ``toml``/``ini`` block whose first
+line by line, ``console`` blocks run their ``$ `` lines (continued on the next line after a
+trailing backslash; an example whose shown output starts with ``Error:`` must exit with code 2
+and print that error). A ``toml``/``ini`` block whose first
 line is a comment ``# NAME`` is written to the file NAME for the blocks after it. The blocks of a
 page run in order in one temporary directory (with ``examples/`` linked in and
 ``PARAMGEO_HOME`` inside it); ``paramgeo`` commands run in-process through click's CliRunner,
 other commands through bash with this venv first on PATH.
+
+Shown output is the code's output, checked whole: a ``text`` block right after a ``python`` block
+(nothing but blank lines between) is that block's printed output, and the lines after a ``$ ``
+line of a ``console`` block are that command's output; each must equal what the code prints,
+line for line, where a line ``...`` stands for any number of lines and a line ending in ``...``
+for the rest of a line (:func:`matches_output`).
+So a page whose shown output drifts from the code fails here.
 
 A block that cannot run in a test is preceded by ``<!-- no-test: REASON -->``; the opt-outs are
 counted and each needs a reason (:func:`test_opt_outs_are_few_and_justified`).
@@ -35,18 +43,55 @@ SHOWN = {"text", "json"}
 #: the most blocks the docs may exempt (each with its reason)
 MAX_OPT_OUTS = 10
 SHELL_CHARS = set("|&;<>()$`*")
+#: pages whose shown outputs are not yet compared with the code's (each with its reason)
+OUTPUT_UNCHECKED = {
+    "docs/cli.md": "its outputs follow the command vocabulary being renamed across commands; "
+                   "compared again once the new names and headers are in",
+}
 
 
 def blocks(page):
     """(language, code, opt-out reason or None, line number) of each fenced block of ``page``."""
+    return [block[:4] for block in _blocks(page)]
+
+
+def _blocks(page):
+    """As :func:`blocks`, with a fifth entry: whether only blank lines separate the block from
+    the one before it (a ``text`` block so placed after a ``python`` block is its output)."""
     text = page.read_text()
-    out = []
+    out, end = [], None
     for match in FENCE.finditer(text):
         before = text[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         reason = NO_TEST.search(before)
+        adjacent = end is not None and not text[end:match.start()].strip()
         out.append((match.group(1), match.group(2), reason.group(1) if reason else None,
-                    text.count("\n", 0, match.start()) + 1))
+                    text.count("\n", 0, match.start()) + 1, adjacent))
+        end = match.end()
     return out
+
+
+def matches_output(shown, output):
+    """Whether the shown output (a docs block) is the printed ``output`` whole: line for line
+    (trailing spaces aside), where a shown line ``...`` stands for any number of lines and a
+    line ending in ``...`` for any line that starts with the text before it."""
+    def line_pattern(line):
+        line = line.rstrip()
+        if line.strip() == "...":
+            return r"(?:[^\n]*\n)*?"
+        if line.endswith("..."):
+            return re.escape(line[:-3].rstrip()) + r"[^\n]*\n"
+        return re.escape(line) + r"[ \t]*\n"
+
+    pattern = "".join(line_pattern(line) for line in shown.strip("\n").splitlines())
+    text = "\n".join(line.rstrip() for line in output.strip("\n").splitlines()) + "\n"
+    return re.fullmatch(pattern, text) is not None
+
+
+def _check_shown(shown, output, where, what, drifts):
+    """Record in ``drifts`` a shown output that is not the code's."""
+    if not matches_output(shown, output):
+        drifts.append(f"{where}: the output shown for {what} is not the code's; the code "
+                      f"prints:\n{output}\n(shown:\n{shown})")
 
 
 def _rel(page):
@@ -85,6 +130,7 @@ class _Session:
         from paramgeo.contract import registry
 
         self.tmp = tmp
+        self.drifts = []
         # what a page registers in this process (--plugin, define) is forgotten after it
         monkeypatch.setattr(registry, "_registered", dict(registry._registered))
         monkeypatch.setattr(registry, "_sources", dict(registry._sources))
@@ -99,9 +145,10 @@ class _Session:
                                    f"{os.environ.get('PATH', '')}")
 
     def command(self, line, expect_error=None, where=""):
+        """Run one command line; its printed output."""
         args = shlex.split(line, comments=True)
         if not args:
-            return
+            return ""
         if args[0] == "paramgeo" and not SHELL_CHARS & set(line.split("#")[0]):
             from paramgeo.cli import main
 
@@ -118,6 +165,7 @@ class _Session:
         else:
             assert code == 2, f"{where}: `{line}` should fail with exit 2, got {code}:\n{output}"
             assert expect_error in output, f"{where}: `{line}` printed\n{output}"
+        return output
 
     def run(self, lang, code, where):
         if lang in FILE_KINDS:
@@ -134,15 +182,33 @@ class _Session:
             for line in _logical_lines(code):
                 self.command(line, where=where)
         elif lang == "console":
-            lines = code.splitlines()
-            for i, line in enumerate(lines):
-                if not line.startswith("$ "):
-                    continue
-                shown = lines[i + 1] if i + 1 < len(lines) else ""
+            for command, shown in console_commands(code):
                 error = None
-                if shown.startswith("Error:"):
-                    error = shown.split("...")[0].rstrip(" (")
-                self.command(line[2:], expect_error=error, where=where)
+                if shown and shown[0].startswith("Error:"):
+                    error = shown[0].split("...")[0].rstrip(" (")
+                output = self.command(command, expect_error=error, where=where)
+                if shown and error is None:
+                    _check_shown("\n".join(shown), output, where, f"`{command}`", self.drifts)
+
+
+def console_commands(code):
+    """(command, shown output lines) of each ``$ `` line of a console block; a command whose
+    line ends in a backslash continues on the next line (as in a shell: backslash and newline
+    are dropped)."""
+    out, lines, i = [], code.splitlines(), 0
+    while i < len(lines):
+        if not lines[i].startswith("$ "):
+            i += 1
+            continue
+        command = lines[i][2:]
+        while command.endswith("\\") and i + 1 < len(lines):
+            i += 1
+            command = command[:-1] + lines[i]
+        rest = lines[i + 1:]
+        shown = rest[:next((j for j, r in enumerate(rest) if r.startswith("$ ")), len(rest))]
+        out.append((command, shown))
+        i += 1 + len(shown)
+    return out
 
 
 def _logical_lines(code):
@@ -163,8 +229,13 @@ def _logical_lines(code):
                          ids=lambda p: _rel(p))
 def test_page_blocks_run(page, tmp_path, monkeypatch):
     session = _Session(tmp_path, monkeypatch)
-    ran = 0
-    for lang, code, reason, line in blocks(page):
+    ran, out, last = 0, None, None
+    checked = _rel(page) not in OUTPUT_UNCHECKED
+    for lang, code, reason, line, adjacent in _blocks(page):
+        if lang == "text" and adjacent and last == "python" and out is not None:
+            _check_shown(code, out, f"{_rel(page)}:{line}", "the python block above it",
+                         session.drifts)
+        last, out = lang, None
         if reason is not None:
             continue
         out = session.run(lang, code, f"{_rel(page)}:{line}")
@@ -175,6 +246,7 @@ def test_page_blocks_run(page, tmp_path, monkeypatch):
             assert "critical (factor-rank)" in out and "U lost rank 1" in out
             assert "orbit-degenerate" not in out and "u_0**2 - v_0**2" in out
     assert ran
+    assert not (checked and session.drifts), "\n\n".join(session.drifts)
 
 
 # ------------------------------------------------------------------------- the site's API pages
@@ -216,3 +288,44 @@ def test_every_public_module_has_an_api_page():
                     folder, module.stem):
                 unrendered.append(name)
     assert not unrendered, f"add `::: NAME` to the folder's API page: {unrendered}"
+
+
+def test_shown_output_is_matched_whole():
+    """The comparison of shown and printed output: elisions stand for what they say and no
+    more; a changed word, a missing line or an extra line is a drift."""
+    out = "header: critical (orbit-degenerate, factor-rank)\n  rank 22\n  tol 1e-08; gap 5\n"
+    assert matches_output("header: critical (orbit-degenerate, factor-rank)\n...\n", out)
+    assert matches_output("header: critical ...\n  rank 22\n  tol 1e-08; ...", out)
+    assert matches_output(out + "\n\n", out.replace("\n", "  \n"))
+    assert not matches_output("header: critical (orbit-degenerate)\n...", out)
+    assert not matches_output("header: critical (orbit-degenerate, factor-rank)\n  rank 22",
+                              out)
+    assert not matches_output(out + "  rank 23\n", out)
+    assert not matches_output("...\n  rank 21\n...", out)
+
+
+#: the widest code line the site's code box shows without scrolling (about 88-90 characters)
+CODE_WIDTH = 90
+#: pages whose code lines are not yet held to CODE_WIDTH (each with its reason)
+WIDTH_UNCHECKED = {
+    "docs/cli.md": "its commands are being rewritten with the vocabulary shared across commands",
+}
+
+
+def test_code_lines_fit_the_code_box():
+    """Python, shell and file lines, and the commands of console blocks (continued with a
+    trailing backslash), fit in CODE_WIDTH characters: expected values go on a comment line of
+    their own. The output lines of console blocks are the code's and may be wider."""
+    wide = [f"{_rel(page)}:{line + 1 + i} ({len(text)} characters)"
+            for page in PAGES if _rel(page) not in WIDTH_UNCHECKED
+            for lang, code, _, line in blocks(page)
+            for i, text in enumerate(code.splitlines())
+            if len(text) > CODE_WIDTH and (lang in (RUN | FILE_KINDS) - {"console"}
+                                           or lang == "console" and text.startswith("$ "))]
+    assert not wide, f"wrap these code lines at {CODE_WIDTH} characters: {wide}"
+
+
+def test_console_commands_continue_after_a_backslash():
+    code = "$ paramgeo rank uut \\\n    -p d=4 -p r=2\nrank 7\n...\n$ ls\n"
+    assert console_commands(code) == [("paramgeo rank uut     -p d=4 -p r=2", ["rank 7", "..."]),
+                                      ("ls", [])]

@@ -167,6 +167,21 @@ def test_saddle_to_saddle_small_alpha_converges_to_algorithm():
     assert errs[1] < 0.06 and errs[1] < errs[0]
 
 
+def test_saddle_to_saddle_example_rates_are_what_its_docstring_says():
+    """The example's docstring states the rates its own numbers show (default alphas 1e-2,
+    1e-4, 1e-8): each statement against the fitted exponents and the errors it prints."""
+    ex = _example("saddle_to_saddle")
+    assert ex.ALPHAS == (1e-2, 1e-4, 1e-8)
+    res = ex.main(["--out", "", "--records", "3000"])
+    jump, plateau = res["rates"]["jump"], res["rates"]["plateau"]
+    assert np.all((jump[2:] > 1.0) & (jump[2:] < 1.8)), jump       # last two jumps: p 1.1-1.7
+    assert np.all((plateau[1:] > 0.7) & (plateau[1:] < 5.5)), plateau
+    np.testing.assert_allclose(res["errors"]["plateau"][0], np.array(ex.ALPHAS) / 2, rtol=0.02)
+    assert np.all(res["errors"]["jump"][:2] < 0.015)
+    # the first two jumps show no clean rate: their fitted exponents disagree in sign
+    assert jump[1].min() < 0 < jump[1].max()
+
+
 def test_saddle_to_saddle_one_coordinate_closed_form():
     """ell = (beta - y)^2 / 2 on one coordinate: s' = y until s = 1, so t_1 = 1 / y, beta_1 = y."""
     seq = saddle_to_saddle(LinearMeasurements(np.ones((1, 1)), [2.0]))

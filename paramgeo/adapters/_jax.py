@@ -467,7 +467,7 @@ def from_jax(fn: Callable[..., Any], params: Any, probe: ArrayLike, name: Option
         one_array(out, name, "JAX")
         return {"backend": JaxBackend(jax, device), "blocks": list(zip(names, shapes)),
                 "predictor_shape": tuple(np.shape(out)), "forward": forward,
-                "forward_on": forward_on,
+                "forward_on": forward_on, "probe": probe,
                 "theta0": leaves, "layers": layered, "state": lambda: object_state(fn),
                 "what": f"JAX function {getattr(fn, '__name__', type(fn).__name__)}"}
 

@@ -110,9 +110,11 @@ def graph(layers, activations, spec):
 
 class LayeredModel:
     """Mixin of a FrameworkModel whose layers were read (``self._layers``): declares the
-    architecture graph and the symmetry group from_architecture reads from it."""
+    architecture graph and the symmetry group from_architecture reads from it, and, for a deep
+    linear network, the exact learning coefficient (:meth:`learning_coefficient`)."""
 
-    capabilities: ClassVar[frozenset] = frozenset({"architecture", "symmetry"})
+    capabilities: ClassVar[frozenset] = frozenset({"architecture", "symmetry",
+                                                   "learning_coefficient"})
     _graph = None  # built on first use
     _group = None  # read from the graph on first use
     references: ClassVar[tuple] = (
@@ -140,6 +142,40 @@ class LayeredModel:
         if self._group is None:
             self._group = from_architecture(self.architecture(), self.spec)
         return self._group
+
+    def deep_linear_weights(self, theta):
+        """[W_1, ..., W_L] at theta (each out x in, W_1 first, whatever the storage order)
+        when the model is a deep linear network whose predictor determines the end-to-end
+        matrix W_L ... W_1: two or more layers, no biases, no activation between them, and a
+        probe whose rows span the inputs (rank n_0; the identity probe does, and then the
+        predictor is net(I) = (W_L ... W_1)^T, in x out). None for any other model."""
+        from ..symmetry.architecture import ACTIVATIONS
+
+        layers, activations = self._layers
+        if (len(layers) < 2 or any(layer["bias"] is not None for layer in layers)
+                or any(ACTIVATIONS.get(act) != "linear" for act, _ in activations)):
+            return None
+        n0 = layers[0]["in"]
+        probe = np.asarray(self._probe, float)
+        if probe.size % n0 or np.linalg.matrix_rank(probe.reshape(-1, n0)) < n0:
+            return None
+        theta = self.as_theta(theta)
+        return [theta[self.spec.slices[layer["weight"]]].reshape(layer["in"], layer["out"]).T
+                if layer["transposed"] else
+                theta[self.spec.slices[layer["weight"]]].reshape(layer["out"], layer["in"])
+                for layer in layers]
+
+    def learning_coefficient(self, theta):
+        """For a deep linear network (:meth:`deep_linear_weights`), Aoyagi's lambda at a true
+        parameter where every W_l has the rank of the product (Aoyagi 2024, Theorem 1;
+        :func:`paramgeo.llc.deep_linear_at`), as the ``deep-linear`` plugin gives it; None
+        for other models and points. It is the coefficient of a loss on the predictor (the
+        outputs on the probe) or, equally, of the model's squared error on inputs of full
+        rank (``estimate_llc(model, "mse", ..., data=(X, Y))``)."""
+        from ..llc import deep_linear_at
+
+        weights = self.deep_linear_weights(theta)
+        return None if weights is None else deep_linear_at(weights)
 
 
 def check_layers(layers, activations, spec):

@@ -168,6 +168,7 @@ class FrameworkModel(Parameterization):
             built["predictor_shape"]
         self.device = self.backend.device
         self._layers = built.get("layers")
+        self._probe = built.get("probe")  # the inputs phi is the output on
         self._graph_reader = built.get("graph")  # reads the computational graph, on demand
         super().__init__()
         self.theta0 = self.spec.pack(*built["theta0"])
@@ -298,6 +299,7 @@ class FrameworkModel(Parameterization):
         import copy
 
         other = copy.copy(self)
+        other._probe = X  # the inputs its predictor is the output on
         other._f = _Op(self.backend, self._forward_on(X), self.n, None, other, "forward")
         other._batched = None
         out = other._f(self.theta0)

@@ -229,7 +229,7 @@ def from_torch(module: Any, probe: ArrayLike, name: Optional[str] = None,
                              "to analyse")
         return {"backend": TorchBackend(torch, device), "blocks": shapes,
                 "predictor_shape": tuple(out.shape), "forward": forward,
-                "forward_on": forward_on,
+                "forward_on": forward_on, "probe": probe_data,
                 "theta0": [p.detach().cpu().numpy() for _, p in named], "layers": layered,
                 "graph": read_graph if layers == "auto" else None,
                 "state": lambda: torch_state(model), "written": written_by(forward),

@@ -11,13 +11,13 @@ kernels. See also docs/learning-coefficients-data.md.
 
 from .diagnostics import localization_check
 from .exact import (LearningCoefficient, aoyagi_watanabe_piecewise, block_learning_coefficient,
-                    deep_linear_network, exact_learning_coefficient, monomial,
+                    deep_linear_at, deep_linear_network, exact_learning_coefficient, monomial,
                     normal_crossing_sum, reduced_rank_regression, regular)
 from .estimate import LLCEstimate, LLCWarning, auto_step, estimate_llc
 from .steps import StepSweep, step_sweep
 
 __all__ = ["LearningCoefficient", "aoyagi_watanabe_piecewise", "block_learning_coefficient",
-           "deep_linear_network",
+           "deep_linear_at", "deep_linear_network",
            "exact_learning_coefficient", "monomial", "normal_crossing_sum",
            "reduced_rank_regression", "regular", "LLCEstimate", "LLCWarning", "StepSweep",
            "auto_step", "estimate_llc", "localization_check",

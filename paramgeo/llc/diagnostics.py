@@ -93,8 +93,9 @@ def localization_check(batch: Any, w_star: NDArray[np.float64], nbeta: float, ga
                        mask: Optional[NDArray[np.bool_]] = None,
                        k: int = 64) -> tuple[dict, list[str]]:
     """Before sampling: the spectrum of the Hessian H of L_n at w* (Lanczos on Hessian-vector
-    products, central differences of the gradient, :func:`~paramgeo.llc.sampler.
-    curvature_spectrum`; on the free coordinates of ``mask``) against the localization gamma.
+    products, central differences of the gradient,
+    :func:`~paramgeo.llc.sampler.curvature_spectrum`; on the free coordinates of ``mask``)
+    against the localization gamma.
     In the quadratic (Laplace) approximation each direction of curvature h contributes
     r(n beta h / gamma) / 2 to the estimate (:func:`retained`), where the learning coefficient
     counts 1/2: where gamma is comparable to n beta h the estimator measures the localizing

@@ -215,6 +215,35 @@ def deep_linear_network(widths: Sequence[int], r: int = 0) -> LearningCoefficien
         reference=AOYAGI_2024)
 
 
+def deep_linear_at(weights: Sequence[ArrayLike]) -> Optional[LearningCoefficient]:
+    """Aoyagi's lambda of the deep linear network x -> W_L ... W_1 x at the true parameter
+    ``weights`` = (W_1, ..., W_L) (each out x in, W_1 first): :func:`deep_linear_network` with
+    widths (n_0, ..., n_L) read from the shapes and r0 = rank(W_L ... W_1), at a point where
+    every W_l has rank r0 (the deepest true parameters, Aoyagi 2024, Theorem 1); None at other
+    points, where the theorem gives no value. Ranks are decided by the default tolerance
+    policy (:func:`paramgeo.linalg.numerics.decide_rank`)."""
+    import numpy as np
+
+    from ..linalg.numerics import decide_rank
+
+    Ws = [np.asarray(W, float) for W in weights]
+    if len(Ws) < 2 or any(W.ndim != 2 for W in Ws) or any(
+            b.shape[1] != a.shape[0] for a, b in zip(Ws, Ws[1:])):
+        raise SizeError(f"deep_linear_at: give two or more matrices W_1, ..., W_L (out x in) "
+                        f"that chain, got shapes {[W.shape for W in Ws]}")
+    prod = Ws[0]
+    for W in Ws[1:]:
+        prod = W @ prod
+
+    def rank(M):
+        return decide_rank(np.linalg.svd(M, compute_uv=False), warn=False).rank
+
+    r0 = rank(prod)
+    if any(rank(W) != r0 for W in Ws):
+        return None
+    return deep_linear_network((Ws[0].shape[1],) + tuple(W.shape[0] for W in Ws), r0)
+
+
 def regular(d: int) -> LearningCoefficient:
     """lambda = d / 2, m = 1 at a true parameter where the map is locally of constant rank d.
 

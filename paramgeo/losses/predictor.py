@@ -328,10 +328,14 @@ class Regression(Loss):
 
     def check_dim(self, param):
         if tuple(param.predictor_shape) != self.shape:
+            flipped = tuple(param.predictor_shape) == self.shape[::-1]
             raise ShapeError(
                 f"the regression loss needs {self.shape[0]} x {self.shape[1]} predictors "
                 f"(outputs x inputs, from Y {self.Y.shape} and X {self.X.shape}), but "
-                f"{param.name} {param.sizes} has predictors of shape {param.predictor_shape}")
+                f"{param.name} {param.sizes} has predictors of shape {param.predictor_shape}"
+                + ("; that is inputs x outputs, the layout of a PyTorch or JAX network on the "
+                   "identity probe (net(I) = B^T): fit such a model on its data with the "
+                   "loss mse, which evaluates it on X" if flipped else ""))
 
 
 class _MarginLoss(Loss):
