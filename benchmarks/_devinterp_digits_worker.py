@@ -1,11 +1,13 @@
-"""Run devinterp's LLC estimator on the digits MLP (for bench_llc_data.py --devinterp).
+"""Run devinterp's LLC estimator on a digits model (for bench_llc_data.py --devinterp).
 
 Executed by the Python of the throwaway devinterp environment, never imported by paramgeo:
-``python _devinterp_digits_worker.py IN.npz OUT.json``. IN holds X (n, 64), y (n,), the MLP's
-weights (W0, b0, W1, b1: Linear(64, 128), ReLU, Linear(128, 10)) and the settings (lr, n_beta,
-localization, chains, draws, burn, batch_size, seed). devinterp 2 samples "token" sequences
-with per-token losses: each row is [0, i] for sample i, so a batch of rows is a minibatch of
-samples and each row's one token loss is that sample's cross-entropy (float32, its SGLD).
+``python _devinterp_digits_worker.py IN.npz MODEL.pt OUT.json``. MODEL.pt is the trained torch
+module (``torch.save`` of the whole module, built from torch's own layers only, so that this
+environment loads it without paramgeo), IN holds X (n, 64), y (n,) and the settings (lr,
+n_beta, localization, chains, draws, burn, batch_size, seed). devinterp 2 samples "token"
+sequences with per-token losses: each row is [0, i] for sample i, so a batch of rows is a
+minibatch of samples and each row's one token loss is that sample's cross-entropy (float32,
+its SGLD).
 """
 
 import json
@@ -16,7 +18,7 @@ import warnings
 import numpy as np
 
 
-def main(src, dst):
+def main(src, module, dst):
     import torch
     from datasets import Dataset
     from devinterp.slt.llc import llc
@@ -26,12 +28,7 @@ def main(src, dst):
     data = np.load(src)
     X = torch.tensor(data["X"], dtype=torch.float32)
     y = torch.tensor(data["y"], dtype=torch.long)
-    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
-                                torch.nn.Linear(128, 10))
-    with torch.no_grad():
-        for layer, (w, b) in zip((model[0], model[2]), (("W0", "b0"), ("W1", "b1"))):
-            layer.weight.copy_(torch.tensor(data[w]))
-            layer.bias.copy_(torch.tensor(data[b]))
+    model = torch.load(module, weights_only=False).float()
     n = X.shape[0]
     dataset = Dataset.from_dict({"input_ids": [[0, i] for i in range(n)]}).with_format("torch")
 

@@ -20,12 +20,16 @@ of (a) and (b).
 ``--digits``: ``sklearn.datasets.load_digits`` (1797 images of 8 x 8 pixels, bundled, no
 download), a torch MLP 64 -> 128 -> 10 (9,610 parameters) with ReLU trained with Adam on the
 cross-entropy, then the LLC at the trained weights with the "cross-entropy" loss in minibatches
-of 128 (minibatch SGLD), with its CPU time and the pre-check's numbers; with ``--cnn`` a CNN of
-over 10^5 parameters (:func:`_cnn`) instead, 8 chains x (200 + 200) steps. ``--devinterp``
-also runs devinterp (a throwaway environment, /tmp/devinterp-venv, torch first) on the MLP, its
-SGLD at equal draws (chains = paramgeo's chains times temperatures, the same burn-in, draws,
-batch size, n beta and localization) with lr = paramgeo's automatic step and 10 times it,
-and prints its estimate and CPU time per chain step against paramgeo's.
+of 128 (minibatch SGLD, float32 chains, defaults otherwise), 8 chains x (500 + 500) steps per
+temperature without the bias check (equal draws) and with it (the default); with ``--cnn`` the
+CNN of :func:`_cnn` (118,186 parameters) instead, 8 chains x (200 + 200) steps, equal draws
+only. Beside them, the model's own cost per chain step (:func:`floors`: one float32 forward
+and backward pass on a batch, chain by chain and vectorized over the chains). ``--devinterp``
+also runs devinterp (a throwaway environment, /tmp/devinterp-venv, torch first) on the same
+model: its SGLD at equal draws (chains = paramgeo's chains times temperatures, the same
+burn-in, draws, batch size, n beta and localization) with lr = paramgeo's automatic step (and
+for the MLP 10 times it), and prints its estimate, its CPU time per chain step against the
+model's own cost, and devinterp's CPU time over paramgeo's (target: at least 10).
 
 ``--fibres``: ``llc exact`` at points of the true fibre where a factor of U V^T has rank above
 r0 (the smooth-fibre case, rank J / 2) against the estimator (:func:`fibres`).
@@ -116,38 +120,77 @@ def _cnn(torch):
     """A CNN for 8 x 8 digits: conv 1 -> 32 (3 x 3) ReLU, conv 32 -> 64 (3 x 3) ReLU, linear
     64 * 4 * 4 -> 96 ReLU, linear 96 -> 10 (over 10^5 parameters)."""
 
-    class Image(torch.nn.Module):
-        def forward(self, x):
-            return x.reshape(x.shape[0], 1, 8, 8)
-
-    return torch.nn.Sequential(Image(), torch.nn.Conv2d(1, 32, 3), torch.nn.ReLU(),
+    return torch.nn.Sequential(torch.nn.Unflatten(1, (1, 8, 8)), torch.nn.Conv2d(1, 32, 3),
+                               torch.nn.ReLU(),
                                torch.nn.Conv2d(32, 64, 3), torch.nn.ReLU(), torch.nn.Flatten(),
                                torch.nn.Linear(64 * 4 * 4, 96), torch.nn.ReLU(),
                                torch.nn.Linear(96, 10))
 
 
 def devinterp_digits(net, X, y, lr, n_beta, chains, burn, draws, batch_size, seed, workdir):
-    """devinterp's estimate on the same MLP, data and batch size (its SGLD, float32, localization
-    1 as paramgeo's gamma, n beta = n / log n): run by _devinterp_digits_worker.py in the
-    throwaway environment of bench_llc.ensure_devinterp."""
+    """devinterp's estimate on the same model, data and batch size (its SGLD, float32,
+    localization 1 as paramgeo's gamma, n beta = n / log n): run by
+    _devinterp_digits_worker.py in the throwaway environment of bench_llc.ensure_devinterp."""
     import subprocess
+
+    import torch
 
     from benchmarks.bench_llc import ensure_devinterp
 
     python = ensure_devinterp()
-    src, dst = workdir / "di-digits.npz", workdir / "di-digits.json"
-    np.savez(src, X=X, y=y, W0=net[0].weight.detach().numpy(), b0=net[0].bias.detach().numpy(),
-             W1=net[2].weight.detach().numpy(), b1=net[2].bias.detach().numpy(), lr=lr,
-             n_beta=n_beta, localization=1.0, chains=chains, draws=draws, burn=burn,
-             batch_size=batch_size, seed=seed)
+    src, module = workdir / "di-digits.npz", workdir / "di-digits.pt"
+    dst = workdir / "di-digits.json"
+    np.savez(src, X=X, y=y, lr=lr, n_beta=n_beta, localization=1.0, chains=chains, draws=draws,
+             burn=burn, batch_size=batch_size, seed=seed)
+    torch.save(net, module)
     worker = Path(__file__).with_name("_devinterp_digits_worker.py")
-    subprocess.run([str(python), str(worker), str(src), str(dst)], check=True,
+    subprocess.run([str(python), str(worker), str(src), str(module), str(dst)], check=True,
                    capture_output=True)
     return json.loads(dst.read_text())
 
 
+def floors(net, X, y, batch_size, chains, repeats=20):
+    """CPU seconds per chain step of the model's own cost, float32: one forward and backward
+    pass of the cross-entropy on a batch, (a) chain by chain in a plain loop (what a sampler
+    that moves one chain at a time pays at least) and (b) for ``chains`` chains at once in
+    one torch.func.vmap'ed pass (the kernel paramgeo's chains run); medians of ``repeats``."""
+    import copy
+
+    import torch
+    from torch.func import functional_call, grad_and_value, vmap
+
+    model = copy.deepcopy(net).float()
+    xb, yb = torch.tensor(X[:batch_size]), torch.tensor(y[:batch_size])
+    params = {k: v.detach().expand(chains, *v.shape).clone() for k, v in
+              model.named_parameters()}
+
+    def loss(p):
+        return torch.nn.functional.cross_entropy(functional_call(model, p, (xb,)), yb)
+
+    batched = vmap(grad_and_value(loss))
+
+    def plain():
+        for _ in range(chains):
+            model.zero_grad()
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
+
+    out = {}
+    for label, call in (("loop", plain), ("vmap", lambda: batched(params))):
+        call()
+        times = []
+        for _ in range(repeats):
+            cpu = time.process_time()
+            call()
+            times.append(time.process_time() - cpu)
+        out[label] = float(np.median(times)) / chains
+    return out
+
+
 def digits(batch_size=128, steps=600, seed=0, cnn=False, chains=8, burn=500, draws=500,
            devinterp=False, workdir=None):
+    """The LLC of a torch MLP (or the CNN, ``cnn``) trained on load_digits, minibatch SGLD
+    (defaults otherwise), beside devinterp at equal draws (``devinterp``): CPU time per chain
+    step of each against the model's own forward and backward cost (:func:`floors`)."""
     import torch
     from sklearn.datasets import load_digits
 
@@ -171,37 +214,52 @@ def digits(batch_size=128, steps=600, seed=0, cnn=False, chains=8, burn=500, dra
     train_cpu = time.process_time() - cpu
     accuracy = float((net(Xt).argmax(1) == yt).float().mean())
     model = paramgeo.from_torch(net, X[:2])
-    cpu = time.process_time()
-    est = _quiet(estimate_llc, model, "cross-entropy", data=(X, y), batch_size=batch_size,
-                 chains=chains, burn=burn, draws=draws, seed=seed)
-    cpu = time.process_time() - cpu
-    print(est)
     out = dict(parameters=model.n, samples=len(y), train_loss=float(loss.detach()),
-               accuracy=accuracy,
-               train_cpu=train_cpu, llc=est.llc, se_total=est.se_total, se=est.se,
-               se_bias=est.se_bias, llc_check=est.llc_check, chains=est.chains,
-               draws=est.draws, burn=est.burn, batches=est.batches, cpu_seconds=cpu,
-               warnings=list(est.warnings), curvature=est.curvature)
-    print(json.dumps({k: v for k, v in out.items() if k != "warnings"}), flush=True)
-    if devinterp and not cnn:
-        # equal draws: as many chains as paramgeo's chains over its temperatures, each with
-        # paramgeo's burn-in and draws (paramgeo's bias check doubles its own chains on top)
-        steps_paramgeo = 2 * len(est.temperatures) * est.chains * (est.burn + est.draws)
+               accuracy=accuracy, train_cpu=train_cpu)
+    runs = {}
+    # equal draws: without the bias check, paramgeo's chains x temperatures chains of
+    # burn + draws steps, as many as devinterp's below; then (the MLP) the default, with the
+    # bias check
+    for label, check in (("equal draws", False),) + ((("default", True),) if not cnn else ()):
+        cpu = time.process_time()
+        est = _quiet(estimate_llc, model, "cross-entropy", data=(X, y), batch_size=batch_size,
+                     chains=chains, burn=burn, draws=draws, seed=seed, bias_check=check)
+        cpu = time.process_time() - cpu
+        steps_run = (1 + check) * len(est.temperatures) * est.chains * (est.burn + est.draws)
+        print(f"paramgeo ({label}): {est}", flush=True)
+        runs[label] = dict(llc=est.llc, se_total=est.se_total, llc_check=est.llc_check,
+                           cpu_seconds=cpu, chain_steps=steps_run, step=est.step,
+                           seconds_per_chain_step=cpu / steps_run,
+                           warnings=list(est.warnings), curvature=est.curvature)
+    out["paramgeo"] = runs
+    ours = runs["equal draws"]
+    floor = floors(net, X, y, batch_size, len(est.temperatures) * est.chains)
+    out["floor"] = floor
+    print(f"model cost per chain step (float32, one forward + backward on a batch of "
+          f"{batch_size}): {floor['loop'] * 1e3:.3g} ms chain by chain, {floor['vmap'] * 1e3:.3g} "
+          f"ms with the chains vectorized; paramgeo's estimate {ours['seconds_per_chain_step'] * 1e3:.3g}"
+          f" ms per chain step, all included ({ours['seconds_per_chain_step'] / floor['vmap']:.2f}"
+          " times the vectorized cost)", flush=True)
+    if devinterp:
         out["devinterp"] = []
-        for factor in (1.0, 10.0):
+        for factor in ((1.0,) if cnn else (1.0, 10.0)):
             lr = factor * est.step
             di = devinterp_digits(net, X, y, lr, est.nbeta, len(est.temperatures) * est.chains,
                                   est.burn, est.draws, batch_size, seed, workdir)
             di.update(lr=lr, chain_steps=len(est.temperatures) * est.chains
                       * (est.burn + est.draws))
+            per = di["cpu_seconds"] / di["chain_steps"]
+            di.update(seconds_per_chain_step=per, ratio=di["cpu_seconds"] / ours["cpu_seconds"])
             out["devinterp"].append(di)
             print(f"devinterp (lr = {factor:g} x paramgeo's step = {lr:.3g}): LLC "
                   f"{di['llc']:.4g} +- {di['std']:.2g} (sd over chains) in "
-                  f"{di['cpu_seconds']:.1f} s CPU for {di['chain_steps']} chain steps; paramgeo "
-                  f"{est.llc:.4g} +- {est.se_total:.2g} in {cpu:.1f} s CPU for {steps_paramgeo} "
-                  f"chain steps (with the bias check): per chain step "
-                  f"{di['cpu_seconds'] / di['chain_steps'] / (cpu / steps_paramgeo):.2f} times "
-                  "paramgeo's CPU time", flush=True)
+                  f"{di['cpu_seconds']:.1f} s CPU for {di['chain_steps']} chain steps "
+                  f"({per * 1e3:.3g} ms each, {per / floor['loop']:.2f} times the chain-by-chain "
+                  f"cost); paramgeo at equal draws {ours['llc']:.4g} +- {ours['se_total']:.2g} "
+                  f"in {ours['cpu_seconds']:.1f} s CPU for {ours['chain_steps']} chain steps: "
+                  f"devinterp / paramgeo CPU time {di['ratio']:.2f} (target >= 10)", flush=True)
+    print(json.dumps({k: v for k, v in out.items() if k != "paramgeo"}, default=float),
+          flush=True)
     return out
 
 
@@ -347,7 +405,8 @@ def main(argv=None):
         results["calibration"] = calibration(args.n, args.datasets, args.batch_size,
                                              args.step_scale)
     if args.digits or not args.calibration:
-        results["digits"] = (digits(cnn=True, burn=200, draws=200) if args.cnn else
+        results["digits"] = (digits(cnn=True, burn=200, draws=200, devinterp=args.devinterp,
+                                    workdir=out) if args.cnn else
                              digits(devinterp=args.devinterp, workdir=out))
     (out / "results.json").write_text(json.dumps(results, indent=1, default=float))
 

@@ -12,7 +12,7 @@ import paramgeo
 from paramgeo.errors import ParamgeoError
 from paramgeo.llc import (LLCWarning, block_learning_coefficient, estimate_llc,
                           localization_check)
-from paramgeo.llc.data import batch_picker, make_batches
+from paramgeo.llc.data import batch_picker, control_variates, make_batches
 from paramgeo.llc.diagnostics import retained
 from paramgeo.llc.estimate import block_mask
 from paramgeo.losses import Regression, batched_value_and_grad
@@ -92,12 +92,24 @@ def test_framework_models_on_other_inputs_and_vectorized_over_points():
                                    [m.forward_flat(t) for t in thetas], atol=1e-13)
         np.testing.assert_allclose(vjp(G), [m.vjp(t, g) for t, g in zip(thetas, G)],
                                    atol=1e-12)
+    # float32 (torch): the same values to float32's round-off; JAX offers float64 only
+    assert on_x.single_precision and not jmodel.single_precision
+    thetas = on_x.theta0 + 0.3 * rng.standard_normal((3, on_x.n))
+    G = rng.standard_normal((3, on_x.m))
+    phis, vjp = on_x.batched_vjp(thetas, single=True)
+    assert phis.dtype == np.float32 and vjp(G).dtype == np.float32
+    np.testing.assert_allclose(phis.reshape(3, -1), [on_x.forward_flat(t) for t in thetas],
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(vjp(G), [on_x.vjp(t, g) for t, g in zip(thetas, G)],
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_the_data_route_is_the_regression_loss():
     """A torch deep linear net on (X, Y) with the mse loss is Regression(X, Y) through the
     deep-linear plugin: the same theta (W1 then W2, stored (out, in)), the same L_n, hence the
-    same chains (SGLD, fixed step, the same seed)."""
+    same chains (SGLD, fixed step, the same seed). In float32 (the default for torch models
+    on data; its noise from torch's generator) the estimate agrees within its error bars, and
+    the same seed repeats the run."""
     rng = np.random.default_rng(2)
     X, Y = rng.standard_normal((200, 5)), rng.standard_normal((200, 5))
     model = paramgeo.from_torch(_linear_net(), X[:3])
@@ -105,11 +117,19 @@ def test_the_data_route_is_the_regression_loss():
     theta = model.theta0
     options = dict(sampler="sgld", step=1e-3, chains=3, burn=20, draws=60, bias_check=False,
                    precheck=False, seed=4)
-    a = _quiet(estimate_llc, model, "mse", theta, data=(X, Y), **options)
+    a = _quiet(estimate_llc, model, "mse", theta, data=(X, Y), precision="double", **options)
     b = _quiet(estimate_llc, plugin, Regression(X, Y), theta, **options)
     assert a.loss_star == pytest.approx(b.loss_star, rel=1e-12)
     np.testing.assert_allclose(a.traces, b.traces, rtol=1e-7, atol=1e-9)
     assert a.llc == pytest.approx(b.llc, rel=1e-7)
+    single = _quiet(estimate_llc, model, "mse", theta, data=(X, Y), **options)
+    assert abs(single.llc - b.llc) < 4 * math.hypot(single.se, b.se)
+    again = _quiet(estimate_llc, model, "mse", theta, data=(X, Y), **options)
+    np.testing.assert_array_equal(again.traces, single.traces)
+    xi = model.backend.normals(3)((200, 100))
+    assert xi.dtype == np.float32 and abs(xi.mean()) < 4 / 141 and abs(xi.var() - 1) < 4 * 0.01
+    with pytest.raises(ParamgeoError, match="precision='single' needs"):
+        estimate_llc(plugin, Regression(X, Y), theta, precision="single", **options)
 
 
 def test_minibatches_average_to_the_full_loss():
@@ -163,6 +183,62 @@ def test_minibatch_sgld_on_a_regular_model_against_d_over_2():
     with pytest.raises(ParamgeoError, match="MALA"):
         estimate_llc(model, "cross-entropy", w_star, data=(X, labels), batch_size=200,
                      sampler="mala")
+
+
+def test_control_variates_are_unbiased_and_exact_at_w_star():
+    """Minibatch SGLD's control variates: the batch-weighted mean of L_b + shift_b and of
+    grad L_b + grad_shift_b is the full loss and gradient at any w (against the full-batch
+    route); at w* every batch's corrected gradient is the full one, and near w* their spread
+    over batches shrinks with |w - w*| while the plain minibatch gradients' does not."""
+    rng = np.random.default_rng(7)
+    X, Y = rng.standard_normal((60, 5)), rng.standard_normal((60, 5))
+    model = paramgeo.from_torch(_linear_net(), X[:3])
+    batches = make_batches(model, "mse", (X, Y), batch_size=16)
+    value, grad = make_batches(model, "mse", (X, Y)).full()
+    fns, c = batches.batched(), batches.weights
+    w_star = model.theta0
+    shift, grad_shift = control_variates(fns, c, w_star, value(w_star), 1e9)
+    for w in (w_star, w_star + 0.3 * rng.standard_normal(model.n)):
+        L, G = zip(*[f(w[None]) for f in fns])
+        L, G = np.array([v[0] for v in L]) + shift, np.array([g[0] for g in G])
+        assert c @ L == pytest.approx(value(w), rel=1e-12)
+        np.testing.assert_allclose(c @ (G + grad_shift), grad(w), atol=1e-12)
+    G_star = np.array([f(w_star[None])[1][0] for f in fns]) + grad_shift
+    np.testing.assert_allclose(G_star, np.tile(grad(w_star), (len(fns), 1)), atol=1e-12)
+    near = w_star + 1e-3 * rng.standard_normal(model.n)
+    plain = np.array([f(near[None])[1][0] for f in fns])
+    assert (plain + grad_shift).var(axis=0).sum() < 1e-4 * plain.var(axis=0).sum()
+    assert control_variates(fns, c, w_star, value(w_star), 10)[1] is None  # over the budget
+
+
+def test_the_sgld_burn_in_step_against_the_variance_recursion():
+    """On a Gaussian direction of curvature kappa = n beta h + gamma an SGLD chain from w*
+    has Var w_t = v_t, v_{t+1} = (1 - e_t kappa / 2)^2 v_t + e_t (e_t its step), so the mean
+    trace is n beta h v_t / 2: with burn_step = 8 the burn-in reaches the stationary value
+    (1 / (2 (1 - eps kappa / 4)) at the draws' step) that the plain burn-in falls short of."""
+    from paramgeo.llc.sampler import sample_chains
+
+    nb, h, gamma, K = 50.0, 2.0, 1.0, 4000
+    kappa = nb * h + gamma
+    eps, burn, draws = 0.05 / kappa, 30, 30
+
+    def quadratic(W):
+        return 0.5 * h * W[:, 0] ** 2, h * W
+
+    for burn_step in (8.0, 1.0):
+        run = sample_chains([quadratic], "sgld", np.zeros(1), np.full(K, nb), np.full(K, eps),
+                            gamma, 0.0, burn, draws, np.random.default_rng(0), None,
+                            burn_step=burn_step)
+        v, expected = 0.0, []
+        for t in range(burn + draws):
+            e = eps * (burn_step if t < burn else 1.0)
+            v = (1 - e * kappa / 2) ** 2 * v + e
+            expected.append(nb * h * v / 2)
+        mean, se = run["traces"].mean(axis=0), run["traces"].std(axis=0) / np.sqrt(K)
+        assert np.all(np.abs(mean - expected) < 5 * se + 1e-12)
+        stationary = nb * h / (2 * kappa * (1 - eps * kappa / 4))
+        reached = expected[burn] / stationary
+        assert reached > 0.99 if burn_step == 8 else reached < 0.9
 
 
 def test_retained_fraction_in_closed_form():
@@ -256,6 +332,10 @@ def test_bad_data_inputs_name_the_fix():
         estimate_llc(model, "mse", data=(X, Y), block="W3")
     with pytest.raises(paramgeo.errors.ShapeError, match="shape"):
         estimate_llc(model, "mse", data=(X, Y[:, :2]))
+    with pytest.raises(ParamgeoError, match="precision='half'; choose one of 'auto'"):
+        estimate_llc(model, "mse", data=(X, Y), precision="half")
+    with pytest.raises(ParamgeoError, match=r"burn_step=0.5 must be a number in \[1, 20\]"):
+        estimate_llc(model, "mse", data=(X, Y), burn_step=0.5)
 
 
 @pytest.fixture

@@ -52,6 +52,16 @@ class Backend:
         pair = self.vjp_pair(fn)
         return lambda z: pair(z[:a], z[a:])
 
+    #: whether value_vjp computes in float32 when asked (``single``)
+    single = False
+
+    def value_vjp(self, fn):
+        """(x, single) -> (f(x), g -> Df(x)^T g) with host arrays: here the compiled forward
+        and the compiled VJP pair, two calls (a backend whose VJP returns the forward's value
+        overrides it with one pass); float64 whatever ``single`` says."""
+        call, pair = self.compile(fn), self.compile(self.vjp_pair(fn))
+        return lambda x, single=False: (self.run(call, x), lambda g: self.run(pair, x, g))
+
 
 class _Op:
     """A flat framework function f: R^a -> R^b with host float64 arrays in and out, and the
@@ -174,7 +184,7 @@ class FrameworkModel(Parameterization):
         self.theta0 = self.spec.pack(*built["theta0"])
         self._f = _Op(self.backend, built["forward"], self.n, self.m, self, "forward")
         self._forward_on = built["forward_on"]
-        self._batched = None  # the op of phi at a stack of points (vmap), built on first use
+        self._batched = None  # phi and its VJP at a stack of points (vmap), built on first use
         self._state = built.get("state")
         self._what = built.get("what", f"{self.framework} model")
         self._check_forward()
@@ -189,8 +199,11 @@ class FrameworkModel(Parameterization):
     # the model's fault is the model's: a PluginError (one line naming it, the method and a
     # fix; `paramgeo check` reports it as a failed property)
     def _run(self, what, fn, *args):
+        return self._guard(what, self.backend.run, fn, *args)
+
+    def _guard(self, what, call, *args):
         try:
-            return self.backend.run(fn, *args)
+            return call(*args)
         except ParamgeoError:
             raise
         except (Exception, SystemExit) as exc:  # a sys.exit() in the model is the model's
@@ -323,23 +336,31 @@ class FrameworkModel(Parameterization):
             return (batch,) + rest
         return (out.size,)
 
-    def batched_vjp(self, thetas):
+    @property
+    def single_precision(self):
+        """Whether :meth:`batched_vjp` can compute in float32 (``single=True``): torch
+        models; JAX models compute in float64."""
+        return self.backend.single
+
+    def batched_vjp(self, thetas, single=False):
         """(Phi, vjp) at the K rows of thetas at once: phi vectorized over the rows by the
         framework's vmap (torch.func.vmap, jax.vmap), vjp(G) = (J(thetas[k])^T G[k])_k the
         framework's VJP of that vectorized map (the rows are independent, so the VJP of the
-        stacked map is the stack of VJPs). A model that vmap cannot vectorize (e.g. in-place
-        operations) is evaluated row by row instead."""
+        stacked map is the stack of VJPs; torch keeps the forward pass of Phi for it, one
+        forward and one backward pass in all). ``single``: in float32 where
+        ``single_precision`` (the model's parameters, inputs and buffers cast; Phi and the
+        VJP come back as float32 arrays), float64 otherwise. A model that vmap cannot
+        vectorize (e.g. in-place operations) is evaluated row by row instead, in float64."""
         thetas = np.asarray(thetas, dtype=float).reshape(-1, self.n)
         K = len(thetas)
+        what = "forward (vectorized over points)"
         if self._batched is None:
-            self._batched = _Op(self.backend, self.backend.batch_map(self._f.fn, self.n),
-                                None, None, self, "forward (vectorized over points)")
+            self._batched = self.backend.value_vjp(self.backend.batch_map(self._f.fn, self.n))
         if self._batched is not False:
             try:
-                flat = thetas.ravel()
-                phis = self._batched(flat).reshape((K,) + self.predictor_shape)
-                return phis, lambda G: self._batched.vjp(
-                    flat, np.asarray(G, float).ravel()).reshape(K, self.n)
+                phis, pull = self._guard(what, self._batched, thetas.ravel(), bool(single))
+                return phis.reshape((K,) + self.predictor_shape), lambda G: self._guard(
+                    f"the VJP of {what}", pull, np.ravel(G)).reshape(K, self.n)
             except PluginError:
                 self._batched = False  # vmap cannot run this model: row by row from now on
         phis = np.stack([self._f(t) for t in thetas]).reshape((K,) + self.predictor_shape)

@@ -157,6 +157,14 @@ def llc_loss(param, loss_kind, arrays, data_path, theta_star):
 @click.option("--block", "blocks", multiple=True,
               help="Move only this parameter block (repeatable): the weight-refined LLC, the "
                    "other blocks fixed at w*.")
+@click.option("--precision", type=click.Choice(["auto", "single", "double"]), default="auto",
+              show_default=True,
+              help="Arithmetic of the chains' model evaluations: float32 (single) or float64 "
+                   "(double); auto: float32 for torch models on data (mse, cross-entropy), "
+                   "float64 otherwise.")
+@click.option("--burn-step", type=click.FloatRange(1, 20), default=8.0, show_default=True,
+              help="SGLD's burn-in step as a multiple of its step (the slow directions relax "
+                   "that much faster; 1: none).")
 @click.option("--sweep-lr", "sweep_lr", is_flag=True,
               help="Run the estimate at 1/8, 1/4, 1/2, 1 and 2 times the automatic step size.")
 @former_option("--sweep-steps", "--sweep-lr", "sweep_lr", is_flag=True)
@@ -166,7 +174,8 @@ def llc_loss(param, loss_kind, arrays, data_path, theta_star):
 @json_option
 def estimate_cmd(name, sizes, loss_kind, data_path, minimum, nbeta, gamma, lr, lr_scale,
                  sampler, temperatures, chains, steps, burn, bias_check, seed, truth_path,
-                 truth_zero, batch_size, blocks, sweep_lr, plot_path, progress, as_json):
+                 truth_zero, batch_size, blocks, precision, burn_step, sweep_lr, plot_path,
+                 progress, as_json):
     """Estimate the local learning coefficient at a local minimum w* by localized Langevin
     chains (MALA or SGLD): the slope of the mean loss against 1 / (n beta) over the
     temperatures, with an error bar of three parts (the sampler's, from the effective
@@ -192,7 +201,8 @@ def estimate_cmd(name, sizes, loss_kind, data_path, minimum, nbeta, gamma, lr, l
     options = dict(nbeta=nbeta, gamma=gamma, step_scale=lr_scale, chains=chains,
                    draws=steps, burn=burn, sampler=sampler, seed=seed,
                    temperatures=parse_temperatures(temperatures), bias_check=bias_check,
-                   batch_size=batch_size, block=list(blocks) or None)
+                   batch_size=batch_size, block=list(blocks) or None, precision=precision,
+                   burn_step=burn_step)
     if lr is not None and sweep_lr:
         raise click.UsageError("give --lr or --sweep-lr, not both")
     truth = None

@@ -41,10 +41,17 @@ class Batches:
         """Per batch, w -> (L_b(w), grad L_b(w)) (:func:`paramgeo.losses.pullback`)."""
         return [pullback(p, loss) for p, loss in zip(self.params, self.losses)]
 
-    def batched(self):
+    def batched(self, single=False):
         """Per batch, the batched (K, n) -> (values, gradients) of
-        :func:`paramgeo.losses.batched_value_and_grad`."""
-        return [batched_value_and_grad(p, loss) for p, loss in zip(self.params, self.losses)]
+        :func:`paramgeo.losses.batched_value_and_grad` (``single``: the model in float32 where
+        it offers it)."""
+        return [batched_value_and_grad(p, loss, single)
+                for p, loss in zip(self.params, self.losses)]
+
+    @property
+    def single_precision(self):
+        """Whether every batch's model computes in float32 when asked (torch models)."""
+        return all(getattr(p, "single_precision", False) for p in self.params)
 
     def full(self):
         """(L_n, grad L_n) as the weighted sums over the batches."""
@@ -165,6 +172,23 @@ def make_batches(param, loss, data=None, batch_size=None, seed=0):
         sizes.append(len(y))
     n = int(sum(sizes))
     return Batches(params=params, losses=losses, weights=np.array(sizes, float) / n, n=n)
+
+
+def control_variates(fns, weights, w_star, L_star, budget):
+    """(shift, grad_shift) of minibatch SGLD (Baker, Fearnhead, Fox and Nemeth 2019, "Control
+    variates for stochastic gradient MCMC"): per batch b, shift[b] = L_n(w*) - L_b(w*) and
+    grad_shift[b] = grad L_n(w*) - grad L_b(w*), grad L_n(w*) = sum_b (n_b / n) grad L_b(w*),
+    read by the batched ``fns`` (in the chains' precision) at w*. L_b(w) + shift[b] and
+    grad L_b(w) + grad_shift[b] are unbiased for L_n(w) and grad L_n(w) over the draw of b
+    (E_b[L_b] = L_n) and exact at w*: their variances are those of L_b(w) - L_b(w*) and
+    grad L_b(w) - grad L_b(w*), small near w*. grad_shift is None for one batch, or where
+    the B x n numbers exceed ``budget`` (memory)."""
+    at = [f(np.asarray(w_star, float)[None]) for f in fns]
+    shift = np.array([L_star - float(L[0]) for L, _ in at])
+    if len(fns) == 1 or len(fns) * np.size(w_star) > budget:
+        return shift, None
+    G = np.array([g[0] for _, g in at], float)
+    return shift, np.asarray(weights, float) @ G - G
 
 
 def batch_picker(weights, rng):

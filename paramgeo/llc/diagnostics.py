@@ -4,7 +4,8 @@ fraction :func:`retained` of a quadratic direction that the slope estimate reads
 relaxation time of the least curved direction at the sampler's step (:func:`mixing_check`).
 After sampling: the effective sample size and R-hat of the chains
 (:func:`effective_sample_size`) and the notes on drifting or disagreeing chains
-(:func:`chain_notes`). And the slope's weights (:func:`slope_weights`) both use."""
+(:func:`chain_notes`), and the data-set standard error (:func:`data_set_se`). And the slope's
+weights (:func:`slope_weights`) both use."""
 
 from __future__ import annotations
 
@@ -214,3 +215,51 @@ def chain_notes(post, good, llc, se, rhat):
         notes.append(f"negative estimate {llc:.4g}: the chains found loss below L_n(w*); w* is "
                      "not a local minimum of the loss (minimise first)")
     return notes
+
+
+def data_set_se(param, loss, states, losses, nbetas, weights, f_star):
+    """The data-set standard error of lambda_hat = sum_k c_k n beta_k (E_k[L_n] - L_n(w*))
+    (``weights`` c_k) by the infinitesimal jackknife, the linearised bootstrap over samples
+    (Jaeckel 1972; Efron 1982, "The jackknife, the bootstrap and other resampling plans",
+    Ch. 6; for posterior means Giordano and Broderick 2023, "The Bayesian infinitesimal
+    jackknife for variance"). With sample weights omega_i, L_n = (1/N) sum_i omega_i ell_i and
+    the posterior exp(-n beta_k L_n) p(w), d E_k[L_n] / d omega_i = (E_k[ell_i]
+    - n beta_k Cov_k(ell_i, L_n)) / N and d L_n(w*) / d omega_i = ell_i(w*) / N (w* a
+    minimum), so psi_i = d lambda_hat / d omega_i = <Phi_i, v> / N with
+    v = sum_k c_k n beta_k (E_k[f] - n beta_k Cov_k(f, L_n) - f(w*)) in the loss's
+    per-sample features ell_i = c_i + <Phi_i, f> (``Loss.sample_features``), and
+    Var = sum_i (psi_i - mean psi)^2. The posterior moments come from ``states`` (temperatures
+    x chains x draws x n, their losses ``losses``); Monte Carlo noise in v would inflate the
+    sum of squares, so Var is the mean over pairs of distinct chains g != h of the cross
+    products sum_i psi_i^(g) psi_i^(h), psi^(g) from chain g alone (independent chains: an
+    unbiased U-statistic; the two halves of the draws stand for two chains when there is one),
+    clipped at 0. Not covered: the
+    localization centre w* moving with the data set. Returns nan where the loss has no
+    features."""
+    T, C, D, n = states.shape
+    rows = states.reshape(-1, n)
+    if param.provides("batched_vjp"):
+        phis = np.concatenate([np.reshape(param.batched_vjp(rows[i:i + 4096])[0],
+                                          (len(rows[i:i + 4096]), -1))
+                               for i in range(0, len(rows), 4096)])
+    else:
+        phis = np.array([np.asarray(param.forward_flat(r), float) for r in rows])
+    f = loss.sample_features(phis)
+    if f is None:
+        return math.nan
+    f = f.reshape(T, C, D, -1)
+    if C == 1:  # the two halves of the draws stand for two chains
+        f = f[:, :, :D - D % 2].reshape(T, 2, D // 2, -1)
+        losses = losses[:, :, :D - D % 2].reshape(T, 2, D // 2)
+    v = 0.0  # one v per chain: (chains, F)
+    for k, (nb, c) in enumerate(zip(nbetas, weights)):
+        fc = f[k] - f[k].mean(axis=1, keepdims=True)
+        Lc = losses[k] - losses[k].mean(axis=1, keepdims=True)
+        cov = np.einsum("gdf,gd->gf", fc, Lc) / Lc.shape[1]
+        v = v + c * nb * (f[k].mean(axis=1) - nb * cov - f_star)
+    psi = np.array([loss.sample_pairing(vg) for vg in v]) / loss.N
+    psi -= psi.mean(axis=1, keepdims=True)
+    G = len(psi)
+    total = psi.sum(axis=0)
+    cross = (float(total @ total) - float(np.einsum("gi,gi->", psi, psi))) / (G * (G - 1))
+    return math.sqrt(max(cross, 0.0))

@@ -17,8 +17,10 @@ The expectations are sampled by MALA (Roberts and Tweedie 1996) or SGLD (Welling
 all chains of all temperatures advanced together as one array. The derivation of both
 estimators, the error bars (``se`` from the effective sample size, ``se_data`` by the
 infinitesimal jackknife, ``se_bias`` from the bias check at 4 gamma) and what each covers, and
-the automatic step are in docs/learning-coefficients.md; data, minibatches, the pre-check and the
-weight-refined LLC of one block in docs/learning-coefficients-data.md.
+the automatic step are in docs/learning-coefficients.md; data, minibatches (with the loss and
+gradient control variates), SGLD's burn-in at ``burn_step`` times the step, float32 chains of
+framework models, the pre-check and the weight-refined LLC of one block in
+docs/learning-coefficients-data.md.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from ..errors import ParamgeoError
 from ..io.files import save_figure
 from ..results import Result
 from ..io.progress import shows_progress
-from .data import batch_picker, make_batches
-from .diagnostics import (chain_notes, effective_sample_size, localization_check,
+from .data import batch_picker, control_variates, make_batches
+from .diagnostics import (chain_notes, data_set_se, effective_sample_size, localization_check,
                           mixing_check, slope_weights)
 from .sampler import auto_step_size, sample_chains
 
@@ -219,6 +221,12 @@ DEFAULT_RUNS = {False: (4, 1500, 2000), True: (32, 1000, 1000)}
 #: estimator warns when over a quarter of the chains, or one below 5%, accept less
 LOW_ACCEPTANCE = 0.2
 
+#: the arithmetic of the chains' losses and gradients (see :func:`estimate_llc`)
+PRECISIONS = ("auto", "single", "double")
+
+#: SGLD's burn-in step as a multiple of its sampling step (see :func:`estimate_llc`)
+SGLD_BURN_STEP = 8.0
+
 #: the bias check's localization, as a multiple of gamma (see the module docstring)
 BIAS_CHECK = 4.0
 
@@ -308,7 +316,8 @@ def estimate_llc(param: Parameterization, loss: Union[str, Loss],
                  progress: Union[bool, str, Callable[[int, int], None], None] = "auto",
                  data: Union[tuple[ArrayLike, ArrayLike], Iterable, None] = None,
                  batch_size: Optional[int] = None, block: Union[str, Sequence[str], None] = None,
-                 precheck: bool = True) -> LLCEstimate:
+                 precheck: bool = True, burn_step: float = SGLD_BURN_STEP,
+                 precision: str = "auto") -> LLCEstimate:
     """The local learning coefficient of ``loss`` through ``param`` at a local minimum.
 
     ``chains`` localized chains of ``burn + draws`` steps sample ``p_k(w) ~ exp(-n beta_k
@@ -352,6 +361,12 @@ def estimate_llc(param: Parameterization, loss: Union[str, Loss],
             weight-refined LLC (Wang et al. 2024).
         precheck: before sampling, compare the curvature of n beta L_n at w* with gamma
             (:func:`localization_check`) and warn when the estimate will be localization-bound.
+        burn_step: SGLD's burn-in runs at this multiple of the step (the least curved
+            directions relax that much faster; Welling and Teh 2011's step bias stays that of
+            the draws' step); 1: none.
+        precision: the arithmetic of the chains' model evaluations: "single" (float32),
+            "double", or "auto" (float32 for torch models on ``data``, float64 otherwise);
+            states, steps, the pre-check and the automatic step stay float64.
 
     Returns:
         The :class:`LLCEstimate` (``llc``, ``se``, ``se_data``, ``se_bias``, ``se_total``,
@@ -404,7 +419,21 @@ def estimate_llc(param: Parameterization, loss: Union[str, Loss],
     elif isinstance(step, bool) or not (isinstance(step, (int, float)) and math.isfinite(step)
                                         and step > 0):
         raise ParamgeoError(f"estimate_llc: step={step!r} must be a positive number or 'auto'")
-    fns = batches.batched()
+    if isinstance(burn_step, bool) or not (isinstance(burn_step, (int, float))
+                                           and 1 <= burn_step <= 20):
+        raise ParamgeoError(f"estimate_llc: burn_step={burn_step!r} must be a number in [1, 20] "
+                            "(the SGLD burn-in's step as a multiple of the step; 1: none)")
+    if precision not in PRECISIONS:
+        raise ParamgeoError(f"estimate_llc: precision={precision!r}; choose one of "
+                            f"{', '.join(map(repr, PRECISIONS))}")
+    single = batches.single_precision and (precision == "single" or (precision == "auto"
+                                                                       and data is not None))
+    if precision == "single" and not single:
+        raise ParamgeoError(f"estimate_llc: precision='single' needs a model that computes in "
+                            f"float32 (a torch model); {param.name} computes in float64: give "
+                            "precision='double' or 'auto'")
+    fns = batches.batched()  # float64: the pre-check's differences of gradients
+    chain_fns = batches.batched(single=True) if single else fns
     chains, burn, draws = (int(given) if given is not None else default for given, default
                            in zip((chains, burn, draws), DEFAULT_RUNS[fns[0].batched]))
     started = time.perf_counter()
@@ -421,7 +450,8 @@ def estimate_llc(param: Parameterization, loss: Union[str, Loss],
                                       mask=mask)
                        if step == "auto" else float(step) / t)
     if check:
-        mixing = mixing_check(check, eps, temps, nbeta, gamma, burn, sampler)
+        mixing = mixing_check(check, [e * burn_step for e in eps] if sampler == "sgld"
+                              else eps, temps, nbeta, gamma, burn, sampler)
         for note in mixing:
             warnings.warn(f"LLC estimator (before sampling): {note}", LLCWarning, stacklevel=3)
         pre_notes += mixing
@@ -434,21 +464,26 @@ def estimate_llc(param: Parameterization, loss: Union[str, Loss],
         f_star = batches.losses[0].sample_features(
             np.asarray(batches.params[0].forward_flat(w_star), float)[None])
     keep = 0 if f_star is None else min(KEPT_STATES, STATE_BUDGET // (rows * w_star.size))
-    shift = None
-    if len(batches) > 1:
-        shift = np.array([L_star - v(w_star) for v, _ in batches.value_grads()])
+    shift = grad_shift = None
+    if len(batches) > 1 or single:  # the chains' own reading of L_b(w*) and grad L_b(w*)
+        shift, grad_shift = control_variates(chain_fns, batches.weights, w_star, L_star,
+                                             STATE_BUDGET)
     rng = np.random.default_rng(seeds[len(temps)])
-    run = sample_chains(fns, sampler, w_star, nbs, np.tile(np.repeat(eps, chains),
+    run = sample_chains(chain_fns, sampler, w_star, nbs, np.tile(np.repeat(eps, chains),
                                                            len(gammas)),
                         np.repeat(gammas, rows), L_star, burn, draws,
                         rng, progress, keep if keep >= 20 else 0,
                         keep_rows=rows, groups=len(gammas),
-                        pick=batch_picker(batches.weights, rng), shift=shift, mask=mask)
+                        pick=batch_picker(batches.weights, rng), shift=shift, mask=mask,
+                        burn_step=burn_step, grad_shift=grad_shift,
+                        normal=batches.params[0].backend.normals(int(rng.integers(2**63)))
+                        if single else None)
     done = run["traces"].shape[1] - burn
     notes = []
     if run["interrupted"]:
         notes.append(f"interrupted (Ctrl-C) after {done} of {draws} draws; the estimate uses "
-                     "the draws made so far")
+                     f"the draws made so far (its s.e. counts them); run again with draws="
+                     f"{draws} uninterrupted for the planned precision")
     groups = [_group_estimate(run, g, temps, nbeta, chains, burn, sampler, gammas)
               for g in range(len(gammas))]
     (llc, se, levels, good, weights), main_notes = groups[0]
@@ -538,54 +573,6 @@ def _group_estimate(run, g, temps, nbeta, chains, burn, sampler, gammas):
     llc = float(sum(w * lv["llc"] for w, lv in zip(weights, levels)))
     se = math.sqrt(sum((w * lv["se"]) ** 2 for w, lv in zip(weights, levels)))
     return (llc, se, levels, good, weights), notes
-
-
-def data_set_se(param, loss, states, losses, nbetas, weights, f_star):
-    """The data-set standard error of lambda_hat = sum_k c_k n beta_k (E_k[L_n] - L_n(w*))
-    (``weights`` c_k) by the infinitesimal jackknife, the linearised bootstrap over samples
-    (Jaeckel 1972; Efron 1982, "The jackknife, the bootstrap and other resampling plans",
-    Ch. 6; for posterior means Giordano and Broderick 2023, "The Bayesian infinitesimal
-    jackknife for variance"). With sample weights omega_i, L_n = (1/N) sum_i omega_i ell_i and
-    the posterior exp(-n beta_k L_n) p(w), d E_k[L_n] / d omega_i = (E_k[ell_i]
-    - n beta_k Cov_k(ell_i, L_n)) / N and d L_n(w*) / d omega_i = ell_i(w*) / N (w* a
-    minimum), so psi_i = d lambda_hat / d omega_i = <Phi_i, v> / N with
-    v = sum_k c_k n beta_k (E_k[f] - n beta_k Cov_k(f, L_n) - f(w*)) in the loss's
-    per-sample features ell_i = c_i + <Phi_i, f> (``Loss.sample_features``), and
-    Var = sum_i (psi_i - mean psi)^2. The posterior moments come from ``states`` (temperatures
-    x chains x draws x n, their losses ``losses``); Monte Carlo noise in v would inflate the
-    sum of squares, so Var is the mean over pairs of distinct chains g != h of the cross
-    products sum_i psi_i^(g) psi_i^(h), psi^(g) from chain g alone (independent chains: an
-    unbiased U-statistic; the two halves of the draws stand for two chains when there is one),
-    clipped at 0. Not covered: the
-    localization centre w* moving with the data set. Returns nan where the loss has no
-    features."""
-    T, C, D, n = states.shape
-    rows = states.reshape(-1, n)
-    if param.provides("batched_vjp"):
-        phis = np.concatenate([np.reshape(param.batched_vjp(rows[i:i + 4096])[0],
-                                          (len(rows[i:i + 4096]), -1))
-                               for i in range(0, len(rows), 4096)])
-    else:
-        phis = np.array([np.asarray(param.forward_flat(r), float) for r in rows])
-    f = loss.sample_features(phis)
-    if f is None:
-        return math.nan
-    f = f.reshape(T, C, D, -1)
-    if C == 1:  # the two halves of the draws stand for two chains
-        f = f[:, :, :D - D % 2].reshape(T, 2, D // 2, -1)
-        losses = losses[:, :, :D - D % 2].reshape(T, 2, D // 2)
-    v = 0.0  # one v per chain: (chains, F)
-    for k, (nb, c) in enumerate(zip(nbetas, weights)):
-        fc = f[k] - f[k].mean(axis=1, keepdims=True)
-        Lc = losses[k] - losses[k].mean(axis=1, keepdims=True)
-        cov = np.einsum("gdf,gd->gf", fc, Lc) / Lc.shape[1]
-        v = v + c * nb * (f[k].mean(axis=1) - nb * cov - f_star)
-    psi = np.array([loss.sample_pairing(vg) for vg in v]) / loss.N
-    psi -= psi.mean(axis=1, keepdims=True)
-    G = len(psi)
-    total = psi.sum(axis=0)
-    cross = (float(total @ total) - float(np.einsum("gi,gi->", psi, psi))) / (G * (G - 1))
-    return math.sqrt(max(cross, 0.0))
 
 
 def _temperatures(temperatures):

@@ -36,14 +36,19 @@ def curvature(grad_U, w, rng, iters=12):
 
 
 def sample_chains(batches, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, progress,
-                  keep=0, keep_rows=None, groups=1, pick=None, shift=None, mask=None):
+                  keep=0, keep_rows=None, groups=1, pick=None, shift=None, mask=None,
+                  burn_step=1.0, grad_shift=None, normal=None):
     """Every chain from w*, all advanced together: row r of the (K, n) state samples
     exp(-nbs[r] L_n(w) - gamma[r] |w - w*|^2 / 2) with the step eps[r] (MALA adapts it every 50
     burn-in steps towards the acceptance 0.574). ``batches[b]`` maps the states to their losses
     and gradients on batch b in one call; every step uses the batch ``pick()`` (default: batch
     0, the full loss), the same for all chains, and adds ``shift[b]`` = L_n(w*) - L_b(w*) to
     its losses (a control variate: E_b[L_b(w) + shift[b]] = L_n(w) as E_b[L_b] = L_n, with the
-    variance of L_b(w) - L_b(w*) instead of that of L_b(w)). ``mask`` (0/1 per coordinate)
+    variance of L_b(w) - L_b(w*) instead of that of L_b(w)), and ``grad_shift[b]`` =
+    grad L_n(w*) - grad L_b(w*) to its gradients (the same control variate for the gradient,
+    Baker, Fearnhead, Fox and Nemeth 2019, "Control variates for stochastic gradient MCMC":
+    unbiased, with the variance of grad L_b(w) - grad L_b(w*), small near w*; None: without
+    it). ``mask`` (0/1 per coordinate)
     keeps the coordinates where it is 0 at w* (their gradient and noise are zeroed: the chain
     samples the conditional posterior of the others). Returns the traces nbs[r] (L_n(w_t) -
     L_n(w*)) (K x steps made; Ctrl-C after the burn-in ends the run early), the final steps,
@@ -53,7 +58,9 @@ def sample_chains(batches, sampler, w_star, nbs, eps, gamma, L_star, burn, draws
     evenly thinned (``states``, keep_rows x kept x n; ``kept_at``, their steps). ``groups`` >
     1: the rows are that many blocks of equal size that share their random numbers (row r of
     every block draws the same Gaussian and uniform numbers: common random numbers, so that the
-    blocks' differences are not blurred by independent noise).
+    blocks' differences are not blurred by independent noise). ``burn_step``: SGLD runs its
+    burn-in at ``burn_step`` times the steps eps (then eps for the draws). ``normal(shape)``:
+    the source of the Gaussian numbers (default ``rng.standard_normal``).
     """
     K, total = len(nbs), burn + draws
     keep_rows = K if keep_rows is None else keep_rows
@@ -62,12 +69,15 @@ def sample_chains(batches, sampler, w_star, nbs, eps, gamma, L_star, burn, draws
     W = np.tile(w_star, (K, 1))
     eps = np.array(eps, float)
     pick = pick or (lambda: 0)
+    normal = normal or rng.standard_normal
 
     def batch(W):
         b = pick()
         L, G = batches[b](W)
         if shift is not None:
             L = L + shift[b]
+        if grad_shift is not None:
+            G = G + grad_shift[b]
         return L, (G if mask is None else G * mask)
 
     L, G = batch(W)
@@ -85,17 +95,25 @@ def sample_chains(batches, sampler, w_star, nbs, eps, gamma, L_star, burn, draws
     U, half_gamma = nbs * L, 0.5 * gamma  # U(w) = n beta L_n + gamma |w - w*|^2 / 2
     per = K // groups  # rows with their own random numbers
     half, root, two_eps = 0.5 * eps[:, None], np.sqrt(eps)[:, None], 2 * eps
+    if sampler == "sgld" and burn_step != 1.0 and burn > 0:  # the burn-in's larger step
+        half, root = burn_step * half, math.sqrt(burn_step) * root
     try:
         with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
             for t in range(total):
+                if t == burn and sampler == "sgld" and burn_step != 1.0:
+                    half, root = 0.5 * eps[:, None], np.sqrt(eps)[:, None]
                 fwd = (root.reshape(groups, per, 1)  # sqrt(eps) xi
-                       * rng.standard_normal((per, W.shape[1]))).reshape(W.shape)
+                       * normal((per, W.shape[1]))).reshape(W.shape)
                 if mask is not None:
                     fwd *= mask
-                if sampler == "sgld":
-                    W = W - half * gU + fwd
+                if sampler == "sgld":  # in place: K x n arrays, few temporaries
+                    gU *= half
+                    W -= gU
+                    W += fwd
                     L, G = batch(W)
-                    gU = nb_col * G + gamma_col * (W - w_star)
+                    gU = np.subtract(W, w_star, out=gU)
+                    gU *= gamma_col
+                    gU += nb_col * G
                 else:
                     P = W - half * gU
                     P += fwd

@@ -540,16 +540,20 @@ def value_and_grad(param, loss):
     return both
 
 
-def batched_value_and_grad(param, loss):
+def batched_value_and_grad(param, loss, single=False):
     """thetas (K, n) -> (values (K,), gradients (K, n)) of L = ell(phi(theta)) at each row: one
     batched pass (the plugin's ``batched_vjp`` and the loss's ``value_grad_batch``, grad L_k =
     J(theta_k)^T grad ell(phi(theta_k))) where the plugin declares ``batched_vjp`` and the loss
     has no ``structured_pullback`` for it; otherwise :func:`value_and_grad` row by row. The
-    function's attribute ``batched`` says which."""
-    single = value_and_grad(param, loss)  # validates param and loss
+    function's attribute ``batched`` says which. ``single``: phi and its VJP in float32 where
+    the plugin offers it (``single_precision``, torch models), the loss in float64."""
+    one = value_and_grad(param, loss)  # validates param and loss
     if param.provides("batched_vjp") and loss.structured_pullback(param) is None:
+        options = {"single": True} if single and getattr(param, "single_precision",
+                                                         False) else {}
+
         def batch(thetas):
-            phis, vjp = param.batched_vjp(thetas)
+            phis, vjp = param.batched_vjp(thetas, **options)
             values, G = loss.value_grad_batch(np.asarray(phis).reshape(len(thetas), -1))
             return values, vjp(G)
 
@@ -557,7 +561,7 @@ def batched_value_and_grad(param, loss):
         return batch
 
     def rows(thetas):
-        pairs = [single(theta) for theta in thetas]
+        pairs = [one(theta) for theta in thetas]
         return (np.array([value for value, _ in pairs], float),
                 np.array([grad for _, grad in pairs], float).reshape(np.shape(thetas)))
 
