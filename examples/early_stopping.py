@@ -4,10 +4,15 @@
    exact 0-1 risk against Monte Carlo (10^6 fresh samples, 3 standard errors), then the exact
    excess risk along logistic GD from 0 on N = 100 samples: its oracle stop against the
    max-margin interpolator.
-2. Oracle-stopped excess risk over N (mean over seeds) with its fitted rate N^-r.
+2. Oracle-stopped excess risk over N (mean over seeds) with its fitted rate N^-r, for both
+   spectra, beside the rate the ridge deterministic equivalent predicts over the same N and the
+   interpolator's gap (its excess over the oracle's) while N < d; the calibration ratio
+   E_01 / (L - L*) along one run.
 3. Spike-plus-flat regression (d = 800, N = 100): filters of ridge, GD and shifted GD, shifted GD
    against its closed-form filter (the iteration itself), the best risk of each filter, the
    Marchenko-Pastur edge, s_min and the shift kappa that cancels the bulk's implicit penalty.
+4. The risk gain R_ridge / R_shifted over a grid of (d, N) with the fitted exponents of
+   gain ~ d^p N^q, the gain over the spike strength at d = 400, N = 50, and the hold-out choice of (shift, stop) with its transfer (4 seeds).
 
 Writes its figure to examples/output/early_stopping.png (``--out`` to choose).
 
@@ -19,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from paramgeo.flows.label_flips import calibration_path, oracle_rate_theory
+from paramgeo.flows.negative_ridge import gain_over_spike, holdout_selection, risk_gain
 from paramgeo.flows.risk import (
     GaussianMixture,
     SpikedModel,
@@ -51,9 +58,13 @@ def main(argv=None):
         print("  " + str(res).replace("\n", "\n  "))
         paths[kind] = res
     sizes = [25, 50, 100, 200] if args.quick else [25, 50, 100, 200, 400, 800]
-    model = GaussianMixture.from_spectrum(d // 2, "polynomial", 1.5, snr=3.0, flip=0.1)
-    rates = excess_risk_rates(model, sizes, seeds=(0, 1, 2), steps=1000)
-    print(f"\nexcess 0-1 risk over N (d = {d // 2}, polynomial 1.5, 3 seeds):\n{rates}")
+    for kind, decay in (("exponential", 0.05), ("polynomial", 1.5)):
+        model = GaussianMixture.from_spectrum(d // 2, kind, decay, snr=3.0, flip=0.1)
+        rates = excess_risk_rates(model, sizes, seeds=(0, 1, 2), steps=1000)
+        print(f"\nexcess 0-1 risk over N (d = {d // 2}, {kind} {decay:g}, 3 seeds):\n{rates}")
+        theory = oracle_rate_theory(model, sizes)
+        print(f"rate theory (ridge deterministic equivalent) over the same N:\n{theory}")
+    print(calibration_path(model, sizes[-1], steps=1000, seed=0))
 
     spiked = SpikedModel(d=2 * d, spike=20.0, noise=0.5)
     X, y = spiked.sample(N, np.random.default_rng(0))
@@ -68,6 +79,13 @@ def main(argv=None):
     print(f"kappa - s_min = {risks.implicit_penalty - risks.s_min:.3f}; 2 sigma^2 (sqrt(gamma) "
           f"- 1) = {2 * np.sqrt(spiked.d / N) - 2:.3f}; MP half-width 2 sigma^2 sqrt(gamma) = "
           f"{2 * np.sqrt(spiked.d / N):.3f}")
+    grid = [(100, 25), (200, 25), (400, 25), (200, 50), (400, 50), (800, 50), (400, 100),
+            (800, 100)]
+    print(f"\n{risk_gain(grid[:4] if args.quick else grid)}")
+    print(gain_over_spike(400, 50, [5, 20, 80] if args.quick else [5, 10, 20, 40, 80, 160]))
+    for seed in range(2 if args.quick else 4):
+        print(holdout_selection(SpikedModel(d=2 * d, spike=20.0, noise=0.5), 4 * N // 3,
+                                seed=seed))
     if args.out:
         from matplotlib.figure import Figure
 

@@ -10,6 +10,10 @@
    t^-(2 beta - 1)/beta. The fitted exponent (least squares in log-log, with its standard error)
    is printed beside the predicted one for several initial scales m_0: the prediction is the
    m_0 -> 0 limit (switch-on times log(m*_k / m_0) / lambda_k depend on k through log m*_k).
+3. The exponent over four fit windows (between the i-th and j-th switch-on) beside the local
+   exponent (b - 1) / ((1 - (k/K)^(b-1)) (a - beta / log(m*_k / m_0))) at the window's middle
+   mode; then the same modes trained by discrete GD, SGD with gradient noise (three levels) and
+   Adam from m_0 = 1e-10 (and GD and noisy SGD from 1e-30).
 
 Writes its figure to examples/output/structure_matrices.png (``--out`` to choose).
 
@@ -23,6 +27,7 @@ import numpy as np
 
 import paramgeo
 from paramgeo.contract.registry import load_plugin_file
+from paramgeo.flows.mode_training import train_modes, window_exponents
 from paramgeo.flows.structure import mode_dynamics, structure_matrix
 
 LAYERS = [
@@ -68,6 +73,19 @@ def main(argv=None):
         print(f"  m_0 = {m0:.0e}: fitted e = {f.exponent:.4f} +- {f.error:.4f} on "
               f"[{f.t_min:.3g}, {f.t_max:.3g}] ({f.points} points); predicted "
               f"(2 beta - 1) / beta = {f.predicted:.4f}")
+    k = np.arange(1, args.modes + 1)
+    targets = k ** -args.beta
+    print(window_exponents(targets, np.ones(args.modes), INITS,
+                           [(2, 30), (2, 100), (10, 100), (30, 300)], np.geomspace(1, 1e7, 600)))
+    for m0, method, lr, steps, noise in ((1e-10, "gd", 0.1, 100_000, 0.0),
+                                         (1e-10, "sgd", 0.1, 100_000, 1e-6),
+                                         (1e-10, "sgd", 0.1, 100_000, 1e-5),
+                                         (1e-10, "sgd", 0.1, 100_000, 1e-4),
+                                         (1e-10, "adam", 1e-3, 5_000, 0.0),
+                                         (1e-30, "gd", 0.1, 200_000, 0.0),
+                                         (1e-30, "sgd", 0.1, 200_000, 1e-6)):
+        run = train_modes(targets, np.ones(args.modes), m0, steps, lr, method, noise=noise)
+        print(f"  m_0 = {m0:.0e}, lr {lr:g}, noise {noise:g}: {run}")
     if args.out:
         from matplotlib.figure import Figure
 

@@ -22,6 +22,21 @@ For a loss ell on predictors and L(theta) = ell(phi(theta)):
 * the dual of smoothed sign descent: its KL recursion, Hoeffding bound and rate envelope, its
   KKT slackness (:func:`sign_dual`), the limit's two endpoints (:func:`endpoint_limits`) and
   the crossover of a fixed smoothing to gradient descent (:func:`fixed_epsilon`);
+* early stopping under label flips: the rate the ridge deterministic equivalent predicts for
+  the oracle stop, and the calibration of logistic to 0-1 excess risk along the run
+  (:func:`oracle_rate_theory`, :func:`calibration_path`);
+* negative ridge against shifted GD: the risk gain over (d, N) with fitted exponents and the
+  hold-out choice of (shift, stop) with its transfer (:func:`risk_gain`,
+  :func:`holdout_selection`);
+* many structure-matrix modes trained by GD, noisy SGD and Adam, and the fitted exponent's
+  dependence on the window and the initial scale (:func:`train_modes`,
+  :func:`window_exponents`, :func:`local_exponent`);
+* positive quadratic networks x^T U U^T x: the spectral initialiser, the population curvature
+  and its deviation over N, local linear convergence of GD from the spectral start
+  (:func:`spectral_init`, :func:`curvature_deviation`, :func:`local_convergence`), and the
+  O(eta) gap of finite-step descent to the Bregman projection (:func:`step_size_gap`);
+* the flow-invariant coordinate subspaces of deep diagonal networks and the flow's visits to
+  them beside Algorithm 1 (:func:`invariant_residual`, :func:`sim_visits`);
 * the vanishing-initialisation limit of diagonal (commuting) parameterizations: the
   saddle-to-saddle sequence of Pesme and Flammarion (2023) (:func:`saddle_to_saddle`).
 
@@ -52,6 +67,44 @@ from .alignment import (
     predicted_constant,
 )
 from .descent import gradient_descent, schedule
+from .label_flips import (
+    CalibrationPath,
+    RateTheory,
+    calibration_path,
+    logistic_optimum,
+    logistic_risk,
+    oracle_rate_theory,
+    ridge_equivalent,
+)
+from .invariant_sets import SIMVisits, invariant_residual, sim_visits
+from .mode_training import (
+    ModeTraining,
+    WindowExponents,
+    local_exponent,
+    train_modes,
+    window_exponents,
+)
+from .negative_ridge import (
+    HoldoutTransfer,
+    RiskGain,
+    SpikeGain,
+    fit_plane,
+    gain_over_spike,
+    holdout_selection,
+    risk_gain,
+)
+from .quadratic_net import (
+    CurvatureDeviation,
+    LocalConvergence,
+    curvature_deviation,
+    empirical_hessian,
+    local_convergence,
+    population_hessian,
+    quadratic_measurements,
+    spectral_init,
+    StepSizeGap,
+    step_size_gap,
+)
 from .sign_dual import (
     EndpointLimits,
     FixedEpsilonRun,

@@ -266,7 +266,8 @@ def early_stopping(model, N, steps=2000, lr=None, seed=0, records=60, param=None
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RiskRates(Result):
     """Mean excess 0-1 risk over seeds per sample size N at the oracle stop and of the
-    max-margin interpolator, with power laws excess ~ N^-rate fitted to both."""
+    max-margin interpolator (printed with their ratio, the interpolator's gap), with power laws
+    excess ~ N^-rate fitted to both."""
 
     sizes: np.ndarray
     oracle: np.ndarray
@@ -276,9 +277,10 @@ class RiskRates(Result):
     interpolator_rate: object
 
     def __str__(self):
-        lines = [f"{'N':>6} {'oracle excess':>14} {'+-':>8} {'max-margin excess':>18}"]
+        lines = [f"{'N':>6} {'oracle excess':>14} {'+-':>8} {'max-margin excess':>18} "
+                 f"{'ratio':>7}"]
         for n, o, s, i in zip(self.sizes, self.oracle, self.oracle_se, self.interpolator):
-            lines.append(f"{int(n):6d} {o:14.4g} {s:8.2g} {i:18.4g}")
+            lines.append(f"{int(n):6d} {o:14.4g} {s:8.2g} {i:18.4g} {i / o:7.3g}")
         r = self.oracle_rate
         lines.append(f"oracle-stopped excess ~ N^-{r.exponent:.3f} (+- {r.error:.3f})")
         if self.interpolator_rate is not None:
