@@ -6,7 +6,12 @@ updates its own weight is refused with that reason, a well-behaved one is built;
 linear network 6-4-3-5 computed in float32 inside a float64 interface has the generic rank
 r (n_0 + n_L - r) = 24 of its float64 twin (Trager, Kohn, Bruna 2020); the measured round-off
 of a forward quantised to a grid of step q is q / sqrt(12) relative to |phi| (the variance of a
-uniform rounding error), and that of float32 arithmetic is of the order of its unit 2^-24."""
+uniform rounding error), and that of float32 arithmetic is of the order of its unit 2^-24.
+
+Covers: ``paramgeo.contract.determinism``, ``paramgeo.geometry.precision``,
+``paramgeo.linalg.numerics``, ``paramgeo.reports.description``, ``paramgeo_plugins.deep_linear``,
+``paramgeo_plugins.uut``.
+"""
 
 import os
 import re

@@ -6,6 +6,9 @@ Independent routes: the two-layer value is Aoyagi-Watanabe's reduced-rank regres
 rank it is the regular value d / 2 with d the generic rank; the contract check compares the
 declared value with a short MALA estimate on the torch model; the JAX network stores its
 weights (in, out), so its value comes through the other storage order.
+
+Covers: ``paramgeo.cli``, ``paramgeo.llc.exact``, ``paramgeo.losses.predictor``,
+``paramgeo_plugins.deep_linear``.
 """
 
 import numpy as np

@@ -5,7 +5,12 @@ products) and of the Jacobian (its directional derivative); autograd tracing of 
 forward to second order against the framework's own products; the deep-linear plugin's
 generic rank r (n_0 + n_L - r), rank-at-a-point formula, GL(n_1) x GL(n_2) and matrix laws on
 the same weights; the qk-attention plugin's generic rank H r (2d - r) for a torch attention
-layer's query-key scores."""
+layer's query-key scores.
+
+Covers: ``paramgeo.cli``, ``paramgeo.contract.registry``, ``paramgeo.llc.estimate``,
+``paramgeo.losses.predictor``, ``paramgeo.mirror.report``, ``paramgeo_plugins.deep_linear``,
+``paramgeo_plugins.qk_attention``.
+"""
 
 import os
 import subprocess

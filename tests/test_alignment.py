@@ -1,7 +1,10 @@
 """Early-stage alignment of logistic GD (paramgeo.flows.alignment), each quantity against an
 independent route: a hand-written GD loop, the closed-form constant c = log(2)/3 of
 X = [[1, 1], [1, -2]], the exact norm identity of the radial/tangential split and Soudry's
-asymptotics (radial steps sum to |w_hat| log(t2/t1))."""
+asymptotics (radial steps sum to |w_hat| log(t2/t1)).
+
+Covers: ``paramgeo.flows.alignment``.
+"""
 
 import math
 

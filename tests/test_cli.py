@@ -1,4 +1,9 @@
-"""The paramgeo CLI, driven with click's CliRunner and, once, as a real subprocess."""
+"""The paramgeo CLI, driven with click's CliRunner and, once, as a real subprocess.
+
+Covers: ``paramgeo.cli``, ``paramgeo.cli._flow``, ``paramgeo.contract.registry``,
+``paramgeo.dynamics.trajectory``, ``paramgeo.flows``, ``paramgeo.losses.predictor``,
+``paramgeo.mirror.bias``, ``paramgeo.sweeps.queries``, ``paramgeo.sweeps.spec``.
+"""
 
 import json
 import subprocess

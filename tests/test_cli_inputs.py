@@ -1,5 +1,11 @@
 """Bad inputs that used to escape as internal errors (issue 14, section 2): each is one
-``Error:`` line and exit code 2, or a documented behaviour."""
+``Error:`` line and exit code 2, or a documented behaviour.
+
+Covers: ``paramgeo.cli``, ``paramgeo.cli._common``, ``paramgeo.critical.searching``,
+``paramgeo.expressions.symbolic``, ``paramgeo.linalg.routes``, ``paramgeo.reports.description``,
+``paramgeo.symmetry.discovery``, ``paramgeo_plugins.deep_diagonal``, ``paramgeo_plugins.hadamard``,
+``paramgeo_plugins.monomial``, ``paramgeo_plugins.uut``.
+"""
 
 import sys
 

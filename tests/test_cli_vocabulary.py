@@ -1,6 +1,11 @@
 """One vocabulary across commands: an option name means the same thing everywhere, former names
 still work for one release with a warning, data arrays are accepted under the same names, help
-lines are whole, and the figures of implicit-bias and strata are drawn."""
+lines are whole, and the figures of implicit-bias and strata are drawn.
+
+Covers: ``paramgeo.cli``, ``paramgeo.cli._common``, ``paramgeo.cli._flow``,
+``paramgeo.losses.data``, ``paramgeo.sweeps.spec``, ``paramgeo_plugins.hadamard``,
+``paramgeo_plugins.uvt``.
+"""
 
 import json
 

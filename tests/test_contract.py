@@ -1,4 +1,8 @@
-"""Every registered plugin passes the contract; broken plugins fail it, saying which property."""
+"""Every registered plugin passes the contract; broken plugins fail it, saying which property.
+
+Covers: ``paramgeo.contract.registry``, ``paramgeo.reports.testing``,
+``paramgeo_plugins.hadamard``, ``paramgeo_plugins.uut``.
+"""
 
 import textwrap
 

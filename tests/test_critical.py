@@ -4,6 +4,12 @@ Oracles: the rank of U U^T's Jacobian at rank k, d k - k(k-1)/2 (dimension of ra
 matrices); Hadamard's rank p - #{i : u_i = v_i = 0}; exact sympy ranks of the coefficient map of
 a two-neuron monomial network; autograd Hessians; the closed-form Hessian -2 (Y kron I) of the
 Burer-Monteiro loss at U = 0.
+
+Covers: ``paramgeo.cli``, ``paramgeo.contract.registry``, ``paramgeo.critical.classification``,
+``paramgeo.critical.loss_points``, ``paramgeo.critical.searching``,
+``paramgeo.critical.stratification``, ``paramgeo.linalg.numerics``, ``paramgeo.losses.predictor``,
+``paramgeo_plugins.hadamard``, ``paramgeo_plugins.monomial``, ``paramgeo_plugins.uut``,
+``paramgeo_plugins.uvt``.
 """
 
 import json

@@ -4,6 +4,9 @@ Independent routes: the power-law mirror map against its definition (u' = -L u^(
 integrated as an ODE), R against R* (Fenchel-Young), the high-precision dual solve against
 the integrated gradient flow, and Algorithm 1 (saddle-to-saddle with the potential's
 thresholds) against the modified l1 problem solved by linear programming.
+
+Covers: ``paramgeo.dynamics.trajectory``, ``paramgeo.flows.saddle``, ``paramgeo.losses.predictor``,
+``paramgeo_plugins.deep_diagonal``, ``paramgeo_plugins.hadamard``.
 """
 
 import numpy as np

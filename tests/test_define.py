@@ -1,5 +1,9 @@
 """Registering a parameterization: from Python (forward only), and from an expression spec with
-`paramgeo define` (safe parsing, storage in PARAMGEO_HOME, registry, describe)."""
+`paramgeo define` (safe parsing, storage in PARAMGEO_HOME, registry, describe).
+
+Covers: ``paramgeo.cli``, ``paramgeo.contract.registry``, ``paramgeo.expressions.parser``,
+``paramgeo.reports.contract_check``, ``paramgeo_plugins.uut``.
+"""
 
 import json
 

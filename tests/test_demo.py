@@ -1,4 +1,7 @@
-"""`make demo` runs examples/demo.py: it must tell its story and write its figure, in seconds."""
+"""`make demo` runs examples/demo.py: it must tell its story and write its figure, in seconds.
+
+Covers: ``examples/demo.py``.
+"""
 
 import os
 import subprocess

@@ -1,4 +1,9 @@
-"""Automatic symmetry discovery against the declared groups and known closed forms."""
+"""Automatic symmetry discovery against the declared groups and known closed forms.
+
+Covers: ``paramgeo.contract.registry``, ``paramgeo.linalg.numerics``, ``paramgeo.symmetry``,
+``paramgeo.symmetry.discovery``, ``paramgeo.symmetry.groups``, ``paramgeo_plugins.hadamard``,
+``paramgeo_plugins.uut``, ``paramgeo_plugins.uvt``.
+"""
 
 import numpy as np
 import pytest

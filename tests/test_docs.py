@@ -19,6 +19,8 @@ So a page whose shown output drifts from the code fails here.
 
 A block that cannot run in a test is preceded by ``<!-- no-test: REASON -->``; the opt-outs are
 counted and each needs a reason (:func:`test_opt_outs_are_few_and_justified`).
+
+Covers: ``paramgeo.cli``, ``paramgeo.contract.registry``.
 """
 
 import os

@@ -7,6 +7,8 @@ docs/plugins/relu-net.md are produced by scripts that take minutes; a cheap cell
 recomputed here with the page's settings (starts, seed, steps) and formatted by the script's own
 function, and must be the page's cell. The shown outputs of commands and Python blocks are
 compared whole in tests/test_docs.py.
+
+Covers: ``paramgeo.critical.searching``, ``paramgeo_plugins.monomial``.
 """
 
 import importlib.util

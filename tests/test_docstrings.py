@@ -7,6 +7,8 @@ Run as a script, it counts over every public function and method of the package:
 have structured docstrings, how many full type hints, how many run examples::
 
     python tests/test_docstrings.py
+
+Covers: ``paramgeo.contract.parameterization``, ``paramgeo.linalg.numerics``.
 """
 
 import dataclasses

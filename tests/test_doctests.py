@@ -1,4 +1,7 @@
-"""Every ``>>>`` example in paramgeo's docstrings runs as written (doctest)."""
+"""Every ``>>>`` example in paramgeo's docstrings runs as written (doctest).
+
+Covers: the ``>>>`` examples of every module of ``paramgeo``.
+"""
 
 import doctest
 import importlib

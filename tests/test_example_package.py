@@ -1,5 +1,8 @@
 """The example third-party plugin package, installed for real (pip, into a temporary target)
-and driven through the CLI in a subprocess, so importlib.metadata finds its entry point."""
+and driven through the CLI in a subprocess, so importlib.metadata finds its entry point.
+
+Covers: ``examples/paramgeo-example-plugin``, ``paramgeo.contract.registry``.
+"""
 
 import json
 import os

@@ -1,5 +1,14 @@
 """The one file writer, unique names, Ctrl-C in long loops, the KL helpers' domains and the
-edge cases of earlier rounds: each a reproduction that must end in the documented outcome."""
+edge cases of earlier rounds: each a reproduction that must end in the documented outcome.
+
+Covers: ``paramgeo.cli``, ``paramgeo.cli._common``, ``paramgeo.cli._online``,
+``paramgeo.contract.registry``, ``paramgeo.dynamics.trajectory``,
+``paramgeo.expressions.symbolic``, ``paramgeo.flows.descent``, ``paramgeo.io.files``,
+``paramgeo.llc.estimate``, ``paramgeo.llc.steps``, ``paramgeo.losses.predictor``,
+``paramgeo.mirror.bias``, ``paramgeo.pacbayes.bounds``, ``paramgeo.pacbayes.gaussians``,
+``paramgeo.sweeps.run``, ``paramgeo.symmetry.projectors``, ``paramgeo_plugins.hadamard``,
+``paramgeo_plugins.uut``.
+"""
 
 import os
 import re

@@ -1,6 +1,13 @@
 """The flows engine: conserved quantities, push-forward and quotient flows, the seeds' identities
 (congruence of descent on U U^T, saddle-to-saddle limit, Lotka-Volterra reduction), schedules,
-stochastic gradients, stopping, plots, and the ``flow`` command."""
+stochastic gradients, stopping, plots, and the ``flow`` command.
+
+Covers: ``paramgeo.cli``, ``paramgeo.dynamics.trajectory``, ``paramgeo.flows.descent``,
+``paramgeo.flows.push_forward``, ``paramgeo.flows.saddle``, ``paramgeo.losses.data``,
+``paramgeo.losses.predictor``, ``paramgeo.mirror.laws``, ``paramgeo.mirror.lie``,
+``paramgeo.symmetry.conserved``, ``paramgeo_plugins.deep_diagonal``, ``paramgeo_plugins.hadamard``,
+``paramgeo_plugins.uut``, ``paramgeo_plugins.uvt``.
+"""
 
 import importlib.util
 import json

@@ -1,4 +1,8 @@
-"""Core integrators: gradient flow and gradient descent against closed forms."""
+"""Core integrators: gradient flow and gradient descent against closed forms.
+
+Covers: ``paramgeo.dynamics.trajectory``, ``paramgeo.flows.descent``,
+``paramgeo.losses.predictor``, ``paramgeo_plugins.hadamard``, ``paramgeo_plugins.uut``.
+"""
 
 import numpy as np
 import pytest

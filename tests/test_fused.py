@@ -1,6 +1,10 @@
 """The fused (block by block, numerics.blocks) elementwise products of the elementwise built-ins
 against their plain numpy expressions, on sizes spanning several blocks and a partial last one,
-with exact zeros among the factors."""
+with exact zeros among the factors.
+
+Covers: ``paramgeo.linalg.numerics``, ``paramgeo_plugins.deep_diagonal``,
+``paramgeo_plugins.hadamard``.
+"""
 
 import numpy as np
 import pytest

@@ -1,4 +1,8 @@
-"""Generic geometry against closed forms and geomstats' independent implementations."""
+"""Generic geometry against closed forms and geomstats' independent implementations.
+
+Covers: ``paramgeo.linalg.numerics``, ``paramgeo.symmetry.groups``, ``paramgeo_plugins.hadamard``,
+``paramgeo_plugins.uut``.
+"""
 
 import warnings
 

@@ -1,6 +1,10 @@
 """Architectures read from computational graphs: the rules' groups against independent routes
 (the Jacobian by torch.autograd / jax.jacfwd and numpy's rank, finite differences of the group
-actions), refusal of a wrong rule, completeness, and strata of dead channels and heads."""
+actions), refusal of a wrong rule, completeness, and strata of dead channels and heads.
+
+Covers: ``paramgeo.adapters._jax``, ``paramgeo.critical.completeness``, ``paramgeo.mirror.lie``,
+``paramgeo.symmetry.actions``, ``paramgeo.symmetry.verify``, ``paramgeo_plugins.uvt``.
+"""
 
 import warnings
 

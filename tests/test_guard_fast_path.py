@@ -1,7 +1,10 @@
 """The guard's fixed-arity wrappers (paramgeo.contract.guard.guarded): once an instance has cached its
 shapes, a positional call of forward, jacobian, jvp or vjp takes the fast path; it must
 return what the plugin returns and report every fault the general path reports (the
-plugin's exception, a non-finite or misshapen result, the caller's wrong argument)."""
+plugin's exception, a non-finite or misshapen result, the caller's wrong argument).
+
+Covers: ``paramgeo.contract.guard``.
+"""
 
 import numpy as np
 import pytest

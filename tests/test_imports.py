@@ -8,9 +8,12 @@ to ``pkg``. Importing ``a.b.c`` from outside ``a.b`` also executes the package `
 ``__init__``, so that edge is added too; a module's own enclosing packages are added only when
 it names them (``from . import name`` in a submodule depends on its package's ``__init__``),
 not for the implicit import that runs them first.
+
+Covers: the layout of ``paramgeo`` (every module's imports and length).
 """
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "paramgeo"
@@ -192,3 +195,24 @@ def test_every_package_is_listed_in_setup_cfg():
     listed = set(config["options"]["packages"].split())
     packages = {name for name, (_, is_package) in _modules().items() if is_package}
     assert packages <= listed, f"add to setup.cfg [options] packages: {sorted(packages - listed)}"
+
+
+def test_every_test_module_names_what_it_covers():
+    """Each test module's docstring ends with a ``Covers:`` paragraph naming the modules (or
+    files) it tests, so a reader of a module finds its tests by searching for its name; every
+    module named must exist."""
+    import importlib.util
+
+    tests = Path(__file__).resolve().parent
+    missing, unknown = [], []
+    for path in sorted(tests.glob("test_*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        covers = doc.split("\nCovers:", 1)[1] if "\nCovers:" in doc else None
+        if covers is None:
+            missing.append(path.name)
+            continue
+        for name in re.findall(r"``(paramgeo[\w.]*)``", covers):
+            if importlib.util.find_spec(name) is None:
+                unknown.append(f"{path.name}: {name}")
+    assert not missing, f"add a 'Covers: ``paramgeo.x.y``, ...' paragraph to: {missing}"
+    assert not unknown, f"no such module: {unknown}"

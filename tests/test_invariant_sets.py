@@ -1,7 +1,11 @@
 """Invariant coordinate subspaces of deep diagonal networks (paramgeo.flows.invariant_sets):
 the field across a subspace is zero on it (and not off it), descent started on it stays on it
 exactly, and the flow's visits follow Algorithm 1 (the saddle recursion, a second route) more
-closely as alpha shrinks."""
+closely as alpha shrinks.
+
+Covers: ``paramgeo.flows.descent``, ``paramgeo.flows.invariant_sets``,
+``paramgeo.losses.predictor``, ``paramgeo_plugins.deep_diagonal``, ``paramgeo_plugins.uut``.
+"""
 
 import numpy as np
 import pytest

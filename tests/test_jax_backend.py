@@ -1,7 +1,10 @@
 """The JAX adapter's backend stages its arguments through aligned host buffers reused from call
 to call (on the CPU; elsewhere it keeps the point on the device while it is unchanged):
 products stay those of a fresh call when theta changes, also in place, and returned arrays are
-never overwritten by later calls, also where XLA hands back an argument's own buffer."""
+never overwritten by later calls, also where XLA hands back an argument's own buffer.
+
+Covers: ``paramgeo.adapters._model``.
+"""
 
 import numpy as np
 import pytest

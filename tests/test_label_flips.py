@@ -1,7 +1,10 @@
 """Early stopping under label flips (paramgeo.flows.label_flips), each quantity against an
 independent route: the quadrature logistic risk against Monte Carlo, its one-dimensional
 minimiser against a full d-dimensional minimisation, the ridge deterministic equivalent against
-ridge regression on drawn samples, and the calibration ratio's limit at the optimum."""
+ridge regression on drawn samples, and the calibration ratio's limit at the optimum.
+
+Covers: ``paramgeo.flows.label_flips``, ``paramgeo.flows.risk``.
+"""
 
 import numpy as np
 import pytest

@@ -1,5 +1,11 @@
 """The LLC estimator on data: losses of a model's outputs, models evaluated on data batches
-(on_inputs), minibatch SGLD, the pre-check against the curvature, weight-refined blocks."""
+(on_inputs), minibatch SGLD, the pre-check against the curvature, weight-refined blocks.
+
+Covers: ``paramgeo.cli``, ``paramgeo.contract.registry``, ``paramgeo.llc.data``,
+``paramgeo.llc.diagnostics``, ``paramgeo.llc.estimate``, ``paramgeo.llc.exact``,
+``paramgeo.llc._sampler``, ``paramgeo.losses.outputs``, ``paramgeo.losses.predictor``,
+``paramgeo_plugins.deep_linear``.
+"""
 
 import math
 import warnings
@@ -216,7 +222,7 @@ def test_the_sgld_burn_in_step_against_the_variance_recursion():
     has Var w_t = v_t, v_{t+1} = (1 - e_t kappa / 2)^2 v_t + e_t (e_t its step), so the mean
     trace is n beta h v_t / 2: with burn_step = 8 the burn-in reaches the stationary value
     (1 / (2 (1 - eps kappa / 4)) at the draws' step) that the plain burn-in falls short of."""
-    from paramgeo.llc.sampler import sample_chains
+    from paramgeo.llc._sampler import sample_chains
 
     nb, h, gamma, K = 50.0, 2.0, 1.0, 4000
     kappa = nb * h + gamma

@@ -1,5 +1,11 @@
 """The LLC estimator: a Gaussian posterior known in closed form, seeds, the effective sample
-size, diagnostics, a user model, the regression loss, the CLI, the sweep query and check."""
+size, diagnostics, a user model, the regression loss, the CLI, the sweep query and check.
+
+Covers: ``paramgeo.cli``, ``paramgeo.llc.estimate``, ``paramgeo.llc.exact``,
+``paramgeo.llc.steps``, ``paramgeo.losses.data``, ``paramgeo.losses.predictor``,
+``paramgeo.reports.contract_check``, ``paramgeo.sweeps.queries``, ``paramgeo_plugins.deep_linear``,
+``paramgeo_plugins.hadamard``, ``paramgeo_plugins.uvt``.
+"""
 
 import contextlib
 import json

@@ -1,5 +1,10 @@
 """Exact learning coefficients: every case of Aoyagi-Watanabe, Aoyagi's deep linear formula
-against it at two layers, the regular case, normal crossings and the plugin capability."""
+against it at two layers, the regular case, normal crossings and the plugin capability.
+
+Covers: ``paramgeo.llc.estimate``, ``paramgeo.llc.exact``, ``paramgeo.losses.predictor``,
+``paramgeo_plugins.deep_diagonal``, ``paramgeo_plugins.deep_linear``,
+``paramgeo_plugins.hadamard``, ``paramgeo_plugins.uut``, ``paramgeo_plugins.uvt``.
+"""
 
 import itertools
 import warnings

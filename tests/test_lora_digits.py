@@ -1,6 +1,9 @@
 """examples/lora_digits.py: the Hessian spectrum by Hessian-vector products against the dense
 Hessian of a tiny MLP (top eigenvalue, and the Hutchinson trace within its standard error), and
-LoRA at B = 0 against the pretrained weights."""
+LoRA at B = 0 against the pretrained weights.
+
+Covers: ``examples/lora_digits.py``.
+"""
 
 import importlib.util
 from pathlib import Path

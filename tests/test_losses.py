@@ -1,4 +1,7 @@
-"""Losses on predictors and their pull-back through a parameterization."""
+"""Losses on predictors and their pull-back through a parameterization.
+
+Covers: ``paramgeo.losses.predictor``, ``paramgeo_plugins.hadamard``, ``paramgeo_plugins.uut``.
+"""
 
 import autograd.numpy as anp
 import numpy as np

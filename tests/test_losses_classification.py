@@ -3,6 +3,9 @@
 Oracles: autograd and central finite differences for the closed-form gradients and Hessians;
 for max_margin, the KKT conditions and the dual problem max sum alpha - |sum alpha_i y_i a_i|^2/2,
 alpha >= 0, solved by a different method (L-BFGS-B), and a two-point closed form.
+
+Covers: ``paramgeo.flows.descent``, ``paramgeo.losses.predictor``,
+``paramgeo_plugins.deep_diagonal``, ``paramgeo_plugins.hadamard``.
 """
 
 import autograd

@@ -4,6 +4,11 @@ The dense SVD of J (geometry.decide_rank) is the reference: the matrix-free cert
 (Lanczos on the horizontally deflated J^T J, matfree.certify_rank) and the symmetry's vertical
 projector must agree with it on rank, kernel dimension, orbit dimension and projections, at the
 default sizes of every plugin, at 2-4x larger sizes and at rank-deficient points.
+
+Covers: ``paramgeo.linalg.matfree``, ``paramgeo.linalg.numerics``, ``paramgeo.linalg.routes``,
+``paramgeo.reports.description``, ``paramgeo_plugins.deep_diagonal``,
+``paramgeo_plugins.hadamard``, ``paramgeo_plugins.monomial``, ``paramgeo_plugins.qk_attention``,
+``paramgeo_plugins.relu_net``, ``paramgeo_plugins.uut``, ``paramgeo_plugins.uvt``.
 """
 
 import warnings

@@ -13,6 +13,11 @@
   d lambda/dt = -4 lambda g, the entropy mirror flow R = 1/4 sum [l log(l / l0) - l + l0]
   (Gunasekar et al. 2017, Section 3), integrated here with scipy; its implicit-bias problem
   solved through its dual; minimum trace from linprog.
+
+Covers: ``paramgeo.cli``, ``paramgeo.dynamics.trajectory``, ``paramgeo.linalg.numerics``,
+``paramgeo.losses.predictor``, ``paramgeo.mirror.laws``, ``paramgeo.mirror.lie``,
+``paramgeo_plugins.deep_diagonal``, ``paramgeo_plugins.deep_linear``,
+``paramgeo_plugins.hadamard``, ``paramgeo_plugins.uut``, ``paramgeo_plugins.uvt``.
 """
 
 import json

@@ -1,6 +1,9 @@
 """Mode training (paramgeo.flows.mode_training) against independent routes: the local exponent
 against the log-log slope of the closed-form loss, discrete GD against the closed-form flow,
-Adam against a hand-written Adam loop."""
+Adam against a hand-written Adam loop.
+
+Covers: ``paramgeo.flows.mode_training``, ``paramgeo.flows.structure``.
+"""
 
 import math
 

@@ -2,7 +2,10 @@
 neuron h1_0 has incoming weights at relative norm 0.109 (above the cut-off 0.1) is critical
 because of its approach to the silent-neuron stratum, of order 3k = 15. Second routes: the
 ratio at theta in float64 (numpy SVD) against the 50-digit probe, and the order read in
-float64 from two points of the ray farther out (t = 1 and 1.48)."""
+float64 from two points of the ray farther out (t = 1 and 1.48).
+
+Covers: ``paramgeo.critical.classification``, ``paramgeo_plugins.monomial``.
+"""
 
 import math
 

@@ -1,6 +1,9 @@
 """Negative ridge and shifted GD (paramgeo.flows.negative_ridge) against independent routes: the
 plane fit on exact power laws, the hold-out choice against shifted GD iterated by hand and
-ridge solved by hand, the gain's ridge risk against a brute-force grid of penalties."""
+ridge solved by hand, the gain's ridge risk against a brute-force grid of penalties.
+
+Covers: ``paramgeo.flows.negative_ridge``, ``paramgeo.flows.risk``.
+"""
 
 import numpy as np
 import pytest

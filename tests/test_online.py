@@ -1,6 +1,10 @@
 """Online SGD on attention-indexed data (paramgeo.flows.online) and its exact order-parameter
 equations (paramgeo.flows.order_odes). Small d throughout; the d >= 200 comparison and the
-weak-recovery scaling are in examples/online_attention.py."""
+weak-recovery scaling are in examples/online_attention.py.
+
+Covers: ``paramgeo.cli``, ``paramgeo.flows``, ``paramgeo.flows.online``,
+``paramgeo.flows.order_odes``, ``paramgeo.sweeps.queries``.
+"""
 
 import math
 

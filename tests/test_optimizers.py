@@ -3,6 +3,9 @@
 Oracles: the update rules written out by hand (sign, g / (|g| + eps), Adam's moments); the
 steepest-descent characterisation of sign descent (linprog over the l_inf ball); the exact
 dual identities of smoothed sign descent with the exponential loss (entropic mirror step).
+
+Covers: ``paramgeo.dynamics.optimizers``, ``paramgeo.flows.descent``,
+``paramgeo.losses.predictor``, ``paramgeo_plugins.deep_diagonal``, ``paramgeo_plugins.hadamard``.
 """
 
 import numpy as np

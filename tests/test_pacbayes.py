@@ -4,6 +4,10 @@ Oracles: Gaussian closed forms (chain rule for a linear phi), the K_0 density of
 centred normals, adaptive scipy quadrature, Monte Carlo, a bisection written here, hand
 computations of the bounds, and two independent routes to the Hadamard quotient KL
 (one-dimensional quadrature versus Monte Carlo with orbit integrals).
+
+Covers: ``paramgeo.cli``, ``paramgeo.pacbayes.bilinear``, ``paramgeo.pacbayes.engine``,
+``paramgeo.pacbayes.gaussians``, ``paramgeo.pacbayes.orbits``, ``paramgeo_plugins.hadamard``,
+``paramgeo_plugins.qk_attention``, ``paramgeo_plugins.uut``, ``paramgeo_plugins.uvt``.
 """
 
 import json

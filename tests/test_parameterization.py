@@ -1,4 +1,7 @@
-"""The contract's building blocks: ParamSpec, Size, derived derivatives."""
+"""The contract's building blocks: ParamSpec, Size, derived derivatives.
+
+Covers: ``paramgeo.reports.contract_check``.
+"""
 
 import autograd.numpy as anp
 import numpy as np

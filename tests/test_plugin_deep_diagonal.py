@@ -1,5 +1,9 @@
 """deep-diagonal: closed forms against autograd and finite differences, ranks against the
-closed forms of the literature, symmetry invariance under random group elements, architecture."""
+closed forms of the literature, symmetry invariance under random group elements, architecture.
+
+Covers: ``paramgeo.cli``, ``paramgeo.reports.contract_check``, ``paramgeo.reports.description``,
+``paramgeo.reports.testing``, ``paramgeo_plugins.deep_diagonal``.
+"""
 
 import json
 

@@ -4,7 +4,12 @@ generic rank and rank at a point, the critical-point cause and the balancedness 
 Oracles: the dimension r(n_0 + n_L - r) of the determinantal variety (Trager, Kohn, Bruna 2020)
 for the generic rank, read off independently from the SVD of the dense autograd Jacobian at
 random points; the rank-at-a-point formula against the dense SVD of the autograd Jacobian at
-points where random layers are made rank-deficient; the L = 2 case against uvt's formula."""
+points where random layers are made rank-deficient; the L = 2 case against uvt's formula.
+
+Covers: ``paramgeo.cli``, ``paramgeo.dynamics.trajectory``, ``paramgeo.linalg.numerics``,
+``paramgeo.losses.predictor``, ``paramgeo.mirror.report``, ``paramgeo_plugins.deep_linear``,
+``paramgeo_plugins.monomial``.
+"""
 
 import numpy as np
 import pytest

@@ -6,6 +6,9 @@ is m rank(A) (numpy's matrix_rank of A, an independent computation); the dimensi
 of the manifold of rank-r m x n matrices (Absil, Mahony, Sepulchre 2008, Prop. 3.3) for the
 generic rank; the uvt plugin at (U, V) = (B, A^T) for the translated map; explicit B g,
 g^{-1} A for the GL(r) invariance.
+
+Covers: ``paramgeo.cli``, ``paramgeo.critical.classification``, ``paramgeo.reports.description``,
+``paramgeo.reports.testing``, ``paramgeo_plugins.lora``, ``paramgeo_plugins.uvt``.
 """
 
 import json

@@ -1,6 +1,10 @@
 """monomial: coefficients against direct evaluation of the network, closed-form derivatives
 against autograd and finite differences, generic ranks against the literature (Alexander-
-Hirschowitz, symmetric matrices, Kileel-Trager-Bruna), symmetry invariance, architecture."""
+Hirschowitz, symmetric matrices, Kileel-Trager-Bruna), symmetry invariance, architecture.
+
+Covers: ``paramgeo.cli``, ``paramgeo.reports.contract_check``, ``paramgeo.reports.testing``,
+``paramgeo_plugins.monomial``.
+"""
 
 import json
 import math

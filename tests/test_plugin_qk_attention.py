@@ -6,6 +6,9 @@ Sepulchre 2008, Prop. 3.3; rank-k PSD d x d matrices: d k - k(k-1)/2, Journee et
 the rank of attention follows from those and the row-shift invariance of softmax (derived in
 the plugin's docstring and checked here numerically); the uvt/uut plugins for sum = concatenated
 heads.
+
+Covers: ``paramgeo.cli``, ``paramgeo.reports.contract_check``, ``paramgeo.reports.description``,
+``paramgeo_plugins.qk_attention``.
 """
 
 import json

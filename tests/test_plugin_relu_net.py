@@ -6,6 +6,10 @@ closed-form derivatives; the forward written out neuron by neuron; explicit resc
 (t w, t b, a / t) and neuron permutations for the invariance; the rank bound
 sum_j (min(|S_j|, d + 1) + k - 1) derived from the per-neuron span; Cover's formula and, for
 d = 1, the hand count 2N of threshold dichotomies on a line; random (w, b) for the patterns.
+
+Covers: ``paramgeo.cli``, ``paramgeo.critical.classification``, ``paramgeo.geometry.kinks``,
+``paramgeo.reports.description``, ``paramgeo.reports.testing``, ``paramgeo.symmetry.discovery``,
+``paramgeo_plugins.relu_net``, ``paramgeo_plugins.uvt``.
 """
 
 import json

@@ -6,6 +6,9 @@ formula; the rank of the rank-r d x d matrices r(2d - r) (Absil, Mahony, Sepulch
 absolute encodings; for rotary, the rank n - r that a fiber equal to the (C^*)^{r/2} orbit
 implies; the commutant of block rotations for ComplexScalingGroup; a toy plugin with a
 non-trivial output action for the generic mechanism.
+
+Covers: ``paramgeo.cli``, ``paramgeo.symmetry.discovery``, ``paramgeo.symmetry.equivariance``,
+``paramgeo.symmetry.groups``, ``paramgeo_plugins.rope_attention``.
 """
 
 import json

@@ -1,6 +1,9 @@
 """uut's products (the JVP as one product, the VJP in one pass over tiles of W) against
 autograd's forward / reverse mode and the plugin's closed-form Jacobian, on grids of several
-tiles (d not a multiple of the tile) and below the tile threshold."""
+tiles (d not a multiple of the tile) and below the tile threshold.
+
+Covers: ``paramgeo_plugins.uut``.
+"""
 
 import numpy as np
 import pytest

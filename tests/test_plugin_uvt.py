@@ -6,6 +6,9 @@ Mishra et al. 2014) for the generic rank; the generic projection v - V V^T v for
 horizontal projection; for the balanced metric of Mishra et al. (2014), the metric written as a
 block matrix and the metric-orthogonal projection onto the span of the GL(r) generators, and
 Manopt's fixedrankfactory_2factors ``proj`` formula solved with scipy's Sylvester solver.
+
+Covers: ``paramgeo.cli``, ``paramgeo.expressions.symbolic``, ``paramgeo.reports.contract_check``,
+``paramgeo.reports.description``, ``paramgeo_plugins.uvt``.
 """
 
 import json

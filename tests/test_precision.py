@@ -4,6 +4,11 @@ Oracles: the float64 Jacobian and SVD of each plugin (its closed form or autogra
 high-precision singular values at generic points; sympy's own exact rank over Q
 (symbolic.exact_rank_at) for the exact rank; the orbit dimension from an independent null space
 of the Lie algebra action for the orbit-degenerate verdict; closed-form ranks of the strata.
+
+Covers: ``paramgeo.cli``, ``paramgeo.critical.classification``, ``paramgeo.expressions.symbolic``,
+``paramgeo.geometry.jacobian``, ``paramgeo.geometry.precision``, ``paramgeo.linalg.numerics``,
+``paramgeo_plugins.deep_linear``, ``paramgeo_plugins.hadamard``, ``paramgeo_plugins.monomial``,
+``paramgeo_plugins.uut``, ``paramgeo_plugins.uvt``.
 """
 
 import fractions

@@ -1,6 +1,10 @@
 """Progress with elapsed time and ETA: the CLI's --progress (a bar on a terminal, plain lines in
 a pipe, nothing in a pipe unless asked), and the long engines' progress= in Python (shown by
-default only in an interactive session)."""
+default only in an interactive session).
+
+Covers: ``paramgeo.cli``, ``paramgeo.critical.classification``, ``paramgeo.geometry.jacobian``,
+``paramgeo.io.progress``, ``paramgeo_plugins.uut``.
+"""
 
 import io
 import re

@@ -1,7 +1,11 @@
 """Positive quadratic networks (paramgeo.flows.quadratic_net) against independent routes: the
 population Hessian against a Monte Carlo mean, the empirical Hessian against central
 differences of the gradient, the GD loop against the engine's descent through the uut plugin,
-the spectral initialiser's N^-1/2 error and the measured contraction against 1 - eta h_min."""
+the spectral initialiser's N^-1/2 error and the measured contraction against 1 - eta h_min.
+
+Covers: ``paramgeo.flows.descent``, ``paramgeo.flows.quadratic_net``,
+``paramgeo.losses.predictor``, ``paramgeo.mirror.regimes``, ``paramgeo_plugins.uut``.
+"""
 
 import numpy as np
 import pytest

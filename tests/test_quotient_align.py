@@ -1,5 +1,10 @@
 """paramgeo.quotient.align: each solver against an independent route (brute force over the
-group, scipy optimisers from random starts, planted pairs with a known element)."""
+group, scipy optimisers from random starts, planted pairs with a known element).
+
+Covers: ``paramgeo.quotient.align``, ``paramgeo.symmetry.actions``, ``paramgeo.symmetry.groups``,
+``paramgeo_plugins.deep_linear``, ``paramgeo_plugins.hadamard``, ``paramgeo_plugins.relu_net``,
+``paramgeo_plugins.uut``, ``paramgeo_plugins.uvt``.
+"""
 
 import numpy as np
 import pytest

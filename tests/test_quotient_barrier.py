@@ -1,4 +1,8 @@
-"""paramgeo.quotient.barrier: both barrier definitions on closed-form paths."""
+"""paramgeo.quotient.barrier: both barrier definitions on closed-form paths.
+
+Covers: ``paramgeo.losses.predictor``, ``paramgeo.quotient.barrier``,
+``paramgeo_plugins.hadamard``, ``paramgeo_plugins.uut``, ``paramgeo_plugins.uvt``.
+"""
 
 import numpy as np
 import pytest

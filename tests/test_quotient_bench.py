@@ -1,6 +1,9 @@
 """benchmarks/bench_quotient.py at a small size: paramgeo's permutation alignment of two MLPs
 trained on digits equals the weight-matching baseline written in the benchmark, and lowers the
-barrier (docs/quotient.md reports the full-size table)."""
+barrier (docs/quotient.md reports the full-size table).
+
+Covers: ``paramgeo.quotient.align``, ``paramgeo.quotient.barrier``.
+"""
 
 import numpy as np
 import pytest

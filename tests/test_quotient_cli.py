@@ -1,4 +1,7 @@
-"""The ``paramgeo quotient`` commands: results as text and JSON, bad input as one Error line."""
+"""The ``paramgeo quotient`` commands: results as text and JSON, bad input as one Error line.
+
+Covers: ``paramgeo.cli``.
+"""
 
 import json
 

@@ -1,7 +1,10 @@
 """align over the field groups (batch normalisation in eval mode) and shear groups (a dense
 layer reading a layer norm) that from_torch reads from a model's layers: planted pairs, the
 field solver against a derivative-free search over the same coefficients, and the shear solver
-recovering the planted element."""
+recovering the planted element.
+
+Covers: ``paramgeo.quotient.align``, ``paramgeo.quotient._factors``, ``paramgeo.symmetry.actions``.
+"""
 
 import warnings
 
@@ -10,7 +13,7 @@ import pytest
 
 import paramgeo
 from paramgeo.quotient import align
-from paramgeo.quotient.factors import _fields
+from paramgeo.quotient._factors import _fields
 from paramgeo.symmetry import FieldGroup, ShearGroup
 
 torch = pytest.importorskip("torch")
@@ -56,7 +59,7 @@ def test_field_solver_against_a_derivative_free_search():
 
     from scipy.linalg import expm
 
-    from paramgeo.quotient.factors import _augmented
+    from paramgeo.quotient._factors import _augmented
 
     mats = [A.toarray() for A in _augmented(F)]
     zt = np.append(z, 1.0)

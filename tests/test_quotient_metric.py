@@ -1,6 +1,10 @@
 """paramgeo.quotient distances, log, exp, geodesics: Bures-Wasserstein against scipy's sqrtm,
 the geodesic midpoint against the optimal-transport closed form, and geomstats as a reference
-(its exp inverts our log; its SO(k) aligner is measured against ours)."""
+(its exp inverts our log; its SO(k) aligner is measured against ours).
+
+Covers: ``paramgeo.quotient.metric``, ``paramgeo_plugins.hadamard``, ``paramgeo_plugins.uut``,
+``paramgeo_plugins.uvt``.
+"""
 
 import warnings
 

@@ -1,6 +1,9 @@
 """Git Re-Basin's 1-2-2-1 deep linear counterexample (Ainsworth, Hayase, Srinivasa 2023;
 epsilon = 0.1) on a pair reconstructed from the numbers the paper quotes, and what align over
-the whole GL(2) x GL(2) gives on it, against a reduced problem solved by a second route."""
+the whole GL(2) x GL(2) gives on it, against a reduced problem solved by a second route.
+
+Covers: ``paramgeo.quotient.align``, ``paramgeo_plugins.deep_linear``.
+"""
 
 import itertools
 

@@ -1,6 +1,9 @@
 """The quotient's sweep queries (quotient-align, quotient-barrier) run as sweeps in this
 process, against closed forms: the Bures-Wasserstein distance of U U^T (scipy's sqrtm) for
-random pairs, 0 for planted pairs, and the Hadamard barrier 1/2 -> 0."""
+random pairs, 0 for planted pairs, and the Hadamard barrier 1/2 -> 0.
+
+Covers: ``paramgeo.sweeps.run``, ``paramgeo.sweeps.spec``, ``paramgeo_plugins.uut``.
+"""
 
 import numpy as np
 import pytest

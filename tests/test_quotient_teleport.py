@@ -1,6 +1,10 @@
 """paramgeo.quotient.teleport: exact group moves, the closed-form minimal sharpness of a
 global minimum of (1/2)|U V^T - Y|^2 along GL(r), checked by a second route, and teleportation
-every k steps inside gradient descent (Teleporter) against a hand-written loop."""
+every k steps inside gradient descent (Teleporter) against a hand-written loop.
+
+Covers: ``paramgeo.cli``, ``paramgeo.flows.descent``, ``paramgeo.losses.predictor``,
+``paramgeo.quotient.teleport``, ``paramgeo_plugins.hadamard``, ``paramgeo_plugins.uvt``.
+"""
 
 import numpy as np
 import pytest

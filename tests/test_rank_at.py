@@ -5,6 +5,10 @@ of each plugin at small sizes (every factor rank, every zero pattern, every per-
 combination, and the special token configurations of attention); the literature formulas for
 U U^T (d k - k(k-1)/2, Journee et al. 2010) and U V^T (mn - (m - rank U)(n - rank V)); the
 contract check must fail a plugin whose closed form is wrong.
+
+Covers: ``paramgeo.critical.stratification``, ``paramgeo.geometry.factor_spectra``,
+``paramgeo.linalg.numerics``, ``paramgeo_plugins.hadamard``, ``paramgeo_plugins.qk_attention``,
+``paramgeo_plugins.uut``, ``paramgeo_plugins.uvt``.
 """
 
 import itertools

@@ -1,4 +1,7 @@
-"""Registry: entry-point discovery, registration, plugin files, declaration validation."""
+"""Registry: entry-point discovery, registration, plugin files, declaration validation.
+
+Covers: ``paramgeo.contract.registry``.
+"""
 
 import sys
 import textwrap

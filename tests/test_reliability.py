@@ -3,6 +3,16 @@ wrong answers, every request bounded before work starts, invalid API arguments r
 
 One test (or one property) per reproduction of a hostile input or a plugin fault; every test
 here runs in about a second.
+
+Covers: ``paramgeo.cli``, ``paramgeo.cli._common``, ``paramgeo.contract.registry``,
+``paramgeo.critical.searching``, ``paramgeo.dynamics.trajectory``,
+``paramgeo.expressions.userdefs``, ``paramgeo.flows.descent``, ``paramgeo.flows.online``,
+``paramgeo.geometry.jacobian``, ``paramgeo.linalg.numerics``, ``paramgeo.losses.predictor``,
+``paramgeo.mirror.potentials``, ``paramgeo.mirror.report``, ``paramgeo.pacbayes.bounds``,
+``paramgeo.pacbayes.engine``, ``paramgeo.pacbayes.gaussians``, ``paramgeo.sweeps.queries``,
+``paramgeo.sweeps.run``, ``paramgeo.sweeps.spec``, ``paramgeo.sweeps.table``,
+``paramgeo.symmetry.groups``, ``paramgeo_plugins.deep_diagonal``, ``paramgeo_plugins.hadamard``,
+``paramgeo_plugins.uut``, ``paramgeo_plugins.uvt``.
 """
 
 import json

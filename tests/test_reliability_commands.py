@@ -1,6 +1,12 @@
 """Reliability of the newer commands' edges: each hostile argument is one `Error:` line and exit
 2, refused before the work (a monkeypatched engine that must not run proves it); a plugin
-raising SystemExit or KeyboardInterrupt at import is reported as the plugin's fault."""
+raising SystemExit or KeyboardInterrupt at import is reported as the plugin's fault.
+
+Covers: ``paramgeo.cli``, ``paramgeo.cli._llc``, ``paramgeo.contract.registry``,
+``paramgeo.dynamics.trajectory``, ``paramgeo.flows.online``, ``paramgeo.flows.risk``,
+``paramgeo.llc.estimate``, ``paramgeo.llc.steps``, ``paramgeo.losses.predictor``,
+``paramgeo_plugins.hadamard``.
+"""
 
 import math
 

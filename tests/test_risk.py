@@ -1,5 +1,9 @@
 """Risk of linear models: exact 0-1 risk vs Monte Carlo, early-stopped logistic GD, fitted rates,
-spectral filters vs the iterations they summarise, the MP edge and the implicit penalty."""
+spectral filters vs the iterations they summarise, the MP edge and the implicit penalty.
+
+Covers: ``paramgeo.cli``, ``paramgeo.contract.registry``, ``paramgeo.flows.risk``,
+``paramgeo.sweeps.queries``, ``paramgeo_plugins.hadamard``, ``paramgeo_plugins.matrix``.
+"""
 
 import math
 from pathlib import Path

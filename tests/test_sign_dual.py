@@ -1,6 +1,10 @@
 """The dual of smoothed sign descent (paramgeo.flows.sign_dual) against independent routes:
 the primal run of SmoothedSignDescent through gradient_descent, softmax(-Z w_k) for p_k, KL by
-scipy's rel_entr, and the Hoeffding bound and envelope checked on the recorded run."""
+scipy's rel_entr, and the Hoeffding bound and envelope checked on the recorded run.
+
+Covers: ``paramgeo.dynamics.optimizers``, ``paramgeo.flows.descent``, ``paramgeo.flows.sign_dual``,
+``paramgeo.losses.predictor``, ``paramgeo_plugins.deep_diagonal``.
+"""
 
 import numpy as np
 import pytest

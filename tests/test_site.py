@@ -12,6 +12,8 @@ builds the site once and checks, for every page of ``docs/`` (the API pages asid
   (outside code fences), plus the title heading the theme adds to a page without one;
 * pages with math load MathJax from the site (``assets/mathjax/``), and no page loads a script
   from another host.
+
+Covers: the built site (``docs/``, ``.mkdocs/hooks.py``, ``.mkdocs/docstrings.py``).
 """
 
 import os

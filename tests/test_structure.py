@@ -1,6 +1,11 @@
 """Structure matrices A(x) of four layers against finite differences of forward and against
 their closed forms; the trace-form checks fail where they should; mode dynamics and the
-power law against an ODE solver and the predicted exponent."""
+power law against an ODE solver and the predicted exponent.
+
+Covers: ``paramgeo.cli``, ``paramgeo.contract.registry``, ``paramgeo.flows.structure``,
+``paramgeo.sweeps.queries``, ``paramgeo_plugins.qk_attention``, ``paramgeo_plugins.relu_net``,
+``paramgeo_plugins.uut``.
+"""
 
 from pathlib import Path
 

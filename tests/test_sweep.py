@@ -1,5 +1,8 @@
 """Sweeps (paramgeo.sweeps, ``paramgeo sweep``): spec validation, cell keys, tables, failing
-cells, resume after an interruption, and a Dask cluster losing a worker mid-sweep."""
+cells, resume after an interruption, and a Dask cluster losing a worker mid-sweep.
+
+Covers: ``paramgeo.cli``, ``paramgeo.sweeps.run``, ``paramgeo.sweeps.spec``.
+"""
 
 import json
 import os

@@ -1,6 +1,9 @@
 """Where a sweep runs and how its cells travel: a grid too small for a cluster runs in this
 process (and the summary says why) unless workers are asked for; on Dask the cells go in
-batches, with the same table as one cell at a time."""
+batches, with the same table as one cell at a time.
+
+Covers: ``paramgeo.cli``, ``paramgeo.sweeps.run``.
+"""
 
 import pytest
 from click.testing import CliRunner

@@ -1,5 +1,9 @@
 """Exact symbolic analysis: ranks over Q and Q(theta), exact kernels, lambdified fast paths,
-and the cache; checked against the numeric route and closed forms."""
+and the cache; checked against the numeric route and closed forms.
+
+Covers: ``paramgeo.cli``, ``paramgeo.contract.registry``, ``paramgeo.expressions.symbolic``,
+``paramgeo_plugins.hadamard``, ``paramgeo_plugins.uut``.
+"""
 
 import numpy as np
 import pytest

@@ -3,7 +3,12 @@ group actions on both sides of a block (hidden_layer_group, blocks_of(..., axis=
 
 Independent routes: invariance of phi under random group elements, the generators in the
 kernel of J, the vertical projector against the SVD of the dense generators (the contract
-check), and the dimension against the linear symmetries discovery finds from J alone."""
+check), and the dimension against the linear symmetries discovery finds from J alone.
+
+Covers: ``paramgeo.dynamics.trajectory``, ``paramgeo.losses.predictor``,
+``paramgeo.symmetry.architecture``, ``paramgeo.symmetry.conserved``,
+``paramgeo.symmetry.discovery``, ``paramgeo.symmetry.groups``.
+"""
 
 import autograd.numpy as anp
 import networkx as nx

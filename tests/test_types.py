@@ -3,6 +3,8 @@ that define paramgeo's public API, is the ``[mypy]`` section of setup.cfg) repor
 
 The type hints are part of the API: a signature that promises an array where the code returns a
 tuple, or a result class whose field is declared ``float`` and built with ``None``, fails here.
+
+Covers: the type hints of the modules in setup.cfg's ``[mypy]`` section.
 """
 
 import subprocess

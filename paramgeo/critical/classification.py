@@ -52,7 +52,7 @@ from ..geometry.jacobian import rank_at
 from ..linalg.numerics import Seed, as_rng, decide_rank, policy_of
 from ..results import Result, title
 from .patterns import _orbit_dim, _rank, factor_rank_drops, generic_values, structure
-from .points import _point_stratum
+from ._points import _point_stratum
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
-from .sampler import curvature_spectrum
+from ._sampler import curvature_spectrum
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -95,7 +95,7 @@ def localization_check(batch: Any, w_star: NDArray[np.float64], nbeta: float, ga
                        k: int = 64) -> tuple[dict, list[str]]:
     """Before sampling: the spectrum of the Hessian H of L_n at w* (Lanczos on Hessian-vector
     products, central differences of the gradient,
-    :func:`~paramgeo.llc.sampler.curvature_spectrum`; on the free coordinates of ``mask``)
+    :func:`~paramgeo.llc._sampler.curvature_spectrum`; on the free coordinates of ``mask``)
     against the localization gamma.
     In the quadratic (Laplace) approximation each direction of curvature h contributes
     r(n beta h / gamma) / 2 to the estimate (:func:`retained`), where the learning coefficient

@@ -40,7 +40,7 @@ from ..io.progress import shows_progress
 from .data import batch_picker, control_variates, make_batches
 from .diagnostics import (chain_notes, data_set_se, effective_sample_size, localization_check,
                           mixing_check, slope_weights)
-from .sampler import auto_step_size, sample_chains
+from ._sampler import auto_step_size, sample_chains
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike

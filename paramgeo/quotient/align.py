@@ -60,7 +60,7 @@ from ..errors import ArgumentError, NotProvidedError
 from ..results import Result, to_jsonable
 from ..symmetry import (FieldGroup, GeneralLinearGroup, OrthogonalGroup, ProductGroup,
                         ScalingTorus, ShearGroup, SignedPermutationGroup, UnitPermutationGroup)
-from .factors import (ALIGNABLE, DISCRETE, _align_factor, _disjoint, _gl_lower_bound_sq,
+from ._factors import (ALIGNABLE, DISCRETE, _align_factor, _disjoint, _gl_lower_bound_sq,
                       _signed_generators, well_conditioned)
 
 if TYPE_CHECKING:
