@@ -183,6 +183,112 @@ def test_the_table_is_what_the_commands_take():
     assert not {(old, path) for old, path, _ in formers if path in visible.get(old, set())}
 
 
+#: the command of each sweep query whose name is not the command's path
+SWEEP_COMMANDS = {"llc": "llc estimate", "quotient-align": "quotient align",
+                  "quotient-barrier": "quotient barrier"}
+#: sweep options with no counterpart among the command's options (each with its reason)
+SWEEP_ONLY = {
+    ("spectral-filters", "steps"): "the command scans a fixed number of GD steps",
+    ("quotient-align", "seed"): "the command takes both points as files; a sweep may draw them",
+    ("quotient-align", "planted"): "as seed: the second point drawn from the group",
+    ("quotient-align", "factors"): "the factors of the group to align over (Python's align)",
+    ("quotient-barrier", "seed"): "as quotient-align",
+    ("quotient-barrier", "planted"): "as quotient-align",
+}
+
+
+def _snake(opt):
+    return opt.lstrip("-").replace("-", "_")
+
+
+def test_sweep_options_are_the_commands_options_in_snake_case():
+    """Every option of a sweep query that has a CLI counterpart is the command's current
+    option name in snake case (`options.sample_size` for `--sample-size`; a flag `--no-x` is
+    the option `x = false`), never a former name; each former name a query still accepts is
+    renamed as the command renames it."""
+    from paramgeo.cli._common import FormerOption
+    from paramgeo.sweeps.queries import QUERIES
+
+    commands = _commands()
+    former_used, unmatched = [], []
+    for query in QUERIES.values():
+        cmd = commands[SWEEP_COMMANDS.get(query.name, query.name)]
+        current, former = set(), {}
+        for p in cmd.params:
+            names = [_snake(o) for o in p.opts + p.secondary_opts]  # an argument: its name
+            if isinstance(p, FormerOption):
+                former.update({name: _snake(p.new) for name in names})
+            else:
+                current.update(names)
+                current.update(name[3:] for name in names if name.startswith("no_"))
+        for name in query.options:
+            if name in former and name not in current:
+                former_used.append(f"{query.name}: options.{name} is the former --"
+                                   f"{name.replace('_', '-')}; use {former[name]}")
+            elif name not in current and (query.name, name) not in SWEEP_ONLY:
+                unmatched.append(f"{query.name}: options.{name}")
+        for old, new in query.renamed.items():
+            assert old not in query.options and new in query.options, (query.name, old, new)
+            assert new in current, (query.name, new)
+            assert former.get(old, new) == new, (query.name, old, former.get(old), new)
+    assert not former_used, former_used
+    assert not unmatched, f"name these as the command does, or list them in SWEEP_ONLY: " \
+                          f"{unmatched}"
+    assert all(name in QUERIES[q].options for q, name in SWEEP_ONLY)
+
+
+def _former_sweep_cases(tmp):
+    """(query, plugin, sizes, required options, former name, value) for every former option
+    name of a sweep query."""
+    np.save(tmp / "w.npy", np.zeros(14))
+    np.savez(tmp / "d.npz", X=np.ones((4, 3)), Y=np.ones((4, 4)), A=np.ones((4, 5)),
+             y=np.ones(4))
+    np.savez(tmp / "post.npz", mean=[1.0, 0.02, 1.0, 0.03], std=0.1, empirical_risk=0.1)
+    setups = {
+        "flow": ("hadamard", {"p": 5}, {"data": str(tmp / "d.npz"), "method": "flow"}),
+        "pacbayes": ("hadamard", {"p": 2}, {"posterior": str(tmp / "post.npz"),
+                                            "prior_scale": 1.0, "delta": 0.05}),
+        "early-stopping": ("hadamard", {"p": 20}, {}),
+        "spectral-filters": ("matrix", {"d": 8}, {}),
+        "online-sgd": ("uut", {"d": 4, "r": 2}, {}),
+        "llc": ("uvt", {"m": 4, "n": 3, "r": 2}, {"data": str(tmp / "d.npz")}),
+    }
+    values = {"time": 2.0, "n": 1000, "N": 20, "scale": 0.5, "batch": 2,
+              "at": str(tmp / "w.npy"), "step": 0.01, "step_scale": 0.1, "draws": 50}
+    from paramgeo.sweeps.queries import QUERIES
+
+    cases = [(q, *setups[q], old, values[old]) for q in QUERIES for old in QUERIES[q].renamed]
+    assert {c[0] for c in cases} == set(setups) and len(cases) == 10
+    return cases
+
+
+def test_former_sweep_option_names_still_work_with_one_warning(tmp_path):
+    """A former option name gives the cells the new name gives, with one warning per sweep
+    file (not one per cell) naming the new spelling; both together are refused."""
+    import warnings
+
+    from paramgeo.sweeps.queries import QUERIES
+    from paramgeo.sweeps.spec import SweepSpecError, load_spec
+
+    for query, plugin, sizes, required, old, value in _former_sweep_cases(tmp_path):
+        new = QUERIES[query].renamed[old]
+
+        def spec(**options):
+            return {"query": query, "plugin": plugin, "sizes": sizes,
+                    "options": {**required, **options}, "grid": {"options": {"seed": [0, 1]}}}
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            former = load_spec(spec(**{old: value}))
+        lines = [str(w.message) for w in caught if issubclass(w.category, FutureWarning)]
+        assert len(lines) == 1, (query, old, lines)
+        assert f"query {query}: options.{old} {FORMER}; use options.{new}" in lines[0]
+        cells = load_spec(spec(**{new: value})).cells
+        assert [c.options for c in former.cells] == [c.options for c in cells]
+        assert [c.key for c in former.cells] == [c.key for c in cells]
+        with pytest.raises(SweepSpecError, match=f"give options.{new} only"):
+            load_spec(spec(**{old: value, new: value}))
+
 def test_one_loss_name_set():
     """flow, llc estimate and the quotient commands offer the same losses on predictors (the
     keys of paramgeo.losses.data.LOSS_KINDS); llc estimate adds the model-output losses."""

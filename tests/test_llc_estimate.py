@@ -463,12 +463,12 @@ def test_sweep_query_runs_the_estimator(tmp_path):
     with short_chains():  # one chain of 50 steps
         out = query.run(paramgeo.get("deep-linear", widths=(3, 2, 2)),
                         **dict({k: o.default for k, o in query.options.items()}, data=str(path),
-                               draws=50, burn=0, chains=1, truth_zero=True))
+                               steps=50, burn=0, chains=1, truth_zero=True))
         assert out["exact"] == 2.0 and math.isfinite(out["llc"])  # Aoyagi-Watanabe (3, 2, 2)
         assert query.options["bias_check"].default is True and math.isfinite(out["se_bias"])
         out = query.run(paramgeo.get("deep-linear", widths=(3, 2, 2)),
                         **dict({k: o.default for k, o in query.options.items()}, data=str(path),
-                               draws=50, burn=0, chains=1, bias_check=False))
+                               steps=50, burn=0, chains=1, bias_check=False))
     assert out["se_bias"] == "nan"
 
 

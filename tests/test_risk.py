@@ -178,8 +178,9 @@ def test_early_stopping_sweep_query_trains_through_the_plugin():
     load_plugin_file(Path(__file__).resolve().parents[1] / "examples" / "linear_model.py")
     linear = get_class("linear")(d=40)
     unregister("linear")
-    row = get_query("early-stopping").run(linear, N=15, spectrum="polynomial", decay=1.5,
-                                          snr=3.0, support=5, flip=0.1, steps=200, seed=0)
+    row = get_query("early-stopping").run(linear, sample_size=15, spectrum="polynomial",
+                                          decay=1.5, snr=3.0, support=5, flip=0.1, steps=200,
+                                          seed=0)
     model = GaussianMixture.from_spectrum(40, "polynomial", 1.5, 3.0, 0.1, 5)
     direct = early_stopping(model, 15, 200, seed=0)
     assert row["oracle_excess"] == pytest.approx(direct.oracle_excess, abs=1e-12)
@@ -194,7 +195,7 @@ def test_spectral_filters_sweep_query_matches_the_engine():
 
     query = get_query("spectral-filters")
     p = paramgeo.get("matrix", d=8)  # predictor length d = 64
-    row = query.run(p, N=20, spike=10.0, noise=0.3, steps=200, seed=1)
+    row = query.run(p, sample_size=20, spike=10.0, noise=0.3, steps=200, seed=1)
     direct = spiked_filter_risks(SpikedModel(d=64, spike=10.0, noise=0.3), 20, 1, 200)
     assert row["d"] == 64 and row["N"] == 20
     for key in ("ridge_risk", "gd_risk", "shifted_risk", "interpolator_risk", "implicit_penalty",
@@ -203,11 +204,12 @@ def test_spectral_filters_sweep_query_matches_the_engine():
     assert row["shifted_risk"] <= row["gd_risk"] + 1e-12
     spec = {"query": "spectral-filters", "plugin": "matrix",
             "options": {"steps": 100, "spike": 10.0},
-            "grid": {"sizes": {"d": [6]}, "options": {"N": [10, 20]}}}
+            "grid": {"sizes": {"d": [6]}, "options": {"sample_size": [10, 20]}}}
     table = paramgeo.sweep(spec, workers=0).table
-    assert sorted(table["N"]) == [10, 20]
+    assert sorted(table["sample_size"]) == [10, 20]
     assert all(r < i for r, i in zip(table["ridge_risk"], table["interpolator_risk"]))
     with pytest.raises(ValueError, match="non-negative"):
         query.options["spike"].convert(-1.0)
     with pytest.raises(ShapeError, match="d > N"):
-        query.run(paramgeo.get("matrix", d=4), N=20, spike=1.0, noise=0.1, steps=10, seed=0)
+        query.run(paramgeo.get("matrix", d=4), sample_size=20, spike=1.0, noise=0.1, steps=10,
+                  seed=0)

@@ -300,17 +300,18 @@ def flow_query(param, loss, data, method, steps, t_final, lr, schedule, batch_si
                         help="an .npz file with mean, std, empirical_risk", path=True),
     "prior_scale": Option(default=REQUIRED, convert=positive_list,
                           help="a scale or a list (union bound)"),
-    "n": Option(default=REQUIRED, convert=integer(1), help="number of training samples"),
+    "sample_size": Option(default=REQUIRED, convert=integer(1),
+                          help="number of training samples N"),
     "delta": Option(default=REQUIRED, convert=number(open_unit=True)),
     "method": Option(default="auto", convert=choice("auto", "quadrature", "montecarlo")),
     "samples": Option(default=200, convert=integer(2)),
-    "seed": _seed("Monte Carlo seed")})
-def pacbayes_query(param, posterior, prior_scale, n, delta, method, samples, seed):
+    "seed": _seed("Monte Carlo seed")}, renamed={"n": "sample_size"})
+def pacbayes_query(param, posterior, prior_scale, sample_size, delta, method, samples, seed):
     """Parameter and quotient KL, both priors, three certificates (paramgeo pacbayes)."""
     from ..pacbayes import load_posterior, pacbayes_report
 
     post, risk = load_posterior(param, posterior)
-    return pacbayes_report(param, post, prior_scale, n, delta, risk, method=method,
+    return pacbayes_report(param, post, prior_scale, sample_size, delta, risk, method=method,
                            samples=samples, seed=seed)
 
 
@@ -353,22 +354,22 @@ def structure_query(param, units, check):
 
 
 @register_query("early-stopping", {
-    "N": Option(default=REQUIRED, convert=integer(2), help="training samples"),
+    "sample_size": Option(default=REQUIRED, convert=integer(2), help="training samples N"),
     "spectrum": Option(default="polynomial", convert=choice("polynomial", "exponential")),
     "decay": Option(default=1.5, convert=number(positive=True)),
     "snr": Option(default=3.0, convert=number(positive=True)),
     "support": Option(default=10, convert=integer(1), help="coordinates of the Bayes direction"),
     "flip": Option(default=0.1, convert=number()),
     "steps": Option(default=2000, convert=integer(1, MAX_STEPS)),
-    "seed": _seed("seed of the sample")}, dense=False)
-def early_stopping_query(param, N, spectrum, decay, snr, support, flip, steps, seed):
+    "seed": _seed("seed of the sample")}, dense=False, renamed={"N": "sample_size"})
+def early_stopping_query(param, sample_size, spectrum, decay, snr, support, flip, steps, seed):
     """Logistic GD through phi (predictor = weight vector of length d) on a label-flip
     Gaussian mixture: exact excess 0-1 risk at the oracle stop and of the max-margin
     interpolator."""
     from ..flows.risk import GaussianMixture, early_stopping
 
     model = GaussianMixture.from_spectrum(param.m, spectrum, decay, snr, flip, support)
-    res = early_stopping(model, N, steps, seed=seed, param=param)
+    res = early_stopping(model, sample_size, steps, seed=seed, param=param)
     return {"oracle_step": res.oracle_step, "oracle_excess": res.oracle_excess,
             "final_excess": res.final_excess, "max_margin_excess": res.max_margin_excess,
             "bayes_risk": res.bayes_risk}
@@ -383,19 +384,20 @@ def non_negative(value):
 
 
 @register_query("spectral-filters", {
-    "N": Option(default=REQUIRED, convert=integer(2),
-                help="training samples (d > N, d the predictor's length)"),
+    "sample_size": Option(default=REQUIRED, convert=integer(2),
+                          help="training samples N (d > N, d the predictor's length)"),
     "spike": Option(default=20.0, convert=non_negative, help="spike strength theta"),
     "noise": Option(default=0.5, convert=non_negative, help="label noise standard deviation"),
     "steps": Option(default=4000, convert=integer(1, MAX_STEPS),
                     help="GD steps scanned for the stopping time"),
-    "seed": _seed("seed of the sample")}, dense=False)
-def spectral_filters_query(param, N, spike, noise, steps, seed):
+    "seed": _seed("seed of the sample")}, dense=False, renamed={"N": "sample_size"})
+def spectral_filters_query(param, sample_size, spike, noise, steps, seed):
     """Risk of ridge, GD and negatively shifted GD in a spike-plus-flat model of dimension d =
     the plugin's predictor length (paramgeo spectral-filters)."""
     from ..flows.risk import SpikedModel, spiked_filter_risks
 
-    res = spiked_filter_risks(SpikedModel(d=param.m, spike=spike, noise=noise), N, seed, steps)
+    res = spiked_filter_risks(SpikedModel(d=param.m, spike=spike, noise=noise), sample_size,
+                              seed, steps)
     return {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}
 
 
@@ -419,21 +421,24 @@ def scale_value(value):
     "centered": Option(default=True, convert=flag, help="remove the teacher's mean Tr(S*)/d"),
     "init": Option(default="gaussian", convert=choice("gaussian", "random", "zero"),
                    help="theta0: i.i.d. N(0, 1), the plugin's random_point, or 0"),
-    "scale": Option(default="1/sqrt(rd)", convert=scale_value, help="S = scale * phi(theta)"),
+    "output_scale": Option(default="1/sqrt(rd)", convert=scale_value,
+                           help="S = output_scale * phi(theta)"),
     "lr": Option(default=0.1, convert=number(positive=True)),
     "lr_exponent": Option(default=0.0, convert=number(), help="eta = lr * d^(-lr_exponent)"),
-    "batch": Option(default=4, convert=integer(1), help="fresh samples per step"),
+    "batch_size": Option(default=4, convert=integer(1), help="fresh samples per step"),
     "horizon": Option(default=1.0, convert=number(positive=True),
                       help="samples, in units of d^2 log d"),
     "threshold": Option(default=0.5, convert=number(open_unit=True),
                         help="weak recovery: |cosine| >= threshold"),
-    "seed": _seed("seed of the teacher, the start and the samples")}, dense=False)
-def online_sgd_query(param, **options):
+    "seed": _seed("seed of the teacher, the start and the samples")}, dense=False,
+    renamed={"scale": "output_scale", "batch": "batch_size"})
+def online_sgd_query(param, output_scale, batch_size, **options):
     """Online SGD on attention-indexed data to weak recovery, n up to horizon * d^2 log d
     (paramgeo online-sgd)."""
     from ..cli._online import online_summary, run_online
 
-    return online_summary(param, run_online(param, **options))
+    return online_summary(param, run_online(param, scale=output_scale, batch=batch_size,
+                                            **options))
 
 
 @register_query("llc", {
@@ -441,18 +446,20 @@ def online_sgd_query(param, **options):
                                                         "logistic", "exponential", "regression")),
     "data": Option(default=REQUIRED, convert=path(),
                    help="an .npz file with the loss's arrays (and theta_star)", path=True),
-    "at": Option(default=None, convert=path(optional=True),
-                 help="a .npy file holding w* [theta_star of data]", path=True),
+    "minimum": Option(default=None, convert=path(optional=True),
+                      help="a .npy file holding the local minimum w* [theta_star of data]",
+                      path=True),
     "nbeta": Option(default=None, convert=number(positive=True, optional=True),
                     help="n beta [n / log n]"),
     "gamma": Option(default=1.0, convert=number(positive=True)),
-    "step": Option(default=None, convert=number(positive=True, optional=True),
-                   help="Langevin step [automatic]"),
-    "step_scale": Option(default=0.05, convert=number(positive=True)),
+    "lr": Option(default=None, convert=number(positive=True, optional=True),
+                 help="Langevin step size [automatic]"),
+    "lr_scale": Option(default=0.05, convert=number(positive=True),
+                       help="the automatic step as a multiple of 1 / the largest curvature"),
     "sampler": Option(default="mala", convert=choice("mala", "sgld")),
     "chains": Option(default=None, convert=integer(1, optional=True),
                      help="chains per temperature [32 where they run batched, else 4]"),
-    "draws": Option(default=None, convert=integer(4, optional=True),
+    "steps": Option(default=None, convert=integer(4, optional=True),
                     help="kept steps per chain [1000 where the chains run batched, else 2000]"),
     "burn": Option(default=None, convert=integer(0, optional=True),
                    help="burn-in steps per chain [1000 where the chains run batched, else 1500]"),
@@ -460,8 +467,9 @@ def online_sgd_query(param, **options):
                          help="also run the chains at 4 gamma (the bias check)"),
     "truth_zero": Option(default=False, convert=flag,
                          help="record the exact value at the true parameter 0"),
-    "seed": _seed("seed of the chains")}, dense=False)
-def llc_query(param, loss, data, at, nbeta, gamma, step, step_scale, sampler, chains, draws,
+    "seed": _seed("seed of the chains")}, dense=False,
+    renamed={"at": "minimum", "step": "lr", "step_scale": "lr_scale", "draws": "steps"})
+def llc_query(param, loss, data, minimum, nbeta, gamma, lr, lr_scale, sampler, chains, steps,
               burn, bias_check, truth_zero, seed):
     """The local learning coefficient by localized Langevin sampling (the slope over the
     default temperatures), with the exact value where known (paramgeo llc estimate)."""
@@ -472,10 +480,11 @@ def llc_query(param, loss, data, at, nbeta, gamma, step, step_scale, sampler, ch
     from ..cli._llc import llc_estimate
 
     result, exact = llc_estimate(
-        param, loss, load_data(data), data, None if at is None else load_point(param, at, 0),
-        np.zeros(param.n) if truth_zero else None, nbeta=nbeta, gamma=gamma, step="auto" if step is None else step,
-        step_scale=step_scale, sampler=sampler, chains=chains, draws=draws, burn=burn,
-        bias_check=bias_check, seed=seed)
+        param, loss, load_data(data), data,
+        None if minimum is None else load_point(param, minimum, 0),
+        np.zeros(param.n) if truth_zero else None, nbeta=nbeta, gamma=gamma,
+        step="auto" if lr is None else lr, step_scale=lr_scale, sampler=sampler, chains=chains,
+        draws=steps, burn=burn, bias_check=bias_check, seed=seed)
     out = result.to_dict()
     out["exact"] = None if exact is None else exact.lam
     return out

@@ -175,7 +175,7 @@ def expand(data, source, base):
                              f"runs ({MAX_CELLS:,}); split it into several sweep files")
     # each axis value is validated once: the resolved plugins and the converted options are
     # kept by value (the grid is a product, so its cells repeat them)
-    cells, seen, params, converted = [], {}, {}, {}
+    cells, seen, params, converted, warned = [], {}, {}, {}, set()
     for case in cases:
         for point in itertools.product(*axes.values()):
             raw = dict(fixed)
@@ -186,7 +186,7 @@ def expand(data, source, base):
                                              f"in [grid], and in {label}); set it in one place")
                     raw[k] = v
             cell = _cell(len(cells), raw, files, base, f"{where}, cell {len(cells)}", params,
-                         converted)
+                         converted, warned=warned, sweep_where=where)
             if cell.key in seen:
                 raise SweepSpecError(f"{where}: cells {seen[cell.key]} and {cell.index} are the "
                                      f"same computation ({_describe(raw)}); remove one")
@@ -279,9 +279,11 @@ class _Where:
         return format(str(self), spec)
 
 
-def _cell(index, raw, files, base, where, params, converted):
+def _cell(index, raw, files, base, where, params, converted, warned=None, sweep_where=None):
     """Validate one cell's raw parameters and build the Cell (with its key); ``params`` and
-    ``converted`` keep the plugins resolved and the option values converted so far."""
+    ``converted`` keep the plugins resolved and the option values converted so far;
+    ``warned``, the (query, former option name) pairs already warned about in the sweep file
+    ``sweep_where``, makes a former name one warning per sweep file, not one per cell."""
     from ..cli._common import resolve
 
     for k in ("query", "plugin"):
@@ -315,8 +317,12 @@ def _cell(index, raw, files, base, where, params, converted):
             if new in given:
                 raise SweepSpecError(f"{where}: give options.{new} only (options.{old} is its "
                                      "deprecated former name)")
-            warnings.warn(f"{where}: options.{old} is deprecated and goes in the next release; "
-                          f"use options.{new}", FutureWarning, stacklevel=2)
+            if warned is None or (query.name, old) not in warned:
+                head = where if warned is None else f"{sweep_where}, query {query.name}"
+                warnings.warn(f"{head}: options.{old} is deprecated and goes in the next "
+                              f"release; use options.{new}", FutureWarning, stacklevel=2)
+                if warned is not None:
+                    warned.add((query.name, old))
             given[new] = given.pop(old)
     unknown = sorted(set(given) - set(query.options))
     if unknown:
