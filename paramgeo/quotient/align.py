@@ -285,7 +285,7 @@ def relaxation_bound(group: SymmetryGroup, x: NDArray[np.float64],
 
 # ------------------------------------------------------------------ the engine
 def align(param: Parameterization, theta1: ArrayLike, theta2: ArrayLike, max_sweeps: int = 50,
-          tol: float = 1e-12, factors: Optional[Sequence[str]] = None,
+          tol: float = 1e-12, factors: Optional[Sequence[int]] = None,
           group: Optional[SymmetryGroup] = None) -> Alignment:
     """Align theta2 to theta1 modulo the declared group G = ``param.symmetry()``.
 
