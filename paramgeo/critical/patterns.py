@@ -16,7 +16,7 @@ from ..linalg.numerics import as_rng, policy_of
 
 # ---------------------------------------------------------------------------- generic values
 
-_GENERIC_CACHE = {}
+_GENERIC_CACHE: dict = {}
 
 
 def _rank(param, theta, policy):

@@ -218,7 +218,7 @@ for _name, _fn in (("exp", "exp"), ("log", "log"), ("sin", "sin"), ("cos", "cos"
                    ("tanh", "tanh"), ("sqrt", "sqrt"), ("arctan", "atan"), ("__abs__", "fabs"),
                    ("__neg__", "fneg"), ("__pos__", "mpf"), ("conjugate", "mpf")):
     setattr(_Real, _name, _unary(_fn))
-_Real.__hash__ = None
+_Real.__hash__ = None  # type: ignore[assignment, method-assign]
 
 
 def _forward_mp(param, values):

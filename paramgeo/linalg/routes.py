@@ -141,7 +141,7 @@ def timed_jacobian(param, theta):
 #: side of the PSD matrix on which this process measures LAPACK's rates once (after a warm-up
 #: call: a process's first call of a LAPACK routine pays for loading it, ten times the call)
 CALIBRATION_DIM = 512
-_RATES = {}
+_RATES: dict = {}
 
 
 def _lapack_rates():

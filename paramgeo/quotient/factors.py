@@ -174,7 +174,7 @@ def _assignment():
 
 _LSA = None
 #: per tuple of unit classes (held by its group): (disjoint, classes sharing positions)
-_STRUCTURE = {}
+_STRUCTURE: dict = {}
 
 
 def _class_structure(classes, n):
