@@ -374,7 +374,7 @@ def structure_query(param: Parameterization, units: Any, check: bool) -> Any:
     "steps": Option(default=2000, convert=integer(1, MAX_STEPS)),
     "seed": _seed("seed of the sample")}, dense=False)
 def early_stopping_query(param: Parameterization, N: int, spectrum: str, decay: float, snr: float,
-                         support: int, flip: float, steps: Optional[int], seed: int) -> Any:
+                         support: int, flip: float, steps: int, seed: int) -> Any:
     """Logistic GD through phi (predictor = weight vector of length d) on a label-flip
     Gaussian mixture: exact excess 0-1 risk at the oracle stop and of the max-margin
     interpolator."""
@@ -404,7 +404,7 @@ def non_negative(value: Any) -> float:
                     help="GD steps scanned for the stopping time"),
     "seed": _seed("seed of the sample")}, dense=False)
 def spectral_filters_query(param: Parameterization, N: int, spike: float, noise: float,
-                           steps: Optional[int], seed: int) -> Any:
+                           steps: int, seed: int) -> Any:
     """Risk of ridge, GD and negatively shifted GD in a spike-plus-flat model of dimension d =
     the plugin's predictor length (paramgeo spectral-filters)."""
     from ..flows.risk import SpikedModel, spiked_filter_risks
