@@ -31,7 +31,7 @@ def _key(param):
     return (type(param), tuple(sorted((k, str(v)) for k, v in param.sizes.items())))
 
 
-_CACHE = {}
+_CACHE: dict = {}
 
 
 def symbolic_form(param):
@@ -87,7 +87,7 @@ def _describe(value):
 
 # Derived objects (Jacobian, lambdified functions, exact results) are computed once per class
 # and sizes (the key of ``symbolic_form``) and kept in ``_DERIVED``; ``clear_cache()`` forgets.
-_DERIVED = {}
+_DERIVED: dict = {}
 
 #: Largest m * n for which the rank over the field of rational functions Q(theta) is attempted.
 SYMBOLIC_RANK_MAX_ENTRIES = 400

@@ -1,6 +1,7 @@
 """One-screen summary of a parameterization: dimensions, generic rank, symmetry, quotient."""
 
 import dataclasses
+from typing import Optional
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class Description(Result):
     rank_certificate: object = None  # how a matrix-free generic rank was certified
     #: how many of the n - generic rank kernel dimensions the group explains, and the blocks
     #: the unexplained directions move (:func:`paramgeo.critical.completeness`)
-    symmetry_explains: str = None
+    symmetry_explains: Optional[str] = None
 
 
 @shows_progress("describe")
