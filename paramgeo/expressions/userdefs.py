@@ -439,7 +439,7 @@ def define(spec_file: Union[str, os.PathLike, None] = None, text: Optional[str] 
                         f"{ENV_HOME} to a folder you can write to")
     target = folder / f"{name}.toml"
     # an existing definition of this name is replaced only with --replace (checked above)
-    write_file(target, text, what="definition", replace=replace)
+    write_file(target, text, what="definition", replace=replace)  # type: ignore[arg-type]
     registry.unregister(name)
     cls.spec_path = str(target)
     return registry.register(cls, source=f"definition {target}")
