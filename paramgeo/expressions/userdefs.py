@@ -287,7 +287,7 @@ class SpecParameterization(Parameterization):
                     "docs/tutorial-register.md)")
         self._shapes, self._symbols, self._exprs = shapes, flat, exprs
         self._shape = value.shape
-        self._forward = None
+        self._forward: Any = None
 
     def make_spec(self) -> ParamSpec:
         return ParamSpec(self._shapes)
@@ -302,7 +302,7 @@ class SpecParameterization(Parameterization):
             from .symbolic import lambdify_autograd
 
             self._forward = lambdify_autograd(self._symbols, self._exprs)
-        values = self._forward(theta)  # type: ignore[misc]
+        values = self._forward(theta)
         return anp.reshape(anp.array(values), self._shape) if values else anp.zeros(self._shape)
 
     def jacobian(self, theta: ArrayLike) -> NDArray[np.float64]:
