@@ -5,8 +5,10 @@ into one readable line on stderr and exit code 2 (``paramgeo.cli``), and lets an
 surface as the bug it is.
 """
 
+from __future__ import annotations
 
-def approx(count):
+
+def approx(count: float) -> str:
     """A count for a message, to three digits (``4e+09``); an integer too large for a float
     (a 400-digit size) as ``~1e+399`` instead of an OverflowError."""
     try:

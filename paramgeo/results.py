@@ -6,13 +6,16 @@ listing its fields. The idea follows scipy's ``OptimizeResult`` (documented comm
 made immutable and typed.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
 
-def title(name, sizes):
+def title(name: str, sizes: Optional[Mapping[str, Any]]) -> str:
     """The header of a result: the plugin's name with its sizes, "uut (d=4, r=2)", or the name
     alone when it has none (a framework model).
 
@@ -30,7 +33,7 @@ def _size_text(value):
     return str(value)
 
 
-def to_jsonable(value):
+def to_jsonable(value: Any) -> Any:
     """Convert numpy arrays/scalars, tuples, dataclasses and dicts to JSON-able Python."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         if hasattr(value, "to_dict"):
@@ -65,7 +68,7 @@ def _fmt(value):
 class Result:
     """Mixin for engine results: ``to_dict()`` for JSON and a field-per-line ``__str__``."""
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {f.name: to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def __str__(self):

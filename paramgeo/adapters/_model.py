@@ -28,7 +28,10 @@ batch. The products run on the framework's device; the eigensolvers of the engin
 host with numpy.
 """
 
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import autograd
 import numpy as np
@@ -37,6 +40,9 @@ from autograd.extend import defjvp, defvjp, primitive
 from ..errors import (ContractError, NumericalDoubtWarning, ParamgeoError, PluginError,
                       ShapeError, SizeError)
 from ..contract.parameterization import Parameterization, ParamSpec
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 
 class Backend:
@@ -253,7 +259,7 @@ class FrameworkModel(Parameterization):
                 "np.random in forward) and keep counters, caches and parameter updates out of "
                 "forward")
 
-    def model_state(self):
+    def model_state(self) -> dict[str, Any]:
         """The framework model's state that forward must leave unchanged, {what: snapshot}
         (see :mod:`._checks`)."""
         return self._state() if self._state is not None else {}
@@ -282,18 +288,18 @@ class FrameworkModel(Parameterization):
             f"{policy.rtol:.2g} x the largest count as zero (model.rank_policy); compute in "
             "float64 inside forward for finer decisions", NumericalDoubtWarning, stacklevel=4)
 
-    def make_spec(self):
+    def make_spec(self) -> ParamSpec:
         return ParamSpec(dict(self._blocks))
 
-    def make_predictor_shape(self):
+    def make_predictor_shape(self) -> tuple[int, ...]:
         return self._out_shape
 
-    def forward(self, theta):
+    def forward(self, theta: ArrayLike) -> NDArray[np.float64]:
         import autograd.numpy as anp
 
         return anp.reshape(_apply(self._f, theta), self.predictor_shape)
 
-    def random_point(self, rng):
+    def random_point(self, rng: np.random.Generator) -> NDArray[np.float64]:
         """Each weight block (two or more axes) i.i.d. N(0, 1 / fan_in) (fan_in the product of
         its trailing axes, as in Glorot/He initialisations), each vector block (biases,
         scales) i.i.d. N(0, 1/4)."""
@@ -303,7 +309,7 @@ class FrameworkModel(Parameterization):
             parts.append(scale * rng.standard_normal(int(np.prod(shape))))
         return np.concatenate(parts) if parts else np.zeros(0)
 
-    def on_inputs(self, X):
+    def on_inputs(self, X: Any) -> FrameworkModel:
         """The same model on the inputs X (a batch the model accepts, shape
         (B, *input_shape)): theta -> model(theta; X), with this model's ``spec`` and
         ``theta0`` and its predictor the outputs on X (shape model(X).shape). The framework
@@ -342,7 +348,7 @@ class FrameworkModel(Parameterization):
         models; JAX models compute in float64."""
         return self.backend.single
 
-    def batched_vjp(self, thetas, single=False):
+    def batched_vjp(self, thetas: ArrayLike, single: bool = False) -> tuple[Any, Any]:
         """(Phi, vjp) at the K rows of thetas at once: phi vectorized over the rows by the
         framework's vmap (torch.func.vmap, jax.vmap), vjp(G) = (J(thetas[k])^T G[k])_k the
         framework's VJP of that vectorized map (the rows are independent, so the VJP of the
@@ -368,26 +374,26 @@ class FrameworkModel(Parameterization):
                                          zip(thetas, np.asarray(G, float).reshape(K, -1))])
 
     # ------------------------------------------------------------------ derivatives
-    def jacobian(self, theta):
+    def jacobian(self, theta: ArrayLike) -> NDArray[np.float64]:
         return self._f.jacobian(self.as_theta(theta))
 
     # theta, v and w arrive checked by the guard (paramgeo.contract.guard: float vectors of lengths
     # n and m, else one line naming the argument), as in the base class's products
-    def jvp(self, theta, v):
+    def jvp(self, theta: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
         """J(theta) v by the framework's forward mode."""
         return self._f.jvp(theta, v)
 
-    def vjp(self, theta, w):
+    def vjp(self, theta: ArrayLike, w: ArrayLike) -> NDArray[np.float64]:
         """J(theta)^T w by the framework's reverse mode."""
         return self._f.vjp(theta, w)
 
-    def hessian_vp(self, theta, w, v):
+    def hessian_vp(self, theta: ArrayLike, w: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
         """(sum_i w_i Hess phi_i(theta)) v: the framework's JVP of (theta, w) -> J^T w along
         (v, 0) (forward over reverse)."""
         theta, w, v = (np.asarray(a, dtype=float).ravel() for a in (theta, w, v))
         return self._f.vjp_op.jvp_op(np.concatenate([theta, w, v, np.zeros(self.m)]))
 
-    def jacobian_derivative(self, theta, v):
+    def jacobian_derivative(self, theta: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
         """d/dt J(theta + t v) at t = 0 (m x n): the framework's Jacobian of
         (theta, v) -> J(theta) v in theta."""
         theta, v = (np.asarray(a, dtype=float).ravel() for a in (theta, v))

@@ -2,16 +2,22 @@
 :class:`~paramgeo.errors.ArgumentError` naming the argument and what it accepts, before any
 work starts (never a NumPy or SciPy traceback, never a silent NaN)."""
 
+from __future__ import annotations
+
 import math
 import numbers
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
 from ..errors import ArgumentError, ShapeError
 from .parameterization import Parameterization
 
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
-def parameterization(value, argument="param"):
+
+def parameterization(value: Any, argument: str = "param") -> Parameterization:
     """``value`` if it is a Parameterization instance (e.g. ``paramgeo.get("uut", d=4, r=2)``)."""
     if not isinstance(value, Parameterization):
         raise ArgumentError(f"{argument} must be a paramgeo.Parameterization instance (e.g. "
@@ -19,7 +25,8 @@ def parameterization(value, argument="param"):
     return value
 
 
-def integer(value, argument, minimum=None, maximum=None):
+def integer(value: Any, argument: str, minimum: Optional[int] = None,
+            maximum: Optional[int] = None) -> int:
     """``value`` as an int in [minimum, maximum] (bools and non-integral numbers refused)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ArgumentError(f"{argument} must be an integer, got {value!r}")
@@ -31,7 +38,8 @@ def integer(value, argument, minimum=None, maximum=None):
     return value
 
 
-def number(value, argument, positive=False, maximum=None):
+def number(value: Any, argument: str, positive: bool = False,
+           maximum: Optional[float] = None) -> float:
     """``value`` as a finite float (> 0 when ``positive``; <= ``maximum`` when given)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ArgumentError(f"{argument} must be a number, got {value!r}")
@@ -45,7 +53,7 @@ def number(value, argument, positive=False, maximum=None):
     return value
 
 
-def finite_vector(value, argument, length):
+def finite_vector(value: Any, argument: str, length: int) -> NDArray[np.float64]:
     """``value`` as a finite float vector of ``length`` entries (ShapeError otherwise)."""
     try:
         arr = np.asarray(value, dtype=float)

@@ -10,10 +10,17 @@ that are numbers, strings or arrays; a framework model's buffers, parameters and
 attributes).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
 import numpy as np
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
-def snapshot(value):
+
+def snapshot(value: Any) -> Optional[tuple[Any, ...]]:
     """A comparable copy of a piece of state: numbers, strings and None by their repr (so that
     a NaN equals itself), arrays (numpy, torch tensors, JAX arrays) as (dtype, shape, bytes);
     None for anything else (containers, functions, caches: not compared)."""
@@ -27,7 +34,7 @@ def snapshot(value):
     return None
 
 
-def attribute_state(obj, prefix="attribute"):
+def attribute_state(obj: Any, prefix: str = "attribute") -> dict[str, Any]:
     """{"attribute 'name'": snapshot} of the public and private instance attributes of ``obj``
     whose value :func:`snapshot` compares."""
     out = {}
@@ -43,7 +50,7 @@ def attribute_state(obj, prefix="attribute"):
 ROUND_OFF_GAP = 1e-12
 
 
-def plugin_state(param):
+def plugin_state(param: Any) -> dict[str, Any]:
     """The state of a plugin that forward must leave alone: its attributes
     (:func:`attribute_state`) and, for a model from a framework, the model's buffers,
     parameters and attributes (its ``model_state()``)."""
@@ -53,7 +60,9 @@ def plugin_state(param):
     return state
 
 
-def function_of_theta(evaluate, theta0, theta1, state=None, labels=None):
+def function_of_theta(evaluate: Callable[[Any], Any], theta0: ArrayLike, theta1: ArrayLike,
+                      state: Optional[Callable[[], dict[str, Any]]] = None,
+                      labels: Optional[Callable[[], Sequence[str]]] = None) -> Optional[str]:
     """Why ``evaluate`` (theta -> phi(theta)) is not a function of theta, as a phrase, or None.
 
     phi is evaluated at theta0, theta0, theta1, theta0 (each on a fresh copy of the point);

@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 from autograd.tracer import Box, getval
@@ -120,7 +120,7 @@ _ARG_LENGTH = {"theta": lambda p: p.n, "theta0": lambda p: p.n, "v": lambda p: p
                "w": lambda p: p.m}
 
 
-def plugin_label(param):
+def plugin_label(param: Any) -> str:
     """The plugin's name as users know it (its registry name, else its class name)."""
     cls = type(param)
     return getattr(cls, "name", "") or cls.__name__
@@ -268,7 +268,7 @@ def _raise_fault(param, method, problem, fix, cause=None):
     raise error
 
 
-def guarded(fn, method, plugin_code=True):
+def guarded(fn: Callable[..., Any], method: str, plugin_code: bool = True) -> Callable[..., Any]:
     """``fn`` (the method ``method`` of a Parameterization) with its arguments and result
     checked and, for a plugin's own code (``plugin_code``), its exceptions reported as a
     :class:`PluginError` (see the module docstring).
@@ -348,7 +348,7 @@ def guarded(fn, method, plugin_code=True):
         return finish(self, out, args[0] if has_theta and args else None, traced)
 
     if shape_of is None or arity not in (1, 2):
-        call.__paramgeo_guarded__ = True
+        call.__paramgeo_guarded__ = True  # type: ignore[attr-defined]
         return call
 
     # the fast wrappers of fixed arity: positional-only slots (a keyword call such as
@@ -404,7 +404,7 @@ def guarded(fn, method, plugin_code=True):
                 return out
             return finish(self, out, a if has_theta else None, False)
 
-    fast.__paramgeo_guarded__ = True
+    fast.__paramgeo_guarded__ = True  # type: ignore[attr-defined]
     return fast
 
 
@@ -434,7 +434,7 @@ def _short(exc, limit=200):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def guard_class(cls):
+def guard_class(cls: type) -> None:
     """Wrap each contract method ``cls`` defines itself (see GUARDED) with :func:`guarded`."""
     for method in GUARDED:
         fn = cls.__dict__.get(method)
@@ -450,13 +450,13 @@ GROUP_FIX = ("fix {cls}.{method} (`paramgeo check {plugin}` tests the declared g
              "generators in ker J, generator rank = dim)")
 
 
-def group_owner(group):
+def group_owner(group: Any) -> str:
     """The plugin label of the parameterization whose ``symmetry()`` returned ``group``, else
     the group's class name (a group used on its own)."""
     return getattr(group, "_paramgeo_plugin", None) or type(group).__name__
 
 
-def claim_group(group, label):
+def claim_group(group: Any, label: str) -> None:
     """Mark ``group`` (and the factors of a product) as returned by the plugin ``label``, so
     that a fault of its methods names that plugin."""
     for g in (group, *getattr(group, "factors", ())):

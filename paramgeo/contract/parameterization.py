@@ -74,7 +74,7 @@ class Size:
         #: shown in summary tables (secondary sizes such as seeds only in full output)
         self.primary = primary
 
-    def parse(self, key, value):
+    def parse(self, key: str, value: Any) -> Any:
         """Return the validated value of size ``key`` (strings are parsed); raise SizeError."""
         try:
             value = self._convert(value)
@@ -191,14 +191,14 @@ class ParamSpec:
             start = stop
         self.size = start
 
-    def unpack(self, theta):
+    def unpack(self, theta: Any) -> OrderedDict[str, Any]:
         """Return an ordered dict of named arrays (views of theta; autograd-traceable)."""
         return OrderedDict(
             (name, anp.reshape(theta[self.slices[name]], shape))
             for name, shape in self.blocks.items()
         )
 
-    def pack(self, *arrays, **named):
+    def pack(self, *arrays: ArrayLike, **named: ArrayLike) -> NDArray[np.float64]:
         """Flatten blocks (positionally, by name, or as one mapping such as ``unpack``'s
         result) into one theta of length ``size``."""
         if len(arrays) == 1 and isinstance(arrays[0], Mapping) and not named:
@@ -225,7 +225,7 @@ class ParamSpec:
             out.append(arr.ravel())
         return np.concatenate(out) if out else np.zeros(0)
 
-    def labels(self):
+    def labels(self) -> list[str]:
         """Human-readable label of every entry of theta, e.g. ``U[2,1]``."""
         out = []
         for name, shape in self.blocks.items():

@@ -449,7 +449,7 @@ def classify(param: Parameterization, theta: ArrayLike, policy: Optional[RankPol
         ratio = float(cert.sigma_min / cert.sigma_max) if cert.sigma_max > 0 else 0.0
     else:
         ratio = float(s[R - 1] / s[0]) if R > 0 and len(s) >= R and s[0] > 0 else 0.0
-    struct = structure(param)
+    struct: Any = structure(param)  # not None where the network states are read
     rng = as_rng(seed)
     st = (None if struct is None else
           _point_stratum(param, struct, theta, R, zero_tol, policy, n_points, rng))

@@ -8,11 +8,21 @@ probe batch (a ReLU unit active on every probe input acts linearly there). They 
 the blocks of theta they move.
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
 from ..results import Result
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..contract.parameterization import Parameterization
+    from ..linalg.numerics import RankPolicy
+    from ..symmetry.groups import SymmetryGroup
 
 #: above this n the kernel is not computed densely: only the dimensions are compared
 MAX_DENSE_N = 4000
@@ -61,7 +71,9 @@ class Completeness(Result):
         return head + f"; {missing} unexplained, moving: " + "; ".join(parts) + more
 
 
-def completeness(param, theta=None, group=None, policy=None, seed=0, generic_rank=None):
+def completeness(param: Parameterization, theta: Optional[ArrayLike] = None,
+                 group: Optional[SymmetryGroup] = None, policy: Optional[RankPolicy] = None,
+                 seed: int = 0, generic_rank: Optional[int] = None) -> Completeness:
     """Compare n - rank J(theta) with the orbit dimension of ``group`` (default: the declared
     symmetry) at ``theta`` (default: a random point), and list the kernel directions the group
     does not explain, by block (see the module docstring). The rank decision uses the policy of
@@ -98,10 +110,11 @@ def completeness(param, theta=None, group=None, policy=None, seed=0, generic_ran
     else:
         Q = np.zeros((param.n, 0))
     R = K - Q @ (Q.T @ K)
+    ur: Any
     ur, sr, _ = np.linalg.svd(R, full_matrices=False) if R.size else (None, np.zeros(0), None)
     keep = sr > 0.5  # directions of ker J at an angle of more than 30 degrees from V
     missing = int(keep.sum())
-    directions = []
+    directions: list[dict[str, float]] = []
     for k in np.flatnonzero(keep):
         shares = {name: float(np.sum(ur[sl, k] ** 2)) for name, sl in param.spec.slices.items()}
         directions.append(dict(sorted(((b, v) for b, v in shares.items() if v > 0.01),

@@ -3,9 +3,12 @@ neurons of an architecture graph or the channels of a matrix-group factorization
 twins), and activity patterns of them.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import itertools
 import warnings
+from typing import TYPE_CHECKING, Optional, Union
 
 import numpy as np
 
@@ -13,10 +16,16 @@ from ..errors import NumericalDoubtWarning, ParamgeoError
 from ..geometry.jacobian import generic_rank, orbit_dim, rank_at
 from ..linalg.numerics import as_rng, policy_of
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..contract.parameterization import Parameterization
+    from ..linalg.numerics import RankPolicy
+
 
 # ---------------------------------------------------------------------------- generic values
 
-_GENERIC_CACHE = {}
+_GENERIC_CACHE: dict = {}
 
 
 def _rank(param, theta, policy):
@@ -34,7 +43,8 @@ def _orbit_dim(param, theta, policy):
         return orbit_dim(param, theta, policy)
 
 
-def generic_values(param, policy=None, n_points=3, seed=0):
+def generic_values(param: Parameterization, policy: Optional[RankPolicy] = None, n_points: int = 3,
+                   seed: int = 0) -> tuple[int, int]:
     """(generic rank of J, generic orbit dimension): maxima over ``n_points`` random points
     (:func:`paramgeo.geometry.generic_rank`, and the orbit dimension at the same points).
 
@@ -204,7 +214,7 @@ def _all_linear(graph):
                for v, layer in layers.items() if 0 < layer < top)
 
 
-def structure(param):
+def structure(param: Parameterization) -> Optional[_Structure]:
     """The units of ``param``'s strata: hidden neurons of the architecture graph if declared,
     else the channels of the matrix-group factors of its symmetry group; None if neither. A
     network whose hidden neurons are all linear (activation "identity") with a matrix-group
@@ -240,7 +250,10 @@ def _block_name(param, block):
     return ",".join(names) or "?"
 
 
-def factor_rank_drops(param, struct, theta, policy, seed=0):
+def factor_rank_drops(param: Parameterization, struct: _Structure, theta: ArrayLike,
+                      policy: Optional[RankPolicy],
+                      seed: Union[int, np.random.Generator, None] = 0
+                      ) -> tuple[tuple[str, int, int], ...]:
     """For a factor structure: (block, rank, generic rank) of every block a matrix factor acts
     on whose matrix (the block seen with the group's r columns) has lower rank at theta than at
     a random point, e.g. ("W1", 2, 4) where the weight W_1 of a deep linear network lost rank.

@@ -49,6 +49,9 @@ from .patterns import (
 )
 
 if TYPE_CHECKING:
+    from os import PathLike
+    from pathlib import Path
+
     import networkx as nx
 
     from ..linalg.numerics import RankPolicy
@@ -80,7 +83,7 @@ class Strata(Result):
     top: str
     graph: Any
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         import networkx as nx
 
         return {"name": self.name, "sizes": dict(self.sizes), "kind": self.kind,
@@ -88,7 +91,7 @@ class Strata(Result):
                 "n_strata": self.graph.number_of_nodes(),
                 "poset": nx.node_link_data(self.graph, edges="edges")}
 
-    def rows(self):
+    def rows(self) -> list[tuple[str, int, int, int]]:
         """(label, generic rank, zeroed parameters, covered strata) per stratum, top first."""
         order = sorted(self.graph.nodes,
                        key=lambda n: (-self.graph.nodes[n]["generic_rank"],
@@ -103,7 +106,7 @@ class Strata(Result):
             lines.append(f"  rank {rank:>4}  zeroed {zeroed:>4}  covers {covers:>3}  {label}")
         return "\n".join(lines)
 
-    def graphml(self):
+    def graphml(self) -> str:
         """The poset as GraphML text (networkx)."""
         import io
 
@@ -113,11 +116,11 @@ class Strata(Result):
         nx.write_graphml(self.graph, buf)
         return buf.getvalue().decode()
 
-    def dot(self):
+    def dot(self) -> str:
         """The poset as Graphviz DOT text (written directly; no graphviz needed)."""
         return to_dot(self.graph, name=self.name)
 
-    def plot(self, path, *, title=None):
+    def plot(self, path: str | PathLike[str], *, title: Optional[str] = None) -> Path:
         """Draw the poset (PNG, SVG or PDF by the suffix of ``path``; needs matplotlib): one box
         per stratum at the height of its generic rank, an arrow from each stratum to the strata
         it covers (the maximal strata in its closure). Returns the path."""
@@ -126,12 +129,12 @@ class Strata(Result):
 
         path = check_plot_path(path)
         g = self.graph
-        levels = {}
+        levels: dict[int, list[str]] = {}
         for node in sorted(g.nodes, key=lambda n: (g.nodes[n]["zeroed_params"], n)):
             levels.setdefault(g.nodes[node]["generic_rank"], []).append(node)
         widest = max(len(v) for v in levels.values())
         ranks = sorted(levels)
-        pos = {}
+        pos: dict[str, tuple[float, int]] = {}
         for y, rank in enumerate(ranks):
             row = levels[rank]
             for i, node in enumerate(row):

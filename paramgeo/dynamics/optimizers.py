@@ -22,11 +22,17 @@ recording, stopping rules, a ``Trajectory``).
   Hennig 2018, "Dissecting Adam: the sign, magnitude and variance of stochastic gradients").
 """
 
+from __future__ import annotations
+
 import abc
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from ..errors import ParamgeoError
+
+#: the direction function of one run: direction(t, theta, g) -> the update D_t(g)
+Direction = Callable[[int, Any, Any], Any]
 
 
 class Optimizer(abc.ABC):
@@ -36,7 +42,7 @@ class Optimizer(abc.ABC):
     name = ""
 
     @abc.abstractmethod
-    def start(self, value, n):
+    def start(self, value: Optional[Callable[[Any], float]], n: int) -> Direction:
         """A callable ``direction(t, theta, g)`` for a run on n parameters; ``value`` is the
         training loss theta -> L(theta) (for rules that read it)."""
 
@@ -46,7 +52,7 @@ class SignDescent(Optimizer):
 
     name = "sign"
 
-    def start(self, value, n):
+    def start(self, value: Optional[Callable[[Any], float]], n: int) -> Direction:
         return lambda t, theta, g: np.sign(g)
 
 
@@ -77,13 +83,13 @@ class SmoothedSignDescent(Optimizer):
                                 f"{', '.join(ANNEALING)} or pass a callable k -> eps_k")
         self.eps, self.anneal = float(eps), anneal
 
-    def epsilon(self, k, loss):
+    def epsilon(self, k: int, loss: float) -> float:
         """eps_k of step k at training loss ``loss``."""
         if callable(self.anneal):
             return float(self.anneal(k))
         return ANNEALING[self.anneal](self.eps, k, loss)
 
-    def start(self, value, n):
+    def start(self, value: Optional[Callable[[Any], float]], n: int) -> Direction:
         needs_loss = self.anneal == "loss"
 
         def direction(t, theta, g):
@@ -109,7 +115,7 @@ class Adam(Optimizer):
             raise ParamgeoError(f"Adam: eps must be non-negative, got {eps}")
         self.beta1, self.beta2, self.eps = float(beta1), float(beta2), float(eps)
 
-    def start(self, value, n):
+    def start(self, value: Optional[Callable[[Any], float]], n: int) -> Direction:
         m, v = np.zeros(n), np.zeros(n)
         b1, b2 = self.beta1, self.beta2
 

@@ -38,6 +38,9 @@ from ..losses.predictor import loss_hessian, pullback
 from ..results import Result, to_jsonable
 
 if TYPE_CHECKING:
+    from os import PathLike
+    from pathlib import Path
+
     from numpy.typing import ArrayLike
 
     from ..losses.predictor import Loss
@@ -142,7 +145,7 @@ class Trajectory(Result):
         of GL(r) factors, else one per quantity."""
         return self._conserved[4]
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         out = {f.name: to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)
                if f.name != "evaluate"}
         out.update({name: to_jsonable(getattr(self, name)) for name in self.RECORDS})
@@ -163,7 +166,7 @@ class Trajectory(Result):
             return float("nan")
         return float(np.max(self.conserved_drift))
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         """A short JSON-able summary (no arrays of the whole trajectory)."""
         drift = self.conserved_drift if self.conserved_drift is not None else []
         return to_jsonable({
@@ -198,7 +201,8 @@ class Trajectory(Result):
             return float(self.grad_norms[i])
         return float(self.evaluate.grad_norms(self.thetas[[i]], rows=[i])[0])
 
-    def plot(self, path, *, max_coords=12, title=None):
+    def plot(self, path: str | PathLike[str], *, max_coords: int = 12,
+             title: Optional[str] = None) -> Path:
         """Write a figure (PNG, SVG or PDF by the suffix of ``path``): loss against time on
         log-log axes, the largest ``max_coords`` predictor coordinates against time (log time),
         and the relative drift of the conserved quantities when there are any. Needs matplotlib

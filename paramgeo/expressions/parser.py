@@ -22,13 +22,19 @@ Values are numpy object arrays of sympy expressions, so arithmetic broadcasts li
 array of symbols ``U_i_k``.
 """
 
+from __future__ import annotations
+
 import ast
 import fractions
 import math
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
 from ..errors import ParamgeoError
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 #: Largest allowed absolute value of a numeric exponent (``u ** 1000000`` is refused).
 MAX_EXPONENT = 64
@@ -94,7 +100,8 @@ _DESCRIBE = {
 }
 
 
-def parse_expression(text, symbols, where="expression"):
+def parse_expression(text: str, symbols: Mapping[str, Any],
+                     where: str = "expression") -> NDArray[Any]:
     """Parse ``text`` into a numpy object array (or 0-d array) of sympy expressions.
 
     ``symbols`` maps each allowed name to its value: a sympy symbol, a numpy object array of
@@ -313,7 +320,7 @@ class _Walker:
         return fn(arg)
 
 
-def expression_nodes(expr, limit):
+def expression_nodes(expr: Any, limit: int) -> int:
     """The number of nodes of the sympy tree ``expr``, counted up to ``limit``."""
     import sympy
 
@@ -337,7 +344,7 @@ def _short(exc):
     return text[:80]
 
 
-def block_symbols(name, shape):
+def block_symbols(name: str, shape: tuple[int, ...]) -> NDArray[Any]:
     """A numpy object array of real sympy symbols ``name_i_j`` of the given shape (0-d: one
     symbol called ``name``)."""
     import sympy

@@ -11,14 +11,20 @@ Exact rank over Q uses sympy's ``DomainMatrix`` (fraction-free elimination over 
 over polynomial rings / their fraction fields), so no floating-point tolerance is involved.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import numbers
 import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from ..errors import ParamgeoError, PluginError
 from ..results import Result, title
+
+if TYPE_CHECKING:
+    from ..contract.parameterization import Parameterization
 
 
 class ExactComputationError(ParamgeoError, ValueError):
@@ -31,10 +37,10 @@ def _key(param):
     return (type(param), tuple(sorted((k, str(v)) for k, v in param.sizes.items())))
 
 
-_CACHE = {}
+_CACHE: dict = {}
 
 
-def symbolic_form(param):
+def symbolic_form(param: Parameterization) -> tuple[Any, Any]:
     """(symbols, exprs) of ``param``, validated and cached per class and sizes."""
     key = _key(param)
     if key not in _CACHE:
@@ -87,13 +93,13 @@ def _describe(value):
 
 # Derived objects (Jacobian, lambdified functions, exact results) are computed once per class
 # and sizes (the key of ``symbolic_form``) and kept in ``_DERIVED``; ``clear_cache()`` forgets.
-_DERIVED = {}
+_DERIVED: dict = {}
 
 #: Largest m * n for which the rank over the field of rational functions Q(theta) is attempted.
 SYMBOLIC_RANK_MAX_ENTRIES = 400
 
 
-def clear_cache():
+def clear_cache() -> None:
     """Forget every cached symbolic form, Jacobian, lambdified function and exact result."""
     _CACHE.clear()
     _DERIVED.clear()
@@ -112,7 +118,7 @@ def _autograd_namespace():
     return {k: v for k, v in vars(anp).items() if not k.startswith("_")}
 
 
-def lambdify_autograd(symbols, exprs):
+def lambdify_autograd(symbols: Sequence[Any], exprs: Sequence[Any]) -> Callable[..., Any]:
     """A function theta -> list of the m values, built by ``sympy.lambdify`` with
     ``autograd.numpy`` as the namespace, so autograd can trace it (the forward map of a
     parameterization defined by expressions). ``symbols`` are unpacked from theta in order."""
@@ -121,7 +127,7 @@ def lambdify_autograd(symbols, exprs):
     return sympy.lambdify([list(symbols)], list(exprs), modules=[_autograd_namespace(), "numpy"])
 
 
-def exact_jacobian(param):
+def exact_jacobian(param: Parameterization) -> Any:
     """The m x n sympy Matrix of partial derivatives d phi_i / d theta_j (cached)."""
 
     def build():
@@ -133,7 +139,7 @@ def exact_jacobian(param):
     return _cached(param, "jacobian", build)
 
 
-def lambdify_parameterization(param):
+def lambdify_parameterization(param: Parameterization) -> Callable[..., Any]:
     """A numpy callable theta -> phi(theta) (flat, length m) built from the sympy expressions
     (``sympy.lambdify``, cached per class and sizes)."""
 
@@ -147,7 +153,7 @@ def lambdify_parameterization(param):
     return _cached(param, "lambdified", build)
 
 
-def lambdify_jacobian(param):
+def lambdify_jacobian(param: Parameterization) -> Callable[..., Any]:
     """A numpy callable theta -> J(theta) (m x n) lambdified from the exact Jacobian: the fast
     numeric path for parameterizations given by expressions (cached)."""
 
@@ -168,7 +174,8 @@ def lambdify_jacobian(param):
     return _cached(param, "lambdified-jacobian", build)
 
 
-def rational_point(param, rng, bound=999, max_denominator=97):
+def rational_point(param: Parameterization, rng: np.random.Generator, bound: int = 999,
+                   max_denominator: int = 97) -> dict[Any, Any]:
     """A random point with exact rational coordinates p/q, p uniform in [-bound, bound] and q in
     [1, max_denominator]; returns {symbol: Rational}. By the Schwartz-Zippel lemma a nonzero
     polynomial of degree D vanishes at such a point with probability at most D / (2 bound + 1)
@@ -201,7 +208,7 @@ def _is_exact(dm):
                 and dom.dom in (sympy.ZZ, sympy.QQ) and all(g.is_Symbol for g in dom.symbols))
 
 
-def exact_rank_at(param, point):
+def exact_rank_at(param: Parameterization, point: Mapping[Any, Any]) -> Any:
     """Rank of J at a rational point (a {symbol: Rational} dict), computed exactly over Q.
 
     Returns (rank, exact). When phi is not a rational function of theta (exp, sin, ... make the
@@ -244,7 +251,7 @@ def _rational_ranks(param, n_points, seed, progress=None):
     return ranks, exact, False
 
 
-def symbolic_rank(param, max_entries=SYMBOLIC_RANK_MAX_ENTRIES):
+def symbolic_rank(param: Parameterization, max_entries: int = SYMBOLIC_RANK_MAX_ENTRIES) -> Any:
     """Rank of J as a matrix over the field of rational functions Q(theta) (exact; it equals
     the generic rank by definition). Returns None when m * n exceeds ``max_entries`` or phi is
     not rational in theta (the rank over the expression domain is not reliable). Cached."""
@@ -260,7 +267,8 @@ def symbolic_rank(param, max_entries=SYMBOLIC_RANK_MAX_ENTRIES):
     return _cached(param, "symbolic-rank", build)
 
 
-def exact_kernel(param, point=None, max_entries=SYMBOLIC_RANK_MAX_ENTRIES):
+def exact_kernel(param: Parameterization, point: Optional[Mapping[Any, Any]] = None,
+                 max_entries: int = SYMBOLIC_RANK_MAX_ENTRIES) -> Any:
     """An exact basis of ker J: at a rational ``point`` ({symbol: Rational}, columns over Q), or
     with ``point=None`` over Q(theta) (columns of rational functions; only when m * n <=
     ``max_entries`` and phi is rational). Returns a list of n x 1 sympy matrices. Raises
@@ -342,8 +350,9 @@ class ExactAnalysis(Result):
                 f"  {self.seconds:.2f} s")
 
 
-def exact_analysis(param, n_points=2, seed=0, max_entries=SYMBOLIC_RANK_MAX_ENTRIES,
-                   progress=None):
+def exact_analysis(param: Parameterization, n_points: int = 2, seed: int = 0,
+                   max_entries: int = SYMBOLIC_RANK_MAX_ENTRIES,
+                   progress: Optional[Callable[[int, int], None]] = None) -> ExactAnalysis:
     """Run the exact analysis of ``param`` (which must provide ``symbolic``); cached per class,
     sizes, seed and number of points. See :class:`ExactAnalysis`. ``progress(done, total)`` is
     called after each rational point (total n_points + 1: the rank over Q(theta) is the last

@@ -46,10 +46,12 @@ import re
 import unicodedata
 import sys
 from pathlib import Path
-from typing import ClassVar
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Union
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 from ..contract import registry
 from ..errors import ContractError, ParamgeoError, PluginError, PluginNotFoundError, approx
@@ -74,7 +76,7 @@ class SpecError(ParamgeoError, ValueError):
 
 
 # --------------------------------------------------------------------------- storage
-def home():
+def home() -> Path:
     """The per-user data directory: $PARAMGEO_HOME, else $XDG_DATA_HOME/paramgeo, else
     ~/.local/share/paramgeo (not created until something is saved)."""
     if os.environ.get(ENV_HOME):
@@ -83,12 +85,12 @@ def home():
     return Path(base) / "paramgeo"
 
 
-def definitions_dir():
+def definitions_dir() -> Path:
     """Where saved specs live: ``home() / "definitions"``."""
     return home() / "definitions"
 
 
-def defined():
+def defined() -> dict[str, Path]:
     """{name: path} of every saved definition (sorted by name)."""
     folder = definitions_dir()
     if not folder.is_dir():
@@ -97,7 +99,7 @@ def defined():
 
 
 # --------------------------------------------------------------------------- parsing
-def parse_spec(text, origin="spec"):
+def parse_spec(text: str, origin: str = "spec") -> dict[str, Any]:
     """Parse and validate spec text; returns a normalized dict (raises SpecError)."""
     try:
         data = tomllib.loads(text)
@@ -205,7 +207,7 @@ MAX_SYMBOLIC_JACOBIAN = 1_000_000
 MAX_SYMBOLIC_WORK = 1_000_000
 
 
-def compile_predictor(spec, sizes):
+def compile_predictor(spec: Mapping[str, Any], sizes: Mapping[str, Any]) -> tuple[Any, Any, Any]:
     """(block arrays of symbols, flat symbols in theta order, predictor object array) for the
     spec at the given integer sizes; raises ExpressionError naming the offending token."""
     shapes = {k: tuple(int(sizes[s]) if isinstance(s, str) else int(s) for s in shape)
@@ -252,7 +254,7 @@ class SpecParameterization(Parameterization):
     spec_path: ClassVar[str] = ""
     capabilities = frozenset({"symbolic", "jacobian"})
 
-    def validate_sizes(self):
+    def validate_sizes(self) -> None:
         import sympy
 
         shapes, flat, value = compile_predictor(self.spec_data, self.sizes)
@@ -285,15 +287,15 @@ class SpecParameterization(Parameterization):
                     "docs/tutorial-register.md)")
         self._shapes, self._symbols, self._exprs = shapes, flat, exprs
         self._shape = value.shape
-        self._forward = None
+        self._forward: Any = None
 
-    def make_spec(self):
+    def make_spec(self) -> ParamSpec:
         return ParamSpec(self._shapes)
 
-    def make_predictor_shape(self):
+    def make_predictor_shape(self) -> tuple[int, ...]:
         return self._shape
 
-    def forward(self, theta):
+    def forward(self, theta: ArrayLike) -> NDArray[np.float64]:
         import autograd.numpy as anp
 
         if self._forward is None:
@@ -303,16 +305,17 @@ class SpecParameterization(Parameterization):
         values = self._forward(theta)
         return anp.reshape(anp.array(values), self._shape) if values else anp.zeros(self._shape)
 
-    def jacobian(self, theta):
+    def jacobian(self, theta: ArrayLike) -> NDArray[np.float64]:
         from .symbolic import lambdify_jacobian
 
         return lambdify_jacobian(self)(theta)
 
-    def symbolic(self):
+    def symbolic(self) -> tuple[list, list]:
         return list(self._symbols), list(self._exprs)
 
 
-def build_class(spec, path=""):
+def build_class(spec: Mapping[str, Any],
+                path: Union[str, os.PathLike] = "") -> type[SpecParameterization]:
     """A registered-ready SpecParameterization subclass for a parsed spec dict."""
     doc = spec["summary"] or f"defined by expression: {_short(spec['predictor'])}"
     attrs = {
@@ -339,7 +342,8 @@ def _short(tree):
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def load_text(text, origin="spec", path=""):
+def load_text(text: str, origin: str = "spec",
+              path: Union[str, os.PathLike] = "") -> type[SpecParameterization]:
     """Parse spec text, build its class and instantiate it at the default sizes, evaluating
     phi and J at a random point (so a spec that cannot run is refused). Returns the class."""
     spec = parse_spec(text, origin)
@@ -367,7 +371,7 @@ def load_text(text, origin="spec", path=""):
     return cls
 
 
-def load_definition(path):
+def load_definition(path: Union[str, os.PathLike]) -> type[SpecParameterization]:
     """The class of a saved definition file."""
     path = Path(path)
     try:
@@ -414,7 +418,7 @@ def define(spec_file: Union[str, os.PathLike, None] = None, text: Optional[str] 
         except (OSError, UnicodeDecodeError) as exc:
             raise SpecError(f"cannot read spec file {str(path)!r}: {exc}") from None
         origin = str(path)
-    cls = load_text(text, origin=origin)
+    cls = load_text(text, origin=origin)  # type: ignore[arg-type]
     name = cls.name
     saved = defined()
     if name in saved and not replace:
@@ -435,7 +439,7 @@ def define(spec_file: Union[str, os.PathLike, None] = None, text: Optional[str] 
                         f"{ENV_HOME} to a folder you can write to")
     target = folder / f"{name}.toml"
     # an existing definition of this name is replaced only with --replace (checked above)
-    write_file(target, text, what="definition", replace=replace)
+    write_file(target, text, what="definition", replace=replace)  # type: ignore[arg-type]
     registry.unregister(name)
     cls.spec_path = str(target)
     return registry.register(cls, source=f"definition {target}")

@@ -68,7 +68,7 @@ MAX_RECORDS = 1000
 RECORD_FLOATS = 10 ** 8
 
 
-def default_record_every(steps, n):
+def default_record_every(steps: int, n: int) -> int:
     """The default recording interval: every step while steps <= MAX_RECORDS, else about
     MAX_RECORDS evenly spaced records, and never more than RECORD_FLOATS / n records (at least 2)."""
     records = max(2, min(MAX_RECORDS, RECORD_FLOATS // max(int(n), 1)))

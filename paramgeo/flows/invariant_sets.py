@@ -29,13 +29,21 @@ initialisation (Algorithm 1 and the structural invariant manifolds); Pesme, Flam
 "Saddle-to-saddle dynamics in diagonal linear networks".
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
 from ..errors import ShapeError
 from ..losses.predictor import LinearMeasurements, pullback
 from ..results import Result
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..contract.parameterization import Parameterization
 
 
 def _parts(param, theta):
@@ -54,7 +62,8 @@ def _check(param):
                          "(paramgeo.get('deep-diagonal', p=..., depth=..., variant=...))")
 
 
-def invariant_residual(param, X, y, theta, off):
+def invariant_residual(param: Parameterization, X: ArrayLike, y: ArrayLike, theta: ArrayLike,
+                       off: Any) -> float:
     """max |grad L| over the parameters listed in ``off`` (flat indices, each zero in
     ``theta``) divided by max |grad L|, for L(theta) = |X beta - y|^2 / (2N): 0 when the
     coordinate subspace {theta_j = 0, j in off} is invariant under gradient flow."""
@@ -111,7 +120,9 @@ class SIMVisits(Result):
         return "\n".join(lines)
 
 
-def sim_visits(param, X, y, alpha, records=600, t_final=None, atol=1e-12):
+def sim_visits(param: Parameterization, X: ArrayLike, y: ArrayLike, alpha: float,
+               records: int = 600, t_final: Optional[float] = None,
+               atol: float = 1e-12) -> SIMVisits:
     """Integrate gradient flow from ``param.init_at_scale(alpha)`` on |X beta - y|^2 / (2N)
     and list the invariant manifolds it visits (module docstring) beside Algorithm 1."""
     from ..dynamics.trajectory import gradient_flow
@@ -119,7 +130,7 @@ def sim_visits(param, X, y, alpha, records=600, t_final=None, atol=1e-12):
 
     _check(param)
     X, y = np.asarray(X, float), np.asarray(y, float)
-    L = param.depth
+    L = param.depth  # type: ignore[attr-defined]
     scale = alpha ** (2 - L)
     limit = vanishing_init_limit(param, X, y, alpha)
     seq = limit.sequence
@@ -130,9 +141,9 @@ def sim_visits(param, X, y, alpha, records=600, t_final=None, atol=1e-12):
                          atol=atol, rtol=1e-10, t_eval=taus * scale, chart="log",
                          time_scale=scale, exact_jacobian=True, conserved=False)
     level = alpha ** (L / 2)
-    labels = [_label(*_parts(param, th), level) for th in traj.thetas]
+    labels = [_label(*_parts(param, th), level) for th in traj.thetas]  # type: ignore[call-arg]
     times = np.asarray(traj.times) / scale
-    visits = []
+    visits: list = []
     for lab, t in zip(labels, times):
         if visits and visits[-1][0] == lab:
             visits[-1][2] = float(t)

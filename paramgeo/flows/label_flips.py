@@ -35,8 +35,11 @@ gradient descent for overparameterized logistic regression"; Hastie, Montanari, 
 Tibshirani (2022), "Surprises in high-dimensional ridgeless least squares interpolation".
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
@@ -47,6 +50,11 @@ from ..results import Result
 from .risk import logistic_gd
 from .structure import PowerLaw, power_law_fit
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from .risk import GaussianMixture
+
 _NODES, _WEIGHTS = np.polynomial.hermite.hermgauss(120)
 
 
@@ -55,7 +63,7 @@ def _margin_stats(model, w):
     return np.sum(w * model.mean, axis=-1), np.sum(w * w * model.cov, axis=-1)
 
 
-def logistic_risk(model, w):
+def logistic_risk(model: GaussianMixture, w: ArrayLike) -> Any:
     """Exact population logistic risk L(w) = (1 - eta) E log(1 + e^-u) + eta E log(1 + e^u),
     u ~ N(w . mu, w^T Sigma w) (the margin given the clean label), by 120-node Gauss-Hermite
     quadrature; ``w`` of shape (..., d)."""
@@ -65,7 +73,7 @@ def logistic_risk(model, w):
     return loss @ _WEIGHTS / math.sqrt(math.pi)
 
 
-def logistic_optimum(model):
+def logistic_optimum(model: GaussianMixture) -> tuple[float, float]:
     """(c*, L*): the population logistic minimiser w* = c* Sigma^-1 mu and its risk.
 
     In whitened coordinates the mixture is symmetric about a = Sigma^-1/2 mu, so the gradient
@@ -107,7 +115,8 @@ class CalibrationPath(Result):
                 f"E_01 / sqrt(L - L*) = {self.sqrt_ratio[i]:.3g}")
 
 
-def calibration_path(model, N, steps=2000, seed=0, records=60, lr=None):
+def calibration_path(model: GaussianMixture, N: int, steps: int = 2000, seed: int = 0,
+                     records: int = 60, lr: Optional[float] = None) -> CalibrationPath:
     """Logistic GD (:func:`paramgeo.flows.risk.logistic_gd`) on N samples of ``model`` with the
     exact 0-1 excess R(w_t) - R_B and logistic excess L(w_t) - L* at each recorded step."""
     X, y = model.sample(N, np.random.default_rng(seed))
@@ -122,7 +131,7 @@ def calibration_path(model, N, steps=2000, seed=0, records=60, lr=None):
                            constant=float(np.nanmax(ratio)), optimum_scale=scale)
 
 
-def ridge_equivalent(model, N, ridges):
+def ridge_equivalent(model: GaussianMixture, N: int, ridges: ArrayLike) -> NDArray[np.float64]:
     """Predicted excess 0-1 risk of ridge regression of 2 y on x with penalty lambda (each of
     ``ridges``) on N samples, by the deterministic equivalent of the module docstring; the
     stand-in for logistic GD stopped at time 1 / lambda. Returns an array like ``ridges``, nan
@@ -176,7 +185,8 @@ class RateTheory(Result):
         return "\n".join(lines)
 
 
-def oracle_rate_theory(model, sizes, ridges=None):
+def oracle_rate_theory(model: GaussianMixture, sizes: Sequence[int],
+                       ridges: Optional[ArrayLike] = None) -> RateTheory:
     """The rate theory for the oracle-stopped excess: :func:`ridge_equivalent` minimised over a
     log grid of penalties (default 1e-9..1e4, 200 points) for each N in ``sizes``, and the power
     law N^-rate fitted to it (the slope least squares gives; compare with

@@ -28,8 +28,11 @@ Reference: the structure-matrix universality of near-zero learning and Lotka-Vol
 switching (the power law across training methods); Saxe, McClelland, Ganguli (2014).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
@@ -37,6 +40,11 @@ from ..errors import ShapeError
 from ..dynamics.optimizers import Adam
 from ..results import Result
 from .structure import PowerLaw, mode_dynamics, power_law_fit
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..dynamics.optimizers import Optimizer
 
 METHODS = ("gd", "sgd", "adam")
 
@@ -46,7 +54,7 @@ def _decay(values):
     return -np.polyfit(np.log(k), np.log(values), 1)[0]
 
 
-def local_exponent(targets, curvatures, init, k):
+def local_exponent(targets: ArrayLike, curvatures: ArrayLike, init: float, k: int) -> Any:
     """(b - 1) / ((1 - (k / K)^(b - 1)) (a - beta / log(m*_k / m_0))): the local decay exponent
     of the loss at the switch-on of mode k (1-based, scalar or array) of K modes, with a, b,
     beta the fitted decay exponents of lambda_k = 4 c_k m*_k, c_k m*_k^2 and m*_k over k (the
@@ -80,7 +88,8 @@ class WindowExponents(Result):
         return "\n".join(lines)
 
 
-def window_exponents(targets, curvatures, inits, windows, times):
+def window_exponents(targets: ArrayLike, curvatures: ArrayLike, inits: Sequence[float],
+                     windows: Sequence[tuple[int, int]], times: ArrayLike) -> WindowExponents:
     """Fit the closed-form loss (:func:`paramgeo.flows.structure.mode_dynamics`) on each window of
     switch-on indices for each initial scale, beside :func:`local_exponent`."""
     m_star = np.asarray(targets, float)
@@ -127,8 +136,9 @@ class ModeTraining(Result):
                        f"prediction {f.predicted:.4f})")
 
 
-def train_modes(targets, curvatures, init, steps, lr, method="gd", noise=0.0, seed=0,
-                records=400, optimizer=None):
+def train_modes(targets: ArrayLike, curvatures: ArrayLike, init: float, steps: int, lr: float,
+                method: str = "gd", noise: float = 0.0, seed: int = 0, records: int = 400,
+                optimizer: Optional[Optimizer] = None) -> ModeTraining:
     """Train w_k (m_k = w_k^2) from sqrt(init) for ``steps`` steps of size ``lr`` with
     ``method``: "gd", "sgd" (gradient plus ``noise`` times a standard normal per step and mode)
     or "adam" (``optimizer`` an :class:`paramgeo.dynamics.optimizers.Adam`, default Adam()); records

@@ -25,8 +25,11 @@ early-stopped negatively shifted GD and its Marchenko-Pastur barrier (risk impro
 every admissible endpoint, hold-out transfer).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -34,6 +37,9 @@ from ..errors import ShapeError
 from ..results import Result
 from .risk import SpikedModel, ridge_filter, shifted_gd_filter, spiked_filter_risks
 from .structure import PowerLaw, power_law_fit
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -63,7 +69,7 @@ class RiskGain(Result):
         return "\n".join(lines)
 
 
-def fit_plane(d, N, values):
+def fit_plane(d: ArrayLike, N: ArrayLike, values: ArrayLike) -> tuple[float, float, float, float]:
     """(p, p_error, q, q_error): least squares of log values = c + p log d + q log N with the
     standard errors sqrt(diag(s^2 (A^T A)^-1)), s^2 the residual variance (needs 4 points)."""
     d, N, values = (np.asarray(a, float) for a in (d, N, values))
@@ -78,7 +84,9 @@ def fit_plane(d, N, values):
     return float(coef[1]), math.sqrt(cov[1, 1]), float(coef[2]), math.sqrt(cov[2, 2])
 
 
-def risk_gain(sizes, spike=20.0, noise=0.5, seeds=(0, 1, 2), steps=1000, progress=None):
+def risk_gain(sizes: Sequence[tuple[int, int]], spike: float = 20.0, noise: float = 0.5,
+              seeds: Sequence[int] = (0, 1, 2), steps: int = 1000,
+              progress: Optional[Callable[[int, int], None]] = None) -> RiskGain:
     """The best risks of ridge, GD and shifted GD (:func:`paramgeo.flows.risk.spiked_filter_risks`)
     for every (d, N) in ``sizes`` (pairs with d > N), mean over ``seeds``, and the fitted gain
     exponents."""
@@ -119,7 +127,8 @@ class SpikeGain(Result):
                 f"spike^{self.fit.exponent:.3f} (+- {self.fit.error:.3f})")
 
 
-def gain_over_spike(d, N, spikes, noise=0.5, seeds=(0, 1, 2), steps=1000):
+def gain_over_spike(d: int, N: int, spikes: Sequence[float], noise: float = 0.5,
+                    seeds: Sequence[int] = (0, 1, 2), steps: int = 1000) -> SpikeGain:
     """:func:`paramgeo.flows.risk.spiked_filter_risks` at one (d, N) for each spike strength, mean
     over ``seeds``, and the power law of the gain R_ridge / R_shifted over the spike."""
     rows = []
@@ -170,7 +179,9 @@ class HoldoutTransfer(Result):
                 f"{self.ridge_transfer:.3f})")
 
 
-def holdout_selection(model, N, holdout=0.25, seed=0, steps=1000, shifts=None, ridges=80):
+def holdout_selection(model: SpikedModel, N: int, holdout: float = 0.25, seed: int = 0,
+                      steps: int = 1000, shifts: Optional[Sequence[float]] = None,
+                      ridges: int = 80) -> HoldoutTransfer:
     """Draw N samples of ``model``, hold out round(holdout N), choose (shift, stop) of shifted
     GD (step 1 / s_max, stops log-spaced to ``steps``, shifts default 0..1.5 kappa, 31 values)
     and the ridge penalty (``ridges`` values log-spaced above -s_min) by hold-out squared error,

@@ -48,7 +48,10 @@ from ..io.files import check_plot_path, save_figure
 from ..dynamics.trajectory import _finish, _progress_callback, _pyplot_figure
 
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike
+    from os import PathLike
+    from pathlib import Path
+
+    from numpy.typing import ArrayLike, NDArray
 
     from ..contract.parameterization import Parameterization
 
@@ -97,11 +100,11 @@ class AttentionIndexed(Result):
             if not (math.isfinite(v) and v >= 0):
                 raise ParamgeoError(f"{what} must be a non-negative number, got {v}")
 
-    def sample(self, rng, size):
+    def sample(self, rng: np.random.Generator, size: int) -> NDArray[np.float64]:
         """``size`` fresh token matrices X, shape (size, T, d), i.i.d. N(0, 1) entries."""
         return rng.standard_normal((size, self.tokens, self.d))
 
-    def indices(self, S, X):
+    def indices(self, S: NDArray[np.float64], X: NDArray[np.float64]) -> NDArray[np.float64]:
         """h_ab = (x_a^T S x_b - delta_ab Tr S) / sqrt(d) for each sample: (size, T, T)."""
         n, T, d = X.shape
         XS = (X.reshape(n * T, d) @ S).reshape(n, T, d)
@@ -109,11 +112,12 @@ class AttentionIndexed(Result):
         h -= np.trace(S) * np.eye(T)
         return h / math.sqrt(self.d)
 
-    def output(self, h):
+    def output(self, h: NDArray[np.float64]) -> NDArray[np.float64]:
         """g(h), row-wise for softmax."""
         return LINKS[self.link][0](h, self.beta)
 
-    def labels(self, S_star, X, rng):
+    def labels(self, S_star: NDArray[np.float64], X: NDArray[np.float64],
+               rng: np.random.Generator) -> NDArray[np.float64]:
         """y = g(h(S*)) + sigma xi, xi symmetric T x T with i.i.d. N(0, 1) entries on and above
         the diagonal."""
         y = self.output(self.indices(S_star, X))
@@ -122,7 +126,8 @@ class AttentionIndexed(Result):
             y = y + self.noise * (xi + np.triu(xi, 1).swapaxes(-1, -2))
         return y
 
-    def loss_and_grad(self, S, X, y):
+    def loss_and_grad(self, S: NDArray[np.float64], X: NDArray[np.float64],
+                      y: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         """(sum_b ell_b, sum_b grad_S ell_b) over the samples X (size, T, d) with labels y:
         ell = |g(h) - y|^2 / 2 and grad_S ell = (X^T E X - Tr(E) I) / sqrt(d)."""
         h = self.indices(S, X)
@@ -144,7 +149,8 @@ class Teacher(Result):
     kind: str
 
     @classmethod
-    def planted(cls, d, r, rng=None, *, kind="tied", centered=False):
+    def planted(cls, d: int, r: int, rng: Any = None, *, kind: str = "tied",
+                centered: bool = False) -> Teacher:
         """A random teacher: ``tied`` S* = W W^T / sqrt(r d) with W in R^{d x r} i.i.d. N(0, 1)
         (the attention-indexed model's teacher; spectrum Marchenko-Pastur, mean sqrt(r/d));
         ``direct`` S* symmetric Gaussian with entries of variance 1/d (semicircle on [-2, 2]).
@@ -163,12 +169,12 @@ class Teacher(Result):
         return cls(S=S, kind=kind + (" (centered)" if centered else ""))
 
     @classmethod
-    def from_param(cls, param, theta, scale=1.0):
+    def from_param(cls, param: Parameterization, theta: ArrayLike, scale: float = 1.0) -> Teacher:
         """The teacher S* = scale * phi(theta*) of a plugin with d x d predictors."""
         S = _as_square(param, param.forward_flat(param.as_theta(theta))) * scale
         return cls(S=np.asarray(S, float), kind=f"{param.name} at a given point")
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "d": int(self.S.shape[0]),
                 "order": to_jsonable(order_parameters(self.S, self.S, moments=4))}
 
@@ -230,7 +236,7 @@ class OnlineRun(Result):
             return float("nan")
         return self.weak_recovery / self.model.d ** 2
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return to_jsonable({"t": self.t, "order": self.order, "teacher_order": self.teacher_order,
                             "eta": self.eta, "batch": self.batch, "samples": self.samples,
                             "threshold": self.threshold, "weak_recovery": self.weak_recovery,
@@ -247,7 +253,7 @@ class OnlineRun(Result):
                 f"eta = {self.eta:.4g}; weak recovery (|cosine| >= {self.threshold}) {wr}; "
                 f"final {last}" + ("; INTERRUPTED (Ctrl-C)" if self.interrupted else ""))
 
-    def plot(self, path, *, title=None):
+    def plot(self, path: str | PathLike[str], *, title: Optional[str] = None) -> Path:
         """Order parameters against t = n / d^2 (teacher values dashed). Needs matplotlib."""
         path = check_plot_path(path)
         fig = _pyplot_figure((10.0, 4.0))
@@ -343,7 +349,7 @@ def online_sgd(param: Parameterization, model: AttentionIndexed, teacher: Teache
     check_steps = max(1, int(check_every) // batch)
     rng = as_rng(seed)
     X_test = model.sample(rng, int(test_samples)) if test_samples else None
-    y_test = model.labels(S_star, X_test, rng) if test_samples else None
+    y_test = model.labels(S_star, X_test, rng) if test_samples else None  # type: ignore[arg-type]
 
     def student(th):
         return scale * _as_square(param, param.forward_flat(th))

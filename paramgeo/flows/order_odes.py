@@ -47,7 +47,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -307,7 +307,7 @@ class _WordHierarchy:
     #: the trace words of the mean tau and of q = Tr(D^2) / d (word -> coefficient, + tr(S*^2))
     MEAN, Q_WORDS = "s", dict[str, float]()
 
-    def rules(self, beta):
+    def rules(self, beta: float) -> dict[str, Any]:
         """letter -> ([(coef, two-letter word)], identity word I_L, P_L, Q_L)."""
         raise NotImplementedError
 
@@ -394,11 +394,11 @@ class TiedMomentHierarchy(_WordHierarchy):
     TRANSPOSE = {"s": "s", "t": "t"}
     Q_WORDS = {"ss": 1.0, "st": -2.0}
 
-    def rules(self, beta):
+    def rules(self, beta: float) -> dict[str, Any]:
         return {"s": ([(-4.0 * beta, "ss"), (2.0 * beta, "ts"), (2.0 * beta, "st")], "s",
                       "s", "s")}
 
-    def values(self, S, S_star):
+    def values(self, S: ArrayLike, S_star: ArrayLike) -> NDArray[np.float64]:
         """The state vector of the matrices S and S*: Tr(w(S, S*)) / d for each word."""
         return _word_traces(self.words, {"s": np.asarray(S, float),
                                          "t": np.asarray(S_star, float)})
@@ -421,7 +421,7 @@ class UntiedMomentHierarchy(_WordHierarchy):
     TRANSPOSE = {"s": "S", "S": "s", "a": "a", "b": "b", "t": "t"}
     Q_WORDS = {"ss": 0.5, "sS": 0.5, "st": -2.0}
 
-    def rules(self, beta):
+    def rules(self, beta: float) -> dict[str, Any]:
         def left(M):   # -2 beta M D with D = (s + S) / 2 - t
             return [(-beta, M + "s"), (-beta, M + "S"), (2.0 * beta, M + "t")]
 
@@ -434,7 +434,8 @@ class UntiedMomentHierarchy(_WordHierarchy):
                 "b": (left("S") + right("s"), "a", "s", "S")}
 
     @staticmethod
-    def matrices(U, V, S_star, scale):
+    def matrices(U: ArrayLike, V: ArrayLike, S_star: ArrayLike,
+                 scale: float) -> dict[str, NDArray[np.float64]]:
         """letter -> matrix: s = S = scale U V^T, S = S^T, a = scale U U^T, b = scale V V^T,
         t = S*."""
         U, V = np.asarray(U, float), np.asarray(V, float)
@@ -442,7 +443,8 @@ class UntiedMomentHierarchy(_WordHierarchy):
         return {"s": S, "S": S.T, "a": scale * U @ U.T, "b": scale * V @ V.T,
                 "t": np.asarray(S_star, float)}
 
-    def values(self, U, V, S_star, scale):
+    def values(self, U: ArrayLike, V: ArrayLike, S_star: ArrayLike,
+               scale: float) -> NDArray[np.float64]:
         """The state vector of the factors U, V (d x r) and S*: Tr(w) / d for each word."""
         return _word_traces(self.words, self.matrices(U, V, S_star, scale), self.TRANSPOSE)
 

@@ -38,8 +38,11 @@ Candes, Li, Soltanolkotabi (2015), "Phase retrieval via Wirtinger flow" (spectra
 and local linear convergence); Isserlis (1918).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
@@ -47,18 +50,25 @@ from ..errors import ShapeError
 from ..results import Result
 from .structure import PowerLaw, power_law_fit
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..contract.parameterization import Parameterization
+    from ..losses.predictor import Loss
+
 #: Relative error below which |U U^T - Q*| is round-off (the measured rate stops there).
 ROUND_OFF = 1e-12
 
 
-def quadratic_measurements(u_star, N, rng):
+def quadratic_measurements(u_star: NDArray[np.float64], N: int, rng: np.random.Generator
+                           ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(X, y): N rows x_i ~ N(0, I_d) and y_i = |U*^T x_i|^2 = x_i^T Q* x_i."""
     u_star = np.asarray(u_star, float)
     X = rng.standard_normal((int(N), u_star.shape[0]))
     return X, np.sum((X @ u_star) ** 2, axis=1)
 
 
-def spectral_init(X, y, r):
+def spectral_init(X: NDArray[np.float64], y: NDArray[np.float64], r: int) -> NDArray[np.float64]:
     """U_0 = [v_k sqrt(max(m_k - tau, 0) / 2)]_{k <= r} from the top-r eigenpairs of
     M = (1/N) sum_i y_i x_i x_i^T and tau = mean(y), since E M = 2 Q* + tr(Q*) I and
     E y = tr Q* for x ~ N(0, I). Returns U_0 of shape (d, r)."""
@@ -85,7 +95,7 @@ def _tangent_map(u):
     return J
 
 
-def population_hessian(u):
+def population_hessian(u: NDArray[np.float64]) -> NDArray[np.float64]:
     """d r x d r matrix of H[V, V] = 2 |U V^T + V U^T|_F^2 + (2 tr(U^T V))^2, the Hessian of the
     population loss at an interpolator U (its Gram form under E (x^T D x)^2 = 2 |D|^2 +
     (tr D)^2)."""
@@ -95,7 +105,7 @@ def population_hessian(u):
     return 2 * J.T @ J + np.outer(trace, trace)
 
 
-def empirical_hessian(X, u):
+def empirical_hessian(X: NDArray[np.float64], u: NDArray[np.float64]) -> NDArray[np.float64]:
     """d r x d r matrix of H_N[V, V] = (1/N) sum_i (x_i^T (U V^T + V U^T) x_i)^2, the Hessian of
     L at an interpolator U (Gauss-Newton is exact where the residuals vanish):
     H_N = (4/N) B^T B with rows B_i = vec(x_i (U^T x_i)^T)."""
@@ -120,7 +130,7 @@ def _horizontal_basis(u):
     return q[:, len(cols):]
 
 
-def horizontal_spectrum(H, u):
+def horizontal_spectrum(H: NDArray[np.float64], u: NDArray[np.float64]) -> NDArray[np.float64]:
     """Eigenvalues (ascending) of the Hessian H restricted to the horizontal space at U."""
     P = _horizontal_basis(np.asarray(u, float))
     return np.linalg.eigvalsh(P.T @ H @ P)
@@ -151,7 +161,8 @@ class CurvatureDeviation(Result):
         return "\n".join(lines)
 
 
-def curvature_deviation(u_star, sizes, seeds=(0, 1, 2)):
+def curvature_deviation(u_star: ArrayLike, sizes: Sequence[int],
+                        seeds: Sequence[int] = (0, 1, 2)) -> CurvatureDeviation:
     """The empirical Hessian at U* against the population one over sample sizes ``sizes``
     (x ~ N(0, I_d), ``seeds`` draws per size)."""
     u_star = np.asarray(u_star, float)
@@ -195,7 +206,8 @@ class LocalConvergence(Result):
                 "(from the population H)")
 
 
-def local_convergence(X, y, u0, u_star, steps=200, lr=None):
+def local_convergence(X: ArrayLike, y: ArrayLike, u0: ArrayLike, u_star: ArrayLike,
+                      steps: int = 200, lr: Optional[float] = None) -> LocalConvergence:
     """Gradient descent U <- U - eta grad L, grad L = (2/N) sum_i r_i x_i x_i^T U with
     r_i = x_i^T U U^T x_i - y_i, from ``u0`` for ``steps`` steps; eta defaults to
     1 / h_max (h_max the top horizontal eigenvalue of H_N at U*), so that the predicted factor
@@ -247,7 +259,8 @@ class StepSizeGap(Result):
                 f"gap ~ eta^{self.order:.3f} (+- {self.order_error:.3f}; predicted 1)")
 
 
-def step_size_gap(param, theta0, loss, lrs, stop_loss=1e-24, max_steps=200_000):
+def step_size_gap(param: Parameterization, theta0: ArrayLike, loss: Loss, lrs: Sequence[float],
+                  stop_loss: float = 1e-24, max_steps: int = 200_000) -> StepSizeGap:
     """Gradient descent with each step size in ``lrs`` from ``theta0`` (a commuting regime of
     ``param``, e.g. ``uut`` from alpha E) run until the loss is below ``stop_loss``, its limit
     predictor against the Bregman projection that ``paramgeo.mirror.regime_implicit_bias``

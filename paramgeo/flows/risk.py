@@ -42,8 +42,11 @@ ridge penalty for real-world high-dimensional data can be zero or negative due t
 ridge regularization"; Marchenko, Pastur (1967); early-stopped negatively shifted GD.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import numpy as np
 from scipy.special import ndtr
@@ -55,10 +58,15 @@ from ..linalg.numerics import as_rng
 from ..results import Result
 from .structure import PowerLaw, power_law_fit
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..contract.parameterization import Parameterization
+
 SPECTRA = ("polynomial", "exponential")
 
 
-def spectrum(d, kind="polynomial", decay=1.5):
+def spectrum(d: int, kind: str = "polynomial", decay: float = 1.5) -> NDArray[np.float64]:
     """Eigenvalues lambda_j, j = 1..d: j^-decay (polynomial) or exp(-decay (j - 1))
     (exponential)."""
     j = np.arange(1, integer(d, "d", minimum=1) + 1, dtype=float)
@@ -107,7 +115,8 @@ class GaussianMixture:
         object.__setattr__(self, "mean", mean)
 
     @classmethod
-    def from_spectrum(cls, d, kind="polynomial", decay=1.5, snr=3.0, flip=0.1, support=10):
+    def from_spectrum(cls, d: int, kind: str = "polynomial", decay: float = 1.5, snr: float = 3.0,
+                      flip: float = 0.1, support: int = 10) -> GaussianMixture:
         lam = spectrum(d, kind, decay)
         snr = number(snr, "snr", positive=True, maximum=MAX_SNR)
         bayes = np.zeros(int(d))
@@ -119,7 +128,7 @@ class GaussianMixture:
     def d(self):
         return self.cov.size
 
-    def sample(self, N, rng=None):
+    def sample(self, N: int, rng: Any = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(X, y): N rows x_i and observed labels y_i = +-1."""
         rng = as_rng(rng)
         clean = rng.choice((-1.0, 1.0), size=int(N))
@@ -127,7 +136,7 @@ class GaussianMixture:
         flipped = rng.random(int(N)) < self.flip
         return X, np.where(flipped, -clean, clean)
 
-    def risk(self, w):
+    def risk(self, w: ArrayLike) -> Any:
         """Exact 0-1 risk eta + (1 - 2 eta) Phi(-w . mu / sqrt(w^T Sigma w)); w of shape
         (..., d)."""
         w = np.asarray(w, float)
@@ -141,10 +150,11 @@ class GaussianMixture:
         """eta + (1 - 2 eta) Phi(-sqrt(mu^T Sigma^-1 mu)), the risk of w_B = Sigma^-1 mu."""
         return float(self.risk(self.mean / self.cov))
 
-    def excess_risk(self, w):
+    def excess_risk(self, w: ArrayLike) -> Any:
         return self.risk(w) - self.bayes_risk
 
-    def monte_carlo_risk(self, w, samples=100_000, rng=None):
+    def monte_carlo_risk(self, w: ArrayLike, samples: int = 100_000,
+                         rng: Any = None) -> tuple[float, float]:
         """(estimate, standard error) of P(y w . x < 0) from fresh samples (the check of
         :meth:`risk`)."""
         X, y = self.sample(samples, rng)
@@ -172,7 +182,11 @@ def _top_eigenvalue(X, iterations=30):
     return value
 
 
-def logistic_gd(X, y, steps, lr=None, records=60, param=None, theta0=None, progress=None):
+def logistic_gd(X: ArrayLike, y: ArrayLike, steps: int, lr: Optional[float] = None,
+                records: int = 60, param: Optional[Parameterization] = None,
+                theta0: Optional[ArrayLike] = None,
+                progress: Optional[Callable[[int, int], None]] = None
+                ) -> tuple[NDArray[np.int_], NDArray[np.float64]]:
     """Gradient descent on the empirical logistic risk (1/N) sum_i log(1 + exp(-y_i w . x_i)).
 
     With ``param`` None, on w itself from w_0 = 0 with step ``lr`` (default 4 / s_max with
@@ -238,8 +252,10 @@ class EarlyStopping(Result):
                 f"  max-margin interpolator: {mm}")
 
 
-def early_stopping(model, N, steps=2000, lr=None, seed=0, records=60, param=None,
-                   interpolator=True, progress=None):
+def early_stopping(model: GaussianMixture, N: int, steps: int = 2000, lr: Optional[float] = None,
+                   seed: int = 0, records: int = 60, param: Optional[Parameterization] = None,
+                   interpolator: bool = True,
+                   progress: Optional[Callable[[int, int], None]] = None) -> EarlyStopping:
     """Logistic GD on N samples of ``model``, its exact excess 0-1 risk along the path.
 
     The oracle step t* = argmin_t R(w_t) - R_B over the recorded steps (log-spaced up to
@@ -289,8 +305,11 @@ class RiskRates(Result):
         return "\n".join(lines)
 
 
-def excess_risk_rates(model, sizes, seeds=(0, 1, 2), steps=2000, lr=None, param=None,
-                      interpolator=True, progress=None):
+def excess_risk_rates(model: GaussianMixture, sizes: Sequence[int],
+                      seeds: Sequence[int] = (0, 1, 2),
+                      steps: int = 2000, lr: Optional[float] = None,
+                      param: Optional[Parameterization] = None, interpolator: bool = True,
+                      progress: Optional[Callable[[int, int], None]] = None) -> RiskRates:
     """:func:`early_stopping` for every N in ``sizes`` and seed; mean excess per N and the
     fitted rates (least squares of log excess on log N, standard error of the slope); the
     max-margin interpolator only where N < d (``interpolator=False``: never)."""
@@ -298,7 +317,8 @@ def excess_risk_rates(model, sizes, seeds=(0, 1, 2), steps=2000, lr=None, param=
     oracle, se, interp = [], [], []
     total, done = len(sizes) * len(seeds), 0
     for n in sizes:
-        o, i = [], []
+        o: list[Any] = []
+        i: list[Any] = []
         for s in seeds:
             res = early_stopping(model, n, steps, lr, s, param=param,
                                  interpolator=interpolator and n < model.d)
@@ -319,18 +339,18 @@ def excess_risk_rates(model, sizes, seeds=(0, 1, 2), steps=2000, lr=None, param=
 
 
 # --------------------------------------------------------------------------- spectral filters
-def ridge_filter(s, lam):
+def ridge_filter(s: ArrayLike, lam: float) -> NDArray[np.float64]:
     """h(s) = s / (s + lambda) (lambda may be negative, above -min s)."""
     s = np.asarray(s, float)
     return s / (s + lam)
 
 
-def gd_filter(s, steps, lr):
+def gd_filter(s: ArrayLike, steps: int, lr: float) -> NDArray[np.float64]:
     """h(s) = 1 - (1 - lr s)^steps: GD from 0 with step lr on (1/2N) |X beta - y|^2."""
     return 1.0 - (1.0 - lr * np.asarray(s, float)) ** steps
 
 
-def shifted_gd_filter(s, steps, lr, shift):
+def shifted_gd_filter(s: ArrayLike, steps: int, lr: float, shift: float) -> NDArray[np.float64]:
     """h(s) = s (1 - (1 - lr (s - mu))^t) / (s - mu), mu = ``shift`` (lr t s at s = mu): GD on
     the loss with a negative ridge -(mu/2) |beta|^2."""
     s = np.asarray(s, float)
@@ -347,7 +367,8 @@ def shifted_gd_filter(s, steps, lr, shift):
     return s * ratio
 
 
-def filter_estimator(X, y, filt):
+def filter_estimator(X: ArrayLike, y: ArrayLike,
+                     filt: Callable[[NDArray[np.float64]], Any]) -> NDArray[np.float64]:
     """beta = sum_j (h(s_j) / s_j) (v_j . b) v_j for the filter h = ``filt`` (a function of
     the eigenvalues s_j of X^T X / N; b = X^T y / N); components with s_j = 0 drop out (b has
     none there)."""
@@ -362,7 +383,8 @@ def filter_estimator(X, y, filt):
     return Vt.T @ (coef * (Vt @ b))
 
 
-def shifted_gd(X, y, steps, lr, shift=0.0):
+def shifted_gd(X: ArrayLike, y: ArrayLike, steps: int, lr: float,
+               shift: float = 0.0) -> NDArray[np.float64]:
     """Iterate beta_{k+1} = beta_k - lr ((Sigma_hat - mu I) beta_k - b) from 0 (``shift`` mu = 0:
     plain GD on (1/2N) |X beta - y|^2)."""
     X, y = np.asarray(X, float), np.asarray(y, float)
@@ -374,7 +396,7 @@ def shifted_gd(X, y, steps, lr, shift=0.0):
     return beta
 
 
-def mp_edges(gamma, sigma2=1.0):
+def mp_edges(gamma: float, sigma2: float = 1.0) -> tuple[float, float]:
     """Marchenko-Pastur bulk edges sigma^2 (1 -+ sqrt(gamma))^2 of the nonzero eigenvalues of
     X^T X / N, X with i.i.d. N(0, sigma^2) entries, gamma = d / N (Marchenko, Pastur 1967)."""
     r = math.sqrt(gamma)
@@ -415,19 +437,19 @@ class SpikedModel:
         out[0] = self.signal
         return out
 
-    def sample(self, N, rng=None):
+    def sample(self, N: int, rng: Any = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         rng = as_rng(rng)
         X = rng.standard_normal((int(N), self.d)) * math.sqrt(self.sigma2)
         X[:, 0] *= math.sqrt((self.sigma2 + self.spike) / self.sigma2)
         y = X @ self.beta_star + self.noise * rng.standard_normal(int(N))
         return X, y
 
-    def risk(self, beta):
+    def risk(self, beta: ArrayLike) -> float:
         """Excess prediction risk (beta - beta*)^T Sigma (beta - beta*)."""
         e = np.asarray(beta, float) - self.beta_star
         return float(self.sigma2 * e @ e + self.spike * e[0] ** 2)
 
-    def risk_in_rows(self, V, c):
+    def risk_in_rows(self, V: NDArray[np.float64], c: ArrayLike) -> float:
         """risk(V^T c) for V with orthonormal rows (k x d), in O(k) after one O(k) product
         per call: with beta* = signal e_1, |V^T c - beta*|^2 = |c|^2 - 2 signal c . V[:, 0] +
         signal^2 and (V^T c - beta*)_1 = c . V[:, 0] - signal."""
@@ -437,7 +459,7 @@ class SpikedModel:
         return float(self.sigma2 * np.maximum(sq, 0.0) + self.spike * np.square(first -
                                                                                  self.signal))
 
-    def implicit_penalty(self, N):
+    def implicit_penalty(self, N: int) -> float:
         """kappa = sigma^2 (d - N - 2) / N: the ridge the flat bulk puts on the spike.
 
         The spike coefficient of the min-norm interpolator is a^T (a a^T + G)^-1 y with
@@ -474,7 +496,9 @@ class SpikedFilterRisks(Result):
     interpolator_risk: float
 
 
-def spiked_filter_risks(model, N, seed=0, steps=4000, shifts=None, lr=None):
+def spiked_filter_risks(model: SpikedModel, N: int, seed: int = 0, steps: int = 4000,
+                        shifts: Optional[Sequence[float]] = None,
+                        lr: Optional[float] = None) -> SpikedFilterRisks:
     """Risks of the three filters on one sample of ``model`` (d > N), minimised over their
     knobs, beside the MP edges, s_min and kappa = sigma^2 (d - 1)/N."""
     from scipy.optimize import brentq, minimize_scalar

@@ -4,7 +4,7 @@ saddle-to-saddle sequence of Pesme and Flammarion (2023) and the jump times of a
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -34,17 +34,17 @@ class SaddleSequence(Result):
     lower: object
     converged: bool
 
-    def dual_at(self, t):
+    def dual_at(self, t: float) -> NDArray[np.float64]:
         """s(t), piecewise linear in the rescaled time t."""
         k = max(int(np.searchsorted(self.times, t, side="right")) - 1, 0)
         return self.duals[k] - (t - self.times[k]) * self.gradients[k]
 
-    def saddle_at(self, t):
+    def saddle_at(self, t: float) -> Any:
         """The saddle occupied at rescaled time t."""
         k = max(int(np.searchsorted(self.times, t, side="right")) - 1, 0)
         return self.saddles[k]
 
-    def crossing_time(self, i, level):
+    def crossing_time(self, i: int, level: float) -> float:
         """First rescaled time at which s_i(t) reaches ``level`` (inf if never)."""
         for k in range(len(self.times)):
             s0, g = self.duals[k, i], self.gradients[k, i]

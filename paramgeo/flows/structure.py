@@ -33,8 +33,11 @@ Saxe, McClelland, Ganguli (2014), "Exact solutions to the nonlinear dynamics of 
 deep linear neural networks" (sequential mode learning).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import TYPE_CHECKING, Callable, Mapping, Optional
 
 import numpy as np
 
@@ -42,12 +45,18 @@ from ..errors import ParamgeoError, ShapeError
 from ..geometry.kinks import kink_report
 from ..results import Result
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..contract.parameterization import Parameterization
+
 #: relative size below which the gradient at zero, cross-unit blocks and unit differences count
 #: as zero (autograd is exact up to round-off)
 TOL = 1e-10
 
 
-def unit_indices(param, units=None):
+def unit_indices(param: Parameterization,
+                 units: Optional[Mapping[str, int]] = None) -> NDArray[np.int_]:
     """(k, p) integer array: row j lists the coordinates of theta owned by unit j.
 
     ``units`` maps block names to the axis that indexes units (``{"W": 0, "a": 0}``: neuron j
@@ -133,7 +142,9 @@ class StructureMatrices(Result):
         return "\n".join(lines)
 
 
-def structure_matrix(param, units=None, theta0=None, check=True, progress=None):
+def structure_matrix(param: Parameterization, units: Optional[Mapping[str, int]] = None,
+                     theta0: Optional[ArrayLike] = None, check: bool = True,
+                     progress: Optional[Callable[[int, int], None]] = None) -> StructureMatrices:
     """The structure matrices A(x_i) of a layer of ``param`` at zero weights.
 
     A_i = (1/2) d^2 f_i / dw_1 dw_1 at theta_0 (unit 1's Hessian block), with the Hessian
@@ -204,7 +215,9 @@ def _quadratic_part(f, theta, direction, step):
     return (4.0 * q(step / 2) - q(step)) / 3.0
 
 
-def structure_matrix_fd(param, units=None, theta0=None, step=1e-3):
+def structure_matrix_fd(param: Parameterization, units: Optional[Mapping[str, int]] = None,
+                        theta0: Optional[ArrayLike] = None,
+                        step: float = 1e-3) -> NDArray[np.float64]:
     """A_i by central finite differences of ``forward`` alone (the independent route).
 
     With Q_i(v) the quadratic part of t -> f_i(theta_0 + t v) (symmetric differences,
@@ -244,7 +257,8 @@ class PowerLaw(Result):
     points: int
 
 
-def power_law_fit(times, values, t_min, t_max, predicted=float("nan")):
+def power_law_fit(times: ArrayLike, values: ArrayLike, t_min: float, t_max: float,
+                  predicted: float = float("nan")) -> PowerLaw:
     """Least-squares slope of log values against log times on [t_min, t_max]: values ~ t^-e.
 
     Returns a :class:`PowerLaw` with e and its standard error
@@ -274,7 +288,8 @@ class ModeDynamics(Result):
     fit: PowerLaw
 
 
-def mode_dynamics(targets, curvatures, init, times, window=None):
+def mode_dynamics(targets: ArrayLike, curvatures: ArrayLike, init: float, times: ArrayLike,
+                  window: Optional[tuple[float, float]] = None) -> ModeDynamics:
     """Closed-form mode dynamics of gradient flow on M = W W^T in a shared eigenbasis.
 
     For the loss (1/2) sum_k c_k (m_k - m*_k)^2 (c_k = ``curvatures``, m*_k = ``targets`` > 0)
@@ -305,5 +320,5 @@ def mode_dynamics(targets, curvatures, init, times, window=None):
     k = np.arange(1, m_star.size + 1)
     a = -np.polyfit(np.log(k), np.log(lam), 1)[0]
     b = -np.polyfit(np.log(k), np.log(c * m_star ** 2), 1)[0]
-    fit = power_law_fit(times, loss, *window, predicted=(b - 1) / a)
+    fit = power_law_fit(times, loss, *window, predicted=(b - 1) / a)  # type: ignore[misc]
     return ModeDynamics(times=times, modes=modes, loss=loss, switch_on=t_on, fit=fit)

@@ -26,7 +26,14 @@ one :func:`paramgeo.geometry.decide_rank` takes on the dense singular values, up
   Massart and Absil 2020).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 
 def _squared_singular_values(M):
@@ -41,7 +48,7 @@ def _padded(values, count):
     return out
 
 
-def product_jacobian_singular_values(U, V):
+def product_jacobian_singular_values(U: ArrayLike, V: ArrayLike) -> NDArray[np.float64]:
     """Singular values (decreasing, min(mn, (m + n) k) of them) of the Jacobian of
     (U, V) -> U V^T at U (m x k), V (n x k): sqrt(a_i + b_j) over the squared singular values
     a of U and b of V, each padded with zeros (see the module docstring)."""
@@ -54,7 +61,7 @@ def product_jacobian_singular_values(U, V):
     return _padded(np.sqrt(values), min(m * n, (m + n) * k))
 
 
-def gram_jacobian_singular_values(U):
+def gram_jacobian_singular_values(U: ArrayLike) -> NDArray[np.float64]:
     """Singular values (decreasing, min(d^2, d k) of them) of the Jacobian of U -> U U^T at
     U (d x k): sqrt(2 (a_i + a_j)), i <= j, over the squared singular values a of U padded with
     zeros to d (see the module docstring)."""

@@ -23,12 +23,20 @@ kink up to round-off" from "off it" with seven orders of margin; points closer t
 also where central finite differences (step 1e-6) straddle the kink.
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
 from ..errors import ContractError
 from ..results import Result
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..contract.parameterization import Parameterization
 
 #: A nonsmooth condition is met (theta is on that kink) when its distance is <= KINK_TOL.
 KINK_TOL = 1e-8
@@ -54,7 +62,8 @@ class KinkReport(Result):
                 f"({shown}); phi is not differentiable here")
 
 
-def kink_report(param, theta, tol=KINK_TOL):
+def kink_report(param: Parameterization, theta: ArrayLike,
+                tol: float = KINK_TOL) -> Optional[KinkReport]:
     """The :class:`KinkReport` of theta, or None if ``param`` declares no kinks (smooth phi).
 
     Met conditions: distance_k(theta) <= tol, with ``(labels, distances) = param.kinks(theta)``.

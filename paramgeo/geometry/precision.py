@@ -31,15 +31,24 @@ Section 5.4 (backward stability of the SVD); Johansson et al., mpmath
 (https://mpmath.org); the sympy ``DomainMatrix`` for exact linear algebra over Q.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import fractions
 import math
 import time
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 
 from ..errors import ParamgeoError
 from ..results import Result
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..contract.parameterization import Parameterization
+    from ..linalg.numerics import RankDecision, RankPolicy
 
 #: digits of the high-precision route when none are asked for (resolves s_R / s_1 to ~1e-45)
 DEFAULT_DIGITS = 50
@@ -77,7 +86,7 @@ class PrecisionCertificate(Result):
     note: str
 
 
-def exact_available(param):
+def exact_available(param: Parameterization) -> bool:
     """Whether the exact route applies: ``symbolic`` declared and phi rational in theta."""
     return param.provides("symbolic") and _exact_entries(param) is not None
 
@@ -109,7 +118,7 @@ def _exact_entries(param):
     return _cached(param, "exact-entries", build)
 
 
-def as_rationals(theta):
+def as_rationals(theta: Any) -> list[fractions.Fraction]:
     """theta as exact rationals: floats are binary rationals, converted without rounding."""
     return [x if isinstance(x, fractions.Fraction) else fractions.Fraction(float(x))
             for x in np.ravel(np.asarray(theta, dtype=object))]
@@ -218,7 +227,7 @@ for _name, _fn in (("exp", "exp"), ("log", "log"), ("sin", "sin"), ("cos", "cos"
                    ("tanh", "tanh"), ("sqrt", "sqrt"), ("arctan", "atan"), ("__abs__", "fabs"),
                    ("__neg__", "fneg"), ("__pos__", "mpf"), ("conjugate", "mpf")):
     setattr(_Real, _name, _unary(_fn))
-_Real.__hash__ = None
+_Real.__hash__ = None  # type: ignore[assignment, method-assign]
 
 
 def _forward_mp(param, values):
@@ -265,8 +274,9 @@ def _difference_jacobian(param, point, digits):
     return J, mpmath.sqrt(err)
 
 
-def singular_values(param, theta, digits=DEFAULT_DIGITS, route="high-precision",
-                    with_exact_rank=False):
+def singular_values(param: Parameterization, theta: Any, digits: int = DEFAULT_DIGITS,
+                    route: str = "high-precision",
+                    with_exact_rank: bool = False) -> tuple[list[Any], dict[str, Any]]:
     """(s, info): the singular values of J(theta) in decreasing order as mpmath numbers with
     ``digits`` significant digits, and a dict with the route used (``exact`` where
     :func:`exact_available`, else ``high-precision``; ``route="exact"`` insists), the exact
@@ -309,8 +319,9 @@ def singular_values(param, theta, digits=DEFAULT_DIGITS, route="high-precision",
                "error_bound": float(bound)}
 
 
-def rank(param, theta, policy=None, digits=DEFAULT_DIGITS, warn=True, route="high-precision",
-         float64=None):
+def rank(param: Parameterization, theta: Any, policy: Optional[RankPolicy] = None,
+         digits: int = DEFAULT_DIGITS, warn: bool = True, route: str = "high-precision",
+         float64: Optional[RankDecision] = None) -> RankDecision:
     """rank J(theta) under the :class:`~paramgeo.linalg.numerics.RankPolicy` on singular values
     computed to ``digits`` digits (:func:`singular_values`): a
     :class:`~paramgeo.linalg.numerics.RankDecision` with ``route`` ``exact`` or ``high-precision`` and a
@@ -335,7 +346,7 @@ def rank(param, theta, policy=None, digits=DEFAULT_DIGITS, warn=True, route="hig
     return dataclasses.replace(decision, route=info["route"], certificate=certificate)
 
 
-def escalates(param):
+def escalates(param: Parameterization) -> bool:
     """Whether a decision on ``param`` in doubt is redone in high precision without being asked:
     m * n <= AUTO_MAX_ENTRIES (the route is O(m n min(m, n)) in mpmath)."""
     return param.m * param.n <= AUTO_MAX_ENTRIES
@@ -348,7 +359,9 @@ NOISE_MARGIN = 1e3
 FLOAT32_UNIT = 2.0 ** -24
 
 
-def arithmetic_noise(evaluate, theta, rng, step=1e-6, points=9, degree=3, lines=2):
+def arithmetic_noise(evaluate: Callable[[Any], Any], theta: ArrayLike, rng: np.random.Generator,
+                     step: float = 1e-6, points: int = 9, degree: int = 3,
+                     lines: int = 2) -> float:
     """The round-off of forward's actual arithmetic, measured, relative to |phi|.
 
     phi restricted to a line, t -> phi(theta + t v) (v a random unit vector, t in
@@ -386,7 +399,7 @@ def arithmetic_noise(evaluate, theta, rng, step=1e-6, points=9, degree=3, lines=
     return best if np.isfinite(best) else float("nan")
 
 
-def noise_policy(noise, policy=None):
+def noise_policy(noise: float, policy: Optional[RankPolicy] = None) -> RankPolicy:
     """The rank policy for a forward whose measured round-off is ``noise`` (relative, see
     :func:`arithmetic_noise`): rtol = max(policy.rtol, NOISE_MARGIN * noise), so that
     singular values of J that round-off alone produces (about noise * |J|) count as zero.
@@ -400,7 +413,7 @@ def noise_policy(noise, policy=None):
     return dataclasses.replace(policy, rtol=float(NOISE_MARGIN * noise))
 
 
-def difference_step(param, tol):
+def difference_step(param: Parameterization, tol: float) -> tuple[float, float, str]:
     """(h, tolerance, note) of the contract check's finite-difference properties: h = 1e-6
     and max(tol, 1e-5); for a plugin whose measured round-off ``noise`` (a framework model
     computing below float64, :func:`arithmetic_noise`) is above float64's, the step that

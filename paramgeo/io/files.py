@@ -18,11 +18,14 @@ The rules (docs/reliability.md):
 Every refusal is an :class:`UnsafeFileError` naming the file, what is wrong and the fix.
 """
 
+from __future__ import annotations
+
 import errno
 import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any, Callable, Optional, Union
 
 from ..errors import ParamgeoError
 
@@ -56,7 +59,8 @@ def _refuse_entry(path, st, what):
                               "links: remove it or give another name")
 
 
-def check_target(path, *, what, replace=False):
+def check_target(path: Union[str, os.PathLike], *, what: str,
+                 replace: Union[bool, Callable[[Any], bool]] = False) -> None:
     """Refuse (UnsafeFileError) to put a file at ``path`` unless nothing is there, or a regular
     file with one link that paramgeo may replace: ``replace`` is False (never), True (the
     caller has checked it is paramgeo's) or a test ``replace(path) -> bool``."""
@@ -72,7 +76,8 @@ def check_target(path, *, what, replace=False):
                           "name")
 
 
-def write_file(path, content, *, what="file", replace=False):
+def write_file(path: Union[str, os.PathLike], content: Union[bytes, str, Callable[[Any], Any]], *,
+               what: str = "file", replace: Union[bool, Callable[[Any], bool]] = False) -> Path:
     """Write ``content`` (bytes, str as UTF-8, or a function ``content(fh)`` writing to a binary
     file object) to ``path`` by the rules of this module: checked target, exclusive temporary
     file in the same folder, synced, renamed into place. Returns ``path`` as a Path."""
@@ -101,7 +106,8 @@ def write_file(path, content, *, what="file", replace=False):
     return path
 
 
-def open_own(path, flags, *, what, create=True, ours=None):
+def open_own(path: Union[str, os.PathLike], flags: int, *, what: str, create: bool = True,
+             ours: Optional[Callable[[int], bool]] = None) -> int:
     """``os.open`` of a file paramgeo keeps open or appends to (a journal, a lock), by rule 3:
     created exclusively when absent (if ``create``); when present, opened without following a
     link and used only if it is a regular file with one link and ``ours(fd)`` (when given)
@@ -141,7 +147,7 @@ _PLOT_MARKS = {".png": b"tEXtSoftware\x00" + PLOT_STAMP.encode(),
                ".pdf": b"/Creator (" + PLOT_STAMP.encode() + b")"}
 
 
-def is_paramgeo_plot(path):
+def is_paramgeo_plot(path: Union[str, os.PathLike]) -> bool:
     """Whether the file at ``path`` carries paramgeo's plot stamp (in the first or last 16 kB,
     where matplotlib writes its metadata)."""
     mark = _PLOT_MARKS.get(Path(path).suffix.lower())
@@ -153,7 +159,7 @@ def is_paramgeo_plot(path):
         return mark in head or mark in fh.read()
 
 
-def check_plot_path(path):
+def check_plot_path(path: Union[str, os.PathLike]) -> Path:
     """``path`` as a Path if a plot can be written there (commands check this before their
     work starts): a .png, .svg or .pdf name in an existing folder where a file can be created,
     and nothing there but possibly a plot paramgeo wrote (:func:`check_target`)."""
@@ -175,7 +181,7 @@ def check_plot_path(path):
     return path
 
 
-def save_figure(fig, path):
+def save_figure(fig: Any, path: Union[str, os.PathLike]) -> Path:
     """Save a matplotlib figure to ``path`` (.png, .svg or .pdf) through :func:`write_file`,
     stamped as paramgeo's, replacing only a plot paramgeo wrote."""
     path = check_plot_path(path)

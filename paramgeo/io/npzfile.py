@@ -8,13 +8,20 @@ a pickle, and arrays that are not real numbers each raise a
 10^11 entries is refused without allocating them.
 """
 
+from __future__ import annotations
+
 import math
+import os
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 #: Real-number dtype kinds a data array may hold: bool, signed and unsigned integers, floats (not
 #: complex 'c', strings, objects, datetime64 'M' or timedelta64 'm').
@@ -24,8 +31,10 @@ REAL_KINDS = "biuf"
 MAX_ENTRIES = 50_000_000
 
 
-def read_npy(path, what="point file", hint="save a float array with numpy.save", check=None,
-             kinds="iuf", subject="it"):
+def read_npy(path: Union[str, os.PathLike], what: str = "point file",
+             hint: str = "save a float array with numpy.save",
+             check: Optional[Callable[[tuple[int, ...]], Optional[str]]] = None,
+             kinds: str = "iuf", subject: str = "it") -> NDArray[Any]:
     """The array stored in the ``.npy`` file ``path``, read only after its header passed.
 
     The header (format version, dtype, shape) is read first: a file that is empty, truncated
@@ -81,7 +90,8 @@ def _existing(path, what):
     return p
 
 
-def read_npz(path, what="data file", hint="write it with numpy.savez"):
+def read_npz(path: Union[str, os.PathLike], what: str = "data file",
+             hint: str = "write it with numpy.savez") -> dict[str, NDArray[Any]]:
     """The arrays of the ``.npz`` archive ``path`` as a dict name -> ndarray.
 
     ``what`` names the file in messages (``"posterior file"``), ``hint`` says how to write a

@@ -19,12 +19,15 @@ few seconds and the last one at the end::
 The ETA is the linear extrapolation elapsed * (total - done) / done of the units finished.
 """
 
+from __future__ import annotations
+
 import contextlib
 import functools
 import inspect
 import math
 import sys
 import time
+from typing import Any, Callable, Iterator, Optional, TextIO
 
 #: seconds between two plain lines (stderr not a terminal)
 LINE_EVERY = 5.0
@@ -38,7 +41,7 @@ AUTO_DELAY = 1.0
 _active = [0]  # displays open now: an engine inside another's display stays quiet
 
 
-def interactive():
+def interactive() -> bool:
     """Whether this is an interactive session: a Jupyter/IPython kernel, or a Python prompt
     (``python -i``, the REPL) whose stderr is a terminal."""
     prompt = hasattr(sys, "ps1") or bool(getattr(sys.flags, "interactive", 0))
@@ -52,7 +55,7 @@ def _isatty(stream):
         return False
 
 
-def clock(seconds):
+def clock(seconds: float) -> str:
     """"0:07", "1:02:03": a duration for the display."""
     if not math.isfinite(seconds):
         return "?"
@@ -83,14 +86,14 @@ class Display:
         if first or now - self.shown >= (REDRAW_EVERY if self.live else LINE_EVERY):
             self._show(now)
 
-    def eta(self, now=None):
+    def eta(self, now: Optional[float] = None) -> float:
         """Seconds left: elapsed * (total - done) / done (inf before the first unit)."""
         elapsed = (time.monotonic() if now is None else now) - self.start
         if self.total is None or self.done <= 0:
             return math.inf
         return elapsed * max(self.total - self.done, 0) / self.done
 
-    def text(self, now=None):
+    def text(self, now: Optional[float] = None) -> str:
         """The display's text now (without the bar)."""
         now = time.monotonic() if now is None else now
         elapsed = now - self.start
@@ -119,7 +122,7 @@ class Display:
         self.stream.flush()
         self.shown = now
 
-    def close(self):
+    def close(self) -> None:
         """The last state (once a unit was reported), then a new line on a terminal."""
         now = time.monotonic()
         if self.total is None or now - self.start < self.delay:
@@ -131,7 +134,7 @@ class Display:
             self.stream.flush()
 
 
-def in_notebook():
+def in_notebook() -> bool:
     """Whether this runs in a Jupyter (IPython) kernel, whose output redraws a line on a
     carriage return."""
     shell = sys.modules.get("IPython")
@@ -140,7 +143,8 @@ def in_notebook():
 
 
 @contextlib.contextmanager
-def display(label, enabled=True, stream=None, delay=0.0):
+def display(label: str, enabled: bool = True, stream: Optional[TextIO] = None,
+            delay: float = 0.0) -> Iterator[Optional[Display]]:
     """A ``Display`` of ``label`` as the callback ``progress(done, total)`` for the
     duration of the block (shown once ``delay`` seconds have passed), or None when not
     ``enabled`` (pass it straight to an engine)."""
@@ -157,7 +161,7 @@ def display(label, enabled=True, stream=None, delay=0.0):
 
 
 @contextlib.contextmanager
-def reporting(progress, label):
+def reporting(progress: Any, label: str) -> Iterator[Any]:
     """The callback an engine calls for its ``progress`` argument: a callable as given; True a
     ``display`` of ``label``; "auto" that display in an interactive session
     (``interactive``) unless another display is open; False or None nothing (None is
@@ -179,7 +183,7 @@ def reporting(progress, label):
         yield update
 
 
-def shows_progress(label):
+def shows_progress(label: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator of a long engine whose argument ``progress`` (default "auto") takes what
     ``reporting`` takes: the engine itself receives the callable (or None)."""
     def wrap(engine):

@@ -32,15 +32,24 @@ Lanczos from a random start finds the smallest eigenvalue with probability one, 
 prove that no smaller one exists; the certificate says so ("estimate").
 """
 
+from __future__ import annotations
+
 import dataclasses
 import time
 import warnings
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
 from ..errors import NumericalDoubtWarning, ParamgeoError
 from ..results import Result
 from .routes import ASSEMBLE_MAX_DIM, LANCZOS_PRODUCTS, _eigh_seconds, _factor_seconds
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from .numerics import RankDecision, RankPolicy
+# the Parameterization arguments are typed Any: paramgeo.contract imports this package
 
 #: rank drops the matrix-free route counts before it refuses (Ritz vectors kept: n x that many).
 MAX_DEFICIENCY = 64
@@ -104,7 +113,7 @@ class _Counted:
             self.param.vjp(self.theta, w), dtype=float)
 
 
-def jacobian_operator(param, theta):
+def jacobian_operator(param: Any, theta: ArrayLike) -> Any:
     """J(theta) as a ``scipy.sparse.linalg.LinearOperator`` (m x n): matvec = jvp, rmatvec =
     vjp (the plugin's closed forms, or autograd's forward/reverse mode), or the plugin's sparse
     Jacobian where it declares ``sparse_jacobian``. Nothing of size m x n is allocated."""
@@ -116,15 +125,17 @@ def jacobian_operator(param, theta):
                           rmatvec=lambda w: products.vjp(np.ravel(w)))
 
 
-def matrix_free_bytes(param):
+def matrix_free_bytes(param: Any) -> int:
     """Bytes the matrix-free route allocates: 2 MAX_DEFICIENCY + 4 Lanczos vectors on the
     smaller side (the Gram it works on) plus a few vectors of length max(m, n) for products."""
     side = min(param.m, param.n)
     return 8 * ((2 * MAX_DEFICIENCY + 4) * side + 4 * max(param.m, param.n))
 
 
-def certify_rank(param, theta, policy=None, projector=None, route="matrix-free", seed=0,
-                 max_deficiency=MAX_DEFICIENCY, warn=True):
+def certify_rank(param: Any, theta: ArrayLike, policy: Optional[RankPolicy] = None,
+                projector: Any = None, route: str = "matrix-free",
+                 seed: int = 0, max_deficiency: int = MAX_DEFICIENCY,
+                 warn: bool = True) -> RankDecision:
     """Rank of J(theta) without forming J: a :class:`~paramgeo.geometry.RankDecision` whose
     ``certificate`` is a :class:`RankCertificate` (see the module docstring for the method).
 

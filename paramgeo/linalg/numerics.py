@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class RankPolicy:
     atol: float = 0.0
     band: float = 1e3
 
-    def tol(self, singular_values):
+    def tol(self, singular_values: Union[Sequence[float], NDArray[np.float64]]) -> float:
         smax = float(singular_values[0]) if len(singular_values) else 0.0
         return max(self.atol, self.rtol * smax)
 

@@ -7,13 +7,20 @@ process (:func:`_lapack_rates`), and the time of the plugin's ``jacobian`` once 
 has taken it. :mod:`paramgeo.linalg.matfree` holds the matrix-free certificate itself.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import time
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
 from ..errors import ParamgeoError
 from ..results import Result
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+# the Parameterization arguments are typed Any: paramgeo.contract imports this package
 
 #: m x n up to which horizontal_lift's route="auto" forms the dense Jacobian (16 MB).
 DENSE_MAX_ENTRIES = 2_000_000
@@ -63,7 +70,8 @@ class RoutePrices(Result):
     jacobian_seconds: float
 
 
-def choose_route(param, route="auto", theta=None):
+def choose_route(param: Any, route: str = "auto",
+                 theta: Optional[ArrayLike] = None) -> str:
     """The rank route for ``param``: ``closed-form`` (the plugin declares ``rank_at``),
     ``sparse`` (a declared ``sparse_jacobian`` where the dense SVD's work m n min(m, n) exceeds
     DENSE_MAX_WORK_IF_SPARSE or m n exceeds DENSE_MAX_ENTRIES), ``dense`` where m n <=
@@ -91,7 +99,7 @@ def choose_route(param, route="auto", theta=None):
     return route_prices(param, theta).chosen
 
 
-def static_route(param, route="auto"):
+def static_route(param: Any, route: str = "auto") -> str:
     """:func:`choose_route` by size alone: the route, or ``priced`` where the cheaper of dense
     and matrix-free is to be chosen by :func:`route_prices` (``route`` already validated)."""
     if route != "auto":
@@ -110,7 +118,7 @@ def static_route(param, route="auto"):
     return "priced"
 
 
-def route_prices(param, theta):
+def route_prices(param: Any, theta: ArrayLike) -> RoutePrices:
     """:class:`RoutePrices` of the dense and matrix-free rank routes of ``param`` at
     ``theta``: one JVP + VJP pair timed there (CPU seconds), the SVD and eigensolver rates of
     :func:`_lapack_rates`, and the time of ``jacobian`` once a dense rank has measured it."""
@@ -130,7 +138,7 @@ def route_prices(param, theta):
                        matrix_free=free, pair_seconds=pair, jacobian_seconds=jacobian)
 
 
-def timed_jacobian(param, theta):
+def timed_jacobian(param: Any, theta: ArrayLike) -> NDArray[np.float64]:
     """J(theta), its CPU time kept on ``param`` for :func:`route_prices`."""
     start = time.process_time()
     J = param.jacobian(theta)
@@ -141,7 +149,7 @@ def timed_jacobian(param, theta):
 #: side of the PSD matrix on which this process measures LAPACK's rates once (after a warm-up
 #: call: a process's first call of a LAPACK routine pays for loading it, ten times the call)
 CALIBRATION_DIM = 512
-_RATES = {}
+_RATES: dict = {}
 
 
 def _lapack_rates():

@@ -13,12 +13,19 @@ and Tweedie 1996, "Exponential convergence of Langevin distributions and their d
 approximations", for MALA and its optimal acceptance 0.574).
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
-def curvature(grad_U, w, rng, iters=12):
+
+def curvature(grad_U: Callable[[Any], Any], w: NDArray[np.float64], rng: np.random.Generator,
+              iters: int = 12) -> float:
     """The largest eigenvalue of the Hessian of U at w (power iteration on central differences
     of grad U; the Hessian of a smooth potential is symmetric)."""
     v = rng.standard_normal(w.size)
@@ -35,9 +42,12 @@ def curvature(grad_U, w, rng, iters=12):
     return max(est, norm if math.isfinite(norm) else 0.0)
 
 
-def sample_chains(batches, sampler, w_star, nbs, eps, gamma, L_star, burn, draws, rng, progress,
-                  keep=0, keep_rows=None, groups=1, pick=None, shift=None, mask=None,
-                  burn_step=1.0, grad_shift=None, normal=None):
+def sample_chains(batches: Any, sampler: str, w_star: NDArray[np.float64], nbs: Any, eps: Any,
+                  gamma: Any, L_star: float, burn: int, draws: int, rng: np.random.Generator,
+                  progress: Any, keep: int = 0, keep_rows: Any = None, groups: int = 1,
+                  pick: Optional[Callable[[], int]] = None, shift: Any = None, mask: Any = None,
+                  burn_step: float = 1.0, grad_shift: Any = None,
+                  normal: Any = None) -> dict[str, Any]:
     """Every chain from w*, all advanced together: row r of the (K, n) state samples
     exp(-nbs[r] L_n(w) - gamma[r] |w - w*|^2 / 2) with the step eps[r] (MALA adapts it every 50
     burn-in steps towards the acceptance 0.574). ``batches[b]`` maps the states to their losses
@@ -89,7 +99,7 @@ def sample_chains(batches, sampler, w_star, nbs, eps, gamma, L_star, burn, draws
     made, interrupted = 0, False
     thin = max(1, -(-draws // keep)) if keep else 0
     states = np.empty((keep_rows, -(-draws // thin) if keep else 0, W.shape[1]))
-    kept_at = []
+    kept_at: list = []
     nb_col = nbs[:, None]
     L = np.array(L, float)  # updated in place below
     U, half_gamma = nbs * L, 0.5 * gamma  # U(w) = n beta L_n + gamma |w - w*|^2 / 2
@@ -168,7 +178,9 @@ def sample_chains(batches, sampler, w_star, nbs, eps, gamma, L_star, burn, draws
                 kept_at=np.array(kept_at, int))
 
 
-def auto_step_size(grad_U, w_star, step_scale, rng, rounds=6, pilot=60, mask=None):
+def auto_step_size(grad_U: Callable[[Any], Any], w_star: NDArray[np.float64], step_scale: float,
+                   rng: np.random.Generator, rounds: int = 6, pilot: int = 60,
+                   mask: Any = None) -> float:
     """eps = step_scale / h, h the largest curvature seen at w* and at the ends of short pilot
     chains, raised until a pilot ends where the curvature is below 1.5 h (``mask``: the
     coordinates that move, as in :func:`sample_chains`; grad_U is zero on the others)."""
@@ -196,7 +208,8 @@ def _step_rounds(grad_U, w_star, step_scale, rng, rounds, pilot, mask):
     return step_scale / h
 
 
-def curvature_spectrum(hvp, size, rng, k=64):
+def curvature_spectrum(hvp: Callable[[Any], Any], size: int, rng: np.random.Generator,
+                       k: int = 64) -> tuple[NDArray[np.float64], Any]:
     """(theta, count): Ritz values theta_j of the symmetric operator v -> hvp(v) on R^size and
     counts with sum_i f(h_i) ~ sum_j count_j f(theta_j) over its eigenvalues h_i. Lanczos with
     full reorthogonalization, k = min(size, 64) steps from a random unit vector. Where k =

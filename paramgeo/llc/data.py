@@ -12,13 +12,21 @@ n_b / n at every step, so that E_b[L_b(w)] = L_n(w) and E_b[grad L_b(w)] = grad 
 (Welling and Teh 2011).
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
 from ..errors import ParamgeoError, ShapeError
 from ..losses.predictor import Loss, batched_value_and_grad, pullback
 from ..losses.outputs import CrossEntropy, SquaredError
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..contract.parameterization import Parameterization
 
 #: losses of a model's outputs on data, by the names ``estimate_llc(loss=...)`` takes
 OUTPUT_LOSSES = {"mse": SquaredError, "cross-entropy": CrossEntropy}
@@ -37,11 +45,11 @@ class Batches:
     def __len__(self):
         return len(self.params)
 
-    def value_grads(self):
+    def value_grads(self) -> list[tuple[Callable[[Any], float], Callable[[Any], Any]]]:
         """Per batch, w -> (L_b(w), grad L_b(w)) (:func:`paramgeo.losses.pullback`)."""
         return [pullback(p, loss) for p, loss in zip(self.params, self.losses)]
 
-    def batched(self, single=False):
+    def batched(self, single: bool = False) -> list[Any]:
         """Per batch, the batched (K, n) -> (values, gradients) of
         :func:`paramgeo.losses.batched_value_and_grad` (``single``: the model in float32 where
         it offers it)."""
@@ -53,7 +61,7 @@ class Batches:
         """Whether every batch's model computes in float32 when asked (torch models)."""
         return all(getattr(p, "single_precision", False) for p in self.params)
 
-    def full(self):
+    def full(self) -> tuple[Callable[[Any], float], Callable[[Any], Any]]:
         """(L_n, grad L_n) as the weighted sums over the batches."""
         pairs = self.value_grads()
 
@@ -115,7 +123,8 @@ def _split(N, batch_size, seed):
     return [np.sort(order[i:i + batch_size]) for i in range(0, N, int(batch_size))]
 
 
-def make_batches(param, loss, data=None, batch_size=None, seed=0):
+def make_batches(param: Parameterization, loss: Union[str, Loss], data: Any = None,
+                 batch_size: Optional[int] = None, seed: int = 0) -> Batches:
     """The :class:`Batches` of the estimator's loss (see the module docstring): ``loss`` a
     :class:`paramgeo.losses.Loss` (``data`` None) or the name of a loss of the model's outputs
     (``"mse"``, ``"cross-entropy"``) with ``data``; ``batch_size`` splits the samples into
@@ -174,7 +183,8 @@ def make_batches(param, loss, data=None, batch_size=None, seed=0):
     return Batches(params=params, losses=losses, weights=np.array(sizes, float) / n, n=n)
 
 
-def control_variates(fns, weights, w_star, L_star, budget):
+def control_variates(fns: Sequence[Callable[[Any], Any]], weights: ArrayLike, w_star: ArrayLike,
+                     L_star: float, budget: int) -> tuple[Any, Any]:
     """(shift, grad_shift) of minibatch SGLD (Baker, Fearnhead, Fox and Nemeth 2019, "Control
     variates for stochastic gradient MCMC"): per batch b, shift[b] = L_n(w*) - L_b(w*) and
     grad_shift[b] = grad L_n(w*) - grad L_b(w*), grad L_n(w*) = sum_b (n_b / n) grad L_b(w*),
@@ -191,7 +201,7 @@ def control_variates(fns, weights, w_star, L_star, budget):
     return shift, np.asarray(weights, float) @ G - G
 
 
-def batch_picker(weights, rng):
+def batch_picker(weights: NDArray[np.float64], rng: np.random.Generator) -> Callable[[], int]:
     """step -> the index of the batch of that step, drawn with probabilities ``weights``
     (always 0 for one batch, drawing nothing from ``rng``)."""
     if len(weights) == 1:

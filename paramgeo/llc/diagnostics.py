@@ -17,10 +17,13 @@ import numpy as np
 from ._sampler import curvature_spectrum
 
 if TYPE_CHECKING:
-    from numpy.typing import NDArray
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..contract.parameterization import Parameterization
+    from ..losses.predictor import Loss
 
 
-def slope_weights(nbetas):
+def slope_weights(nbetas: ArrayLike) -> Any:
     """Weights c_k with lambda_hat = sum_k c_k lambda_k, lambda_k = n beta_k (E_k[L_n] -
     L_n(w*)) the single-temperature estimates: the least-squares slope of
     y_k = lambda_k / (n beta_k) against x_k = 1 / (n beta_k), c_k = (x_k - mean x) /
@@ -41,7 +44,7 @@ LOCALIZATION_LOSS, SUGGESTED_LOSS = 0.10, 0.05
 FLAT = 1e-3
 
 
-def retained(a, temps):
+def retained(a: ArrayLike, temps: ArrayLike) -> NDArray[np.float64]:
     """The fraction of a quadratic direction's 1/2 that the estimator reads: a direction of
     curvature h (L_n ~ L_n(w*) + h x^2 / 2) under exp(-n beta_k L_n - gamma x^2 / 2) has
     E_k[L_n - L_n(w*)] = h / (2 (n beta_k h + gamma)), so lambda_k = n beta_k E_k[...] =
@@ -55,7 +58,8 @@ def retained(a, temps):
     return np.sum(c * a * t / (a * t + 1.0), axis=-1)
 
 
-def mixing_check(check, eps, temps, nbeta, gamma, burn, sampler):
+def mixing_check(check: dict, eps: Sequence[float], temps: Sequence[float], nbeta: float,
+                 gamma: float, burn: int, sampler: str) -> list[str]:
     """The relaxation time of the slowest direction: a Langevin chain of step eps_k on a
     direction of curvature kappa_k = t_k n beta h + gamma forgets its start like
     (1 - eps_k kappa_k / 2)^t, in about 2 / (eps_k kappa_k) steps; the slowest direction is the
@@ -158,7 +162,7 @@ def localization_check(batch: Any, w_star: NDArray[np.float64], nbeta: float, ga
     return out, notes
 
 
-def effective_sample_size(x):
+def effective_sample_size(x: ArrayLike) -> tuple[float, float]:
     """(ESS, split R-hat) of draws x (chains x draws): Gelman et al. (2013), BDA3 Sec. 11.5.
     var+ = (n - 1)/n W + B/n from the within-chain variance W and between-chain variance B;
     rho_t = 1 - (W - mean_chains acov_t) / var+; ESS = m n / (1 + 2 sum_t rho_t) with the sum
@@ -195,7 +199,8 @@ def effective_sample_size(x):
     return float(m * n / tau), rhat
 
 
-def chain_notes(post, good, llc, se, rhat):
+def chain_notes(post: NDArray[np.float64], good: Sequence[int], llc: float, se: float,
+                rhat: float) -> list[str]:
     """Notes on the kept traces ``post`` (chains x draws) of the chains ``good``: a chain whose
     first and last thirds differ by more than 4 rough standard errors drifts; R-hat above 1.1;
     an estimate below -2 s.e. (w* not a minimum). Each says what to do."""
@@ -217,7 +222,9 @@ def chain_notes(post, good, llc, se, rhat):
     return notes
 
 
-def data_set_se(param, loss, states, losses, nbetas, weights, f_star):
+def data_set_se(param: Parameterization, loss: Loss, states: NDArray[np.float64],
+                losses: NDArray[np.float64], nbetas: Sequence[float], weights: Sequence[float],
+                f_star: Any) -> float:
     """The data-set standard error of lambda_hat = sum_k c_k n beta_k (E_k[L_n] - L_n(w*))
     (``weights`` c_k) by the infinitesimal jackknife, the linearised bootstrap over samples
     (Jaeckel 1972; Efron 1982, "The jackknife, the bootstrap and other resampling plans",
@@ -251,7 +258,7 @@ def data_set_se(param, loss, states, losses, nbetas, weights, f_star):
     if C == 1:  # the two halves of the draws stand for two chains
         f = f[:, :, :D - D % 2].reshape(T, 2, D // 2, -1)
         losses = losses[:, :, :D - D % 2].reshape(T, 2, D // 2)
-    v = 0.0  # one v per chain: (chains, F)
+    v: Any = 0.0  # one v per chain: (chains, F)
     for k, (nb, c) in enumerate(zip(nbetas, weights)):
         fc = f[k] - f[k].mean(axis=1, keepdims=True)
         Lc = losses[k] - losses[k].mean(axis=1, keepdims=True)

@@ -29,7 +29,7 @@ import dataclasses
 import math
 import time
 import warnings
-from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -43,7 +43,9 @@ from .diagnostics import (chain_notes, data_set_se, effective_sample_size, local
 from ._sampler import auto_step_size, sample_chains
 
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike
+    from os import PathLike
+
+    from numpy.typing import ArrayLike, NDArray
 
     from ..losses.predictor import Loss
     from ..contract.parameterization import Parameterization
@@ -127,7 +129,7 @@ class LLCEstimate(Result):
     batches: int = 1
     block: Optional[tuple] = None
 
-    def to_dict(self, traces=False):
+    def to_dict(self, traces: bool = False) -> dict[str, Any]:
         out = super().to_dict()
         if not traces:
             out.pop("traces")
@@ -164,7 +166,7 @@ class LLCEstimate(Result):
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
-    def plot(self, path=None, ax=None):
+    def plot(self, path: Optional[str | PathLike[str]] = None, ax: Any = None) -> Any:
         """Loss traces n beta_k (L_n(w_t) - L_n(w*)) of every chain with their running means
         after burn-in, one panel per temperature (on ``ax``: the first temperature only),
         written to ``path`` (.png, .svg, .pdf). Returns the matplotlib figure."""
@@ -288,7 +290,8 @@ def auto_step(param: Parameterization, loss: Union[str, Loss],
                           mask=mask)
 
 
-def block_mask(param, block):
+def block_mask(param: Parameterization,
+               block: Union[None, str, Sequence[str]]) -> Optional[NDArray[np.bool_]]:
     """The 0/1 vector of the coordinates of the named blocks of ``param.spec`` (a name or a
     list of names; None: every coordinate, returned as None)."""
     if block is None:

@@ -39,6 +39,7 @@ from ..results import Result
 if TYPE_CHECKING:
     from fractions import Fraction
 
+    import numpy as np
     from numpy.typing import ArrayLike
 
     from ..linalg.numerics import RankPolicy
@@ -349,7 +350,8 @@ def exact_learning_coefficient(param: Parameterization, theta: ArrayLike,
         "paramgeo.llc.estimate_llc or `paramgeo llc estimate`)")
 
 
-def fibre_departure(param, theta, rng, deltas=(1e-2, 1e-3), iters=30):
+def fibre_departure(param: Parameterization, theta: ArrayLike, rng: np.random.Generator,
+                    deltas: Sequence[float] = (1e-2, 1e-3), iters: int = 30) -> list[float]:
     """How far points theta + delta v (v a random unit vector of ker J(theta)) lie from the
     fibre phi^-1(phi(theta)), for each delta: the length of the minimum-norm Gauss-Newton
     path x <- x - J(x)^+ (phi(x) - phi(theta)) from theta + delta v to the fibre. Where the
@@ -370,14 +372,15 @@ def fibre_departure(param, theta, rng, deltas=(1e-2, 1e-3), iters=30):
         start = x.copy()
         for _ in range(iters):
             r = np.asarray(param.forward_flat(x), float) - phi0
-            if np.linalg.norm(r) < 1e-14 * max(np.linalg.norm(phi0), 1.0):
+            if np.linalg.norm(r) < 1e-14 * max(np.linalg.norm(phi0), 1.0):  # type: ignore[operator]
                 break
             x = x - np.linalg.lstsq(np.asarray(param.jacobian(x)), r, rcond=1e-10)[0]
         out.append(float(np.linalg.norm(x - start)))
     return out
 
 
-def smooth_fibre(param, theta, d, g, trials=3):
+def smooth_fibre(param: Parameterization, theta: ArrayLike, d: int, g: int,
+                 trials: int = 3) -> Optional[LearningCoefficient]:
     """lambda = d / 2, m = 1 at a true parameter where rank J = d is below the generic rank g
     but the fibre Z = phi^-1(phi(w*)) is near w* a manifold of dimension n - d (its tangent
     space is then ker J(w*)). With K(w) ~ |phi(w) - phi(w*)|^2, K vanishes exactly on Z and its
@@ -427,7 +430,7 @@ def block_learning_coefficient(param: Parameterization, theta: ArrayLike,
 
     theta = param.as_theta(theta)
     mask = block_mask(param, block)
-    cols = np.flatnonzero(mask)
+    cols = np.flatnonzero(mask)  # type: ignore[arg-type]
     J = np.asarray(param.jacobian(theta))[:, cols]
     rng = np.random.default_rng(0)
     scale = max(float(np.linalg.norm(J)), 1.0)

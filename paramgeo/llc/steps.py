@@ -13,6 +13,8 @@ from ..results import Result
 from .estimate import LLCWarning, auto_step, estimate_llc
 
 if TYPE_CHECKING:
+    from os import PathLike
+
     from numpy.typing import ArrayLike
 
     from ..losses.predictor import Loss
@@ -31,11 +33,11 @@ class StepSweep(Result):
     #: possibly with fewer draws, its own ``interrupted`` set)
     interrupted: bool = False
 
-    def rows(self):
+    def rows(self) -> list[tuple[str, ...]]:
         return [(f"{e.step:.3g}", f"{e.llc:.4g}", f"{e.se:.2g}", f"{e.rhat:.3f}",
                  "; ".join(e.warnings) or "-") for e in self.estimates]
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"steps": list(self.steps), "estimates": [e.to_dict() for e in self.estimates],
                 "interrupted": self.interrupted}
 
@@ -46,7 +48,7 @@ class StepSweep(Result):
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
                          for r in rows)
 
-    def plot(self, path=None, ax=None):
+    def plot(self, path: Optional[str | PathLike[str]] = None, ax: Any = None) -> Any:
         """The estimates +- 2 s.e. against the step (log scale)."""
         import matplotlib
 

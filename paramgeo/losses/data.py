@@ -2,7 +2,10 @@
 sweep queries (an ``.npz`` file written with ``numpy.savez``), each array checked against the
 parameterization before a loss is built (see :func:`loss_from_arrays`)."""
 
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
@@ -10,6 +13,10 @@ from ..errors import ParamgeoError, ShapeError
 from .predictor import (Exponential, LinearMeasurements, Logistic, QuadraticMeasurements,
                      Regression)
 from ..results import title
+
+if TYPE_CHECKING:
+    from ..contract.parameterization import Parameterization
+    from .predictor import Loss
 
 
 #: loss kinds of :func:`loss_from_arrays` -> (class, required arrays, description)
@@ -46,7 +53,8 @@ def _regression_from_arrays(arrays, param, source):
     return loss
 
 
-def loss_from_arrays(kind, arrays, param, source="the data"):
+def loss_from_arrays(kind: str, arrays: Mapping[str, Any], param: Parameterization,
+                     source: str = "the data") -> Loss:
     """Build the loss ``kind`` (a key of ``LOSS_KINDS``) for ``param`` from named arrays.
 
     Layout (an ``.npz`` file written with ``numpy.savez``): ``squared``/``logistic``/

@@ -7,11 +7,20 @@ batched evaluation (``value_grad_batch``); the LLC estimator on data uses them
 (:func:`paramgeo.llc.estimate_llc` with ``loss="mse"`` or ``"cross-entropy"``).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import autograd.numpy as anp
 import numpy as np
 
 from ..errors import ShapeError
 from .predictor import Loss
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..contract.parameterization import Parameterization
 
 
 def _outputs(Y, name):
@@ -36,21 +45,21 @@ class SquaredError(Loss):
         self.N, self.m = self.Y.shape[0], self.Y.size
         self.y = self.Y.ravel()
 
-    def value(self, beta):
+    def value(self, beta: Any) -> Any:
         r = anp.reshape(beta, (-1,)) - self.y
         return 0.5 * anp.dot(r, r) / self.N
 
-    def grad(self, beta):
+    def grad(self, beta: ArrayLike) -> NDArray[np.float64]:
         return (np.ravel(beta) - self.y) / self.N
 
-    def hessian(self, beta):
+    def hessian(self, beta: ArrayLike) -> NDArray[np.float64]:
         return np.eye(self.m) / self.N
 
-    def value_grad_batch(self, betas):
+    def value_grad_batch(self, betas: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         R = np.asarray(betas, float).reshape(-1, self.m) - self.y
         return 0.5 * np.einsum("km,km->k", R, R) / self.N, R / self.N
 
-    def minibatch(self, indices):
+    def minibatch(self, indices: Any) -> Loss:
         return type(self)(self.Y[indices])
 
 
@@ -84,7 +93,7 @@ class CrossEntropy(Loss):
         self.N, self.C = P.shape
         self.m = P.size
 
-    def value(self, beta):
+    def value(self, beta: Any) -> Any:
         F = anp.reshape(beta, (self.N, self.C))
         top = anp.max(F, axis=1, keepdims=True)
         logz = top[:, 0] + anp.log(anp.sum(anp.exp(F - top), axis=1))
@@ -94,11 +103,11 @@ class CrossEntropy(Loss):
         E = np.exp(F - F.max(axis=-1, keepdims=True))
         return E / E.sum(axis=-1, keepdims=True)
 
-    def grad(self, beta):
+    def grad(self, beta: ArrayLike) -> NDArray[np.float64]:
         F = np.reshape(np.asarray(beta, float), (self.N, self.C))
         return ((self._softmax(F) - self.P) / self.N).ravel()
 
-    def value_grad_batch(self, betas):
+    def value_grad_batch(self, betas: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         F = np.asarray(betas, float).reshape(-1, self.N, self.C)
         top = F.max(axis=2, keepdims=True)
         E = np.exp(F - top)
@@ -107,10 +116,10 @@ class CrossEntropy(Loss):
                   - np.einsum("knc,nc->k", F, self.P)) / self.N
         return values, ((E / Z - self.P) / self.N).reshape(len(F), -1)
 
-    def minibatch(self, indices):
+    def minibatch(self, indices: Any) -> Loss:
         return type(self)(self.P[indices])
 
-    def check_dim(self, param):
+    def check_dim(self, param: Parameterization) -> None:
         if param.m != self.m:
             raise ShapeError(f"the cross-entropy loss of {self.N} samples and {self.C} classes "
                              f"needs {self.N} x {self.C} logits, but {param.name} has outputs "

@@ -36,12 +36,20 @@ gradients. :func:`paramgeo.losses.data.loss_from_arrays` builds a loss from name
 ``.npz`` file) with readable errors; the layout is documented there and in docs/flows.md.
 """
 
+from __future__ import annotations
+
 import abc
 import dataclasses
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import autograd
 import autograd.numpy as anp
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..contract.parameterization import Parameterization
 
 from ..errors import ParamgeoError, ShapeError
 from ..results import Result
@@ -51,36 +59,36 @@ class Loss(abc.ABC):
     """A loss ell: R^m -> R on flat predictors."""
 
     #: predictor dimension the loss expects (None: any)
-    m = None
+    m: Any = None
 
     @abc.abstractmethod
-    def value(self, beta):
+    def value(self, beta: Any) -> Any:
         """ell(beta), written with autograd.numpy so that the default derivatives work."""
 
-    def grad(self, beta):
+    def grad(self, beta: ArrayLike) -> NDArray[np.float64]:
         """grad ell(beta), a vector of length m (autograd unless overridden)."""
         return np.asarray(autograd.grad(self.value)(np.asarray(beta, float)))
 
-    def hessian(self, beta):
+    def hessian(self, beta: ArrayLike) -> NDArray[np.float64]:
         """The m x m Hessian of ell at beta (autograd unless overridden)."""
         return np.asarray(autograd.hessian(self.value)(np.asarray(beta, float)))
 
     #: number of samples (None for losses not built from samples)
-    N = None
+    N: Any = None
 
-    def minibatch(self, indices):
+    def minibatch(self, indices: Any) -> Loss:
         """The same loss on the samples ``indices`` (for stochastic gradients)."""
         raise ParamgeoError(
             f"{type(self).__name__} is not built from samples, so it has no minibatches; "
             "use full-batch gradients (no batch size)"
         )
 
-    def structured_pullback(self, param):
+    def structured_pullback(self, param: Parameterization) -> Optional[tuple[Any, Any]]:
         """(L, grad L) computed from structure the plugin declares, or None for the generic
         chain rule through the flat predictor (the default)."""
         return None
 
-    def value_grad_batch(self, betas):
+    def value_grad_batch(self, betas: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(ell(beta_k))_k and (grad ell(beta_k))_k for flat predictors betas of shape (K, m):
         arrays of shape (K,) and (K, m). Default: one value and gradient per row; losses with a
         closed form override it with one batched array operation."""
@@ -88,19 +96,19 @@ class Loss(abc.ABC):
         return (np.array([float(self.value(b)) for b in betas]),
                 np.array([self.grad(b) for b in betas]).reshape(betas.shape))
 
-    def sample_features(self, betas):
+    def sample_features(self, betas: ArrayLike) -> Optional[NDArray[np.float64]]:
         """Features f(beta) (shape (T, F) for predictors betas of shape (T, m)) in which every
         sample's loss is linear, ell_i(beta) = c_i + <Phi_i, f(beta)>, or None where the loss has
         no such form (the default). With :meth:`sample_pairing` they give the influence of each
         sample on a posterior mean (the LLC estimator's data-set error bar)."""
         return None
 
-    def sample_pairing(self, V):
+    def sample_pairing(self, V: ArrayLike) -> NDArray[np.float64]:
         """(<Phi_i, V>)_i, shape (N,), for a direction V (shape (F,)) of the feature space of
         :meth:`sample_features`."""
         raise ParamgeoError(f"{type(self).__name__} has no per-sample features")
 
-    def check_dim(self, param):
+    def check_dim(self, param: Parameterization) -> None:
         """Raise ShapeError if the loss cannot be applied to the predictors of ``param``."""
         if self.m is not None and self.m != param.m:
             raise ShapeError(
@@ -133,20 +141,20 @@ class LinearMeasurements(Loss):
         self.A, self.y = _design(A, y, "squared loss")
         self.N, self.m = self.A.shape
 
-    def residual(self, beta):
+    def residual(self, beta: Any) -> Any:
         return anp.dot(self.A, beta) - self.y
 
-    def value(self, beta):
+    def value(self, beta: Any) -> Any:
         r = self.residual(beta)
         return 0.5 * anp.dot(r, r) / self.N
 
-    def grad(self, beta):
+    def grad(self, beta: ArrayLike) -> NDArray[np.float64]:
         return self.A.T @ self.residual(np.asarray(beta, float)) / self.N
 
-    def hessian(self, beta):
+    def hessian(self, beta: ArrayLike) -> NDArray[np.float64]:
         return self.A.T @ self.A / self.N
 
-    def value_grad_batch(self, betas):
+    def value_grad_batch(self, betas: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Residuals R = betas A^T - y (K x N): values |R_k|^2 / 2N, gradients R A / N."""
         R = np.asarray(betas, float) @ self.A.T - self.y
         return 0.5 * np.einsum("kn,kn->k", R, R) / self.N, R @ self.A / self.N
@@ -154,7 +162,7 @@ class LinearMeasurements(Loss):
     #: the largest predictor dimension m with per-sample features (there are m + m^2)
     FEATURE_LIMIT = 64
 
-    def sample_features(self, betas):
+    def sample_features(self, betas: ArrayLike) -> Optional[NDArray[np.float64]]:
         """f(beta) = (beta, beta beta^T): ell_i = y_i^2 / 2 - y_i <A_i, beta>
         + <A_i A_i^T, beta beta^T> / 2 (None for m > FEATURE_LIMIT)."""
         if self.m > self.FEATURE_LIMIT:
@@ -162,12 +170,12 @@ class LinearMeasurements(Loss):
         betas = np.asarray(betas, float)
         return np.hstack([betas, np.einsum("ti,tj->tij", betas, betas).reshape(len(betas), -1)])
 
-    def sample_pairing(self, V):
+    def sample_pairing(self, V: ArrayLike) -> NDArray[np.float64]:
         V = np.asarray(V, float)
         V1, V2 = V[:self.m], V[self.m:].reshape(self.m, self.m)
         return -self.y * (self.A @ V1) + 0.5 * np.einsum("ij,jk,ik->i", self.A, V2, self.A)
 
-    def minibatch(self, indices):
+    def minibatch(self, indices: Any) -> Loss:
         return type(self)(self.A[indices], self.y[indices])
 
 
@@ -188,30 +196,30 @@ class QuadraticMeasurements(Loss):
         self.N, self.d = self.X.shape
         self.m = self.d * self.d
 
-    def predictions(self, beta):
+    def predictions(self, beta: Any) -> Any:
         Q = anp.reshape(beta, (self.d, self.d))
         return anp.sum(anp.dot(self.X, Q) * self.X, axis=1)
 
-    def value(self, beta):
+    def value(self, beta: Any) -> Any:
         r = self.predictions(beta) - self.y
         return 0.5 * anp.dot(r, r) / self.N
 
-    def grad(self, beta):
+    def grad(self, beta: ArrayLike) -> NDArray[np.float64]:
         Q = np.reshape(np.asarray(beta, float), (self.d, self.d))
         r = np.sum((self.X @ Q) * self.X, axis=1) - self.y
         return (self.X.T @ (r[:, None] * self.X) / self.N).ravel()
 
-    def minibatch(self, indices):
+    def minibatch(self, indices: Any) -> Loss:
         return type(self)(self.X[indices], self.y[indices])
 
-    def check_dim(self, param):
+    def check_dim(self, param: Parameterization) -> None:
         if param.predictor_shape != (self.d, self.d):
             raise ShapeError(
                 f"the quadratic loss needs square {self.d} x {self.d} predictors, but "
                 f"{param.name} {param.sizes} has predictors of shape {param.predictor_shape}"
             )
 
-    def structured_pullback(self, param):
+    def structured_pullback(self, param: Parameterization) -> Optional[tuple[Any, Any]]:
         """With the plugin's ``quadratic_forms`` capability: L(theta) = (1/2N) |f - y|^2 and
         grad L = vjp((f - y) / N) from the factors, O(N d r) for U U^T instead of the O(N d^2)
         of the flat route (the generic route is the test oracle)."""
@@ -231,7 +239,7 @@ class QuadraticMeasurements(Loss):
         def grad(theta):
             return both(theta)[1]
 
-        grad.value_and_grad = both  # value_and_grad's one pass (the value is one dot product)
+        grad.value_and_grad = both  # type: ignore[attr-defined]  # value_and_grad's one pass
         return value, grad
 
 
@@ -262,19 +270,19 @@ class Regression(Loss):
         self.Syx = Y.T @ X / self.N
         self.syy = float(np.sum(Y * Y) / self.N)
 
-    def value(self, beta):
+    def value(self, beta: Any) -> Any:
         B = anp.reshape(beta, self.shape)
         return (0.5 * anp.sum(anp.dot(B, self.Sxx) * B) - anp.sum(B * self.Syx)
                 + 0.5 * self.syy)
 
-    def grad(self, beta):
+    def grad(self, beta: ArrayLike) -> NDArray[np.float64]:
         B = np.reshape(np.asarray(beta, float), self.shape)
         return (B @ self.Sxx - self.Syx).ravel()
 
-    def hessian(self, beta):
+    def hessian(self, beta: ArrayLike) -> NDArray[np.float64]:
         return np.kron(np.eye(self.shape[0]), self.Sxx)
 
-    def value_grad_batch(self, betas):
+    def value_grad_batch(self, betas: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The value and gradient above for a stack of predictors B_k (betas of shape (K, m)),
         from the same sufficient statistics in batched products."""
         betas = np.asarray(betas, float)
@@ -286,24 +294,24 @@ class Regression(Loss):
         values = np.einsum("ki,ki->k", 0.5 * BS - Syx, flat) + 0.5 * self.syy
         return values, BS - Syx
 
-    def sample_features(self, betas):
+    def sample_features(self, betas: ArrayLike) -> Optional[NDArray[np.float64]]:
         """f(B) = (B, B^T B): ell_i(B) = |y_i|^2 / 2 - y_i^T B x_i + x_i^T B^T B x_i / 2, so
         Phi_i = (-y_i x_i^T, x_i x_i^T / 2)."""
         B = np.reshape(np.asarray(betas, float), (-1,) + self.shape)
         return np.hstack([B.reshape(len(B), -1),
                           (B.transpose(0, 2, 1) @ B).reshape(len(B), -1)])
 
-    def sample_pairing(self, V):
+    def sample_pairing(self, V: ArrayLike) -> NDArray[np.float64]:
         V = np.asarray(V, float)
         k = self.m
         V1, V2 = V[:k].reshape(self.shape), V[k:].reshape(self.shape[1], self.shape[1])
         return (-np.einsum("ij,ij->i", self.Y @ V1, self.X)
                 + 0.5 * np.einsum("ij,ij->i", self.X @ V2, self.X))
 
-    def minibatch(self, indices):
+    def minibatch(self, indices: Any) -> Loss:
         return type(self)(self.X[indices], self.Y[indices])
 
-    def reduced_rank_minimiser(self, H):
+    def reduced_rank_minimiser(self, H: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(W1, W2), W1 of shape (H, in) and W2 (out, H), with B = W2 W1 the minimiser of
         ell over matrices of rank <= H (reduced-rank regression; Reinsel and Velu 1998,
         "Multivariate reduced-rank regression", Theorem 2.2): with the whitened
@@ -326,7 +334,7 @@ class Regression(Loss):
         W1[:k] = (np.sqrt(S[:k])[:, None] * Qt[:k]) @ inv_root
         return W1, W2
 
-    def check_dim(self, param):
+    def check_dim(self, param: Parameterization) -> None:
         if tuple(param.predictor_shape) != self.shape:
             flipped = tuple(param.predictor_shape) == self.shape[::-1]
             raise ShapeError(
@@ -357,19 +365,19 @@ class _MarginLoss(Loss):
         y = np.asarray(y, dtype=float).ravel()
         return cls(np.eye(y.size), y)
 
-    def margins(self, beta):
+    def margins(self, beta: Any) -> Any:
         return self.y * anp.dot(self.A, beta)
 
-    def minibatch(self, indices):
+    def minibatch(self, indices: Any) -> Loss:
         return type(self)(self.A[indices], self.y[indices])
 
-    def grad(self, beta):
+    def grad(self, beta: ArrayLike) -> NDArray[np.float64]:
         mu = self.margins(np.asarray(beta, float))
-        return self.A.T @ (self.y * self.dloss(mu)) / self.N
+        return self.A.T @ (self.y * self.dloss(mu)) / self.N  # type: ignore[attr-defined]
 
-    def hessian(self, beta):
+    def hessian(self, beta: ArrayLike) -> NDArray[np.float64]:
         mu = self.margins(np.asarray(beta, float))
-        return (self.A.T * self.d2loss(mu)) @ self.A / self.N
+        return (self.A.T * self.d2loss(mu)) @ self.A / self.N  # type: ignore[attr-defined]
 
 
 class Logistic(_MarginLoss):
@@ -382,17 +390,17 @@ class Logistic(_MarginLoss):
     bias of gradient descent on separable data"); see :func:`max_margin`. The autograd
     defaults are the test oracle of the closed forms."""
 
-    def value(self, beta):
+    def value(self, beta: Any) -> Any:
         return anp.mean(anp.logaddexp(0.0, -self.margins(beta)))
 
     @staticmethod
-    def dloss(mu):
+    def dloss(mu: Any) -> Any:
         from scipy.special import expit
 
         return -expit(-mu)
 
     @staticmethod
-    def d2loss(mu):
+    def d2loss(mu: Any) -> Any:
         from scipy.special import expit
 
         return expit(mu) * expit(-mu)
@@ -403,15 +411,15 @@ class Exponential(_MarginLoss):
     l'(mu) = -e^{-mu}, l''(mu) = e^{-mu} (the same max-margin limit as the logistic loss,
     Soudry et al. 2018)."""
 
-    def value(self, beta):
+    def value(self, beta: Any) -> Any:
         return anp.mean(anp.exp(-self.margins(beta)))
 
     @staticmethod
-    def dloss(mu):
+    def dloss(mu: Any) -> Any:
         return -np.exp(-mu)
 
     @staticmethod
-    def d2loss(mu):
+    def d2loss(mu: Any) -> Any:
         return np.exp(-mu)
 
 
@@ -432,7 +440,7 @@ class MaxMargin(Result):
     message: str
 
 
-def max_margin(A, y, tol=1e-12):
+def max_margin(A: ArrayLike, y: ArrayLike, tol: float = 1e-12) -> MaxMargin:
     """The hard-margin SVM without bias: w* = argmin |w|^2 / 2 subject to y_i <A_i, w> >= 1,
     solved with scipy's SLSQP; returns a :class:`MaxMargin` (direction w* / |w*|, margin
     1 / |w*|) with the KKT certificate w* = sum_{i in support} alpha_i y_i A_i, alpha >= 0
@@ -472,7 +480,7 @@ class CallableLoss(Loss):
             raise ParamgeoError("CallableLoss needs a callable ell(beta) -> float")
         self.fn, self.m = fn, m
 
-    def value(self, beta):
+    def value(self, beta: Any) -> Any:
         out = self.fn(beta)
         if anp.ndim(out) != 0:
             raise ParamgeoError(
@@ -481,7 +489,7 @@ class CallableLoss(Loss):
         return out
 
 
-def loss_hessian(param, loss, theta):
+def loss_hessian(param: Parameterization, loss: Loss, theta: ArrayLike) -> NDArray[np.float64]:
     """The n x n Hessian of L = ell o phi: J^T Hess(ell) J + sum_i g_i Hess(phi_i).
 
     The second term, with g = grad ell(phi(theta)) held fixed, is built column by column from
@@ -498,7 +506,8 @@ def loss_hessian(param, loss, theta):
     return 0.5 * (H + H.T)
 
 
-def pullback(param, loss):
+def pullback(param: Parameterization, loss: Loss) -> tuple[Callable[[Any], float],
+                                                          Callable[[Any], NDArray[np.float64]]]:
     """(L, grad L) for L(theta) = ell(phi(theta)), grad L = J^T grad ell(phi(theta)) by VJP
     (or the loss's ``structured_pullback`` when the plugin declares the structure it uses)."""
     from ..contract.arguments import parameterization
@@ -523,7 +532,8 @@ def pullback(param, loss):
     return value, grad
 
 
-def value_and_grad(param, loss):
+def value_and_grad(param: Parameterization,
+                   loss: Loss) -> Callable[[Any], tuple[float, NDArray[np.float64]]]:
     """theta -> (L(theta), grad L(theta)) for L = ell(phi(theta)): one forward pass for both
     (grad L = J^T grad ell(phi(theta)) by VJP); where the loss has a ``structured_pullback`` for
     this plugin, its one-pass pair if its gradient carries one (attribute ``value_and_grad``),
@@ -540,7 +550,8 @@ def value_and_grad(param, loss):
     return both
 
 
-def batched_value_and_grad(param, loss, single=False):
+def batched_value_and_grad(param: Parameterization, loss: Loss, single: bool = False
+                           ) -> Callable[[Any], tuple[NDArray[np.float64], NDArray[np.float64]]]:
     """thetas (K, n) -> (values (K,), gradients (K, n)) of L = ell(phi(theta)) at each row: one
     batched pass (the plugin's ``batched_vjp`` and the loss's ``value_grad_batch``, grad L_k =
     J(theta_k)^T grad ell(phi(theta_k))) where the plugin declares ``batched_vjp`` and the loss
@@ -557,7 +568,7 @@ def batched_value_and_grad(param, loss, single=False):
             values, G = loss.value_grad_batch(np.asarray(phis).reshape(len(thetas), -1))
             return values, vjp(G)
 
-        batch.batched = True
+        batch.batched = True  # type: ignore[attr-defined]
         return batch
 
     def rows(thetas):
@@ -565,5 +576,5 @@ def batched_value_and_grad(param, loss, single=False):
         return (np.array([value for value, _ in pairs], float),
                 np.array([grad for _, grad in pairs], float).reshape(np.shape(thetas)))
 
-    rows.batched = False
+    rows.batched = False  # type: ignore[attr-defined]
     return rows

@@ -21,6 +21,9 @@ from ..results import Result
 from .potentials import mirror_potential
 
 if TYPE_CHECKING:
+    from os import PathLike
+    from pathlib import Path
+
     from numpy.typing import ArrayLike, NDArray
 
     from ..contract.parameterization import Parameterization
@@ -342,7 +345,7 @@ class ImplicitBias(Result):
     beta_l1: np.ndarray
     beta_l2: np.ndarray
 
-    def plot(self, path, *, title=None):
+    def plot(self, path: str | PathLike[str], *, title: Optional[str] = None) -> Path:
         """Draw the four predictors coordinate by coordinate (PNG, SVG or PDF by the suffix of
         ``path``; needs matplotlib): the gradient-flow limit, argmin R, the minimum-l1 and the
         minimum-l2 interpolators. Returns the path."""

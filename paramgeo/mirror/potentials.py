@@ -67,7 +67,7 @@ class Potential(Result):
     digits: int = 0
     limit: Optional[tuple] = dataclasses.field(default=None, repr=False)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {k: to_jsonable(getattr(self, k))
                 for k in ("formula", "source", "reference", "theta0", "beta0")}
 

@@ -35,7 +35,8 @@ from .potentials import Potential, commuting_flow, mirror_flow, numerical_potent
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
-    from ..losses.predictor import Loss
+    from ..contract.parameterization import ParamSpec
+    from ..losses.predictor import LinearMeasurements, Loss
     from ..linalg.numerics import RankPolicy
 
 
@@ -60,28 +61,28 @@ class LinearCoordinates(Parameterization):
         self.name = f"{base.name} ({label})"
         self.sizes = dict(base.sizes)
 
-    def make_spec(self):
+    def make_spec(self) -> ParamSpec:
         return self.base.spec
 
-    def make_predictor_shape(self):
+    def make_predictor_shape(self) -> tuple[int, ...]:
         return (self.C.shape[0],)
 
-    def forward(self, theta):
+    def forward(self, theta: ArrayLike) -> NDArray[np.float64]:
         return anp.dot(self.C, self.base.forward_flat(theta))
 
-    def random_point(self, rng):
+    def random_point(self, rng: np.random.Generator) -> NDArray[np.float64]:
         return self.base.random_point(rng)
 
-    def jacobian(self, theta):
+    def jacobian(self, theta: ArrayLike) -> NDArray[np.float64]:
         return self.C @ np.asarray(self.base.jacobian(theta), float)
 
-    def jvp(self, theta, v):
+    def jvp(self, theta: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
         return self.C @ np.asarray(self.base.jvp(theta, v), float)
 
-    def vjp(self, theta, w):
+    def vjp(self, theta: ArrayLike, w: ArrayLike) -> NDArray[np.float64]:
         return np.asarray(self.base.vjp(theta, self.C.T @ np.asarray(w, float)), float)
 
-    def jacobian_derivative(self, theta, v):
+    def jacobian_derivative(self, theta: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
         # row j: d/dt (J^T c_j)(theta + t v) = Hess(c_j . phi)(theta) v  (k Hessian-vector
         # products instead of the m x n derivative of J)
         return np.stack([np.asarray(self.base.hessian_vp(theta, c, v), float) for c in self.C])
@@ -267,21 +268,23 @@ class CommutingRegime(Result):
     def potential_source(self):
         return None if self.potential is None else self.potential.source
 
-    def coordinates_param(self):
+    def coordinates_param(self) -> LinearCoordinates:
         """The active coordinates lambda_a = C_a phi(theta) as a parameterization."""
-        return LinearCoordinates(self.param, self.C[list(self.active)], f"{self.coordinates} "
+        C: Any = self.C
+        return LinearCoordinates(self.param, C[list(self.active)], f"{self.coordinates} "
                                  "coordinates")
 
-    def reduced_loss(self):
+    def reduced_loss(self) -> LinearMeasurements:
         """The loss as a function of the active coordinates: (1/2N) |D_a lambda_a - y'|^2 with
         y' = y - D_f lambda0_f (frozen coordinates keep their initial values)."""
         from ..losses.predictor import LinearMeasurements
 
         a, f = list(self.active), list(self.frozen)
-        return LinearMeasurements(self.design[:, a],
-                                  self.target - self.design[:, f] @ self.lambda0[f])
+        design: Any = self.design
+        lambda0: Any = self.lambda0
+        return LinearMeasurements(design[:, a], self.target - design[:, f] @ lambda0[f])
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         out = {f.name: to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)
                if f.name not in ("potential", "theta0", "param")}
         out["potential"] = self.potential_formula

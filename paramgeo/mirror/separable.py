@@ -29,11 +29,19 @@ implicit-bias problem is solved in its dual with mpmath at log10(T) + 30 digits
 (``Potential.conjugate_mp``, ``Potential.digits``).
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 
 from ..errors import ParamgeoError
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from .potentials import Potential
 
 
 class PowerMirrorMap:
@@ -65,7 +73,7 @@ class PowerMirrorMap:
             return None
         return qp, qm
 
-    def conjugate_grad(self, mu):
+    def conjugate_grad(self, mu: ArrayLike) -> NDArray[np.float64]:
         """grad R*(mu) = beta(mu); NaN outside the domain."""
         t = self._terms(mu)
         if t is None:
@@ -73,7 +81,7 @@ class PowerMirrorMap:
         qp, qm = t
         return qp ** -self.k - qm ** -self.k
 
-    def conjugate_value(self, mu):
+    def conjugate_value(self, mu: ArrayLike) -> float:
         """R*(mu) (inf outside the domain)."""
         t = self._terms(mu)
         if t is None:
@@ -84,12 +92,12 @@ class PowerMirrorMap:
                    + np.where(np.isinf(self.B), 0.0, t[1] ** e - self.B ** e))
         return float(np.sum(val) / (self.c * (self.k - 1.0)))
 
-    def conjugate_hessian_diag(self, mu):
+    def conjugate_hessian_diag(self, mu: ArrayLike) -> NDArray[np.float64]:
         """The diagonal of Hess R*(mu) = c k [(A - c mu)^(-k-1) + (B + c mu)^(-k-1)]."""
         qp, qm = self._terms(mu)
         return self.c * self.k * (qp ** (-self.k - 1) + qm ** (-self.k - 1))
 
-    def inverse(self, beta):
+    def inverse(self, beta: ArrayLike) -> NDArray[np.float64]:
         """grad R(beta): the mu with beta(mu) = beta, coordinate by coordinate (beta is
         increasing in mu). One-term coordinates in closed form, the others by bisection on the
         domain (-B/c, A/c) polished by Newton steps. NaN where beta is not attained."""
@@ -118,7 +126,7 @@ class PowerMirrorMap:
         return mu
 
     # ------------------------------------------------------------ mpmath
-    def conjugate_mp(self, mu):
+    def conjugate_mp(self, mu: Any) -> Optional[tuple[float, Any, Any]]:
         """(R*(mu), beta(mu), diag Hess R*(mu)) for mu given as mpmath numbers: the gaps
         A - c mu and B + c mu to the boundary are formed at mpmath's working precision (they
         cancel log10(A) digits), then everything else in float64 from them. None outside the
@@ -140,7 +148,7 @@ class PowerMirrorMap:
         return (float(np.sum(val) / (self.c * (k - 1.0))), qp ** -k - qm ** -k,
                 self.c * k * (qp ** (-k - 1) + qm ** (-k - 1)))
 
-    def digits(self):
+    def digits(self) -> int:
         """Working precision of the dual variable: 30 digits plus the log10(A) that
         1 - c mu / A cancels near the thresholds (A the largest finite amplitude)."""
         amps = np.r_[self.A, self.B]
@@ -148,15 +156,17 @@ class PowerMirrorMap:
         top = float(amps.max()) if amps.size else 1.0
         return 30 + max(0, int(math.ceil(math.log10(top))))
 
-    def limit(self):
+    def limit(self) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
         """(upper, lower, T): the vanishing-initialisation thresholds a_i / c, b_i / c
         (inf where a term is absent) for A = T a, B = T b, T the smallest finite amplitude."""
         amps = np.r_[self.A, self.B]
         T = float(amps[np.isfinite(amps)].min())
         return self.A / (self.c * T), self.B / (self.c * T), T
 
-    def potential(self, theta0, beta0, formula, reference, value=None, grad=None,
-                  hessian=None):
+    def potential(self, theta0: ArrayLike, beta0: ArrayLike, formula: str, reference: str,
+                  value: Optional[Callable[[Any], float]] = None,
+                  grad: Optional[Callable[[Any], Any]] = None,
+                  hessian: Optional[Callable[[Any], Any]] = None) -> Potential:
         """The :class:`paramgeo.mirror.Potential` of this map (closed-form ``value``, ``grad``,
         ``hessian`` of R where the caller has them, else through the inverse map)."""
         from .potentials import Potential
@@ -168,13 +178,13 @@ class PowerMirrorMap:
                          conjugate_mp=self.conjugate_mp, digits=self.digits(), limit=self.limit())
 
     # ------------------------------------------------------------ the potential
-    def value(self, beta):
+    def value(self, beta: ArrayLike) -> float:
         """R(beta) = <mu, beta> - R*(mu), mu = grad R(beta) (inf outside the range)."""
         mu = self.inverse(beta)
         if not np.all(np.isfinite(mu)):
             return float("inf")
         return float(mu @ np.asarray(beta, float) - self.conjugate_value(mu))
 
-    def hessian(self, beta):
+    def hessian(self, beta: ArrayLike) -> NDArray[np.float64]:
         """Hess R(beta) = diag(1 / Hess R*(grad R(beta)))."""
         return np.diag(1.0 / self.conjugate_hessian_diag(self.inverse(beta)))

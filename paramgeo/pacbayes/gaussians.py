@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 from scipy import linalg
@@ -23,7 +23,7 @@ from ..errors import ParamgeoError, ShapeError
 from ..results import Result
 
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike
+    from numpy.typing import ArrayLike, NDArray
 
 
 class PacBayesInputError(ParamgeoError, ValueError):
@@ -69,20 +69,20 @@ class DiagonalGaussian(Result):
         object.__setattr__(self, "std", std)
 
     @classmethod
-    def isotropic(cls, mean, scale):
+    def isotropic(cls, mean: ArrayLike, scale: float) -> DiagonalGaussian:
         """N(mean, scale^2 I)."""
-        return cls(mean=mean, std=_positive(scale, "scale"))
+        return cls(mean=mean, std=_positive(scale, "scale"))  # type: ignore[arg-type]
 
     @property
     def n(self):
         return self.mean.size
 
-    def sample(self, rng, size=None):
+    def sample(self, rng: np.random.Generator, size: Optional[int] = None) -> NDArray[np.float64]:
         """Samples (size x n, or n if size is None) from ``rng`` (a numpy Generator)."""
         shape = (self.n,) if size is None else (int(size), self.n)
         return self.mean + self.std * rng.standard_normal(shape)
 
-    def logpdf(self, theta):
+    def logpdf(self, theta: ArrayLike) -> Any:
         """log density at theta (shape (..., n))."""
         z = (np.asarray(theta, float) - self.mean) / self.std
         return -0.5 * np.sum(z * z, axis=-1) - np.sum(np.log(self.std)) \

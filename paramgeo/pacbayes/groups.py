@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 from scipy import linalg, optimize
@@ -52,10 +52,11 @@ class GroupStructure(Result):
     torus_basis: Optional[np.ndarray] = None
     torus_weights: Optional[np.ndarray] = None
 
-    def torus_exp(self, psi):
+    def torus_exp(self, psi: ArrayLike) -> NDArray[np.float64]:
         """exp(sum_j psi_j B_j) for a batch psi (M, c), from the joint eigenbasis."""
         ph = np.exp(-1j * (np.atleast_2d(psi) @ self.torus_weights))
-        return np.einsum("ia,ma,ja->mij", self.torus_basis, ph, self.torus_basis.conj()).real
+        basis: Any = self.torus_basis
+        return np.einsum("ia,ma,ja->mij", basis, ph, basis.conj()).real
 
     @property
     def basis(self):

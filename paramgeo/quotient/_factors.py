@@ -4,13 +4,19 @@ sign flips, enumeration of small finite groups); the methods and references are 
 :mod:`paramgeo.quotient.align`'s docstring.
 """
 
+from __future__ import annotations
+
 import itertools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import ParamgeoError
 from ..symmetry import (FieldGroup, GeneralLinearGroup, OrthogonalGroup, ScalingTorus,
-                        ShearGroup, SignedPermutationGroup, UnitPermutationGroup, block_matrix)
+                       ShearGroup, SignedPermutationGroup, UnitPermutationGroup, block_matrix)
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 #: group sizes up to which a finite group without unit structure is enumerated
 MAX_ENUMERATED = 5040
@@ -22,7 +28,7 @@ MAX_ENUMERATED_FLIPS = 12
 MAX_COND = 1e6
 
 
-def well_conditioned(g):
+def well_conditioned(g: NDArray[np.float64]) -> bool:
     """Whether the matrix ``g`` is invertible with condition number at most ``MAX_COND``."""
     return bool(np.all(np.isfinite(g))) and np.linalg.cond(g) <= MAX_COND
 
@@ -174,7 +180,7 @@ def _assignment():
 
 _LSA = None
 #: per tuple of unit classes (held by its group): (disjoint, classes sharing positions)
-_STRUCTURE = {}
+_STRUCTURE: dict = {}
 
 
 def _class_structure(classes, n):

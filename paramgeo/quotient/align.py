@@ -115,9 +115,9 @@ class Alignment(Result):
     isometric: bool
     skipped: tuple = ()
 
-    def act(self, theta):
+    def act(self, theta: ArrayLike) -> NDArray[np.float64]:
         """g . theta for the element found (the steps of a product applied in order)."""
-        return act_element(self._group, self.g, theta)
+        return act_element(self._group, self.g, theta)  # type: ignore[attr-defined]
 
     @functools.cached_property
     def certificate(self):
@@ -143,7 +143,7 @@ class Alignment(Result):
         return float(np.linalg.norm(np.asarray(param.forward_flat(self.aligned)) - phi2)
                      / (1.0 + np.linalg.norm(phi2)))
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out.update(certificate=self.certificate.to_dict(),
                    invariance_error=to_jsonable(self.invariance_error))
@@ -251,7 +251,8 @@ def _orbits(group, n):
     return roots, positive_only, other, flips
 
 
-def relaxation_bound(group, x, y):
+def relaxation_bound(group: SymmetryGroup, x: NDArray[np.float64],
+                     y: NDArray[np.float64]) -> float:
     """A lower bound on inf_g |x - g . y| that relaxes ``group``: positions moved by no
     continuous factor can only be permuted within their orbit under the discrete factors, and
     an orbit O contributes at least min over bijections sigma of O of sum (x_p - y_sigma(p))^2,
@@ -284,7 +285,7 @@ def relaxation_bound(group, x, y):
 
 # ------------------------------------------------------------------ the engine
 def align(param: Parameterization, theta1: ArrayLike, theta2: ArrayLike, max_sweeps: int = 50,
-          tol: float = 1e-12, factors: Optional[Sequence[str]] = None,
+          tol: float = 1e-12, factors: Optional[Sequence[int]] = None,
           group: Optional[SymmetryGroup] = None) -> Alignment:
     """Align theta2 to theta1 modulo the declared group G = ``param.symmetry()``.
 

@@ -19,7 +19,7 @@ The maximum is taken over ``n_points`` equally spaced lambda (both ends included
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
@@ -31,6 +31,8 @@ from .align import align
 from .metric import geodesic
 
 if TYPE_CHECKING:
+    from os import PathLike
+
     from numpy.typing import ArrayLike
 
     from ..losses.predictor import Loss
@@ -72,7 +74,7 @@ class Barrier(Result):
                 f"{self.entezari:.6g}\n"
                 f"  end losses  {self.end_losses[0]:.6g}, {self.end_losses[1]:.6g}")
 
-    def plot(self, path=None, ax=None):
+    def plot(self, path: Optional[str | PathLike[str]] = None, ax: Any = None) -> Any:
         """Plot L(theta(lambda)) and the interpolated end losses (matplotlib, the ``plot``
         extra); save to ``path`` when given. Returns the axes."""
         try:
@@ -95,7 +97,7 @@ class Barrier(Result):
         if path is not None:
             from ..io.files import save_figure
 
-            ax.figure.tight_layout()
+            ax.figure.tight_layout()  # type: ignore[union-attr]
             save_figure(ax.figure, path)
         return ax
 

@@ -71,7 +71,7 @@ class CheckReport(Result):
     passed: bool
     items: tuple
 
-    def failures(self):
+    def failures(self) -> list[CheckItem]:
         return [item for item in self.items if not item.passed]
 
     def __str__(self):

@@ -1,12 +1,18 @@
 """One-screen summary of a parameterization: dimensions, generic rank, symmetry, quotient."""
 
+from __future__ import annotations
+
 import dataclasses
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
 from ..geometry.jacobian import generic_rank_decision, orbit_dim
 from ..results import Result
 from ..io.progress import shows_progress
+
+if TYPE_CHECKING:
+    from ..contract.parameterization import Parameterization
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -30,7 +36,7 @@ class Description(Result):
     predictor_shape: tuple
     predictor_dim: int
     generic_rank: int
-    symmetry: dict
+    symmetry: Optional[dict]
     quotient_dim: int
     rank_is_quotient_dim: bool
     capabilities: tuple
@@ -40,11 +46,12 @@ class Description(Result):
     rank_certificate: object = None  # how a matrix-free generic rank was certified
     #: how many of the n - generic rank kernel dimensions the group explains, and the blocks
     #: the unexplained directions move (:func:`paramgeo.critical.completeness`)
-    symmetry_explains: str = None
+    symmetry_explains: Optional[str] = None
 
 
 @shows_progress("describe")
-def describe(param, seed=0, route="auto", progress="auto"):
+def describe(param: Parameterization, seed: int = 0, route: str = "auto",
+             progress: Any = "auto") -> Description:
     """Describe ``param``: n, m, generic rank (max over random points), symmetry name and
     dimension (declared, else discovered), quotient dimension n - dim(orbit) and whether it
     equals the generic rank. ``route`` chooses how ranks are decided (dense SVD, the plugin's

@@ -9,12 +9,22 @@ Each test method runs over every instance. :func:`assert_contract` is the same c
 plain function for other runners.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
 import numpy as np
 
 from .contract_check import check
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
-def assert_contract(param, seed=0, **kwargs):
+    from ..contract.parameterization import Parameterization
+    from .contract_check import CheckReport
+
+
+def assert_contract(param: Parameterization, seed: int = 0, **kwargs: Any) -> CheckReport:
     """Raise AssertionError with the full report if ``param`` fails the contract check."""
     report = check(param, seed=seed, **kwargs)
     if not report.passed:
@@ -22,7 +32,9 @@ def assert_contract(param, seed=0, **kwargs):
     return report
 
 
-def assert_closed_forms(param, theta, rng, atol=1e-12, fd_atol=1e-7):
+def assert_closed_forms(param: Parameterization, theta: ArrayLike, rng: np.random.Generator,
+                        atol: float = 1e-12,
+                        fd_atol: float = 1e-7) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Assert that the closed-form J, J v and J^T w at theta agree with autograd (the
     contract's defaults) and J with central finite differences; v, w drawn from ``rng``."""
     from .contract_check import finite_difference_jacobian
@@ -42,21 +54,21 @@ def assert_closed_forms(param, theta, rng, atol=1e-12, fd_atol=1e-7):
 class ContractSuite:
     """Subclass with ``instances = [...]`` (parameterization objects) to test them all."""
 
-    instances = ()
+    instances: Sequence[Any] = ()
 
-    def test_contract_check_passes(self):
+    def test_contract_check_passes(self) -> None:
         assert self.instances, "set `instances` to the parameterizations under test"
         for param in self.instances:
             assert_contract(param)
 
-    def test_random_point_is_reproducible(self):
+    def test_random_point_is_reproducible(self) -> None:
         for param in self.instances:
             a = param.random_point(np.random.default_rng(7))
             b = param.random_point(np.random.default_rng(7))
             np.testing.assert_array_equal(a, b)
             assert a.shape == (param.n,)
 
-    def test_jacobian_shape(self):
+    def test_jacobian_shape(self) -> None:
         for param in self.instances:
             theta = param.random_point(np.random.default_rng(0))
             assert param.jacobian(theta).shape == (param.m, param.n)

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union
 
 from ..cli._critical import MAX_STARTS
 from ..cli._define import MAX_EXACT_POINTS
 from ..errors import ParamgeoError
 from ..dynamics.trajectory import MAX_RECORDS, MAX_STEPS, MAX_T_FINAL
+
+if TYPE_CHECKING:
+    from ..contract.parameterization import Parameterization
 
 #: A required option (no default).
 REQUIRED = object()
@@ -40,7 +43,7 @@ class Query:
     maps a former option name, still accepted for one release with a warning, to its name."""
 
     name: str
-    run: object
+    run: Callable[..., Any]
     options: dict
     dense: bool = True
     help: str = ""
@@ -69,7 +72,8 @@ def register_query(
 
 # ------------------------------------------------------------------------------- converters
 
-def integer(minimum=None, maximum=None, optional=False):
+def integer(minimum: Optional[int] = None, maximum: Optional[int] = None,
+            optional: bool = False) -> Callable[[Any], Any]:
     def convert(value):
         if optional and value is None:
             return None
@@ -84,7 +88,8 @@ def integer(minimum=None, maximum=None, optional=False):
     return convert
 
 
-def number(positive=False, optional=False, open_unit=False, maximum=None):
+def number(positive: bool = False, optional: bool = False, open_unit: bool = False,
+           maximum: Optional[float] = None) -> Callable[[Any], Any]:
     def convert(value):
         if optional and value is None:
             return None
@@ -108,14 +113,14 @@ def _short_repr(value):
     return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
-def positive_list(value):
+def positive_list(value: Any) -> list[float]:
     values = value if isinstance(value, list) else [value]
     if not values:
         raise ValueError("must be a positive number or a non-empty list of them")
     return [number(positive=True)(v) for v in values]
 
 
-def choice(*values):
+def choice(*values: Any) -> Callable[[Any], Any]:
     def convert(value):
         if value not in values:
             raise ValueError(f"must be one of {', '.join(map(str, values))}, got {value!r}")
@@ -123,13 +128,13 @@ def choice(*values):
     return convert
 
 
-def flag(value):
+def flag(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"must be true or false, got {value!r}")
     return value
 
 
-def path(optional=False):
+def path(optional: bool = False) -> Callable[[Any], Any]:
     def convert(value):
         if optional and value is None:
             return None
@@ -152,7 +157,7 @@ def _point():
 # ------------------------------------------------------------------------------ the queries
 
 @register_query("describe", {"seed": _seed()})
-def describe_query(param, seed):
+def describe_query(param: Parameterization, seed: int) -> Any:
     """Dimensions, generic rank, symmetry and quotient dimension (paramgeo describe)."""
     from ..reports.description import describe
 
@@ -160,7 +165,7 @@ def describe_query(param, seed):
 
 
 @register_query("rank", _point())
-def rank_query(param, seed, at):
+def rank_query(param: Parameterization, seed: int, at: Optional[str]) -> Any:
     """Rank of J at a point, the generic rank and the singular values (paramgeo rank)."""
     from ..cli._common import load_point
     from ..cli._core import rank_report
@@ -169,7 +174,7 @@ def rank_query(param, seed, at):
 
 
 @register_query("check", {"seed": _seed()})
-def check_query(param, seed):
+def check_query(param: Parameterization, seed: int) -> Any:
     """The contract check (paramgeo check)."""
     from ..reports.contract_check import check
 
@@ -177,7 +182,7 @@ def check_query(param, seed):
 
 
 @register_query("critical", _point())
-def critical_query(param, seed, at):
+def critical_query(param: Parameterization, seed: int, at: Optional[str]) -> Any:
     """Classify a point: regular or critical with its causes (paramgeo critical)."""
     from ..cli._common import load_point
     from ..critical import classify
@@ -187,7 +192,7 @@ def critical_query(param, seed, at):
 
 @register_query("strata", {"kinds": Option(default="deleted", convert=choice("deleted", "all")),
                            "seed": _seed()})
-def strata_query(param, kinds, seed):
+def strata_query(param: Parameterization, kinds: str, seed: int) -> Any:
     """The poset of strata with their generic ranks (paramgeo strata)."""
     from ..critical import strata
 
@@ -199,7 +204,7 @@ def strata_query(param, kinds, seed):
                            "seed": _seed("seed of the starts"),
                            "maxiter": Option(default=100, convert=integer(1),
                                              help="L-BFGS-B iterations per start")})
-def search_query(param, starts, seed, maxiter):
+def search_query(param: Parameterization, starts: int, seed: int, maxiter: int) -> Any:
     """Critical points from random starts, classified (paramgeo search)."""
     from ..critical import search
 
@@ -212,7 +217,8 @@ def search_query(param, starts, seed, maxiter):
                            "method": Option(default="auto",
                                             convert=choice("auto", "symbolic", "numeric")),
                            "seed": _seed("seed of the test points")})
-def mirror_query(param, init_scale, degree, method, seed):
+def mirror_query(param: Parameterization, init_scale: Optional[float], degree: int, method: str,
+                 seed: int) -> Any:
     """Lie algebra of the fields grad phi_i, conservation laws, potential (paramgeo mirror)."""
     from ..mirror import mirror
 
@@ -238,8 +244,9 @@ STIFF_FLOW = {"chart": Option(default="theta", convert=choice("theta", "log"),
     "rtol": Option(default=1e-10, convert=number(positive=True)),
     "atol": Option(default=1e-15, convert=number(positive=True)),
     **STIFF_FLOW})
-def implicit_bias_query(param, data, init_scale, t_final, rtol, atol, chart, time_scale,
-                        exact_jacobian):
+def implicit_bias_query(param: Parameterization, data: str, init_scale: float,
+                        t_final: float, rtol: float, atol: float, chart: str,
+                        time_scale: float, exact_jacobian: bool) -> Any:
     """argmin R_alpha(beta) s.t. X beta = y against the gradient-flow limit
     (paramgeo implicit-bias)."""
     from ..cli._mirror import load_regression
@@ -279,9 +286,12 @@ def implicit_bias_query(param, data, init_scale, t_final, rtol, atol, chart, tim
     "teleport_radius": Option(default=1.0, convert=number(positive=True)),
     "seed": _seed("seed of the random start and of the minibatches")}, dense=False,
     renamed={"time": "t_final"})
-def flow_query(param, loss, data, method, steps, t_final, lr, schedule, batch_size, integrator,
-               rtol, atol, log_times, chart, time_scale, exact_jacobian, records, stop_loss,
-               stop_grad, init_scale, teleport_every, teleport_radius, seed):
+def flow_query(param: Parameterization, loss: str, data: str, method: str, steps: Optional[int],
+               t_final: Optional[float], lr: float, schedule: str, batch_size: Optional[int],
+               integrator: str, rtol: float, atol: float, log_times: bool, chart: str,
+               time_scale: float, exact_jacobian: bool, records: int, stop_loss: Optional[float],
+               stop_grad: Optional[float], init_scale: Optional[float],
+               teleport_every: Optional[int], teleport_radius: float, seed: int) -> Any:
     """Gradient descent or gradient flow of a loss through phi (paramgeo flow); the options
     of the other method are unused."""
     from ..cli._flow import load_data, train
@@ -306,7 +316,8 @@ def flow_query(param, loss, data, method, steps, t_final, lr, schedule, batch_si
     "method": Option(default="auto", convert=choice("auto", "quadrature", "montecarlo")),
     "samples": Option(default=200, convert=integer(2)),
     "seed": _seed("Monte Carlo seed")}, renamed={"n": "sample_size"})
-def pacbayes_query(param, posterior, prior_scale, sample_size, delta, method, samples, seed):
+def pacbayes_query(param: Parameterization, posterior: str, prior_scale: list[float],
+                   sample_size: int, delta: float, method: str, samples: int, seed: int) -> Any:
     """Parameter and quotient KL, both priors, three certificates (paramgeo pacbayes)."""
     from ..pacbayes import load_posterior, pacbayes_report
 
@@ -317,7 +328,8 @@ def pacbayes_query(param, posterior, prior_scale, sample_size, delta, method, sa
 
 @register_query("discover", {"seed": _seed(), "discrete": Option(default=True, convert=flag),
                              "max_dim": Option(default=None, convert=integer(1, optional=True))})
-def discover_query(param, seed, discrete, max_dim):
+def discover_query(param: Parameterization, seed: int, discrete: bool,
+                   max_dim: Optional[int]) -> Any:
     """Symmetries found from the map alone (paramgeo discover)."""
     from ..symmetry import MAX_LINEAR_DIM, discover
 
@@ -327,7 +339,7 @@ def discover_query(param, seed, discrete, max_dim):
 
 @register_query("exact", {"seed": _seed("seed of the random rational points"),
                           "points": Option(default=2, convert=integer(1, MAX_EXACT_POINTS))})
-def exact_query(param, seed, points):
+def exact_query(param: Parameterization, seed: int, points: int) -> Any:
     """Exact (sympy) ranks over Q and Q(theta) (paramgeo exact)."""
     from ..expressions.symbolic import exact_analysis
 
@@ -346,7 +358,7 @@ def _units(value):
 @register_query("structure", {"units": Option(default=None, convert=_units,
                                               help="BLOCK:AXIS,... (the layer's units)"),
                               "check": Option(default=True, convert=flag)})
-def structure_query(param, units, check):
+def structure_query(param: Parameterization, units: Any, check: bool) -> Any:
     """Structure matrices A(x) of a layer at zero weights (paramgeo structure)."""
     from ..cli._risk import structure_report
 
@@ -362,7 +374,8 @@ def structure_query(param, units, check):
     "flip": Option(default=0.1, convert=number()),
     "steps": Option(default=2000, convert=integer(1, MAX_STEPS)),
     "seed": _seed("seed of the sample")}, dense=False, renamed={"N": "sample_size"})
-def early_stopping_query(param, sample_size, spectrum, decay, snr, support, flip, steps, seed):
+def early_stopping_query(param: Parameterization, sample_size: int, spectrum: str, decay: float,
+                         snr: float, support: int, flip: float, steps: int, seed: int) -> Any:
     """Logistic GD through phi (predictor = weight vector of length d) on a label-flip
     Gaussian mixture: exact excess 0-1 risk at the oracle stop and of the max-margin
     interpolator."""
@@ -375,7 +388,7 @@ def early_stopping_query(param, sample_size, spectrum, decay, snr, support, flip
             "bayes_risk": res.bayes_risk}
 
 
-def non_negative(value):
+def non_negative(value: Any) -> float:
     """A finite number >= 0."""
     value = number()(value)
     if value < 0:
@@ -391,7 +404,8 @@ def non_negative(value):
     "steps": Option(default=4000, convert=integer(1, MAX_STEPS),
                     help="GD steps scanned for the stopping time"),
     "seed": _seed("seed of the sample")}, dense=False, renamed={"N": "sample_size"})
-def spectral_filters_query(param, sample_size, spike, noise, steps, seed):
+def spectral_filters_query(param: Parameterization, sample_size: int, spike: float, noise: float,
+                           steps: int, seed: int) -> Any:
     """Risk of ridge, GD and negatively shifted GD in a spike-plus-flat model of dimension d =
     the plugin's predictor length (paramgeo spectral-filters)."""
     from ..flows.risk import SpikedModel, spiked_filter_risks
@@ -401,7 +415,7 @@ def spectral_filters_query(param, sample_size, spike, noise, steps, seed):
     return {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}
 
 
-def scale_value(value):
+def scale_value(value: Any) -> Union[float, str]:
     """A float, or the string "1/sqrt(rd)" (1 / sqrt(r d) from the plugin's sizes r and d)."""
     if value == "1/sqrt(rd)":
         return value
@@ -432,7 +446,8 @@ def scale_value(value):
                         help="weak recovery: |cosine| >= threshold"),
     "seed": _seed("seed of the teacher, the start and the samples")}, dense=False,
     renamed={"scale": "output_scale", "batch": "batch_size"})
-def online_sgd_query(param, output_scale, batch_size, **options):
+def online_sgd_query(param: Parameterization, output_scale: Any, batch_size: int,
+                     **options: Any) -> Any:
     """Online SGD on attention-indexed data to weak recovery, n up to horizon * d^2 log d
     (paramgeo online-sgd)."""
     from ..cli._online import online_summary, run_online
@@ -469,8 +484,10 @@ def online_sgd_query(param, output_scale, batch_size, **options):
                          help="record the exact value at the true parameter 0"),
     "seed": _seed("seed of the chains")}, dense=False,
     renamed={"at": "minimum", "step": "lr", "step_scale": "lr_scale", "draws": "steps"})
-def llc_query(param, loss, data, minimum, nbeta, gamma, lr, lr_scale, sampler, chains, steps,
-              burn, bias_check, truth_zero, seed):
+def llc_query(param: Parameterization, loss: str, data: str, minimum: Optional[str],
+              nbeta: Optional[float], gamma: float, lr: Optional[float], lr_scale: float,
+              sampler: str, chains: Optional[int], steps: Optional[int], burn: Optional[int],
+              bias_check: bool, truth_zero: bool, seed: int) -> Any:
     """The local learning coefficient by localized Langevin sampling (the slope over the
     default temperatures), with the exact value where known (paramgeo llc estimate)."""
     from ..cli._common import load_point
@@ -530,12 +547,14 @@ def _quotient_pair(param, first, second, seed, planted):
                                    "factors": Option(default=None, convert=_index_list,
                                                      help="indices of the factors to align over")},
                 dense=False)
-def quotient_align_query(param, first, second, seed, planted, factors):
+def quotient_align_query(param: Parameterization, first: Optional[str], second: Optional[str],
+                         seed: int, planted: bool, factors: Optional[list[int]]) -> Any:
     """Align theta2 to theta1 modulo the group: orbit or quotient distance, certificate
     (paramgeo quotient align)."""
     from ..quotient import align
 
-    a = align(param, *_quotient_pair(param, first, second, seed, planted), factors=factors)
+    theta1, theta2 = _quotient_pair(param, first, second, seed, planted)
+    a = align(param, theta1, theta2, factors=factors)
     c = a.certificate
     return {"group": a.group, "distance": a.distance, "naive_distance": a.naive_distance,
             "isometric": a.isometric, "exact": c.exact, "lower_bound": c.lower_bound,
@@ -550,21 +569,23 @@ def quotient_align_query(param, first, second, seed, planted, factors):
     "data": Option(default=REQUIRED, convert=path(), help="an .npz file with the arrays the loss needs", path=True),
     "path": Option(default="linear", convert=choice("linear", "aligned", "geodesic")),
     "points": Option(default=25, convert=integer(2, 10001), help="equally spaced lambda in [0, 1]")}, dense=False)
-def quotient_barrier_query(param, first, second, seed, planted, loss, data, path, points):
+def quotient_barrier_query(param: Parameterization, first: Optional[str], second: Optional[str],
+                           seed: int, planted: bool, loss: str, data: str, path: str,
+                           points: int) -> Any:
     """Loss barrier between two points along the straight, aligned or geodesic path, both
     definitions (paramgeo quotient barrier)."""
     from ..cli._quotient import _loss
     from ..quotient import barrier
 
-    b = barrier(param, _loss(param, loss, data),
-                *_quotient_pair(param, first, second, seed, planted), path=path,
-                n_points=points)
+    fn = _loss(param, loss, data)  # read before the points, as the call did
+    theta1, theta2 = _quotient_pair(param, first, second, seed, planted)
+    b = barrier(param, fn, theta1, theta2, path=path, n_points=points)
     return {"path": b.path, "ainsworth": b.ainsworth, "entezari": b.entezari,
             "end_loss_first": b.end_losses[0], "end_loss_second": b.end_losses[1],
             "distance": b.distance}
 
 
-def get_query(name):
+def get_query(name: str) -> Query:
     """The registered query ``name``; ParamgeoError listing the available ones otherwise."""
     if name not in QUERIES:
         raise ParamgeoError(f"unknown query {name!r}; available: {', '.join(sorted(QUERIES))}")

@@ -70,7 +70,7 @@ class SweepSummary(Result):
     table: Any = dataclasses.field(default=None, repr=False, compare=False)
     why: str = ""
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out.pop("table")
         return out
@@ -188,12 +188,12 @@ def run_cell(task: Mapping[str, Any]) -> dict[str, Any]:
         return {"key": task["key"], "status": "error", "error": message, "result": {}}
 
 
-def run_cells(tasks):
+def run_cells(tasks: list[dict[str, Any]]) -> list[Any]:
     """Run a batch of cells (on a worker): the list of their :func:`run_cell` outcomes."""
     return [run_cell(task) for task in tasks]
 
 
-def default_workers():
+def default_workers() -> int:
     """The number of cores this process may use."""
     try:
         return len(os.sched_getaffinity(0))
@@ -201,12 +201,12 @@ def default_workers():
         return os.cpu_count() or 1
 
 
-def max_local_workers():
+def max_local_workers() -> int:
     """The most workers a local cluster may have: 4 per core this process may use."""
     return 4 * default_workers()
 
 
-def crowded_cores_hint(workers):
+def crowded_cores_hint(workers: Optional[int]) -> str:
     """The hint a local cluster of ``workers`` processes gets when they are at least as many as
     the cores this process may use (empty otherwise, or for workers None / 0): the workers
     share those cores with this process, which sends the cells and writes the rows, and with

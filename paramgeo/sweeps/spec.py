@@ -70,13 +70,13 @@ class Cell:
     key: str
     time_limit: object = None  # seconds a worker gives the cell (not part of its key)
 
-    def task(self):
+    def task(self) -> dict[str, Any]:
         """The picklable description a worker runs (see :func:`paramgeo.sweeps.run_cell`)."""
         return {"key": self.key, "query": self.query, "plugin": self.plugin,
                 "sizes": self.sizes, "options": self.options,
                 "plugin_files": list(self.plugin_files), "time_limit": self.time_limit}
 
-    def columns(self):
+    def columns(self) -> dict[str, Any]:
         """The cell's parameters as table columns: query, plugin, its sizes (written as on the
         command line, ``2,2,1``) and its options."""
         out = {"query": self.query, "plugin": self.plugin}
@@ -138,7 +138,7 @@ def load_spec(spec: Union[str, os.PathLike, Mapping[str, Any], SweepSpec]) -> Sw
     return expand(data, str(spec), path.resolve().parent)
 
 
-def expand(data, source, base):
+def expand(data: Mapping[str, Any], source: str, base: Union[str, os.PathLike]) -> SweepSpec:
     """Expand the sweep ``data`` (fixed keys, ``grid`` product, ``cells`` list) into validated
     :class:`Cell` objects; relative file paths are taken from the folder ``base``."""
     where = f"sweep file {source}"
@@ -175,7 +175,11 @@ def expand(data, source, base):
                              f"runs ({MAX_CELLS:,}); split it into several sweep files")
     # each axis value is validated once: the resolved plugins and the converted options are
     # kept by value (the grid is a product, so its cells repeat them)
-    cells, seen, params, converted, warned = [], {}, {}, {}, set()
+    cells: list[Cell] = []
+    seen: dict = {}
+    params: dict = {}
+    converted: dict = {}
+    warned: set = set()
     for case in cases:
         for point in itertools.product(*axes.values()):
             raw = dict(fixed)

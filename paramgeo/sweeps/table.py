@@ -8,6 +8,8 @@ cell; at the end the table is written in cell order as Parquet (pyarrow), CSV or
 extension of OUT and the journal is removed.
 """
 
+from __future__ import annotations
+
 import fcntl
 import json
 import math
@@ -15,16 +17,20 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 
 from ..io.files import UnsafeFileError, check_target, open_own, write_file
 from ..results import to_jsonable
 from .spec import SweepSpecError
 
+if TYPE_CHECKING:
+    from .spec import Cell
+
 FORMATS = (".parquet", ".csv", ".jsonl")
 BOOKKEEPING = ("cell", "status", "error")
 
 
-def check_output(path):
+def check_output(path: Union[str, os.PathLike]) -> Path:
     """The output path, refused (SweepSpecError) unless its extension is a known format and
     its folder exists and is writable, and (UnsafeFileError) when it is a link or not a regular
     file (checked before any cell runs)."""
@@ -47,11 +53,11 @@ def check_output(path):
     return path
 
 
-def journal_path(path):
+def journal_path(path: Union[str, os.PathLike]) -> Path:
     return Path(f"{path}.partial.jsonl")
 
 
-def lock_path(path):
+def lock_path(path: Union[str, os.PathLike]) -> Path:
     return Path(f"{path}.lock")
 
 
@@ -108,13 +114,13 @@ class OutputLock:
             self._fd = None
 
 
-def flatten(value, prefix=""):
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     """A result (Result, dict) as a flat dict: nested dicts joined with ``.``, lists as JSON
     text, the non-finite floats that ``to_jsonable`` writes as text back to floats."""
     value = to_jsonable(value)
     if not isinstance(value, dict):
         return {prefix or "value": _scalar(value)}
-    out = {}
+    out: dict[str, Any] = {}
     _flatten_into(out, value, prefix)
     return out
 
@@ -137,7 +143,7 @@ def _scalar(v):
     return v
 
 
-def make_row(cell, outcome):
+def make_row(cell: Cell, outcome: Mapping[str, Any]) -> dict[str, Any]:
     """The table row of ``cell`` from a worker's ``outcome`` (see run_cell)."""
     params = cell.columns()
     row = {"cell": cell.key, "status": outcome["status"], "error": outcome["error"]}
@@ -154,7 +160,7 @@ class Journal:
         self.path = journal_path(path)
         self._fh = None
 
-    def append(self, row):
+    def append(self, row: Mapping[str, Any]) -> None:
         if self._fh is None:
             # an existing journal is appended to only on --resume, after read_rows checked
             # that every line is a row paramgeo wrote
@@ -164,13 +170,13 @@ class Journal:
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
-    def close(self):
+    def close(self) -> None:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
 
 
-def read_rows(path):
+def read_rows(path: Union[str, os.PathLike]) -> dict[str, dict[str, Any]]:
     """Rows already finished for the output ``path``: those of the written table (if any),
     then those of the journal of an interrupted run (a torn last line is ignored)."""
     rows = {}
@@ -221,7 +227,7 @@ def _none_if_nan(v):
     return None if isinstance(v, float) and math.isnan(v) else v
 
 
-def frame(rows):
+def frame(rows: Sequence[Mapping[str, Any]]) -> Any:
     """The rows as a pandas DataFrame (bookkeeping columns first, then first-seen order)."""
     import pandas as pd
 
@@ -229,7 +235,7 @@ def frame(rows):
     return df[list(BOOKKEEPING) + [c for c in df.columns if c not in BOOKKEEPING]]
 
 
-def write_table(df, path):
+def write_table(df: Any, path: Union[str, os.PathLike]) -> Any:
     """Write ``df`` to ``path`` as Parquet, CSV or JSONL (by extension), through the one file
     writer (paramgeo.io.files.write_file). An existing table is replaced: the sweep has read it as
     its own (--resume) or was told to (--overwrite)."""

@@ -5,10 +5,17 @@ fields (:class:`FieldGroup`) and translations along directions the group does no
 them are in :mod:`paramgeo.symmetry.rules`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..errors import ParamgeoError
 from .groups import SymmetryGroup
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 class UnitPermutationGroup(SymmetryGroup):
     """Permutations of interchangeable units (neurons, channels, attention heads): a finite group.
@@ -43,7 +50,7 @@ class UnitPermutationGroup(SymmetryGroup):
     def dim(self):
         return 0
 
-    def act(self, g, theta):
+    def act(self, g: Any, theta: ArrayLike) -> NDArray[np.float64]:
         out = np.array(theta, dtype=float)
         for (label, index), perm in zip(self.classes, g):  # one class after the other: classes
             perm = np.asarray(perm, dtype=int)            # of adjacent layers share weights
@@ -52,10 +59,10 @@ class UnitPermutationGroup(SymmetryGroup):
                 out = self.adjust[label](out, perm)
         return out
 
-    def random_element(self, rng):
+    def random_element(self, rng: np.random.Generator) -> Any:
         return tuple(rng.permutation(len(index)) for _, index in self.classes)
 
-    def identity(self):
+    def identity(self) -> tuple[NDArray[np.int_], ...]:
         """The identity element (every class's permutation the identity)."""
         return tuple(np.arange(len(index)) for _, index in self.classes)
 
@@ -94,10 +101,10 @@ class FieldGroup(SymmetryGroup):
     def dim(self):
         return len(self.labels)
 
-    def generators(self, theta):
+    def generators(self, theta: ArrayLike) -> NDArray[np.float64]:
         return self.sparse_generators(theta).toarray()
 
-    def sparse_generators(self, theta):
+    def sparse_generators(self, theta: ArrayLike) -> Any:
         import scipy.sparse as sp
 
         theta = np.asarray(theta, float)
@@ -106,7 +113,7 @@ class FieldGroup(SymmetryGroup):
         cols = [sp.csc_matrix((A @ theta + c)[:, None]) for A, c in zip(self._A, self._c)]
         return sp.hstack(cols, format="csc")
 
-    def act(self, g, theta):
+    def act(self, g: Any, theta: ArrayLike) -> NDArray[np.float64]:
         import scipy.sparse as sp
         from scipy.sparse.linalg import expm_multiply
 
@@ -118,7 +125,7 @@ class FieldGroup(SymmetryGroup):
         out = expm_multiply(aug, np.append(np.asarray(theta, float), 1.0))
         return out[:-1]
 
-    def random_element(self, rng):
+    def random_element(self, rng: np.random.Generator) -> Any:
         return self.scale * rng.uniform(-1.0, 1.0, size=self.dim)
 
 
@@ -144,15 +151,15 @@ class ShearGroup(SymmetryGroup):
     def dim(self):
         return len(self._f)
 
-    def generators(self, theta):
+    def generators(self, theta: ArrayLike) -> NDArray[np.float64]:
         theta = np.asarray(theta, float)
         if not self._f:
             return np.zeros((theta.size, 0))
         return np.stack([np.asarray(f(theta), float) for f in self._f], axis=1)
 
-    def act(self, g, theta):
+    def act(self, g: Any, theta: ArrayLike) -> NDArray[np.float64]:
         theta = np.asarray(theta, float)
         return theta + self.generators(theta) @ np.asarray(g, float)
 
-    def random_element(self, rng):
+    def random_element(self, rng: np.random.Generator) -> Any:
         return rng.uniform(-1.0, 1.0, size=self.dim)

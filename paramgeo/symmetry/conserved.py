@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
 from ..results import Result, to_jsonable
 
 if TYPE_CHECKING:
-    from ..contract.parameterization import Parameterization
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..contract.parameterization import ParamSpec, Parameterization
+    from .groups import SymmetryGroup
 
 
 @dataclasses.dataclass(frozen=True, eq=False, repr=False, kw_only=True)
@@ -49,7 +52,7 @@ class ConservedQuantities(Result):
         object.__setattr__(self, "nonlinear", tuple(self.nonlinear))
         object.__setattr__(self, "laws", tuple(self.laws))
 
-    def law_columns(self):
+    def law_columns(self) -> list[tuple[Any, list[int]]]:
         """[(law, column indices of its entries among the quantities)] for matrix laws, else
         one (label, [c]) per quantity: what tables show one row each."""
         if not self.laws:
@@ -64,13 +67,13 @@ class ConservedQuantities(Result):
     def __len__(self):
         return len(self.matrices)
 
-    def values(self, thetas):
+    def values(self, thetas: ArrayLike) -> NDArray[np.float64]:
         """(T, q) array of Q_c(theta_t) for parameters ``thetas`` of shape (T, n)."""
         thetas = np.atleast_2d(np.asarray(thetas, float))
         cols = [np.sum(np.asarray(S @ thetas.T).T * thetas, axis=1) for S in self.matrices]
         return np.stack(cols, axis=1) if cols else np.zeros((len(thetas), 0))
 
-    def scales(self, thetas):
+    def scales(self, thetas: ArrayLike) -> NDArray[np.float64]:
         """(T, q) array of theta^T |S_c| theta (|S| entrywise): the size of the terms whose
         cancellation Q_c measures, the denominator of the relative drift."""
         thetas = np.atleast_2d(np.asarray(thetas, float))
@@ -78,7 +81,7 @@ class ConservedQuantities(Result):
                 for S in self.matrices]
         return np.stack(cols, axis=1) if cols else np.zeros((len(thetas), 0))
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """JSON-able: the labels, the combinations, and each S_c as sparse (row, col, value)
         triples of its upper triangle."""
         mats = []
@@ -122,7 +125,7 @@ class MatrixLaw:
     r: int
     terms: tuple
 
-    def value(self, theta):
+    def value(self, theta: ArrayLike) -> NDArray[np.float64]:
         """The r x r matrix Q(theta)."""
         from . import block_matrix
 
@@ -166,7 +169,7 @@ def _gram_label(spec, block):
     return " + ".join(parts)
 
 
-def matrix_laws(group, spec):
+def matrix_laws(group: SymmetryGroup, spec: ParamSpec) -> Optional[tuple[MatrixLaw, ...]]:
     """The conservation laws of gradient flow in matrix form, one :class:`MatrixLaw` per
     GL(r) factor of ``group`` (a :class:`paramgeo.symmetry.GeneralLinearGroup` or a product of
     them with O(r) factors and discrete groups, which contribute no quadratic law: so(r) has

@@ -31,6 +31,8 @@ from ..io.progress import shows_progress
 from .groups import SymmetryGroup
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
     from ..contract.parameterization import Parameterization
 
 #: Largest parameter dimension n for the linear search (n^2 unknowns; n = 40 takes ~2 s).
@@ -110,7 +112,7 @@ class DiscoveredSymmetry(Result):
     input_equivariance: Any = None
     interrupted: bool = False
 
-    def group(self):
+    def group(self) -> LinearSymmetryGroup:
         """The discovered linear symmetries as a :class:`SymmetryGroup` (connected component:
         elements are coefficient vectors c, acting by theta -> expm(sum_a c_a A_a) theta)."""
         if self.dim is None:
@@ -161,16 +163,16 @@ class LinearSymmetryGroup(SymmetryGroup):
     def dim(self):
         return len(self.basis)
 
-    def act(self, g, theta):
+    def act(self, g: ArrayLike, theta: ArrayLike) -> NDArray[np.float64]:
         from scipy.linalg import expm
 
         X = np.tensordot(np.asarray(g, float), self.basis, axes=1)
         return expm(X) @ np.asarray(theta, float)
 
-    def random_element(self, rng):
+    def random_element(self, rng: np.random.Generator) -> NDArray[np.float64]:
         return 0.5 * rng.standard_normal(self.dim)
 
-    def generators(self, theta):
+    def generators(self, theta: ArrayLike) -> NDArray[np.float64]:
         theta = np.asarray(theta, float)
         if not self.dim:
             return np.zeros((theta.size, 0))

@@ -28,12 +28,18 @@ f(g . x) = rho(g) f(x)); Su, Lu, Pan, Murtadha, Wen, Liu (2021), "RoFormer: enha
 transformer with rotary position embedding" (logits that depend on relative positions only).
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ContractError
 from ..results import Result
+
+if TYPE_CHECKING:
+    from ..contract.parameterization import Parameterization
 
 #: relative tolerance of the equivariance test (exact identities up to round-off)
 EQUIVARIANCE_TOL = 1e-9
@@ -55,7 +61,7 @@ class InputAction:
         self.identity = identity
         self.output_action = output_action
 
-    def expected(self, g, y):
+    def expected(self, g: Any, y: Any) -> Any:
         """rho(g) y, the predictor y moved as the declaration says (identity by default)."""
         return y if self.output_action is None else self.output_action(g, y)
 
@@ -90,7 +96,7 @@ def _rel(a, b):
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1.0))
 
 
-def declared_action(param):
+def declared_action(param: Parameterization) -> InputAction:
     """The plugin's :class:`InputAction`, validated (ContractError naming the plugin otherwise)."""
     action = param.input_action()
     if not isinstance(action, InputAction):
@@ -100,7 +106,8 @@ def declared_action(param):
     return action
 
 
-def input_equivariance(param, seed=0, points=3, tol=EQUIVARIANCE_TOL):
+def input_equivariance(param: Parameterization, seed: int = 0, points: int = 3,
+                       tol: float = EQUIVARIANCE_TOL) -> InputEquivariance:
     """Test f(theta; g . z_0) = rho(g) f(theta; z_0) for the plugin's declared input action
     (capability ``input_action``) at ``points`` random theta from ``random_point`` (seeded);
     returns an :class:`InputEquivariance` (module docstring for the definitions)."""

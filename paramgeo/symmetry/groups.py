@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
     from ..contract.parameterization import ParamSpec
+    from ..linalg.numerics import RankPolicy
 
 
 class SymmetryGroup(abc.ABC):
@@ -53,19 +54,19 @@ class SymmetryGroup(abc.ABC):
         """Dimension of the group as a manifold (0 for a finite group)."""
 
     @abc.abstractmethod
-    def act(self, g, theta):
+    def act(self, g: Any, theta: ArrayLike) -> NDArray[np.float64]:
         """The parameter g . theta."""
 
     @abc.abstractmethod
-    def random_element(self, rng):
+    def random_element(self, rng: np.random.Generator) -> Any:
         """A random group element, drawn from ``rng`` (a numpy Generator)."""
 
-    def generators(self, theta):
+    def generators(self, theta: ArrayLike) -> NDArray[np.float64]:
         """n x dim matrix whose columns are the infinitesimal actions X . theta of a basis of the
         Lie algebra; they span the tangent of the orbit at theta (the vertical space)."""
         return np.zeros((np.size(theta), 0))
 
-    def sparse_generators(self, theta):
+    def sparse_generators(self, theta: ArrayLike) -> Any:
         """The generators as a ``scipy.sparse`` CSC matrix. Default: the dense ``generators``
         converted; groups whose generators have O(n) nonzeros (tori, hyperbolic rotations)
         override it so that large n never allocates n x dim."""
@@ -73,13 +74,14 @@ class SymmetryGroup(abc.ABC):
 
         return sp.csc_matrix(np.asarray(self.generators(theta), dtype=float))
 
-    def support(self, theta):
+    def support(self, theta: ArrayLike) -> NDArray[np.bool_]:
         """Boolean mask of the entries of theta that the generators move at theta (their
         nonzero rows); two groups with disjoint supports have orthogonal vertical spaces."""
         G = self.sparse_generators(theta).tocsr()
         return np.diff(G.indptr) > 0
 
-    def vertical_projector(self, theta, policy=None):
+    def vertical_projector(self, theta: ArrayLike,
+                           policy: Optional[RankPolicy] = None) -> VerticalProjector:
         """The :class:`VerticalProjector` at theta. Default: the generator matrix splits into
         connected components (generators that share a moved entry of theta), each projected
         with the SVD of its small dense block; one global tolerance decides the rank (the
@@ -108,23 +110,25 @@ class ProductGroup(SymmetryGroup):
     def dim(self):
         return sum(f.dim for f in self.factors)
 
-    def act(self, g, theta):
+    def act(self, g: Any, theta: ArrayLike) -> NDArray[np.float64]:
+        out: Any = theta
         for factor, element in zip(self.factors, g):
-            theta = factor.act(element, theta)
-        return theta
+            out = factor.act(element, out)
+        return out
 
-    def random_element(self, rng):
+    def random_element(self, rng: np.random.Generator) -> Any:
         return tuple(f.random_element(rng) for f in self.factors)
 
-    def generators(self, theta):
+    def generators(self, theta: ArrayLike) -> NDArray[np.float64]:
         return np.hstack([f.generators(theta) for f in self.factors])
 
-    def sparse_generators(self, theta):
+    def sparse_generators(self, theta: ArrayLike) -> Any:
         import scipy.sparse as sp
 
         return sp.hstack([f.sparse_generators(theta) for f in self.factors], format="csc")
 
-    def vertical_projector(self, theta, policy=None):
+    def vertical_projector(self, theta: ArrayLike,
+                           policy: Optional[RankPolicy] = None) -> VerticalProjector:
         """Sum of the factors' projectors when the continuous factors move disjoint entries of
         theta (their vertical spaces are then orthogonal), with one tolerance over all their
         singular values; the generic component route on the stacked generators otherwise."""
@@ -182,17 +186,17 @@ class MatrixGroupAction(SymmetryGroup):
                 _set_block(out, block, block_matrix(theta, block) @ mats)
         return out
 
-    def act(self, g, theta):
+    def act(self, g: Any, theta: ArrayLike) -> NDArray[np.float64]:
         g = np.asarray(g, dtype=float)
         theta = np.asarray(theta, float)
         return self._transform(theta, g, np.linalg.inv(g).T, theta.copy())
 
-    def generators(self, theta):
+    def generators(self, theta: ArrayLike) -> NDArray[np.float64]:
         theta = np.asarray(theta, float)
         cols = [self._transform(theta, X, -X.T, np.zeros_like(theta)) for X in self.algebra_basis]
         return np.stack(cols, axis=1) if cols else np.zeros((theta.size, 0))
 
-    def support(self, theta):
+    def support(self, theta: ArrayLike) -> NDArray[np.bool_]:
         mask = np.zeros(np.size(theta), dtype=bool)
         for block in self.right + self.contragredient:
             mask[block_index(block)] = True
@@ -378,7 +382,8 @@ class OrthogonalGroup(MatrixGroupAction):
     def dim(self):
         return self.r * (self.r - 1) // 2  # without building the r(r-1)/2 x r x r basis
 
-    def vertical_projector(self, theta, policy=None):
+    def vertical_projector(self, theta: ArrayLike,
+                           policy: Optional[RankPolicy] = None) -> VerticalProjector:
         """Closed form: the projection of w onto {B Omega : Omega skew} solves
         (A Omega + Omega A) = M - M^T with A = sum B^T B, M = sum B^T W (the Sylvester equation
         of the U U^T horizontal projection; Massart and Absil 2020), in the eigenbasis
@@ -397,7 +402,7 @@ class OrthogonalGroup(MatrixGroupAction):
 
         return np.asarray(SkewSymmetricMatrices(self.r, equip=False).basis)
 
-    def random_element(self, rng):
+    def random_element(self, rng: np.random.Generator) -> Any:
         reflection = np.diag(np.where(rng.random(self.r) < 0.5, -1.0, 1.0))
         if self.r < 2:
             return reflection
@@ -424,7 +429,8 @@ class GeneralLinearGroup(MatrixGroupAction):
     def dim(self):
         return self.r * self.r  # without building the r^2 x r x r basis
 
-    def vertical_projector(self, theta, policy=None):
+    def vertical_projector(self, theta: ArrayLike,
+                           policy: Optional[RankPolicy] = None) -> VerticalProjector:
         """Closed form: the projection of w onto {(B X, -K X^T)} (B right, K contragredient
         blocks) solves the Sylvester equation A X + X C = M with A = sum B^T B, C = sum K^T K,
         M = sum B^T W_B - sum W_K^T K (the normal equations; Mishra et al. 2014 for U V^T), in
@@ -440,7 +446,7 @@ class GeneralLinearGroup(MatrixGroupAction):
 
         return np.asarray(Matrices(self.r, self.r, equip=False).basis)
 
-    def random_element(self, rng):
+    def random_element(self, rng: np.random.Generator) -> Any:
         from geomstats.geometry.general_linear import GeneralLinear
 
         X = 0.5 * rng.standard_normal((self.r, self.r))
@@ -475,7 +481,7 @@ class ComplexScalingGroup(MatrixGroupAction):
             out += [np.kron(E, np.eye(2)), np.kron(E, J)]
         return np.asarray(out).reshape(-1, self.r, self.r)
 
-    def random_element(self, rng):
+    def random_element(self, rng: np.random.Generator) -> Any:
         from scipy.linalg import expm
 
         coeffs = rng.uniform(-1.0, 1.0, size=self.dim)
@@ -515,7 +521,7 @@ class ScalingTorus(SymmetryGroup):
             return 0
         return sparse_projector(self._E.T.astype(float)).dim
 
-    def act(self, g, theta):
+    def act(self, g: Any, theta: ArrayLike) -> NDArray[np.float64]:
         c = np.asarray(g, dtype=float)
         Et = self._E.T.tocsr()
         log_factor = Et @ np.log(np.abs(c))
@@ -523,17 +529,17 @@ class ScalingTorus(SymmetryGroup):
         factors = np.exp(log_factor) * np.where(flips % 2, -1.0, 1.0)
         return np.asarray(theta, float) * factors
 
-    def random_element(self, rng):
+    def random_element(self, rng: np.random.Generator) -> Any:
         k = self._E.shape[0]
         c = np.exp(rng.uniform(-1.0, 1.0, size=k))
         if self.signed:
             c *= np.where(rng.random(k) < 0.5, -1.0, 1.0)
         return c
 
-    def generators(self, theta):
+    def generators(self, theta: ArrayLike) -> NDArray[np.float64]:
         return self.sparse_generators(theta).toarray()
 
-    def sparse_generators(self, theta):
+    def sparse_generators(self, theta: ArrayLike) -> Any:
         import scipy.sparse as sp
 
         return sp.csc_matrix(self._E.multiply(np.asarray(theta, float)[None, :]).T)
@@ -560,11 +566,11 @@ class SignedPermutationGroup(SymmetryGroup):
     def dim(self):
         return 0
 
-    def act(self, g, theta):
+    def act(self, g: Any, theta: ArrayLike) -> NDArray[np.float64]:
         perm, signs = g
         return signs * np.asarray(theta, float)[perm]
 
-    def random_element(self, rng):
+    def random_element(self, rng: np.random.Generator) -> Any:
         perm, signs = np.arange(self.n), np.ones(self.n)
         if not self._gens:
             return perm, signs

@@ -41,17 +41,27 @@ Rules, with their references:
 * permutations of units with identical roles (twins), as a :class:`UnitPermutationGroup`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
 import numpy as np
 
 from .actions import FieldGroup, ShearGroup, UnitPermutationGroup
 from .groups import GeneralLinearGroup, ScalingTorus, SignedPermutationGroup
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from .groups import SymmetryGroup
 
 
 def _flat(*arrays):
     return np.concatenate([np.ravel(np.asarray(a, dtype=int)) for a in arrays if a is not None])
 
 
-def rescaling_torus(units, n, signed=False, name=None):
+def rescaling_torus(units: Sequence[tuple[Any, Any]], n: int, signed: bool = False,
+                    name: Optional[str] = None) -> ScalingTorus:
     """The torus of unit rescalings: one row per unit, +1 on ``inp``, -1 on ``out`` (exponents
     of :class:`ScalingTorus`). ``units`` is a list of (inp, out) index arrays. ``signed``: c in
     R\\{0} (no activation) instead of c > 0 (positively homogeneous activations)."""
@@ -62,7 +72,7 @@ def rescaling_torus(units, n, signed=False, name=None):
     return ScalingTorus(rows, signed=signed, name=name)
 
 
-def sign_flips(units, n):
+def sign_flips(units: Sequence[tuple[Any, Any]], n: int) -> SignedPermutationGroup:
     """The sign flips (inp, out) -> -(inp, out) of units with an odd activation, as a
     :class:`SignedPermutationGroup` of (Z_2)^k."""
     gens = []
@@ -75,14 +85,15 @@ def sign_flips(units, n):
     return SignedPermutationGroup(name, gens, n)
 
 
-def batchnorm_fields(units, mu, sigma, n, label):
+def batchnorm_fields(units: Sequence[tuple[Any, Any, Any, Any]], mu: Any, sigma: Any, n: int,
+                     label: str) -> list[tuple[Any, Any, str]]:
     """The two fields per channel of a layer followed by batch normalisation in eval mode (see
     the module docstring): ``units`` a list of (w, b, gamma, beta) index arrays (b None when the
     layer has no bias: then only the rescaling), ``mu`` and ``sigma`` the fixed statistics.
     Returns (A, c, label) triples for :class:`FieldGroup`."""
     import scipy.sparse as sp
 
-    fields = []
+    fields: list[tuple[Any, Any, str]] = []
     for k, (w, b, gamma, beta) in enumerate(units):
         w, gamma, beta = _flat(w), int(np.ravel(gamma)[0]), int(np.ravel(beta)[0])
         rows = list(w) + ([int(np.ravel(b)[0])] if b is not None else []) + [gamma, beta]
@@ -98,7 +109,7 @@ def batchnorm_fields(units, mu, sigma, n, label):
     return fields
 
 
-def mean_shift_fields(weight, bias, n, label):
+def mean_shift_fields(weight: Any, bias: Any, n: int, label: str) -> list[tuple[Any, Any, str]]:
     """Fields of a layer z = W a + b whose output stream is read only by layer normalisation:
     b -> b + t 1 (one field) and W -> W + 1 u^T (one per input column). ``weight`` an
     (out, in) index array, ``bias`` an (out,) index array or None."""
@@ -115,7 +126,8 @@ def mean_shift_fields(weight, bias, n, label):
     return fields
 
 
-def attention_heads(heads, out_bias, n, label):
+def attention_heads(heads: Sequence[dict[str, Any]], out_bias: Any, n: int,
+                    label: str) -> tuple[list[SymmetryGroup], list[tuple[Any, Any, str]]]:
     """The symmetries of multi-head attention (see the module docstring). ``heads`` is a list of
     dicts with (rows, d) index arrays ``q``, ``k``, ``v`` (the head's projection as the matrix
     [W^h | b^h]^T: input features and the bias row as rows, the d head coordinates as columns)
@@ -126,7 +138,8 @@ def attention_heads(heads, out_bias, n, label):
     key-bias and value-bias fields for :class:`FieldGroup`."""
     import scipy.sparse as sp
 
-    groups, fields = [], []
+    groups: list[SymmetryGroup] = []
+    fields: list[tuple[Any, Any, str]] = []
     for h, head in enumerate(heads):
         d = head["q"].shape[1]
         groups.append(GeneralLinearGroup(d, right=(head["q"],), contragredient=(head["k"],)))
@@ -149,13 +162,16 @@ def attention_heads(heads, out_bias, n, label):
     return groups, fields
 
 
-def unit_permutations(classes, n, adjust=None):
+def unit_permutations(classes: Sequence[tuple[Any, Any]], n: int,
+                      adjust: Optional[Callable[..., Any]] = None
+                      ) -> Optional[UnitPermutationGroup]:
     """A :class:`UnitPermutationGroup` of the classes (label, (k, s) index arrays) with k > 1."""
     classes = [(label, index) for label, index in classes if len(index) > 1]
     return UnitPermutationGroup(classes, n, adjust) if classes else None
 
 
-def batchnorm_adjust(gamma, beta, mu, sigma):
+def batchnorm_adjust(gamma: Any, beta: Any, mu: Any,
+                     sigma: Any) -> Callable[[Any, Any], Any]:
     """The correction after permuting channels that carry batch-normalisation statistics: the
     channel moved into slot c' (statistics mu', sigma') from slot c keeps computing
     gamma (y - mu) / sigma + beta when gamma -> gamma sigma' / sigma and
@@ -173,12 +189,14 @@ def batchnorm_adjust(gamma, beta, mu, sigma):
     return adjust
 
 
-def field_group(fields, n, name):
+def field_group(fields: Sequence[tuple[Any, Any, str]], n: int,
+                name: str) -> Optional[FieldGroup]:
     """A :class:`FieldGroup` of the fields, or None for none."""
     return FieldGroup(fields, n, name=name) if fields else None
 
 
-def layer_norm_hyperplane(gamma, beta, weight, bias, n, label):
+def layer_norm_hyperplane(gamma: Any, beta: Any, weight: Any, bias: Any, n: int,
+                          label: str) -> ShearGroup:
     """The shears of dense layers reading a layer norm's output x = gamma * nrm + beta (see
     :class:`ShearGroup`): x lies on sum_c (x_c - beta_c) / gamma_c = 0, so for every output
     row i, W[i] -> W[i] + t / gamma and b[i] -> b[i] - t sum_c beta_c / gamma_c.

@@ -20,10 +20,18 @@ Units of one layer usually carry the same pattern of coefficients: the pattern f
 is tried on the next one first (one verification), and solved afresh only where it fails.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
 import numpy as np
 
 from ..linalg.numerics import null_basis, policy_of, rational_rref
 from .actions import FieldGroup
+
+if TYPE_CHECKING:
+    from ..contract.parameterization import Parameterization
+    from ..linalg.numerics import RankPolicy
 
 
 def _basis(slots, n):
@@ -64,7 +72,9 @@ def _fields(coef, basis, slots, n, label):
     return A, (c if np.any(c) else None), label
 
 
-def structured_discovery(param, units, n_points=3, seed=0, policy=None, progress=None):
+def structured_discovery(param: Parameterization, units: Sequence[tuple[Any, ...]],
+                         n_points: int = 3, seed: int = 0, policy: Optional[RankPolicy] = None,
+                         progress: Optional[Callable[[int, int], None]] = None) -> FieldGroup:
     """The fields of each unit (see the module docstring). ``units`` is a list of
     (label, slots[, slot names]) with slots a list of integer index arrays (the unit's
     positions, one array per slot, the same slot layout for every unit of a layer). Returns a
