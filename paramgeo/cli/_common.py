@@ -9,6 +9,7 @@ import click
 import numpy as np
 
 from ..errors import ParamgeoError, SizeError, approx
+from ..io.progress import display, in_notebook, is_terminal
 from ..results import title
 
 
@@ -202,24 +203,14 @@ def stiff_flow_options(f):
 def progress_enabled(progress, quiet=False):
     """The value of ``--progress``: as given, else whether stderr is a terminal or this runs
     in a notebook (and not ``quiet``)."""
-    from ..io.progress import in_notebook
-
     if progress is not None:
         return bool(progress)
-    try:
-        tty = sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        tty = False
-    return (tty or in_notebook()) and not quiet
+    return (is_terminal(sys.stderr) or in_notebook()) and not quiet
 
 
-def progress_bar(label, enabled=True):
-    """The progress display of paramgeo (:func:`paramgeo.io.progress.display`: elapsed time and
-    ETA on stderr) as the callback ``progress(done, total)`` engines take, or None when not
-    ``enabled``."""
-    from ..io.progress import display
-
-    return display(label, enabled)
+#: the progress display of paramgeo (elapsed time and ETA on stderr) as the callback
+#: ``progress(done, total)`` engines take, or None when not enabled
+progress_bar = display
 
 
 def exit_if_interrupted(result, how_far):

@@ -76,7 +76,7 @@ def _validated(param):
         raise fault("returned a symbol twice")
     for i, e in enumerate(exprs):
         if isinstance(e, numbers.Number) and not isinstance(e, bool):
-            exprs[i] = sympy.sympify(e)  # a number (never text): a constant coordinate
+            exprs[i] = sympy.sympify(e)  # safe: e is a number (never text), a constant coordinate
         elif not isinstance(e, sympy.Expr):
             raise fault(f"returned {_describe(e)} as expression {i}")
         stray = exprs[i].free_symbols - set(symbols)

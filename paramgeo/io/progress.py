@@ -45,10 +45,11 @@ def interactive() -> bool:
     """Whether this is an interactive session: a Jupyter/IPython kernel, or a Python prompt
     (``python -i``, the REPL) whose stderr is a terminal."""
     prompt = hasattr(sys, "ps1") or bool(getattr(sys.flags, "interactive", 0))
-    return in_notebook() or (prompt and _isatty(sys.stderr))
+    return in_notebook() or (prompt and is_terminal(sys.stderr))
 
 
-def _isatty(stream):
+def is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (False for streams without ``isatty`` or closed ones)."""
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
@@ -72,7 +73,7 @@ class Display:
     def __init__(self, label, stream=None, live=None, delay=0.0):
         self.label, self.delay = label, delay
         self.stream = sys.stderr if stream is None else stream
-        self.live = (_isatty(self.stream) or in_notebook()) if live is None else live
+        self.live = (is_terminal(self.stream) or in_notebook()) if live is None else live
         self.start = time.monotonic()
         self.done, self.total, self.shown = 0, None, -math.inf
         self.width = 0
