@@ -1,13 +1,14 @@
-"""Small calls: every built-in's JVP at n <= 500 through the guard (checks on, and inside
-``paramgeo.trusted()``) against its one-line numpy expression, the floor a hand-written sweep
-would pay. Each timed call is a loop of LOOP products (the calls take microseconds). Target:
-within 1.5x of the one-line expression (ratio >= 1/1.5). monomial (polynomial algebra of the
-activations) and rope-attention (position rotations) have no one-line numpy JVP and are left
-out. The checked call's floor is the guard's result check, one inner product of J v with itself
-(about 0.2 us at these sizes) plus a few comparisons: for matrix (J = I, the expression a copy
-of about 0.15 us) and hadamard (two products, about 1.2 us) that floor alone is more than half
-of the expression, so their checked rows stay below the target; inside trusted() only the call
-layer (one Python call) remains."""
+"""Small calls: every built-in's JVP at n <= 500 through the guard (checks on; inside
+``paramgeo.trusted()``; and through the view ``with paramgeo.trusted(p) as q``) against its
+one-line numpy expression, the floor a hand-written sweep would pay. Each timed call is a loop
+of LOOP products (the calls take microseconds). Target: within 1.5x of the one-line expression
+(ratio >= 1/1.5). monomial (polynomial algebra of the activations) and rope-attention
+(position rotations) have no one-line numpy JVP and are left out. The checked call's floor is
+the guard's result check, one inner product of J v with itself (about 0.25 us at these sizes)
+plus a few comparisons: for matrix (J = I, the expression a copy of about 0.15 us) and
+hadamard (two products, about 1.2 us) that floor alone is more than half of the expression, so
+their checked rows stay below the target. Inside trusted() the call layer (one Python call
+and a flag test) remains; the trusted view calls the plugin's own method with nothing between."""
 
 import numpy as np
 
@@ -69,6 +70,12 @@ def bench(row, repeats):
                     out = p.jvp(theta, v)
             return out
 
+        def view(p=p, theta=theta, v=v):
+            with paramgeo.trusted(p) as q:
+                for _ in range(LOOP):
+                    out = q.jvp(theta, v)
+            return out
+
         def numpy(p=p, theta=theta, v=v, expr=expr):
             for _ in range(LOOP):
                 out = expr(p, theta, v)
@@ -77,3 +84,4 @@ def bench(row, repeats):
         tag = f"{name} n={p.n}: JVP x{LOOP}"
         row(f"{tag} (checks on) vs one-line numpy", checked, numpy, 3 * repeats, target=TARGET)
         row(f"{tag} (trusted) vs one-line numpy", trusted, numpy, 3 * repeats, target=TARGET)
+        row(f"{tag} (trusted view) vs one-line numpy", view, numpy, 3 * repeats, target=TARGET)

@@ -49,7 +49,7 @@ _LAZY = {
     "from_jax": "adapters",  # jax likewise
     "estimate_llc": "llc",  # learning coefficients: the estimator and the exact values
     "exact_learning_coefficient": "llc",
-    "trusted": "contract.guard",  # the guard's checks off inside a block
+    "trusted": "contract.trust",  # the guard's checks off inside a block
 }
 
 

@@ -44,7 +44,7 @@ class Matrix(Parameterization):
         return (A + A.T).ravel()
 
     def jvp(self, theta, v):
-        return np.array(v, float)  # a copy (the caller may write into J v)
+        return v.copy()  # the caller may write into J v (v: a float vector, as the guard passes it)
 
     def vjp(self, theta, w):
         return np.asarray(w, float).ravel().copy()

@@ -5,6 +5,7 @@ One test (or one property) per reproduction of a hostile input or a plugin fault
 here runs in about a second.
 
 Covers: ``paramgeo.cli``, ``paramgeo.cli._common``, ``paramgeo.contract.registry``,
+``paramgeo.contract.trust``,
 ``paramgeo.critical.searching``, ``paramgeo.dynamics.trajectory``,
 ``paramgeo.expressions.userdefs``, ``paramgeo.flows.descent``, ``paramgeo.flows.online``,
 ``paramgeo.geometry.jacobian``, ``paramgeo.linalg.numerics``, ``paramgeo.losses.predictor``,
@@ -278,6 +279,31 @@ def test_trusted_turns_the_checks_off_inside_the_block_only():
             p.jvp(np.ones(5), v)
     with pytest.raises(ShapeError, match="argument theta must have 6 entries"):
         p.jvp(np.ones(5), v)
+
+
+def test_trusted_view_calls_the_plugins_own_methods_and_leaves_the_parameterization_checked():
+    """``with trusted(p) as q``: q's methods are the plugin's functions bound to a copy of p
+    (no guard layer: a wrong length reaches numpy), with the same values as p's checked
+    methods; p itself keeps its guarded methods, during the block and after it."""
+    p = paramgeo.get("uut", d=3, r=2)
+    rng = np.random.default_rng(0)
+    theta, v, w = rng.standard_normal(p.n), rng.standard_normal(p.n), rng.standard_normal(p.m)
+    cls = type(p)
+    with paramgeo.trusted(p) as q:
+        assert q is not p and type(q) is cls and q.n == p.n
+        for name in ("forward", "jvp", "vjp", "jacobian"):
+            assert getattr(q, name).__func__ is getattr(cls, name).__wrapped__, name
+        assert np.array_equal(q.jvp(theta, v), p.jvp(theta, v))
+        assert np.allclose(q.jvp(theta, v), q.jacobian(theta) @ v, rtol=1e-12, atol=1e-12)
+        assert np.array_equal(q.vjp(theta, w), p.vjp(theta, w))
+        with pytest.raises(ValueError):  # numpy's own error: nothing checked the length
+            q.jvp(np.ones(5), v)
+        assert "jvp" not in vars(p)  # p still resolves its methods on the (guarded) class
+    assert p.jvp.__func__ is cls.jvp and getattr(cls.jvp, "__paramgeo_guarded__", False)
+    with pytest.raises(ShapeError, match="argument theta must have 6 entries"):
+        p.jvp(np.ones(5), v)
+    with paramgeo.trusted() as nothing:
+        assert nothing is None
 
 
 # --------------------------------------------------------------------- sweeps

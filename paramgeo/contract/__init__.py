@@ -3,7 +3,7 @@ call layer between engines and a plugin, the argument checks, and the test that 
 function of theta. The contract *check* (does a plugin keep these promises?) is an engine above
 geometry, in :mod:`paramgeo.reports`."""
 
-from .guard import trusted
+from .trust import trusted
 from .parameterization import CAPABILITIES, Parameterization, ParamSpec, Size
 from .registry import available, get, get_class, load_plugin_file, register
 

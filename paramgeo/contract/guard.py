@@ -26,15 +26,15 @@ failed property. Engines never catch it per command: this module is the one plac
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 from autograd.tracer import Box, getval
 
 from ..errors import ParamgeoError, PluginError, ShapeError
+from .trust import _TRUSTED
 
 #: Entries of theta up to this size in absolute value must give a finite phi and J; beyond it a
 #: non-finite value may be an honest overflow (phi = u^p at |u| = 1e200), not the plugin's fault.
@@ -42,38 +42,6 @@ FINITE_INPUT_BOUND = 1e6
 
 #: numpy's float64 dtype (a singleton: the fast path compares it by identity)
 _F64 = np.dtype(float)
-#: how many ``trusted()`` blocks are open (process-wide; 0: every call is checked)
-_TRUSTED = [0]
-
-
-@contextlib.contextmanager
-def trusted() -> Iterator[None]:
-    """Turn the guard's checks off inside the block (a context manager).
-
-    Every guarded method then calls the plugin's code directly (no argument or result checks,
-    exceptions unconverted), which saves a fraction of a microsecond per call (most of it the
-    inner product that tells a result finite): for inner loops whose arguments the caller makes
-    itself (a sampler's or a flow's steps) once one checked call has passed. A fault inside the
-    block surfaces as the plugin's own exception or a non-finite value instead of a
-    ``PluginError``. Process-wide (all threads) while open; blocks nest.
-
-    Returns:
-        The context manager; nothing is bound by ``with ... as``.
-
-    Examples:
-        >>> import numpy as np, paramgeo
-        >>> p = paramgeo.get("uut", d=2, r=1)
-        >>> with paramgeo.trusted():
-        ...     g = p.vjp(np.ones(2), np.ones(4))      # J^T w of u u^T: 2 (sum u) (1, 1)
-        >>> g
-        array([4., 4.])
-    """
-    _TRUSTED[0] += 1
-    try:
-        yield
-    finally:
-        _TRUSTED[0] -= 1
-
 
 #: How to make forward traceable, the fix of every untraceable forward.
 UNTRACEABLE_FIX = ("write forward with autograd.numpy (import autograd.numpy as np; no "
