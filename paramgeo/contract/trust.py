@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import types
+import weakref
 from typing import Any, Iterator, Optional
 
 #: how many ``trusted()`` blocks are open (process-wide; 0: every call is checked)
@@ -68,9 +69,26 @@ def _unguarded_view(param: Any) -> Any:
     wrote it, in the copy's own ``__dict__`` (an instance attribute shadows the class's
     function, so the call reaches the plugin's code directly)."""
     view = copy.copy(param)
-    cls = type(param)
-    for name in dir(cls):
-        method: Any = getattr(cls, name, None)
-        if getattr(method, "__paramgeo_guarded__", False):
-            view.__dict__[name] = types.MethodType(method.__wrapped__, view)
+    for name, fn in _plugin_functions(type(param)):
+        view.__dict__[name] = types.MethodType(fn, view)
     return view
+
+
+def _plugin_functions(cls: type) -> tuple:
+    """(name, the plugin's own function) of each guarded method of ``cls``, its own or
+    inherited (a class's methods are wrapped once, when it is created), kept per class while
+    the class lives."""
+    found = _FUNCTIONS.get(cls)
+    if found is None:
+        pairs = []
+        for name in dir(cls):
+            method: Any = getattr(cls, name, None)
+            if getattr(method, "__paramgeo_guarded__", False):
+                pairs.append((name, method.__wrapped__))
+        found = _FUNCTIONS[cls] = tuple(pairs)
+    return found
+
+
+#: the plugin functions of each class a view was made of (weak: a class made on the fly, such
+#: as an adapted framework model's, is not kept alive by it)
+_FUNCTIONS: "weakref.WeakKeyDictionary[type, tuple]" = weakref.WeakKeyDictionary()
