@@ -4,16 +4,17 @@ exactly, and the flow's visits follow Algorithm 1 (the saddle recursion, a secon
 closely as alpha shrinks.
 
 Covers: ``paramgeo.flows.descent``, ``paramgeo.flows.invariant_sets``,
-``paramgeo.losses.predictor``, ``paramgeo_plugins.deep_diagonal``, ``paramgeo_plugins.uut``.
+``paramgeo.losses.predictor``, ``paramgeo_plugins.deep_diagonal``, ``paramgeo_plugins.lora``,
+``paramgeo_plugins.uut``.
 """
 
 import numpy as np
 import pytest
 
 import paramgeo
-from paramgeo.errors import ShapeError
+from paramgeo.errors import ParamgeoError, ShapeError
 from paramgeo.flows import gradient_descent
-from paramgeo.flows.invariant_sets import invariant_residual, sim_visits
+from paramgeo.flows.invariant_sets import _degree, invariant_residual, sim_visits
 from paramgeo.losses import LinearMeasurements
 
 RNG = np.random.default_rng(1)
@@ -51,5 +52,21 @@ def test_visits_follow_algorithm_one():
     prod = paramgeo.get("deep-diagonal", p=8, depth=3, variant="product")
     coarse, fine = (sim_visits(prod, X, Y_PRODUCT, a) for a in (1e-2, 1e-4))
     assert coarse.matched and fine.matched and fine.entry_error < coarse.entry_error / 5
-    with pytest.raises(ShapeError, match="deep-diagonal"):
+    with pytest.raises(ParamgeoError, match="no mirror potential"):
         sim_visits(paramgeo.get("uut", d=3, r=1), X, Y_SIGNED, 1e-3)
+
+
+def test_visits_read_any_diagonal_network_through_the_contract():
+    """A third-party copy of the signed deep diagonal network under another name gets the same
+    visits (nothing is read by plugin name), and a phi that is not homogeneous of degree
+    >= 2 is refused by name with the fix."""
+    base = type(paramgeo.get("deep-diagonal", p=8, depth=4))
+    Mine = type("MyDiagonal", (base,), {"name": "my-diagonal"})
+    mine, par = Mine(p=8, depth=4, variant="signed"), paramgeo.get(
+        "deep-diagonal", p=8, depth=4, variant="signed")
+    ours, theirs = sim_visits(par, X, Y_SIGNED, 1e-3), sim_visits(mine, X, Y_SIGNED, 1e-3)
+    assert theirs.visits == ours.visits and theirs.depth == 4
+    assert _degree(mine, mine.random_point(np.random.default_rng(0))) == 4
+    lora = paramgeo.get("lora", m=2, n=2, r=1)
+    with pytest.raises(ShapeError, match="lora is not homogeneous"):
+        _degree(lora, lora.random_point(np.random.default_rng(0)))

@@ -19,8 +19,8 @@ From init_at_scale(alpha) no coordinate is exactly zero, but in the time tau = t
 the flow passes close to a sequence of these manifolds: a parameter that has not switched on
 keeps its size of order alpha, a switched-on one is of order 1. :func:`sim_visits` integrates
 the flow (log chart, exact Jacobian, as in ``paramgeo.mirror.implicit_bias``), labels each
-recorded point by the signed support whose parts are above alpha^(L/2) (the geometric middle
-between alpha^L and 1), merges equal consecutive labels into visits (which manifold, entered
+recorded point by the signed support of beta (sign(beta_i) where |beta_i| > alpha^(L/2), the
+geometric middle between alpha^L and 1), merges equal consecutive labels into visits (which manifold, entered
 and left when, in tau) and sets them beside Algorithm 1's steps
 (:func:`paramgeo.flows.vanishing_init_limit`: the supports of its saddles and its jump times).
 
@@ -46,20 +46,22 @@ if TYPE_CHECKING:
     from ..contract.parameterization import Parameterization
 
 
-def _parts(param, theta):
-    """(positive part, negative part) of beta per coordinate: (u^L, v^L) for signed, and
-    (beta^+, beta^-) for product."""
-    blocks = param.spec.unpack(param.as_theta(theta))
-    if param.variant == "signed":
-        return blocks["u"] ** param.depth, blocks["v"] ** param.depth
-    beta = np.prod([blocks[f"w{l + 1}"] for l in range(param.depth)], axis=0)
-    return np.maximum(beta, 0.0), np.maximum(-beta, 0.0)
-
-
-def _check(param):
-    if getattr(param, "name", "") != "deep-diagonal" or param.depth < 2:
-        raise ShapeError("invariant subspaces: give the deep-diagonal plugin with depth >= 2 "
-                         "(paramgeo.get('deep-diagonal', p=..., depth=..., variant=...))")
+def _degree(param, theta):
+    """The degree L of homogeneity of phi, phi(c theta) = c^L phi(theta) (read at theta and
+    2 theta, checked at 3 theta); ShapeError unless L is an integer >= 2."""
+    phi1, phi2, phi3 = (np.ravel(param.forward(c * theta)) for c in (1.0, 2.0, 3.0))
+    size = float(np.max(np.abs(phi1)))
+    if size == 0.0:
+        raise ShapeError("invariant subspaces: phi vanishes at the point where its degree "
+                         "of homogeneity is read")
+    L = round(float(np.log2(np.max(np.abs(phi2)) / size)))
+    if L < 2 or not np.allclose(phi3, 3.0 ** L * phi1, rtol=1e-8, atol=1e-12 * size * 3.0 ** L):
+        raise ShapeError(
+            f"invariant subspaces: {getattr(param, 'name', '') or type(param).__name__} is not "
+            "homogeneous of an integer degree L >= 2 (phi(c theta) = c^L phi(theta)); the "
+            "vanishing-initialisation time scale alpha^(2-L) needs it, as a deep diagonal "
+            "network has it (paramgeo.get('deep-diagonal', p=..., depth=L))")
+    return L
 
 
 def invariant_residual(param: Parameterization, X: ArrayLike, y: ArrayLike, theta: ArrayLike,
@@ -76,8 +78,9 @@ def invariant_residual(param: Parameterization, X: ArrayLike, y: ArrayLike, thet
     return float(np.max(np.abs(grad[off])) / max(float(np.max(np.abs(grad))), 1e-300))
 
 
-def _label(pos, neg, level):
-    return tuple(int(s) for s in np.where(pos > level, 1, 0) - np.where(neg > level, 1, 0))
+def _label(beta, level):
+    """The signed support of beta: sign(beta_i) where |beta_i| > level, else 0."""
+    return tuple(int(s) for s in np.sign(beta) * (np.abs(beta) > level))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -124,15 +127,20 @@ def sim_visits(param: Parameterization, X: ArrayLike, y: ArrayLike, alpha: float
                records: int = 600, t_final: Optional[float] = None,
                atol: float = 1e-12) -> SIMVisits:
     """Integrate gradient flow from ``param.init_at_scale(alpha)`` on |X beta - y|^2 / (2N)
-    and list the invariant manifolds it visits (module docstring) beside Algorithm 1."""
+    and list the invariant manifolds it visits (module docstring) beside Algorithm 1.
+
+    Read through the contract only: ``param`` is any diagonal network whose mirror potential
+    declares its vanishing-initialisation limit (``Potential.limit``, which Algorithm 1 needs)
+    and whose phi = beta is homogeneous of an integer degree L >= 2 (read from phi(2 theta) =
+    2^L phi(theta); the time scale is alpha^(2-L)). The deep-diagonal plugin at depth >= 3 is
+    one."""
     from ..dynamics.trajectory import gradient_flow
     from .saddle import vanishing_init_limit
 
-    _check(param)
     X, y = np.asarray(X, float), np.asarray(y, float)
-    L = param.depth  # type: ignore[attr-defined]
-    scale = alpha ** (2 - L)
     limit = vanishing_init_limit(param, X, y, alpha)
+    L = _degree(param, param.random_point(np.random.default_rng(0)))
+    scale = alpha ** (2 - L)
     seq = limit.sequence
     t_end = (t_final if t_final is not None else 2.0 * float(seq.times[-1]) + 1.0) * scale
     taus = np.geomspace(1e-3 * max(float(seq.times[1]) if seq.times.size > 1 else 1.0, 1e-6),
@@ -141,7 +149,7 @@ def sim_visits(param: Parameterization, X: ArrayLike, y: ArrayLike, alpha: float
                          atol=atol, rtol=1e-10, t_eval=taus * scale, chart="log",
                          time_scale=scale, exact_jacobian=True, conserved=False)
     level = alpha ** (L / 2)
-    labels = [_label(*_parts(param, th), level) for th in traj.thetas]  # type: ignore[call-arg]
+    labels = [_label(np.ravel(param.forward(th)), level) for th in traj.thetas]
     times = np.asarray(traj.times) / scale
     visits: list = []
     for lab, t in zip(labels, times):
