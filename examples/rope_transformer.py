@@ -139,10 +139,11 @@ class RopeTransformer(paramgeo.Parameterization):
             K = rotate(K, positions, self.frequencies)
         return anp.matmul(Q, anp.swapaxes(K, 2, 3))
 
-    def run_layers(self, theta, X=None, shift=0, rows=None):
+    def run_layers(self, theta, X=None, shift=0, rows=None, window=None):
         """(logits per layer, log A): every layer's B x H x T x T logits (the last layer's at the
         query ``rows`` only) and the pointer log A = log (1/H) sum_h A^{Lh} at those rows, with
-        the positions p_t = t + shift."""
+        the positions p_t = t + shift; ``window``: the layers below the last attend only to
+        s - window < t <= s."""
         blocks = self.spec.unpack(theta)
         X = self.X if X is None else X
         T = X.shape[1]
@@ -151,12 +152,15 @@ class RopeTransformer(paramgeo.Parameterization):
         if self.encoding == "learned":
             Z = X + blocks["P"][positions.astype(int) % self.table][None]
         causal = np.tril(np.ones((T, T), bool))
+        s, t = np.indices((T, T))
+        lower = causal & ((s - t < window) if window else True)
         logits = []
         for l in range(self.layers):
             last = l == self.layers - 1
             L = self.layer_logits(blocks, l, Z, positions, rows if last else None)
             logits.append(L)
-            logp = _log_softmax(L, causal[rows] if last and rows is not None else causal)
+            mask = (causal if rows is None else causal[rows]) if last else lower
+            logp = _log_softmax(L, mask)
             if last:
                 top = anp.max(logp, axis=1, keepdims=True)
                 logA = top[:, 0] + anp.log(anp.mean(anp.exp(logp - top), axis=1))
@@ -227,15 +231,16 @@ def shift_error(param, theta, shift=1000):
                for b, m in pairs)
 
 
-def last_query(param, theta, k, chunk=16):
+def last_query(param, theta, k, chunk=16, window=None):
     """At the last query s = T - 1: the mass w on the target T - 1 - k (B,), whether it is the
     argmax (B,), and the ratios A_t / A_target at the offsets delta = s - t = 0..T-1 (B x T),
-    computed ``chunk`` sequences at a time (the last layer at the last row only)."""
+    computed ``chunk`` sequences at a time (the last layer at the last row only; ``window``:
+    that of the lower layers, ``RopeTransformer.run_layers``)."""
     T = param.tokens
     out = []
     for start in range(0, param.sequences, chunk):
         logA = np.asarray(param.run_layers(theta, X=param.X[start:start + chunk],
-                                           rows=[T - 1])[1])[:, 0]
+                                           rows=[T - 1], window=window)[1])[:, 0]
         out.append(logA)
     logA = np.concatenate(out)
     target = T - 1 - k
@@ -243,45 +248,232 @@ def last_query(param, theta, k, chunk=16):
     return np.exp(logA[:, target]), np.argmax(logA, axis=1) == target, ratio
 
 
-def dilution_fit(lengths, w, train_len, profile=None, boot=200, seed=0):
+def dilution_fit(lengths, w, train_len, cumulative=None, boot=200, seed=0):
     """Fits of the mass w(T) on the target (``w``: one array of per-sequence masses per length,
     averaged before the fit; error bars: the standard deviation over ``boot`` bootstrap
     resamples of the sequences):
 
     * free exponent: log(1/w - 1) = log a + beta log T over T >= 2 train_len (the law: beta = 1);
     * linear law: 1/w - 1 = b + a (T - train_len) over all T (least squares);
-    * with ``profile`` g (g[delta] = mean ratio A_t / A_target at offset delta, delta =
-      0..max T - 1): the profile law 1/w - 1 = b' + c G(T), G(T) = sum_{delta = train_len}^{T-1}
-      g[delta], and its apparent exponent beta_profile (the same log-log fit on the law's values).
+    * for each (label, G) of ``cumulative`` (G: the cumulative profile G(T) = sum_{delta =
+      train_len}^{T-1} g[delta] per length, ``cumulative_profile``): the profile law 1/w - 1 =
+      b' + c G(T) over all T, and its apparent exponent beta_G (the log-log fit over T >=
+      2 train_len on the law's values), in ``res["profile"][label]``.
     """
     lengths = np.asarray(lengths, float)
     far = lengths >= 2 * train_len
-    G = None if profile is None else np.array(
-        [np.sum(profile[train_len:int(T)]) for T in lengths])
+    cumulative = dict(cumulative or {})
+
+    def slope(z):
+        with np.errstate(invalid="ignore"):
+            return np.polyfit(np.log(lengths[far]), np.log(z[far]), 1)[0] if (
+                z[far] > 0).all() else np.nan
 
     def fit(idx):
         wm = np.array([wi[idx].mean() for wi in w])
         z = 1.0 / wm - 1.0
-        beta = np.polyfit(np.log(lengths[far]), np.log(z[far]), 1)[0]
         a, b = np.polyfit(lengths - train_len, z, 1)
-        out = [beta, a, b]
-        if G is not None:
+        out = [slope(z), a, b]
+        for G in cumulative.values():
             c, b2 = np.polyfit(G, z, 1)
-            zp = b2 + c * G
-            out += [c, b2, np.polyfit(np.log(lengths[far]), np.log(zp[far]), 1)[0]]
+            out += [c, b2, slope(b2 + c * np.asarray(G))]
         return wm, np.array(out)
 
     B = len(w[0])
     wm, est = fit(np.arange(B))
     rng = np.random.default_rng(seed)
-    err = np.array([fit(rng.integers(0, B, B))[1] for _ in range(boot)]).std(axis=0)
+    err = np.nanstd(np.array([fit(rng.integers(0, B, B))[1] for _ in range(boot)]), axis=0)
     law = 1.0 / (1.0 + est[2] + est[1] * (lengths - train_len))
     res = {"lengths": [int(T) for T in lengths], "w": wm, "beta": est[0], "beta_err": err[0],
            "a": est[1], "a_err": err[1], "b": est[2], "b_err": err[2], "law_w": law,
-           "rel_dev": np.abs(law - wm) / wm, "beta_range": (2 * train_len, int(lengths[-1]))}
-    if G is not None:
-        pw = 1.0 / (1.0 + est[4] + est[3] * G)
-        res.update(c=est[3], c_err=err[3], b_profile=est[4], b_profile_err=err[4],
-                   beta_profile=est[5], beta_profile_err=err[5], profile_w=pw,
-                   profile_rel_dev=np.abs(pw - wm) / wm)
+           "rel_dev": np.abs(law - wm) / wm, "beta_range": (2 * train_len, int(lengths[-1])),
+           "profile": {}}
+    for j, (label, G) in enumerate(cumulative.items()):
+        c, b2, beta_g = est[3 + 3 * j:6 + 3 * j]
+        pw = 1.0 / (1.0 + b2 + c * np.asarray(G))
+        res["profile"][label] = {
+            "c": c, "c_err": err[3 + 3 * j], "b": b2, "b_err": err[4 + 3 * j], "beta": beta_g,
+            "beta_err": err[5 + 3 * j], "w": pw, "rel_dev": np.abs(pw - wm) / wm}
     return res
+
+
+def cumulative_profile(profiles, lengths, train_len):
+    """G(T) = sum_{delta = train_len}^{T-1} g_T[delta] for each T of ``lengths``: ``profiles``
+    one array g (the same profile at every length) or one array g_T per length."""
+    if np.ndim(profiles[0]) == 0:
+        profiles = [profiles] * len(lengths)
+    return np.array([np.sum(g[train_len:int(T)]) for g, T in zip(profiles, lengths)])
+
+
+def prefix_prediction(ratios, lengths, train_len, boot=200, seed=0):
+    """Parameter-free prediction of w(T) from the last-query ratios A_t / A_target of sequences
+    of the largest length (``ratios``: B x T_max, column delta = offset): a length-T sequence's
+    last query sees the offsets delta < T, so w(T) = mean_b 1 / sum_{delta < T} ratios[b, delta]
+    (exact in distribution for one layer: its ratios e^{L_t - L*} do not depend on T). Returns
+    the predicted w per length and its apparent exponent beta (log(1/w - 1) against log T over
+    T >= 2 train_len) with its bootstrap error over the B sequences."""
+    lengths = np.asarray(lengths, int)
+    far = lengths >= 2 * train_len
+    prefix = np.cumsum(ratios, axis=1)[:, lengths - 1]  # B x len(lengths)
+
+    def fit(idx):
+        w = (1.0 / prefix[idx]).mean(axis=0)
+        return w, np.polyfit(np.log(lengths[far]), np.log(1.0 / w[far] - 1.0), 1)[0]
+
+    w, beta = fit(np.arange(len(ratios)))
+    rng = np.random.default_rng(seed)
+    err = np.std([fit(rng.integers(0, len(ratios), len(ratios)))[1] for _ in range(boot)])
+    return {"w": w, "beta": beta, "beta_err": err}
+
+
+def offset_kernel_rank(param, theta, layer, head, train_len):
+    """The offset kernel F[delta] = W_Q R_delta W_K^T (d x d) of one head over the trained offsets
+    delta = 0, -1, .., -(train_len - 1), stacked as a train_len x d^2 matrix: its entropy
+    effective rank exp(-sum p_i log p_i), p = singular values / their sum (Roy, Vetterli 2007),
+    and the share |F[:, 0, 0]| / |F| of the entry between constant features (position only)."""
+    blocks = param.spec.unpack(theta)
+    WQ, WK = blocks[f"Q{layer}"][head], blocks[f"K{layer}"][head]
+    F = np.stack([WQ @ rotate(WK, np.array([delta]), param.frequencies).T
+                  for delta in -np.arange(train_len)])  # R_delta W_K^T as rotated rows of W_K
+    sv = np.linalg.svd(F.reshape(train_len, -1), compute_uv=False)
+    p = sv / sv.sum()
+    p = p[p > 0]
+    return {"effective_rank": float(np.exp(-(p * np.log(p)).sum())),
+            "constant_share": float(np.linalg.norm(F[:, 0, 0]) / np.linalg.norm(F))}
+
+
+def dilution(heads, layers, theta, k, train_len, sequences, seed, window=None):
+    """``dilution_fit`` of a rotary model's mass on the target at the last query of fresh
+    sequences (lengths DILUTION_LENGTHS), with the profile law of the mean ratios g measured on
+    other fresh sequences of the largest length, and the parameter-free ``prefix_prediction``
+    from the same ratios; adds the accuracy per length. ``window``: the lower layers attend to
+    the last ``window`` keys only (``RopeTransformer.run_layers``)."""
+    w, acc = [], []
+    for T in DILUTION_LENGTHS:
+        p = model(heads, layers, "rotary", T, sequences, seed)
+        wi, hit, _ = last_query(p, theta, k, window=window)
+        if T == DILUTION_LENGTHS[0] and not window:  # the shortcut is the full forward's row
+            np.testing.assert_allclose(wi, np.exp(p.forward(theta)[:, -1, T - 1 - k]),
+                                       rtol=1e-10)
+        w.append(wi)
+        acc.append(float(hit.mean()))
+    ratios = last_query(model(heads, layers, "rotary", DILUTION_LENGTHS[-1], sequences, seed + 1),
+                        theta, k, window=window)[2]
+    cumulative = {"fitted": cumulative_profile(ratios.mean(axis=0), DILUTION_LENGTHS,
+                                               train_len)}
+    fit = dilution_fit(DILUTION_LENGTHS, w, train_len, cumulative, seed=seed)
+    fit["prediction"] = prefix_prediction(ratios, DILUTION_LENGTHS, train_len, seed=seed)
+    fit["acc"] = acc
+    return fit
+
+
+def run(k=3, train_len=16, sequences=64, steps=2000, lr=0.2, seed=0, models=MODELS):
+    """Train every model of ``models`` ((label, heads, layers, encoding)) by ``steps`` steps of
+    gradient descent (lr) from theta_0 = 0.1 N(0, I) on ``sequences`` sequences of length
+    ``train_len``, as ``rope_retrieval.py`` trains its head; evaluate it unchanged on fresh
+    sequences of the TEST_LENGTHS (accuracy, where unseen rows point), its shift invariance
+    (generic and trained theta) and, for rotary models, the dilution fits on 2 ``sequences``
+    fresh sequences and the last layer's offset kernels. Returns one dict per model."""
+    results = []
+    for label, heads, layers, encoding in models:
+        train = model(heads, layers, encoding, train_len, sequences, seed)
+        theta0 = 0.1 * np.random.default_rng(seed).standard_normal(train.n)
+        traj = gradient_descent(train, pointer_loss(train, k), theta0, steps, lr,
+                                record_every=steps, conserved=False)
+        theta = traj.final_theta
+        res = {"label": label, "heads": heads, "layers": layers, "encoding": encoding,
+               "n": train.n, "train_loss": float(traj.losses[-1]),
+               "generic": input_equivariance(train, seed=seed),
+               "shift_error": shift_error(train, theta, 1000 if encoding == "rotary" else 7),
+               "eval": {T: evaluate(model(heads, layers, encoding, T, sequences, seed + 1),
+                                    theta, k, train_len) for T in TEST_LENGTHS}}
+        if encoding == "rotary":
+            res["dilution"] = dilution(heads, layers, theta, k, train_len, 2 * sequences,
+                                       seed + 1)
+            res["kernels"] = [offset_kernel_rank(train, theta, layers - 1, h, train_len)
+                              for h in range(heads)]
+            if layers > 1:  # the same model with its lower layers windowed to train_len keys
+                res["dilution_window"] = dilution(heads, layers, theta, k, train_len,
+                                                  2 * sequences, seed + 1, window=train_len)
+        results.append(res)
+    return results
+
+
+def report(results, k, train_len):
+    """The markdown tables of ``run``'s results."""
+    lines = [f"Retrieval of the token {k} back by attention-only rotary transformers (pointer: "
+             "the last layer's head-averaged causal attention), trained on length T_train = "
+             f"{train_len}; accuracy of argmax_t A[s, t] = s - k on fresh sequences.", "",
+             "| model | parameters | train loss | shift error, generic theta (k = 1, 2, 5, -3, "
+             "1000) | shift error, trained (k = 1000; learned: 7) | acc. s < T_train | "
+             "acc. s >= T_train (T = " + " / ".join(str(T) for T in TEST_LENGTHS[1:]) + ") | "
+             f"argmax at t < T_train (T = {TEST_LENGTHS[-1]}) | most frequent argmax |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for res in results:
+        ev = res["eval"]
+        seen = [ev[T]["acc_seen"] for T in TEST_LENGTHS]
+        last = ev[TEST_LENGTHS[-1]]
+        lines.append(f"| {res['label']} | {res['n']} | {res['train_loss']:.2g} | "
+                     f"{max(res['generic'].errors.values()):.1e} | {res['shift_error']:.1e} | "
+                     f"{min(seen):.3f}-{max(seen):.3f} | "
+                     + " / ".join(f"{ev[T]['acc_unseen']:.3f}" for T in TEST_LENGTHS[1:])
+                     + f" | {last['argmax_in_train_range']:.3f} | {last['argmax_mode']} |")
+    rot = []
+    for res in results:
+        if "dilution" in res:
+            rot.append((res["label"], res["dilution"], res["kernels"]))
+        if "dilution_window" in res:
+            rot.append((f"{res['label']}, lower layers windowed to {train_len} keys",
+                        res["dilution_window"], []))
+    dil = rot[0][1]
+    lo, hi = dil["beta_range"]
+    lines += ["", "Attention dilution (last query of fresh sequences, twice as many as in "
+              "training): mass w on the target. beta: log(1/w - 1) = log a + beta log T over "
+              f"T = {lo}..{hi}. Linear law 1/w - 1 = b + a (T - {train_len}); profile law 1/w - 1 "
+              f"= b' + c G(T), G(T) = sum of g over the offsets {train_len}..T-1, g the mean "
+              f"ratio A_t / A_target at each offset on other fresh sequences of length {hi}, "
+              "beta_G the law's apparent exponent over the same T; prediction (no constant): "
+              "w(T) = mean 1 / (sum of those sequences' ratios over the offsets < T), beta_P its "
+              f"apparent exponent. Max. relative deviations of w over T >= {DILUTION_LENGTHS[1]}.",
+              "", "| model | beta | a | b | linear law: max. dev. | c | b' | beta_G | profile "
+              "law: max. dev. | beta_P | prediction: max. dev. | last layer's heads: effective "
+              "rank of F, constant share |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for label, d, kernels in rot:
+        ranks = "; ".join(f"{kr['effective_rank']:.2f}, {kr['constant_share']:.3f}"
+                          for kr in kernels) or "-"
+        pl, pr = d["profile"]["fitted"], d["prediction"]
+        lines.append(f"| {label} | {d['beta']:.3f} +- {d['beta_err']:.3f} | "
+                     f"{d['a']:.4f} +- {d['a_err']:.4f} | {d['b']:.2f} +- {d['b_err']:.2f} | "
+                     f"{d['rel_dev'][1:].max():.2f} | {pl['c']:.2f} +- {pl['c_err']:.2f} | "
+                     f"{pl['b']:.2f} +- {pl['b_err']:.2f} | "
+                     f"{pl['beta']:.3f} +- {pl['beta_err']:.3f} | {pl['rel_dev'][1:].max():.2f} | "
+                     f"{pr['beta']:.3f} +- {pr['beta_err']:.3f} | "
+                     f"{(np.abs(pr['w'] - d['w']) / d['w'])[1:].max():.2f} | {ranks} |")
+    lines += ["", "| model | w (T = " + ", ".join(str(T) for T in dil["lengths"])
+              + ") | predicted w | accuracy |", "|---|---|---|---|"]
+    for label, d, _ in rot:
+        lines.append(f"| {label} | " + ", ".join(f"{x:.3f}" for x in d["w"]) + " | "
+                     + ", ".join(f"{x:.3f}" for x in d["prediction"]["w"]) + " | "
+                     + ", ".join(f"{x:.3f}" for x in d["acc"]) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--offset", type=int, default=3)
+    ap.add_argument("--train-len", type=int, default=16)
+    ap.add_argument("--sequences", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--lr", type=float, default=0.2)
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "output"))
+    args = ap.parse_args(argv)
+    results = run(args.offset, args.train_len, args.sequences, args.steps, args.lr)
+    table = report(results, args.offset, args.train_len)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_file(out / "rope_transformer.md", table + "\n", what="table", replace=True)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
