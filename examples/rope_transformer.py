@@ -342,23 +342,26 @@ def offset_kernel_rank(param, theta, layer, head, train_len):
             "constant_share": float(np.linalg.norm(F[:, 0, 0]) / np.linalg.norm(F))}
 
 
-def dilution(heads, layers, theta, k, train_len, sequences, seed, window=None):
-    """``dilution_fit`` of a rotary model's mass on the target at the last query of fresh
-    sequences (lengths DILUTION_LENGTHS), with the profile law of the mean ratios g measured on
-    other fresh sequences of the largest length, and the parameter-free ``prefix_prediction``
-    from the same ratios; adds the accuracy per length. ``window``: the lower layers attend to
-    the last ``window`` keys only (``RopeTransformer.run_layers``)."""
+def dilution(train, theta, k, train_len, sequences, seed, window=None):
+    """``dilution_fit`` of the mass on the target at the last query of fresh sequences (lengths
+    DILUTION_LENGTHS) of the rotary model ``train`` (its sizes, other lengths), with the profile
+    law of the mean ratios g measured on other fresh sequences of the largest length, and the
+    parameter-free ``prefix_prediction`` from the same ratios; adds the accuracy per length.
+    ``window``: the lower layers attend to the last ``window`` keys only (``run_layers``)."""
+
+    def at(T, seed):
+        return model(train.heads, train.layers, "rotary", T, sequences, seed, train.d, train.r)
+
     w, acc = [], []
     for T in DILUTION_LENGTHS:
-        p = model(heads, layers, "rotary", T, sequences, seed)
+        p = at(T, seed)
         wi, hit, _ = last_query(p, theta, k, window=window)
         if T == DILUTION_LENGTHS[0] and not window:  # the shortcut is the full forward's row
             np.testing.assert_allclose(wi, np.exp(p.forward(theta)[:, -1, T - 1 - k]),
                                        rtol=1e-10)
         w.append(wi)
         acc.append(float(hit.mean()))
-    ratios = last_query(model(heads, layers, "rotary", DILUTION_LENGTHS[-1], sequences, seed + 1),
-                        theta, k, window=window)[2]
+    ratios = last_query(at(DILUTION_LENGTHS[-1], seed + 1), theta, k, window=window)[2]
     cumulative = {"fitted": cumulative_profile(ratios.mean(axis=0), DILUTION_LENGTHS,
                                                train_len)}
     fit = dilution_fit(DILUTION_LENGTHS, w, train_len, cumulative, seed=seed)
@@ -367,7 +370,7 @@ def dilution(heads, layers, theta, k, train_len, sequences, seed, window=None):
     return fit
 
 
-def run(k=3, train_len=16, sequences=64, steps=2000, lr=0.2, seed=0, models=MODELS):
+def run(k=3, train_len=16, sequences=64, steps=2000, lr=0.2, seed=0, models=MODELS, d=8, r=8):
     """Train every model of ``models`` ((label, heads, layers, encoding)) by ``steps`` steps of
     gradient descent (lr) from theta_0 = 0.1 N(0, I) on ``sequences`` sequences of length
     ``train_len``, as ``rope_retrieval.py`` trains its head; evaluate it unchanged on fresh
@@ -376,7 +379,7 @@ def run(k=3, train_len=16, sequences=64, steps=2000, lr=0.2, seed=0, models=MODE
     fresh sequences and the last layer's offset kernels. Returns one dict per model."""
     results = []
     for label, heads, layers, encoding in models:
-        train = model(heads, layers, encoding, train_len, sequences, seed)
+        train = model(heads, layers, encoding, train_len, sequences, seed, d, r)
         theta0 = 0.1 * np.random.default_rng(seed).standard_normal(train.n)
         traj = gradient_descent(train, pointer_loss(train, k), theta0, steps, lr,
                                 record_every=steps, conserved=False)
@@ -385,16 +388,15 @@ def run(k=3, train_len=16, sequences=64, steps=2000, lr=0.2, seed=0, models=MODE
                "n": train.n, "train_loss": float(traj.losses[-1]),
                "generic": input_equivariance(train, seed=seed),
                "shift_error": shift_error(train, theta, 1000 if encoding == "rotary" else 7),
-               "eval": {T: evaluate(model(heads, layers, encoding, T, sequences, seed + 1),
+               "eval": {T: evaluate(model(heads, layers, encoding, T, sequences, seed + 1, d, r),
                                     theta, k, train_len) for T in TEST_LENGTHS}}
         if encoding == "rotary":
-            res["dilution"] = dilution(heads, layers, theta, k, train_len, 2 * sequences,
-                                       seed + 1)
+            res["dilution"] = dilution(train, theta, k, train_len, 2 * sequences, seed + 1)
             res["kernels"] = [offset_kernel_rank(train, theta, layers - 1, h, train_len)
                               for h in range(heads)]
             if layers > 1:  # the same model with its lower layers windowed to train_len keys
-                res["dilution_window"] = dilution(heads, layers, theta, k, train_len,
-                                                  2 * sequences, seed + 1, window=train_len)
+                res["dilution_window"] = dilution(train, theta, k, train_len, 2 * sequences,
+                                                  seed + 1, window=train_len)
         results.append(res)
     return results
 
