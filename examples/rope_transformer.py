@@ -309,7 +309,9 @@ def prefix_prediction(ratios, lengths, train_len, boot=200, seed=0):
     """Parameter-free prediction of w(T) from the last-query ratios A_t / A_target of sequences
     of the largest length (``ratios``: B x T_max, column delta = offset): a length-T sequence's
     last query sees the offsets delta < T, so w(T) = mean_b 1 / sum_{delta < T} ratios[b, delta]
-    (exact in distribution for one layer: its ratios e^{L_t - L*} do not depend on T). Returns
+    (exact in distribution for one head in one layer, whose ratios e^{L_t - L*} do not depend on
+    T; with several heads each head's normalization depends on T, and in two layers the query's
+    stream does too). Returns
     the predicted w per length and its apparent exponent beta (log(1/w - 1) against log T over
     T >= 2 train_len) with its bootstrap error over the B sequences."""
     lengths = np.asarray(lengths, int)
