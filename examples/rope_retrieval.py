@@ -41,7 +41,10 @@ with m the margin of the target logit over the competitors' mean and c = mean e^
 (about T competitors): 1/w - 1 = b + a (T - T_train), a = c e^{-m}, is fitted over T =
 16..512 and log(1/w - 1) = log a + beta log T over T >= 2 T_train (the law: beta = 1), with
 bootstrap error bars over the test sequences; a is also computed from the position-only
-profile of the kernel alone.
+profile of the kernel alone. The carrier's peaks enter through the profile law 1/w - 1 = b' +
+c G(T), G(T) = sum_{delta = T_train}^{T-1} e^{f(-delta) - f(-k)} (f the position-only profile:
+each untrained offset weighted by the carrier itself instead of the flat rate a), fitted like
+the linear law; its apparent exponent over the same T is compared with beta.
 
 Multi-head and two-layer models (claim (e)): ``rope_transformer.py``, run after the head
 unless ``--no-transformer``.
