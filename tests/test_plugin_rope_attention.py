@@ -9,7 +9,8 @@ non-trivial output action for the generic mechanism. The retrieval examples: the
 the frequency-basis kernel and np.linalg.pinv for the control's minimum-norm solution; the
 multi-head, two-layer transformer against per-head, per-layer loops with explicit rotation
 matrices (also shifted) and, with one head, against the plugin's log-softmax and the example's
-loss; the dilution fits against synthetic laws of known exponent, rate and profile; the prefix
+loss; the dilution fits against synthetic laws of known exponent, rate and profile, and the
+carrier's profile law against a position-only head, for which it is exact (c = 1); the prefix
 prediction against the forward on truncated sequences.
 
 Covers: ``paramgeo.cli``, ``paramgeo.symmetry.discovery``, ``paramgeo.symmetry.equivariance``,
@@ -488,3 +489,27 @@ def test_offset_kernel_of_a_position_only_head():
     theta = np.concatenate([blocks[name].ravel() for name in p.spec.blocks])
     kr = rt.offset_kernel_rank(p, theta, 0, 0, 8)
     assert kr["effective_rank"] == pytest.approx(1.0) and kr["constant_share"] == 1.0
+
+
+def test_carrier_profile_law_is_exact_for_a_position_only_head():
+    """A head reading only the constant feature has logits f(t - s) at every sequence, so at the
+    last query 1/w - 1 = sum_{delta < T, delta != k} e^{f(-delta) - f(-k)} exactly: the
+    example's carrier profile law fits with c = 1 and b' = the trained offsets' sum, and the
+    position-only rate a_carrier is the mean of e^{f - f*} over the untrained offsets."""
+    ex = _example()
+    k, train_len = 3, 16
+    p = ex.head("rotary", 4, 4, train_len, 2, 0)
+    blocks = {"WQ": np.zeros((4, 4)), "WK": np.zeros((4, 4))}
+    blocks["WQ"][0] = [0.9, -0.4, 0.6, 0.3]
+    blocks["WK"][0] = [0.5, 0.8, -0.7, 0.2]
+    theta = np.concatenate([blocks["WQ"].ravel(), blocks["WK"].ravel()])
+    c = ex.rotary_kernel(p, theta)
+    res = ex.dilution_fit(4, 4, theta, k, train_len, 2, 0,
+                          lambda deltas: ex.offset_kernel(p, c, deltas), boot=3)
+    f = ex.offset_kernel(p, c, -np.arange(512))[:, 0]
+    g = np.exp(f - f[k])
+    prof = res["carrier"]
+    assert prof["c"] == pytest.approx(1.0, abs=1e-9)
+    assert prof["b"] == pytest.approx(g[:train_len].sum() - 1.0, abs=1e-9)
+    assert prof["rel_dev"].max() < 1e-9 and prof["c_err"] < 1e-12
+    assert res["a_carrier"] == pytest.approx(g[train_len:].mean(), rel=1e-12)
