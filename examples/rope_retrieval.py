@@ -41,11 +41,17 @@ with m the margin of the target logit over the competitors' mean and c = mean e^
 (about T competitors): 1/w - 1 = b + a (T - T_train), a = c e^{-m}, is fitted over T =
 16..512 and log(1/w - 1) = log a + beta log T over T >= 2 T_train (the law: beta = 1), with
 bootstrap error bars over the test sequences; a is also computed from the position-only
-profile of the kernel alone.
+profile of the kernel alone. The carrier's peaks enter through the profile law 1/w - 1 = b' +
+c G(T), G(T) = sum_{delta = T_train}^{T-1} e^{f(-delta) - f(-k)} (f the position-only profile:
+each untrained offset weighted by the carrier itself instead of the flat rate a), fitted like
+the linear law; its apparent exponent over the same T is compared with beta.
+
+Multi-head and two-layer models (claim (e)): ``rope_transformer.py``, run after the head
+unless ``--no-transformer``.
 
 Run:  python examples/rope_retrieval.py [--d 8] [--r 8] [--offset 3] [--train-len 16]
-      [--sequences 64] [--steps 2000] [--lr 0.2] [--out DIR] [--plot]
-Writes DIR/rope_retrieval.csv, .md and (with --plot) .png.
+      [--sequences 64] [--steps 2000] [--lr 0.2] [--out DIR] [--plot] [--no-transformer]
+Writes DIR/rope_retrieval.csv, .md, (with --plot) .png and DIR/rope_transformer.md.
 
 References: Su et al. (2021), "RoFormer"; Katharopoulos, Vyas, Pappas, Fleuret (2020),
 "Transformers are RNNs: fast autoregressive transformers with linear attention"; Roy, Vetterli
@@ -54,6 +60,8 @@ References: Su et al. (2021), "RoFormer"; Katharopoulos, Vyas, Pappas, Fleuret (
 
 import argparse
 import csv
+import importlib.util
+import io
 from pathlib import Path
 
 import autograd.numpy as anp
@@ -62,12 +70,22 @@ import numpy as np
 import paramgeo
 from paramgeo.symmetry.equivariance import input_equivariance
 from paramgeo.flows import gradient_descent
+from paramgeo.io.files import save_figure, write_file
 from paramgeo.losses import CallableLoss
 
 TEST_LENGTHS = (16, 32, 64, 128)
 DILUTION_LENGTHS = (16, 32, 64, 128, 256, 512)
 ENCODINGS = ("rotary", "absolute", "learned")
 BASE = 100.0
+
+
+def sibling(name):
+    """The example module ``name`` beside this file (``rope_transformer``), loaded by path."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent
+                                                  / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def head(encoding, d, r, tokens, sequences, seed):
@@ -243,7 +261,10 @@ def dilution_fit(d, r, theta, k, train_len, sequences, seed, kernel, boot=200):
     T_train) over all T (b: the T_train trained offsets, a = c e^-m per untrained one). Second
     route for a, from the carrier alone (no sequences): the mean of e^{f(delta) - f(-k)} over
     the untrained offsets delta = -(T-1)..-T_train of the position-only logit f = column 0 of
-    ``kernel`` (a callable deltas -> F), at the largest T."""
+    ``kernel`` (a callable deltas -> F), at the largest T. The carrier's peaks: the profile law
+    1/w - 1 = b' + c G(T), G(T) = sum_{delta = T_train}^{T-1} e^{f(-delta) - f(-k)} (the
+    carrier's own competitor weights in place of the flat rate a; rope_transformer.dilution_fit),
+    and its apparent exponent beta_G, in ``res["carrier"]``."""
     per_len = []
     for T in DILUTION_LENGTHS:
         p = head("rotary", d, r, T, sequences, seed)
@@ -255,30 +276,17 @@ def dilution_fit(d, r, theta, k, train_len, sequences, seed, kernel, boot=200):
         A /= A.sum(axis=1, keepdims=True)
         per_len.append({"w": A[:, target], "hit": np.argmax(L, axis=1) == target,
                         "m": L[:, target] - np.delete(L, target, axis=1).mean(axis=1)})
-    lengths = np.array(DILUTION_LENGTHS, float)
-    far = lengths >= 2 * train_len
-
-    def fit(idx):
-        w = np.array([row["w"][idx].mean() for row in per_len])
-        z = 1.0 / w - 1.0
-        beta, loga = np.polyfit(np.log(lengths[far]), np.log(z[far]), 1)
-        a, b = np.polyfit(lengths - train_len, z, 1)
-        return w, beta, a, b
-
-    w, beta, a, b = fit(np.arange(sequences))
-    rng = np.random.default_rng(seed)
-    boots = np.array([fit(rng.integers(0, sequences, sequences))[1:] for _ in range(boot)])
-    law = 1.0 / (1.0 + b + a * (lengths - train_len))
     m = np.array([row["m"].mean() for row in per_len])
     f = kernel(-np.arange(DILUTION_LENGTHS[-1]))[:, 0]
     a_carrier = float(np.mean(np.exp(f[train_len:] - f[k])))
-    return {"a_carrier": a_carrier, "lengths": DILUTION_LENGTHS, "w": w, "law_w": law, "m": m,
-            "acc": [float(row["hit"].mean()) for row in per_len],
-            "a_per_T": (1.0 / w - 1.0) / lengths,
-            "beta": beta, "beta_err": boots[:, 0].std(), "beta_range": (2 * train_len,
-                                                                        DILUTION_LENGTHS[-1]),
-            "a": a, "a_err": boots[:, 1].std(), "b": b, "b_err": boots[:, 2].std(),
-            "rel_dev": np.abs(law - w) / w, "c": a * np.exp(m[-1])}
+    rt = sibling("rope_transformer")
+    G = rt.cumulative_profile(np.exp(f - f[k]), DILUTION_LENGTHS, train_len)
+    fit = rt.dilution_fit(DILUTION_LENGTHS, [row["w"] for row in per_len], train_len,
+                          {"carrier": G}, boot, seed)
+    fit.update(a_carrier=a_carrier, m=m, acc=[float(row["hit"].mean()) for row in per_len],
+               a_per_T=(1.0 / fit["w"] - 1.0) / np.array(DILUTION_LENGTHS),
+               c=fit["a"] * np.exp(m[-1]), carrier=fit.pop("profile")["carrier"])
+    return fit
 
 
 # ---------------------------------------------------------------- the experiment
@@ -341,11 +349,11 @@ def run(d=8, r=8, k=3, train_len=16, sequences=64, steps=2000, lr=0.2, seed=0,
 def write_outputs(rows, patterns, extra, out, k, train_len, plot):
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    keys = list(rows[0])
-    with open(out / "rope_retrieval.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=keys)
-        writer.writeheader()
-        writer.writerows(rows)
+    buffer = io.StringIO(newline="")
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_file(out / "rope_retrieval.csv", buffer.getvalue(), what="table", replace=True)
 
     def fmt(x, spec=".3f"):
         return "-" if np.isnan(x) else format(x, spec)
@@ -385,6 +393,7 @@ def write_outputs(rows, patterns, extra, out, k, train_len, plot):
         lines.append(f"| {name} | {sv} | {car['rank_1e-2']} | {car['effective_rank']:.2f} | "
                      f"{car['constant_share']:.3f} |")
     dil = extra["dilution"]
+    prof = dil["carrier"]
     lo, hi = dil["beta_range"]
     lines += ["", "Attention dilution (rotary, causal, last query of fresh sequences): mass w on "
               f"the target. Free exponent over T = {lo}..{hi}: log(1/w - 1) = log a + beta log T, "
@@ -392,16 +401,20 @@ def write_outputs(rows, patterns, extra, out, k, train_len, plot):
               f"a (T - {train_len}), a = c e^-m = {dil['a']:.4f} +- {dil['a_err']:.4f}, b = "
               f"{dil['b']:.3f} +- {dil['b_err']:.3f}, c = a e^m(T = {hi}) = {dil['c']:.3g}. From the "
               "carrier alone (position-only logit f, untrained offsets up to "
-              f"{hi}): a = mean e^(f(delta) - f(-{k})) = {dil['a_carrier']:.4f}.", "",
+              f"{hi}): a = mean e^(f(delta) - f(-{k})) = {dil['a_carrier']:.4f}. The carrier's "
+              f"peaks: profile law 1/w - 1 = b' + c G(T), G(T) = sum_(delta = {train_len}..T-1) "
+              f"e^(f(-delta) - f(-{k})), c = {prof['c']:.3f} +- {prof['c_err']:.3f}, b' = "
+              f"{prof['b']:.3f} +- {prof['b_err']:.3f}; its apparent exponent over T = {lo}..{hi}: "
+              f"beta_G = {prof['beta']:.3f} +- {prof['beta_err']:.3f}.", "",
               "| T | mass on target w | law 1/(1 + b + a (T - T_train)) | relative deviation | "
-              "(1/w - 1) / T | accuracy | mean margin m |",
-              "|---|---|---|---|---|---|---|"]
+              "profile law 1/(1 + b' + c G(T)) | relative deviation | (1/w - 1) / T | accuracy | "
+              "mean margin m |", "|---|---|---|---|---|---|---|---|---|"]
     for i, T in enumerate(dil["lengths"]):
         lines.append(f"| {T} | {dil['w'][i]:.4f} | {dil['law_w'][i]:.4f} | "
-                     f"{dil['rel_dev'][i]:.2f} | {dil['a_per_T'][i]:.4f} | {dil['acc'][i]:.3f} "
-                     f"| {dil['m'][i]:.2f} |")
+                     f"{dil['rel_dev'][i]:.2f} | {prof['w'][i]:.4f} | {prof['rel_dev'][i]:.2f} | "
+                     f"{dil['a_per_T'][i]:.4f} | {dil['acc'][i]:.3f} | {dil['m'][i]:.2f} |")
     table = "\n".join(lines)
-    (out / "rope_retrieval.md").write_text(table + "\n")
+    write_file(out / "rope_retrieval.md", table + "\n", what="table", replace=True)
     print(table)
     if plot:
         import matplotlib
@@ -446,13 +459,15 @@ def write_outputs(rows, patterns, extra, out, k, train_len, plot):
         ax.loglog(dil["lengths"], dil["w"], "o", color="C0", label="mass on target (measured)")
         ax.loglog(dil["lengths"], dil["law_w"], "-", color="k",
                   label=f"1/(1 + b + a (T - {train_len})), a = {dil['a']:.3g}")
+        ax.loglog(dil["lengths"], prof["w"], ":", color="C3",
+                  label=f"carrier profile law (beta_G = {prof['beta']:.2f})")
         ax.loglog(dil["lengths"], dil["acc"], "s--", color="C0", alpha=0.5, label="accuracy")
         ax.set_title(f"attention dilution (beta = {dil['beta']:.2f} +- {dil['beta_err']:.2f})")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("sequence length T")
         ax.legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(out / "rope_retrieval.png", dpi=110)
+        save_figure(fig, out / "rope_retrieval.png")
         print(f"wrote {out / 'rope_retrieval.png'}")
 
 
@@ -467,10 +482,20 @@ def main():
     ap.add_argument("--lr", type=float, default=0.2)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "output"))
     ap.add_argument("--plot", action="store_true")
+    ap.add_argument("--no-transformer", action="store_true",
+                    help="skip the multi-head and two-layer models (rope_transformer.py)")
     args = ap.parse_args()
     rows, patterns, extra = run(args.d, args.r, args.offset, args.train_len, args.sequences,
                                 args.steps, args.lr)
     write_outputs(rows, patterns, extra, args.out, args.offset, args.train_len, args.plot)
+    if not args.no_transformer:  # claim (e): multi-head and two-layer models, same task
+        rt = sibling("rope_transformer")
+        results = rt.run(args.offset, args.train_len, args.sequences, args.steps, args.lr,
+                         d=args.d, r=args.r)
+        table = rt.report(results, args.offset, args.train_len)
+        write_file(Path(args.out) / "rope_transformer.md", table + "\n", what="table",
+                   replace=True)
+        print("\n" + table)
 
 
 if __name__ == "__main__":

@@ -5,10 +5,17 @@ x_s^T W_Q R_{t-s} W_K^T x_t, never rotating queries and keys separately) and fro
 formula; the rank of the rank-r d x d matrices r(2d - r) (Absil, Mahony, Sepulchre 2008) for
 absolute encodings; for rotary, the rank n - r that a fiber equal to the (C^*)^{r/2} orbit
 implies; the commutant of block rotations for ComplexScalingGroup; a toy plugin with a
-non-trivial output action for the generic mechanism.
+non-trivial output action for the generic mechanism. The retrieval examples: the rotary head as
+the frequency-basis kernel and np.linalg.pinv for the control's minimum-norm solution; the
+multi-head, two-layer transformer against per-head, per-layer loops with explicit rotation
+matrices (also shifted) and, with one head, against the plugin's log-softmax and the example's
+loss; the dilution fits against synthetic laws of known exponent, rate and profile, and the
+carrier's profile law against a position-only head, for which it is exact (c = 1); the prefix
+prediction against the forward on truncated sequences.
 
 Covers: ``paramgeo.cli``, ``paramgeo.symmetry.discovery``, ``paramgeo.symmetry.equivariance``,
-``paramgeo.symmetry.groups``, ``paramgeo_plugins.rope_attention``.
+``paramgeo.symmetry.groups``, ``paramgeo_plugins.rope_attention``, ``examples/rope_retrieval.py``,
+``examples/rope_transformer.py``.
 """
 
 import json
@@ -319,3 +326,190 @@ def test_learned_single_sequence_logits_are_the_rank_r_matrices():
     rank-r T x T matrices, of dimension r (2T - r) (Absil, Mahony, Sepulchre 2008)."""
     p = paramgeo.get("rope-attention", d=4, r=2, tokens=5, encoding="learned", positions=8)
     assert paramgeo.generic_rank(p) == 2 * (2 * 5 - 2)
+
+
+# ---------------------------------------------------------------- multi-head, two-layer models
+def _transformer():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "rope_transformer.py"
+    spec = importlib.util.spec_from_file_location("rope_transformer", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _hand_forward(p, theta, shift=0, window=None):
+    """The transformer by loops: every head and layer separately, each logit z_s^T W_Q
+    R_{t-s} W_K^T z_t with an explicit block rotation, softmax row by row, the residual update
+    z_s + sum_h sum_t A[s, t] z_t V_h, the pointer log((1/H) sum_h A_h); positions t + shift
+    (learned: rows (t + shift) mod positions of P added to the tokens)."""
+    blocks = p.spec.unpack(theta)
+    B, T, _ = p.predictor_shape
+    out = np.zeros((B, T, T))
+    for b in range(B):
+        Z = p.X[b].copy()
+        if p.encoding == "learned":
+            Z = Z + blocks["P"][(np.arange(T) + shift) % p.table]
+        for l in range(p.layers):
+            A = np.zeros((p.heads, T, T))
+            for h in range(p.heads):
+                WQ, WK = blocks[f"Q{l}"][h], blocks[f"K{l}"][h]
+                for s in range(T):
+                    keys = [t for t in range(s + 1)
+                            if l == p.layers - 1 or window is None or s - t < window]
+                    logit = np.array([
+                        Z[s] @ WQ @ (rotation_blocks((t + shift) - (s + shift), p.frequencies)
+                                     if p.encoding == "rotary" else np.eye(p.r)) @ WK.T @ Z[t]
+                        for t in keys])
+                    e = np.exp(logit - logit.max())
+                    A[h, s, keys] = e / e.sum()
+            if l == p.layers - 1:
+                mean = A.mean(axis=0)
+                out[b] = np.where(np.tril(np.ones((T, T), bool)), np.log(mean + (mean == 0)), 0)
+            else:
+                Z = Z + sum(A[h] @ Z @ blocks[f"V{l}"][h] for h in range(p.heads))
+    return out
+
+
+@pytest.mark.parametrize("heads, layers, encoding", [(1, 1, "rotary"), (3, 1, "rotary"),
+                                                     (2, 2, "rotary"), (2, 2, "learned")])
+def test_transformer_forward_is_the_loop_over_heads_and_layers(rng, heads, layers, encoding):
+    """The batched forward (heads stacked, rotations as complex pairs) equals the per-head,
+    per-layer loops with explicit rotation matrices, also with the positions moved by 7; its
+    last-row shortcut equals the forward's last row, with and without a lower-layer window."""
+    rt = _transformer()
+    extra = {"positions": 9} if encoding == "learned" else {}
+    p = rt.RopeTransformer(d=4, r=4, heads=heads, layers=layers, encoding=encoding, tokens=6,
+                           sequences=2, base=7.0, **extra)
+    theta = 0.7 * rng.standard_normal(p.n)
+    np.testing.assert_allclose(p.forward(theta), _hand_forward(p, theta), rtol=1e-10,
+                               atol=1e-12)
+    np.testing.assert_allclose(p.logits(theta, shift=7), _hand_forward(p, theta, shift=7),
+                               rtol=1e-10, atol=1e-12)
+    for window in (None, 3):
+        full = p.run_layers(theta, window=window)[1][:, -1]
+        last = p.run_layers(theta, rows=[5], window=window)[1][:, 0]
+        np.testing.assert_allclose(last, full, rtol=1e-12, atol=1e-12)
+    causal = np.tril(np.ones((6, 6), bool))
+    np.testing.assert_allclose(np.where(causal, p.run_layers(theta, window=3)[1], 0),
+                               _hand_forward(p, theta, window=3), rtol=1e-10, atol=1e-12)
+
+
+def test_one_head_transformer_is_the_plugin_head_with_its_loss(rng):
+    """H = 1, one layer: log A is the log-softmax of the rope-attention plugin's logits (same
+    tokens, same flat theta), and the pointer loss the example's causal cross-entropy."""
+    rt, ex = _transformer(), _example()
+    p = rt.RopeTransformer(d=4, r=4, heads=1, layers=1, tokens=7, sequences=3)
+    q = paramgeo.get("rope-attention", d=4, r=4, tokens=7, sequences=3, constant_feature=True,
+                     base=100.0)
+    theta = q.random_point(rng)
+    causal = np.tril(np.ones((7, 7), bool))
+    L = np.where(causal, q.forward(theta), -np.inf)
+    logsm = L - np.log(np.exp(L - L.max(2, keepdims=True)).sum(2, keepdims=True)) \
+        - L.max(2, keepdims=True)
+    np.testing.assert_allclose(p.forward(theta), np.where(causal, logsm, 0), rtol=1e-10,
+                               atol=1e-12)
+    assert rt.pointer_loss(p, 2).value(p.forward(theta).ravel()) == pytest.approx(
+        ex.retrieval_loss(q, 2).value(q.forward(theta).ravel()), rel=1e-12)
+
+
+def test_transformer_shift_invariance_rotary_not_learned(rng):
+    """Claim (a) for two layers: the declared input action (shifts 1, 2, 5, -3, 1000) leaves
+    every layer's logits and the pointer unchanged under rotary encodings, to round-off; with
+    learned absolute embeddings it does not."""
+    rt = _transformer()
+    p = rt.RopeTransformer(d=4, r=4, heads=2, layers=2, tokens=6, sequences=2)
+    eq = input_equivariance(p)
+    assert eq.equivariant and max(eq.errors.values()) < 1e-12
+    assert rt.shift_error(p, p.random_point(rng), shift=1000) < 1e-12
+    q = rt.RopeTransformer(d=4, r=4, heads=2, layers=2, tokens=6, sequences=2,
+                           encoding="learned", positions=8)
+    assert not input_equivariance(q).equivariant
+
+
+def test_dilution_fit_recovers_synthetic_laws():
+    """Masses built from known laws: z = 1/w - 1 = 0.03 T^0.8 gives beta = 0.8 (free exponent);
+    z = 0.5 + 0.02 (T - 16) gives a = 0.02, b = 0.5; z = 0.1 + 2 G(T) gives c = 2, b' = 0.1 and
+    beta_G = the slope of log(0.1 + 2 G) against log T; identical sequences: zero error bars."""
+    rt = _transformer()
+    lengths = np.array([16, 32, 64, 128, 256, 512])
+    far = lengths >= 32
+
+    def masses(z):
+        return [np.full(5, 1.0 / (1.0 + zi)) for zi in z]
+
+    res = rt.dilution_fit(lengths, masses(0.03 * lengths ** 0.8), 16)
+    assert res["beta"] == pytest.approx(0.8, abs=1e-10) and res["beta_err"] < 1e-12
+    res = rt.dilution_fit(lengths, masses(0.5 + 0.02 * (lengths - 16)), 16)
+    assert (res["a"], res["b"]) == pytest.approx((0.02, 0.5), abs=1e-10)
+    assert res["rel_dev"].max() < 1e-10
+    g = 0.05 + 0.04 * np.cos(0.3 * np.arange(512))  # a peaked profile
+    G = rt.cumulative_profile(g, lengths, 16)
+    assert G[2] == pytest.approx(sum(g[16:64]))
+    np.testing.assert_allclose(rt.cumulative_profile([g] * 6, lengths, 16), G)
+    res = rt.dilution_fit(lengths, masses(0.1 + 2 * G), 16, {"peaks": G})
+    law = res["profile"]["peaks"]
+    assert (law["c"], law["b"]) == pytest.approx((2.0, 0.1), abs=1e-9)
+    want = np.polyfit(np.log(lengths[far]), np.log(0.1 + 2 * G[far]), 1)[0]
+    assert law["beta"] == pytest.approx(want, abs=1e-9) == res["beta"]
+
+
+def test_prefix_prediction_is_the_mass_on_truncated_sequences(rng):
+    """One head, one layer: the last query of the last T tokens of a sequence sees the offsets
+    < T with the same logits, so the prefix prediction from the long sequences equals the mean
+    mass of the forward on the truncated sequences (with two heads it does not: each head's
+    softmax is normalized over the T keys)."""
+    rt = _transformer()
+    p = rt.RopeTransformer(d=4, r=4, heads=1, layers=1, tokens=12, sequences=5)
+    theta = p.random_point(rng)
+    k, lengths = 2, [4, 8, 12]
+    w_long, _, ratios = rt.last_query(p, theta, k, chunk=2)
+    pred = rt.prefix_prediction(ratios, lengths, 4, boot=5)
+    for i, T in enumerate(lengths):
+        logA = p.run_layers(theta, X=p.X[:, -T:])[1]
+        assert pred["w"][i] == pytest.approx(np.exp(logA[:, -1, T - 1 - k]).mean(), rel=1e-10)
+    assert pred["w"][-1] == pytest.approx(w_long.mean(), rel=1e-12)
+    q = rt.RopeTransformer(d=4, r=4, heads=2, layers=1, tokens=12, sequences=5)
+    theta = q.random_point(rng)
+    pred = rt.prefix_prediction(rt.last_query(q, theta, k)[2], lengths, 4, boot=5)
+    logA = q.run_layers(theta, X=q.X[:, -4:])[1]
+    assert abs(pred["w"][0] - np.exp(logA[:, -1, 1]).mean()) > 1e-3
+
+
+def test_offset_kernel_of_a_position_only_head():
+    """A head that reads only the constant feature (W_Q, W_K zero beyond row 0) has the offset
+    kernel f(delta) e_1 e_1^T: effective rank 1, all of it in the constant entry."""
+    rt = _transformer()
+    p = rt.RopeTransformer(d=4, r=4, heads=1, layers=1, tokens=8)
+    blocks = {name: np.zeros(shape) for name, shape in p.spec.blocks.items()}
+    blocks["Q0"][0, 0] = [1.0, 0.5, -0.3, 0.2]
+    blocks["K0"][0, 0] = [0.7, 0.1, 0.4, -0.6]
+    theta = np.concatenate([blocks[name].ravel() for name in p.spec.blocks])
+    kr = rt.offset_kernel_rank(p, theta, 0, 0, 8)
+    assert kr["effective_rank"] == pytest.approx(1.0) and kr["constant_share"] == 1.0
+
+
+def test_carrier_profile_law_is_exact_for_a_position_only_head():
+    """A head reading only the constant feature has logits f(t - s) at every sequence, so at the
+    last query 1/w - 1 = sum_{delta < T, delta != k} e^{f(-delta) - f(-k)} exactly: the
+    example's carrier profile law fits with c = 1 and b' = the trained offsets' sum, and the
+    position-only rate a_carrier is the mean of e^{f - f*} over the untrained offsets."""
+    ex = _example()
+    k, train_len = 3, 16
+    p = ex.head("rotary", 4, 4, train_len, 2, 0)
+    blocks = {"WQ": np.zeros((4, 4)), "WK": np.zeros((4, 4))}
+    blocks["WQ"][0] = [0.9, -0.4, 0.6, 0.3]
+    blocks["WK"][0] = [0.5, 0.8, -0.7, 0.2]
+    theta = np.concatenate([blocks["WQ"].ravel(), blocks["WK"].ravel()])
+    c = ex.rotary_kernel(p, theta)
+    res = ex.dilution_fit(4, 4, theta, k, train_len, 2, 0,
+                          lambda deltas: ex.offset_kernel(p, c, deltas), boot=3)
+    f = ex.offset_kernel(p, c, -np.arange(512))[:, 0]
+    g = np.exp(f - f[k])
+    prof = res["carrier"]
+    assert prof["c"] == pytest.approx(1.0, abs=1e-9)
+    assert prof["b"] == pytest.approx(g[:train_len].sum() - 1.0, abs=1e-9)
+    assert prof["rel_dev"].max() < 1e-9 and prof["c_err"] < 1e-12
+    assert res["a_carrier"] == pytest.approx(g[train_len:].mean(), rel=1e-12)
