@@ -10,7 +10,7 @@ and the test set:
 * naive: theta_A to theta_B;
 * weight matching: Git Re-Basin's permutation coordinate descent (Ainsworth, Hayase,
   Srinivasa 2023, Algorithm 1), written here on the layer matrices, as the baseline;
-* paramgeo permutations: ``paramgeo.quotient.align`` over the unit-permutation factor of the
+* paramgeo permutations: ``paramgeo.quotient.alignment`` over the unit-permutation factor of the
   group ``paramgeo.from_torch`` reads from the model (weight matching on theta);
 * paramgeo permutations + rescalings: ``align`` over the whole group (R_{>0})^{2h} x S_h x S_h.
 

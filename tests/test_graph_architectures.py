@@ -2,7 +2,7 @@
 (the Jacobian by torch.autograd / jax.jacfwd and numpy's rank, finite differences of the group
 actions), refusal of a wrong rule, completeness, and strata of dead channels and heads.
 
-Covers: ``paramgeo.adapters._jax``, ``paramgeo.critical.completeness``, ``paramgeo.mirror.lie``,
+Covers: ``paramgeo.adapters._jax``, ``paramgeo.critical.group_completeness``, ``paramgeo.mirror.lie``,
 ``paramgeo.symmetry.actions``, ``paramgeo.symmetry.verify``, ``paramgeo_plugins.uvt``.
 """
 

@@ -1,4 +1,5 @@
-"""Layout checks on paramgeo/ itself: the import graph has no circle, and no module is too long.
+"""Layout checks on paramgeo/ itself: the import graph has no circle, no module is too long, and
+no submodule is shadowed by a name its package binds.
 
 The graph is read with ``ast`` (no import is executed, no dependency added). Every ``import`` and
 ``from ... import`` counts, including those inside functions: a lazy import still ties two
@@ -216,3 +217,23 @@ def test_every_test_module_names_what_it_covers():
                 unknown.append(f"{path.name}: {name}")
     assert not missing, f"add a 'Covers: ``paramgeo.x.y``, ...' paragraph to: {missing}"
     assert not unknown, f"no such module: {unknown}"
+
+
+def test_no_submodule_is_shadowed_by_a_name_of_its_package():
+    """``paramgeo.pkg.mod`` reaches the module: no package binds a function or class under the
+    name of one of its submodules (``import paramgeo.pkg.mod as m`` would then bind that
+    object, and the API pages could not name the module)."""
+    import importlib
+    import pkgutil
+    import types
+
+    import paramgeo
+
+    shadowed = []
+    for info in pkgutil.walk_packages(paramgeo.__path__, "paramgeo."):
+        importlib.import_module(info.name)
+        parent, _, leaf = info.name.rpartition(".")
+        bound = getattr(importlib.import_module(parent), leaf, None)
+        if not isinstance(bound, types.ModuleType):
+            shadowed.append(f"{info.name} (bound to a {type(bound).__name__})")
+    assert not shadowed, f"submodules shadowed by a name of their package: {shadowed}"

@@ -1,7 +1,7 @@
-"""paramgeo.quotient.align: each solver against an independent route (brute force over the
+"""paramgeo.quotient.alignment: each solver against an independent route (brute force over the
 group, scipy optimisers from random starts, planted pairs with a known element).
 
-Covers: ``paramgeo.quotient.align``, ``paramgeo.symmetry.actions``, ``paramgeo.symmetry.groups``,
+Covers: ``paramgeo.quotient.alignment``, ``paramgeo.symmetry.actions``, ``paramgeo.symmetry.groups``,
 ``paramgeo_plugins.deep_linear``, ``paramgeo_plugins.hadamard``, ``paramgeo_plugins.relu_net``,
 ``paramgeo_plugins.uut``, ``paramgeo_plugins.uvt``.
 """
@@ -173,7 +173,7 @@ def test_relaxation_bound_below_the_enumerated_minimum(rng):
     minimum over all 3! x 3! elements, which the weight-matching route reaches or exceeds."""
     import itertools
 
-    from paramgeo.quotient.align import relaxation_bound
+    from paramgeo.quotient.alignment import relaxation_bound
     from paramgeo.symmetry import UnitPermutationGroup
 
     # layer 1 unit i: W1[i, :2] at 2i, 2i+1; W2[:, i] at 6 + 3j + i; layer 2 unit j: W2[j, :]
@@ -220,7 +220,7 @@ def test_deep_linear_gl_factors_planted_pair_exact(rng):
 
 
 def test_relaxation_bound_of_a_positive_torus_below_the_searched_minimum(rng):
-    from paramgeo.quotient.align import relaxation_bound
+    from paramgeo.quotient.alignment import relaxation_bound
     from paramgeo.symmetry import ScalingTorus
 
     T = ScalingTorus(np.array([[1, -1, 0, 0], [0, 0, 1, 0]]), signed=False)

@@ -1,6 +1,6 @@
-"""paramgeo.quotient.barrier: both barrier definitions on closed-form paths.
+"""paramgeo.quotient.loss_barriers: both barrier definitions on closed-form paths.
 
-Covers: ``paramgeo.losses.predictor``, ``paramgeo.quotient.barrier``,
+Covers: ``paramgeo.losses.predictor``, ``paramgeo.quotient.loss_barriers``,
 ``paramgeo_plugins.hadamard``, ``paramgeo_plugins.uut``, ``paramgeo_plugins.uvt``.
 """
 

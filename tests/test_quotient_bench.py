@@ -2,7 +2,7 @@
 trained on digits equals the weight-matching baseline written in the benchmark, and lowers the
 barrier (docs/quotient.md reports the full-size table).
 
-Covers: ``paramgeo.quotient.align``, ``paramgeo.quotient.barrier``.
+Covers: ``paramgeo.quotient.alignment``, ``paramgeo.quotient.loss_barriers``.
 """
 
 import numpy as np

@@ -3,7 +3,7 @@ layer reading a layer norm) that from_torch reads from a model's layers: planted
 field solver against a derivative-free search over the same coefficients, and the shear solver
 recovering the planted element.
 
-Covers: ``paramgeo.quotient.align``, ``paramgeo.quotient._factors``, ``paramgeo.symmetry.actions``.
+Covers: ``paramgeo.quotient.alignment``, ``paramgeo.quotient._factors``, ``paramgeo.symmetry.actions``.
 """
 
 import warnings

@@ -2,7 +2,7 @@
 epsilon = 0.1) on a pair reconstructed from the numbers the paper quotes, and what align over
 the whole GL(2) x GL(2) gives on it, against a reduced problem solved by a second route.
 
-Covers: ``paramgeo.quotient.align``, ``paramgeo_plugins.deep_linear``.
+Covers: ``paramgeo.quotient.alignment``, ``paramgeo_plugins.deep_linear``.
 """
 
 import itertools

@@ -1,9 +1,9 @@
-"""paramgeo.quotient.teleport: exact group moves, the closed-form minimal sharpness of a
+"""paramgeo.quotient.teleportation: exact group moves, the closed-form minimal sharpness of a
 global minimum of (1/2)|U V^T - Y|^2 along GL(r), checked by a second route, and teleportation
 every k steps inside gradient descent (Teleporter) against a hand-written loop.
 
 Covers: ``paramgeo.cli``, ``paramgeo.flows.descent``, ``paramgeo.losses.predictor``,
-``paramgeo.quotient.teleport``, ``paramgeo_plugins.hadamard``, ``paramgeo_plugins.uvt``.
+``paramgeo.quotient.teleportation``, ``paramgeo_plugins.hadamard``, ``paramgeo_plugins.uvt``.
 """
 
 import numpy as np
@@ -14,7 +14,7 @@ import paramgeo
 from paramgeo.errors import ArgumentError
 from paramgeo.losses import CallableLoss, value_and_grad
 from paramgeo.quotient import Teleporter, teleport
-from paramgeo.quotient.teleport import expm_small
+from paramgeo.quotient.teleportation import expm_small
 
 
 def _minimum(rng, m=4, n=3, r=2):

@@ -1,8 +1,8 @@
-"""The dual of smoothed sign descent (paramgeo.flows.sign_dual) against independent routes:
+"""The dual of smoothed sign descent (paramgeo.flows.smoothed_sign) against independent routes:
 the primal run of SmoothedSignDescent through gradient_descent, softmax(-Z w_k) for p_k, KL by
 scipy's rel_entr, and the Hoeffding bound and envelope checked on the recorded run.
 
-Covers: ``paramgeo.dynamics.optimizers``, ``paramgeo.flows.descent``, ``paramgeo.flows.sign_dual``,
+Covers: ``paramgeo.dynamics.optimizers``, ``paramgeo.flows.descent``, ``paramgeo.flows.smoothed_sign``,
 ``paramgeo.losses.predictor``, ``paramgeo_plugins.deep_diagonal``.
 """
 
@@ -13,7 +13,7 @@ from scipy.special import rel_entr, softmax
 import paramgeo
 from paramgeo.errors import ParamgeoError, ShapeError
 from paramgeo.flows import gradient_descent
-from paramgeo.flows.sign_dual import dual_objective, sign_dual
+from paramgeo.flows.smoothed_sign import dual_objective, sign_dual
 from paramgeo.losses import Exponential
 from paramgeo.dynamics.optimizers import SmoothedSignDescent
 
@@ -73,7 +73,7 @@ def test_errors():
 
 def test_endpoint_limits_and_kkt(run):
     X, y, r = run
-    from paramgeo.flows.sign_dual import endpoint_limits
+    from paramgeo.flows.smoothed_sign import endpoint_limits
 
     e = endpoint_limits(X, y, [1e-3, 3e-3, 1e-2, 0.5, 10, 100, 1000])
     # the SLSQP dual solution at delta = 0.5 is the direction of the run's last step
@@ -93,7 +93,7 @@ def test_endpoint_limits_and_kkt(run):
 
 
 def test_fixed_epsilon_crossover_and_tail():
-    from paramgeo.flows.sign_dual import fixed_epsilon
+    from paramgeo.flows.smoothed_sign import fixed_epsilon
 
     X, y = _data()
     r = fixed_epsilon(X, y, 1e-3, 0.05, 20000)

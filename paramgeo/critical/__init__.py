@@ -18,7 +18,7 @@ mathematics and references.
 """
 
 from .classification import Classification, NearStratum, classify, near_stratum
-from .completeness import Completeness, completeness
+from .group_completeness import Completeness, completeness
 from .loss_points import LossPoint, loss_hessian, loss_point
 from .searching import SearchResult, search
 from .stratification import Strata, strata, to_dot

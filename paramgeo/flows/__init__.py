@@ -105,7 +105,7 @@ from .quadratic_net import (
     StepSizeGap,
     step_size_gap,
 )
-from .sign_dual import (
+from .smoothed_sign import (
     EndpointLimits,
     FixedEpsilonRun,
     SignDualRun,

@@ -8,10 +8,10 @@ Public functions: :func:`align` (:class:`Alignment`, :class:`Certificate`);
 :class:`Teleporter`, teleportation every k steps of gradient descent.
 """
 
-from .align import ALIGNABLE, Alignment, Certificate, act_element, align, is_isometric
-from .barrier import PATHS, Barrier, barrier, barriers
+from .alignment import ALIGNABLE, Alignment, Certificate, act_element, align, is_isometric
+from .loss_barriers import PATHS, Barrier, barrier, barriers
 from .metric import Distance, distance, exp, geodesic, log
-from .teleport import OBJECTIVES, Teleport, Teleporter, teleport
+from .teleportation import OBJECTIVES, Teleport, Teleporter, teleport
 
 __all__ = ["ALIGNABLE", "OBJECTIVES", "PATHS", "Alignment", "Barrier", "Certificate", "Distance",
            "Teleport", "Teleporter", "act_element", "align", "barrier", "barriers", "distance", "exp",

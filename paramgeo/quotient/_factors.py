@@ -1,7 +1,7 @@
 """The solvers of :func:`paramgeo.quotient.align`, one per kind of group factor (orthogonal
 Procrustes, general linear least squares, scaling tori, unit permutations by linear assignment,
 sign flips, enumeration of small finite groups); the methods and references are in
-:mod:`paramgeo.quotient.align`'s docstring.
+:mod:`paramgeo.quotient.alignment`'s docstring.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ import numpy as np
 from ..contract.arguments import parameterization
 from ..errors import ArgumentError
 from ..results import Result
-from .align import align, is_isometric
+from .alignment import align, is_isometric
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray

@@ -548,7 +548,7 @@ def _check_completeness(param, group, seed):
     """How many of the kernel dimensions n - rank J the declared group explains at a random
     point (:func:`paramgeo.critical.completeness`): reported, not failed (a symmetry the group
     does not declare makes the quotient too large, not the plugin wrong)."""
-    from ..critical.completeness import MAX_DENSE_N, completeness
+    from ..critical.group_completeness import MAX_DENSE_N, completeness
 
     if param.n > MAX_DENSE_N:
         return CheckItem(property="symmetry-completeness", passed=True, error=0.0, tolerance=0.0,

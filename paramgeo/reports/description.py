@@ -114,7 +114,7 @@ def _explains(param, rank, sym, discovered, quotient, seed):
     """The completeness line of :class:`Description`: the kernel dimensions n - R against the
     orbit dimension; below ``completeness.MAX_DENSE_N`` parameters measured at a random point
     with the unexplained directions by block."""
-    from ..critical.completeness import MAX_DENSE_N, Completeness, completeness
+    from ..critical.group_completeness import MAX_DENSE_N, Completeness, completeness
 
     kernel = param.n - rank
     if sym is None and discovered is None:

@@ -27,7 +27,7 @@ from ..contract.arguments import integer, parameterization
 from ..errors import ArgumentError
 from ..losses.predictor import pullback
 from ..results import Result
-from .align import align
+from .alignment import align
 from .metric import geodesic
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from ..losses.predictor import Loss
     from ..contract.parameterization import Parameterization
-    from .align import Alignment
+    from .alignment import Alignment
 
 #: the paths :func:`barrier` knows
 PATHS = ("linear", "aligned", "geodesic")
