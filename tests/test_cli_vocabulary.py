@@ -185,7 +185,7 @@ def test_the_table_is_what_the_commands_take():
 
 #: the command of each sweep query whose name is not the command's path
 SWEEP_COMMANDS = {"llc": "llc estimate", "quotient-align": "quotient align",
-                  "quotient-barrier": "quotient barrier"}
+                  "quotient-barrier": "quotient barrier", "quotient-teleport": "quotient teleport"}
 #: sweep options with no counterpart among the command's options (each with its reason)
 SWEEP_ONLY = {
     ("spectral-filters", "steps"): "the command scans a fixed number of GD steps",

@@ -1,8 +1,10 @@
-"""The quotient's sweep queries (quotient-align, quotient-barrier) run as sweeps in this
-process, against closed forms: the Bures-Wasserstein distance of U U^T (scipy's sqrtm) for
-random pairs, 0 for planted pairs, and the Hadamard barrier 1/2 -> 0.
+"""The quotient's sweep queries (quotient-align, quotient-barrier, quotient-teleport) run as
+sweeps in this process, against closed forms: the Bures-Wasserstein distance of U U^T (scipy's sqrtm) for
+random pairs, 0 for planted pairs, the Hadamard barrier 1/2 -> 0, and the minimal sharpness
+of U V^T on its GL(r) orbit, 2 sigma_1 / N.
 
-Covers: ``paramgeo.sweeps.run``, ``paramgeo.sweeps.spec``, ``paramgeo_plugins.uut``.
+Covers: ``paramgeo.sweeps.quotient_queries``, ``paramgeo.sweeps.run``, ``paramgeo.sweeps.spec``,
+``paramgeo_plugins.uut``, ``paramgeo_plugins.uvt``.
 """
 
 import numpy as np
@@ -66,3 +68,30 @@ def test_bad_quotient_options_are_refused_before_running(tmp_path):
     with pytest.raises(SweepSpecError, match="factors"):
         sweep({"query": "quotient-align", "plugin": "uut", "sizes": {"d": 3, "r": 2},
                "options": {"factors": "all"}}, tmp_path / "y.jsonl", workers=0)
+
+
+def test_teleport_query_reaches_the_closed_form_minimal_sharpness(tmp_path):
+    """uvt at a minimum of (1/2N) sum_i (<A_i, U V^T> - y_i)^2 with A the N = m n unit
+    matrices: the Hessian's largest eigenvalue is (|U|_2^2 + |V|_2^2) / N, and the flattest
+    point of the GL(r) orbit has 2 sigma_1(Y) / N (the balanced factors)."""
+    rng = np.random.default_rng(3)
+    m, n, r = 4, 3, 2
+    P, s, Qt = np.linalg.svd(rng.standard_normal((m, r)) @ rng.standard_normal((r, n)),
+                             full_matrices=False)
+    P, s, Qt = P[:, :r], s[:r], Qt[:r]
+    G = np.array([[2.0, 0.5], [0.0, 0.7]])
+    U, V = P * np.sqrt(s) @ G, Qt.T * np.sqrt(s) @ np.linalg.inv(G).T
+    q = paramgeo.get("uvt", m=m, n=n, r=r)
+    np.save(tmp_path / "t.npy", q.spec.pack(U=U, V=V))
+    N = m * n
+    np.savez(tmp_path / "d.npz", A=np.eye(N).reshape(N, m, n), y=(U @ V.T).ravel())
+    spec = {"query": "quotient-teleport", "plugin": "uvt", "sizes": {"m": m, "n": n, "r": r},
+            "options": {"point": str(tmp_path / "t.npy"), "data": str(tmp_path / "d.npz"),
+                        "objective": "sharpness", "radius": 3.0, "starts": 1},
+            "grid": {"options": {"mode": ["min", "max"]}}}
+    df = sweep(spec, tmp_path / "t.jsonl", workers=0).table.set_index("mode")
+    before = (np.linalg.norm(U, 2) ** 2 + np.linalg.norm(V, 2) ** 2) / N
+    assert np.allclose(df["before"], before, rtol=1e-10)
+    assert abs(df.loc["min", "after"] - 2 * s[0] / N) < 1e-6 * before
+    assert df.loc["max", "after"] > before and df.loc["max", "at_bound"]
+    assert (df["invariance_error"] < 1e-12).all() and (df["loss_after"] < 1e-20).all()
