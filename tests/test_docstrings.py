@@ -49,7 +49,7 @@ ENTRY_POINTS = [
 #: public functions with no error of their own to name, or no example that can run without
 #: writing a file: every section but those
 DOCUMENTED = {
-    "paramgeo.available": {"Raises"}, "paramgeo.trusted": {"Raises"},
+    "paramgeo.available": {"Raises"},
     "paramgeo.symmetry.verify_group": {"Raises"}, "paramgeo.load_plugin_file": {"Examples"},
     "paramgeo.define": {"Examples"}, "paramgeo.undefine": {"Examples"},
 }

@@ -304,6 +304,9 @@ def test_trusted_view_calls_the_plugins_own_methods_and_leaves_the_parameterizat
         p.jvp(np.ones(5), v)
     with paramgeo.trusted() as nothing:
         assert nothing is None
+    with pytest.raises(ParamgeoError, match="param must be a parameterization"):
+        with paramgeo.trusted(np.ones(3)):
+            pass
 
 
 # --------------------------------------------------------------------- sweeps

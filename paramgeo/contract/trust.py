@@ -17,6 +17,8 @@ import types
 import weakref
 from typing import Any, Iterator, Optional
 
+from ..errors import ParamgeoError
+
 #: how many ``trusted()`` blocks are open (process-wide; 0: every call is checked)
 _TRUSTED = [0]
 
@@ -45,6 +47,9 @@ def trusted(param: Optional[Any] = None) -> Iterator[Any]:
     Returns:
         The context manager; ``with ... as`` binds the unguarded view of ``param``, or None.
 
+    Raises:
+        ParamgeoError: ``param`` is not a parameterization.
+
     Examples:
         >>> import numpy as np, paramgeo
         >>> p = paramgeo.get("uut", d=2, r=1)
@@ -57,6 +62,10 @@ def trusted(param: Optional[Any] = None) -> Iterator[Any]:
         >>> jv
         array([2., 1., 1., 0.])
     """
+    if param is not None and not getattr(getattr(type(param), "forward", None),
+                                         "__paramgeo_guarded__", False):
+        raise ParamgeoError(f"trusted(param): param must be a parameterization (paramgeo.get(...) "
+                            f"or a Parameterization subclass), got {type(param).__name__}")
     _TRUSTED[0] += 1
     try:
         yield None if param is None else _unguarded_view(param)
