@@ -48,8 +48,8 @@ class SpikedSpectrum(Result):
     spike_weights: np.ndarray
 
     def __str__(self):
-        a, b = self.nodes.min(), self.nodes.max()
-        return (f"spiked spectrum, gamma = {self.gamma:g}, spike {self.spike:g}: outlier "
+        a, b = mp_edges(self.gamma, self.sigma2)
+        return (f"spiked spectrum, gamma = {self.gamma:g}, spike {self.spike:g}:\n  outlier "
                 f"{self.outlier:.4g}, overlap {self.overlap:.4f}, null weight "
                 f"{self.null_weight:.4f}, bulk [{a:.3g}, {b:.3g}]")
 
@@ -163,9 +163,9 @@ class EquivalentRisks(Result):
 
     def __str__(self):
         return (f"deterministic equivalent, gamma = {self.gamma:g}, spike {self.spike:g}, noise "
-                f"{self.noise:g}, N = {self.N:g}: ridge {self.ridge_risk:.4g} (lambda "
+                f"{self.noise:g}, N = {self.N:g}:\n  ridge {self.ridge_risk:.4g} (lambda "
                 f"{self.ridge_lambda:.3g}, effective penalty {self.ridge_penalty:.3g} >= "
-                f"{self.barrier_penalty:.3g}), GD {self.gd_risk:.4g}, shifted GD "
+                f"{self.barrier_penalty:.3g}), GD {self.gd_risk:.4g},\n  shifted GD "
                 f"{self.shifted_risk:.4g} (shift {self.shifted_shift:.3g}, {self.shifted_steps} "
                 f"steps); gain {self.gain:.3f}")
 
