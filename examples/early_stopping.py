@@ -13,10 +13,15 @@
    Marchenko-Pastur edge, s_min and the shift kappa that cancels the bulk's implicit penalty.
 4. The risk gain R_ridge / R_shifted over a grid of (d, N) with the fitted exponents of
    gain ~ d^p N^q, the gain over the spike strength at d = 400, N = 50, and the hold-out choice of (shift, stop) with its transfer (4 seeds).
+5. The gain's theory: the deterministic equivalent's gains beside the measured ones (64 seeds,
+   jackknife errors) over the spike at d = 400, N = 50 and over (d, N) at spike 20, with the
+   fitted exponents; the proportional limit's gain over the spike (local exponent, the limit
+   law 2 noise sqrt(spike / gamma)), over gamma and over the noise.
 
 Writes its figure to examples/output/early_stopping.png (``--out`` to choose).
 
-Usage: python examples/early_stopping.py [--out FILE.png] [--quick]
+Usage: python examples/early_stopping.py [--out FILE.png] [--quick] [--gain]
+(``--gain``: parts 4 and 5 only, no figure)
 """
 
 import argparse
@@ -25,7 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from paramgeo.flows.label_flips import calibration_path, oracle_rate_theory
-from paramgeo.flows.negative_ridge import gain_over_spike, holdout_selection, risk_gain
+from paramgeo.flows.negative_ridge import (
+    gain_check,
+    gain_over_spike,
+    holdout_selection,
+    risk_gain,
+)
 from paramgeo.flows.risk import (
     GaussianMixture,
     SpikedModel,
@@ -38,13 +48,54 @@ from paramgeo.flows.risk import (
     shifted_gd_filter,
     spiked_filter_risks,
 )
+from paramgeo.flows.spiked_equivalent import equivalent_filter_risks, gain_asymptote
+
+GRID = [(100, 25), (200, 25), (400, 25), (200, 50), (400, 50), (800, 50), (400, 100),
+        (800, 100)]
+
+
+def gain_part(quick):
+    """Parts 4 and 5: the measured gain, its hold-out transfer, and its theory."""
+    d, N = (100, 40) if quick else (400, 100)
+    print(f"\n{risk_gain(GRID[:4] if quick else GRID)}")
+    print(gain_over_spike(400, 50, [5, 20, 80] if quick else [5, 10, 20, 40, 80, 160]))
+    for seed in range(2 if quick else 4):
+        print(holdout_selection(SpikedModel(d=2 * d, spike=20.0, noise=0.5), 4 * N // 3,
+                                seed=seed))
+    seeds = range(100, 104 if quick else 164)
+    spikes = [5, 20, 80] if quick else [5, 10, 20, 40, 80, 160]
+    print("\nmeasured gains against the deterministic equivalent (same gamma and N) and its "
+          "N = inf limit:")
+    print(gain_check([(400, 50, s) for s in spikes], seeds=seeds))
+    print(gain_check([(d_, n_, 20.0) for d_, n_ in (GRID[:4] if quick else GRID)],
+                     seeds=seeds, fit="sizes"))
+    print("\nproportional limit, gamma = 8, noise 0.5: gain over the spike, local exponent, "
+          "gain / (2 noise sqrt(spike / gamma))")
+    ells = [5, 20, 80, 320] if quick else [5, 20, 80, 320, 1280, 1e4, 1e5, 1e6]
+    g = [equivalent_filter_risks(8.0, s, 0.5, refine=True).gain for s in ells]
+    for i, s in enumerate(ells):
+        loc = np.log(g[i] / g[i - 1]) / np.log(s / ells[i - 1]) if i else float("nan")
+        print(f"  spike {s:8g}: gain {g[i]:8.3f}, local exponent {loc:.3f}, "
+              f"ratio {g[i] / gain_asymptote(8.0, s, 0.5):.3f}")
+    gammas = [2, 4, 8, 16]
+    g = [equivalent_filter_risks(float(gm), 20.0, 0.5, refine=True).gain for gm in gammas]
+    slope = np.polyfit(np.log(gammas), np.log(g), 1)[0]
+    print("  spike 20, gamma " + ", ".join(f"{gm}: {x:.3f}" for gm, x in zip(gammas, g))
+          + f"; d log gain / d log gamma = {slope:.3f}")
+    noises = [0.25, 0.5, 1.0]
+    g = [equivalent_filter_risks(8.0, 160.0, nz, refine=True).gain for nz in noises]
+    print("  spike 160, gamma 8, noise " + ", ".join(f"{nz}: {x:.3f}" for nz, x in
+                                                   zip(noises, g)))
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (for tests)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "output" / "early_stopping.png"))
+    ap.add_argument("--gain", action="store_true", help="parts 4 and 5 only (no figure)")
     args = ap.parse_args(argv)
+    if args.gain:
+        return gain_part(args.quick)
     d, N = (100, 40) if args.quick else (400, 100)
     mc = 100_000 if args.quick else 1_000_000
     paths = {}
@@ -79,13 +130,7 @@ def main(argv=None):
     print(f"kappa - s_min = {risks.implicit_penalty - risks.s_min:.3f}; 2 sigma^2 (sqrt(gamma) "
           f"- 1) = {2 * np.sqrt(spiked.d / N) - 2:.3f}; MP half-width 2 sigma^2 sqrt(gamma) = "
           f"{2 * np.sqrt(spiked.d / N):.3f}")
-    grid = [(100, 25), (200, 25), (400, 25), (200, 50), (400, 50), (800, 50), (400, 100),
-            (800, 100)]
-    print(f"\n{risk_gain(grid[:4] if args.quick else grid)}")
-    print(gain_over_spike(400, 50, [5, 20, 80] if args.quick else [5, 10, 20, 40, 80, 160]))
-    for seed in range(2 if args.quick else 4):
-        print(holdout_selection(SpikedModel(d=2 * d, spike=20.0, noise=0.5), 4 * N // 3,
-                                seed=seed))
+    gain_part(args.quick)
     if args.out:
         from matplotlib.figure import Figure
 

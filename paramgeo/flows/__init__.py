@@ -85,10 +85,12 @@ from .mode_training import (
     window_exponents,
 )
 from .negative_ridge import (
+    GainCheck,
     HoldoutTransfer,
     RiskGain,
     SpikeGain,
     fit_plane,
+    gain_check,
     gain_over_spike,
     holdout_selection,
     risk_gain,
@@ -104,6 +106,15 @@ from .quadratic_net import (
     spectral_init,
     StepSizeGap,
     step_size_gap,
+)
+from .spiked_equivalent import (
+    EquivalentRisks,
+    SpikedSpectrum,
+    effective_penalty,
+    equivalent_filter_risks,
+    equivalent_risk,
+    gain_asymptote,
+    spiked_spectrum,
 )
 from .smoothed_sign import (
     EndpointLimits,

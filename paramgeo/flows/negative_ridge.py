@@ -19,6 +19,11 @@ error (1/n) |X_h beta - y_h|^2 is chosen; its population risk is set beside the 
 (least population risk on the same training sample): the transfer ratio R(selected) /
 R(oracle) >= 1. The same is done for ridge over admissible penalties.
 
+Theory against measurement (:func:`gain_check`). The measured gains at each (d, N, spike), with
+jackknife errors over seeds, beside the deterministic equivalent's
+(:func:`paramgeo.flows.spiked_equivalent.equivalent_filter_risks`) at the same (gamma, N) and
+in the proportional limit, and the fitted exponents of both.
+
 References: Kobak, Lomond, Sanchez (2020), "The optimal ridge penalty for real-world
 high-dimensional data can be zero or negative due to the implicit ridge regularization";
 early-stopped negatively shifted GD and its Marchenko-Pastur barrier (risk improvement over
@@ -36,6 +41,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..results import Result
 from .risk import SpikedModel, ridge_filter, shifted_gd_filter, spiked_filter_risks
+from .spiked_equivalent import equivalent_filter_risks
 from .structure import PowerLaw, power_law_fit
 
 if TYPE_CHECKING:
@@ -221,3 +227,99 @@ def holdout_selection(model: SpikedModel, N: int, holdout: float = 0.25, seed: i
     ro = min(ridge, key=lambda r: r[1])
     return HoldoutTransfer(d=model.d, n_train=n_train, n_holdout=n_hold, shift=chosen[2], stop=chosen[3], shifted_risk=chosen[1],
                            oracle_shift=oracle[2], oracle_stop=oracle[3], oracle_shifted_risk=oracle[1], ridge_lambda=rc[2], ridge_risk=rc[1], oracle_ridge_risk=ro[1])
+
+
+def _jackknife(per_seed: np.ndarray, stat: Callable[[np.ndarray], np.ndarray]):
+    """stat of the seed means and its jackknife standard error over the seeds (axis 0)."""
+    n = per_seed.shape[0]
+    full = np.asarray(stat(per_seed.mean(axis=0)), float)
+    if n < 2:
+        return full, np.full_like(full, np.nan)
+    loo = np.array([stat(np.delete(per_seed, i, axis=0).mean(axis=0)) for i in range(n)])
+    return full, np.sqrt((n - 1) / n * np.sum((loo - loo.mean(axis=0)) ** 2, axis=0))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GainCheck(Result):
+    """Measured gains R_ridge / R_shifted (ratio of seed means, jackknife errors) at each
+    (d, N, spike) beside the deterministic equivalent's at the same (gamma, spike, noise, N)
+    (``predicted``) and in the proportional limit (``limit``, N = inf); the fitted exponents of
+    the gain over the spike (``spike_exponent``: one (d, N), several spikes) or over the sizes
+    (``p``, ``q``: gain ~ d^p N^q at one spike), measured (jackknife errors) and predicted."""
+
+    d: np.ndarray
+    N: np.ndarray
+    spikes: np.ndarray
+    seeds: int
+    ridge: np.ndarray
+    ridge_error: np.ndarray
+    shifted: np.ndarray
+    shifted_error: np.ndarray
+    gain: np.ndarray
+    gain_error: np.ndarray
+    predicted_ridge: np.ndarray
+    predicted_shifted: np.ndarray
+    predicted: np.ndarray
+    limit: np.ndarray
+    exponents: dict
+
+    def __str__(self):
+        lines = [f"{'d':>5} {'N':>4} {'spike':>6} {'ridge':>15} {'shifted GD':>15} "
+                 f"{'gain':>13} {'predicted':>9} {'limit':>6}"]
+        for i in range(self.gain.size):
+            lines.append(
+                f"{self.d[i]:5d} {self.N[i]:4d} {self.spikes[i]:6g} {self.ridge[i]:7.4f} +- "
+                f"{self.ridge_error[i]:.4f} {self.shifted[i]:7.4f} +- {self.shifted_error[i]:.4f} "
+                f"{self.gain[i]:5.3f} +- {self.gain_error[i]:.3f} {self.predicted[i]:9.3f} "
+                f"{self.limit[i]:6.3f}")
+        for name, (val, err, pred, lim) in self.exponents.items():
+            lines.append(f"{name}: measured {val:.3f} +- {err:.3f}, predicted {pred:.3f} "
+                         f"(limit N = inf: {lim:.3f})")
+        lines.append(f"({self.seeds} seeds)")
+        return "\n".join(lines)
+
+
+def gain_check(cases: Sequence[tuple[int, int, float]], noise: float = 0.5,
+               seeds: Sequence[int] = tuple(range(12)), steps: int = 1000,
+               fit: str = "spike") -> GainCheck:
+    """Monte Carlo gains (:func:`paramgeo.flows.risk.spiked_filter_risks` per seed) at each
+    (d, N, spike) in ``cases`` against :func:`equivalent_filter_risks` at gamma = d / N and the
+    same N (and N = inf). ``fit="spike"``: the slope of log gain on log spike (one (d, N));
+    ``fit="sizes"``: the plane log gain = c + p log d + q log N (:func:`fit_plane`, one spike).
+    Errors of the measured gains and exponents by the jackknife over seeds."""
+    cases = [(int(d), int(n), float(sp)) for d, n, sp in cases]
+    d, N, spikes = (np.array([c[k] for c in cases]) for k in range(3))
+    per = np.array([[[getattr(r, f) for f in ("ridge_risk", "shifted_risk")]
+                     for r in (spiked_filter_risks(SpikedModel(d=c[0], spike=c[2], noise=noise),
+                                                   c[1], seed=s, steps=steps) for c in cases)]
+                    for s in seeds])  # seeds x cases x 2
+    pred = [equivalent_filter_risks(c[0] / c[1], c[2], noise, N=c[1], steps=steps) for c in cases]
+    lim = [equivalent_filter_risks(c[0] / c[1], c[2], noise, steps=steps).gain for c in cases]
+    pg = np.array([p.gain for p in pred])
+
+    def ratio(m):
+        return m[:, 0] / m[:, 1]
+
+    if fit == "spike":
+        def slope(g):
+            return np.polyfit(np.log(spikes), np.log(g), 1)[:1]
+        names = ["gain ~ spike^e, e"]
+    elif fit == "sizes":
+        def slope(g):
+            p, _, q, _ = fit_plane(d, N, g)
+            return np.array([p, q])
+        names = ["gain ~ d^p N^q, p", "q"]
+    else:
+        raise ShapeError(f"gain check: fit is 'spike' or 'sizes', got {fit!r}")
+    gain, gain_error = _jackknife(per, ratio)
+    ex, ex_err = _jackknife(per, lambda m: slope(ratio(m)))
+    exponents = {nm: (float(ex[i]), float(ex_err[i]), float(slope(pg)[i]),
+                      float(slope(np.array(lim))[i])) for i, nm in enumerate(names)}
+    means = per.mean(axis=0)
+    errs = per.std(axis=0, ddof=1) / math.sqrt(len(seeds)) if len(seeds) > 1 else means * np.nan
+    return GainCheck(d=d, N=N, spikes=spikes, seeds=len(seeds), ridge=means[:, 0],
+                     ridge_error=errs[:, 0], shifted=means[:, 1], shifted_error=errs[:, 1],
+                     gain=gain, gain_error=gain_error,
+                     predicted_ridge=np.array([p.ridge_risk for p in pred]),
+                     predicted_shifted=np.array([p.shifted_risk for p in pred]), predicted=pg,
+                     limit=np.array(lim), exponents=exponents)
