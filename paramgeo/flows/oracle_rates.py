@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 
 from ..errors import ShapeError
-from ..losses.predictor import max_margin
 from ..results import Result
 from .label_flips import oracle_rate_theory
 from .risk import early_stopping
@@ -136,3 +135,221 @@ def rate_decomposition(model: GaussianMixture, sizes: Sequence[int],
     rates = {r: power_law_fit(sizes, means[r], sizes[0], sizes[-1]) for r in ROUTES}
     return RateDecomposition(sizes=sizes, seeds=len(seeds), means=means, errors=errors,
                              rates=rates, theory_local=theory.local_rates, capped=capped)
+
+
+def best_interpolator(model: GaussianMixture, X: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
+    """The interpolator closest in angle to the Bayes direction on the sample (an oracle: it
+    knows the model), so its excess 0-1 risk bounds that of every interpolator of (X, y) below.
+
+    Whiten, u = Sigma^-1/2 x, and rotate so that e_1 is a = Sigma^-1/2 mu / snr; with w = e_1 +
+    v, v _|_ e_1, the excess is increasing in the angle, tan(angle) = |v|, and interpolation is
+    Z v >= c with rows z_i = y_i u_i (perpendicular part) and c_i = -y_i u_i . a. The dual of
+    min |v|^2 / 2 s.t. Z v >= c is, for Z of full row rank, min_(alpha >= 0) |Z^T alpha - p|^2
+    with p = Z^+ c (non-negative least squares), and v = Z^T alpha. Returns w in the original
+    coordinates (Sigma^-1/2 (e_1 + v) rotated back); needs N < d (full row rank)."""
+    X, y = np.asarray(X, float), np.asarray(y, float)
+    N, d = X.shape
+    if N >= d:
+        raise ShapeError(f"best interpolator: needs N < d for a full-row-rank design; got "
+                         f"N = {N}, d = {d}")
+    root = np.sqrt(model.cov)
+    a = model.mean / root
+    a = a / np.linalg.norm(a)
+    U = y[:, None] * (X / root)
+    Z = U - np.outer(U @ a, a)
+    return (a + min_norm_cone(Z, -U @ a)) / root
+
+
+def min_norm_cone(Z: ArrayLike, c: ArrayLike) -> NDArray[np.float64]:
+    """argmin |v| subject to Z v >= c (entrywise), for Z of full row rank (N <= d rows): the
+    dual min_(alpha >= 0) |Z^T alpha|^2 / 2 - c . alpha equals, with p = Z^+ c (so c = Z p),
+    min_(alpha >= 0) |Z^T alpha - p|^2 / 2 up to a constant, a non-negative least squares
+    problem; v = Z^T alpha (Boyd and Vandenberghe 2004, Sec. 5.2). With rows y_i x_i and c = 1
+    this is the hard-margin SVM without bias (:func:`paramgeo.losses.max_margin`)."""
+    from scipy.optimize import nnls
+
+    Z, c = np.asarray(Z, float), np.asarray(c, float)
+    p = np.linalg.lstsq(Z, c, rcond=None)[0]
+    alpha = nnls(Z.T, p, maxiter=50 * Z.shape[0])[0]
+    return Z.T @ alpha
+
+
+def interpolator_floor(snr: float, flip: float, ratio: ArrayLike) -> NDArray[np.float64]:
+    """Predicted excess 0-1 risk of the best interpolator (:func:`best_interpolator`) at
+    N / (d - 1) = ``ratio``, by Gordon's comparison (the convex Gaussian min-max theorem): the
+    least r with ratio E[(c / r - h)_+^2] <= 1, h ~ N(0, 1) and c = -y u . a distributed as
+    (1 - eta) N(-snr, 1) + eta N(snr, 1), is tan(angle) of the best interpolator, and the excess
+    is (1 - 2 eta) (Phi(-snr / sqrt(1 + r^2)) - Phi(-snr)). The same for every spectrum (the
+    0-1 risk and separability are invariant under whitening). nan where ratio E[h_-^2] =
+    ratio / 2 >= 1 (Cover's threshold: no interpolator)."""
+    from scipy.optimize import brentq
+    from scipy.special import ndtr
+
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    weights = weights / weights.sum()
+
+    def spread(r):  # E[(c / r - h)_+^2], with E_h[(m - h)_+^2] = (m^2 + 1) Phi(m) + m phi(m)
+        m = np.concatenate([-snr + nodes, snr + nodes]) / r
+        pc = np.concatenate([(1 - flip) * weights, flip * weights])
+        val = (m ** 2 + 1) * ndtr(m) + m * np.exp(-m ** 2 / 2) / np.sqrt(2 * np.pi)
+        return float(pc @ val)
+
+    out = []
+    for ell in np.atleast_1d(np.asarray(ratio, float)):
+        if ell / 2 >= 1:
+            out.append(np.nan)
+            continue
+        rs = np.geomspace(1e-4, 1e4, 400)
+        ok = np.array([ell * spread(r) <= 1 for r in rs])
+        k = int(np.argmax(ok))
+        r = rs[0] if k == 0 else brentq(lambda t: ell * spread(t) - 1, rs[k - 1], rs[k])
+        out.append((1 - 2 * flip) * (ndtr(-snr / np.sqrt(1 + r * r)) - ndtr(-snr)))
+    return np.array(out).reshape(np.shape(ratio))
+
+
+def efficiency_ratio(snr: float, flip: float) -> float:
+    """Large-N ratio of the excess 0-1 risk of the unpenalised logistic fit to that of least
+    squares of 2 y on x (both converge to the Bayes direction; the excess is proportional to the
+    mean squared angle, so the ratio is that of the angular variances, the same for every d and
+    spectrum).
+
+    In whitened coordinates the perpendicular components are independent of (y, u_1), so both
+    sandwich covariances are multiples of the identity there: logistic E[sigma(-y m)^2] /
+    (E[sigma'(m)]^2 (c* snr)^2) with m = c* snr u_1 at the logistic optimum c*
+    (:func:`paramgeo.flows.label_flips.logistic_optimum`), least squares sigma^2 / |beta*|^2
+    with |beta*| = 2 (1 - 2 eta) snr / (1 + snr^2), sigma^2 = 4 - |beta*|^2 (1 + snr^2). The
+    margins y* u_1 ~ N(snr, 1) are integrated by 100-node Gauss-Hermite quadrature."""
+    from scipy.special import expit
+
+    from .label_flips import logistic_optimum
+    from .risk import GaussianMixture
+
+    model = GaussianMixture(cov=np.ones(1), mean=np.array([float(snr)]), flip=float(flip))
+    scale, _ = logistic_optimum(model)  # w* = c* Sigma^-1 mu; whitened length c* snr
+    nodes, weights = np.polynomial.hermite_e.hermegauss(100)
+    weights = weights / weights.sum()
+    clean = scale * snr * (snr + nodes)  # y m on unflipped points; -clean on flipped ones
+    g = (1 - flip) * weights @ expit(-clean) ** 2 + flip * weights @ expit(clean) ** 2
+    h = weights @ (expit(clean) * expit(-clean))
+    beta = 2 * (1 - 2 * flip) * snr / (1 + snr ** 2)
+    sigma2 = 4 - beta ** 2 * (1 + snr ** 2)
+    return float(g / h ** 2 / (scale * snr) ** 2 / (sigma2 / beta ** 2))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class InterpolatorExcess(Result):
+    """Mean excess 0-1 risk (standard errors over ``seeds``) per N < d of the max-margin
+    interpolator (``max_margin``) and of the best
+    interpolator (``best``, :func:`best_interpolator`), beside Gordon's prediction for the best
+    (``predicted``, :func:`interpolator_floor` at N / (d - 1))."""
+
+    d: int
+    sizes: np.ndarray
+    seeds: int
+    max_margin: np.ndarray
+    max_margin_se: np.ndarray
+    best: np.ndarray
+    best_se: np.ndarray
+    predicted: np.ndarray
+
+    def __str__(self):
+        lines = [f"{'N':>6} {'max-margin excess':>22} {'best interpolator':>22} "
+                 f"{'Gordon':>10}   (d = {self.d}, {self.seeds} seeds)"]
+        for k, n in enumerate(self.sizes):
+            lines.append(f"{int(n):6d} {self.max_margin[k]:12.3e} +-{self.max_margin_se[k]:7.1e} "
+                         f"{self.best[k]:12.3e} +-{self.best_se[k]:7.1e} "
+                         f"{self.predicted[k]:10.3e}")
+        return "\n".join(lines)
+
+
+def interpolator_excess(model: GaussianMixture, sizes: Sequence[int],
+                        seeds: Sequence[int] = tuple(range(8))) -> InterpolatorExcess:
+    """Excess 0-1 risk of the max-margin direction (:func:`min_norm_cone` with rows y_i x_i and
+    c = 1) and of the best interpolator on the same samples, for each N < d in ``sizes``, with
+    Gordon's prediction for the best."""
+    sizes = np.asarray(sorted(int(n) for n in sizes))
+    if np.any(sizes >= model.d):
+        raise ShapeError(f"interpolator excess: every N must be below d = {model.d}")
+    mm, mse, best, bse = [], [], [], []
+    for n in sizes:
+        a, b = [], []
+        for seed in seeds:
+            X, y = model.sample(n, np.random.default_rng(seed))
+            b.append(float(model.excess_risk(best_interpolator(model, X, y))))
+            a.append(float(model.excess_risk(min_norm_cone(y[:, None] * X, np.ones(n)))))
+        a_, b_ = np.array(a), np.array(b)
+        mm.append(a_.mean())
+        mse.append(a_.std(ddof=1) / np.sqrt(a_.size))
+        best.append(b_.mean())
+        bse.append(b_.std(ddof=1) / np.sqrt(b_.size))
+    snr = float(np.sqrt(model.mean @ (model.mean / model.cov)))
+    return InterpolatorExcess(d=model.d, sizes=sizes, seeds=len(seeds), max_margin=np.array(mm),
+                              max_margin_se=np.array(mse), best=np.array(best),
+                              best_se=np.array(bse),
+                              predicted=interpolator_floor(snr, model.flip,
+                                                           sizes / (model.d - 1)))
+
+
+def sample_count(sizes: ArrayLike, values: ArrayLike, eps: float) -> float:
+    """The smallest N at which the curve ``values`` over ``sizes`` reaches ``eps``: the first
+    grid point with value <= eps, log-log interpolated with its predecessor; inf if none."""
+    n, v = np.asarray(sizes, float), np.asarray(values, float)
+    below = np.flatnonzero(np.isfinite(v) & (v <= eps))
+    if below.size == 0:
+        return float("inf")
+    k = int(below[0])
+    if k == 0 or not np.isfinite(v[k - 1]):
+        return float(n[k])
+    t = np.log(v[k - 1] / eps) / np.log(v[k - 1] / v[k])
+    return float(np.exp(np.log(n[k - 1]) + t * np.log(n[k] / n[k - 1])))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SampleCounts(Result):
+    """For each target ``targets[k]``: the smallest N (:func:`sample_count`) at which the
+    oracle stop (``oracle``), the max-margin interpolator (``max_margin``) and the best
+    interpolator (``best``) reach it (inf: never on the grid), the power law N_GD ~ eps^-k
+    (``oracle_fit``: its exponent is k) and ``ratio_needed``, the largest N / (d - 1) at which
+    Gordon's best-interpolator excess is <= eps (:func:`interpolator_floor` inverted)."""
+
+    targets: np.ndarray
+    oracle: np.ndarray
+    max_margin: np.ndarray
+    best: np.ndarray
+    oracle_fit: object
+    ratio_needed: np.ndarray
+
+    def __str__(self):
+        lines = [f"{'eps':>10} {'N oracle stop':>14} {'N max margin':>13} {'N best interp':>14} "
+                 f"{'N/(d-1) needed':>15}"]
+        for row in zip(self.targets, self.oracle, self.max_margin, self.best, self.ratio_needed):
+            lines.append(f"{row[0]:10.2e} {row[1]:14.4g} {row[2]:13.4g} {row[3]:14.4g} "
+                         f"{row[4]:15.3g}")
+        if self.oracle_fit is not None:
+            f = self.oracle_fit
+            lines.append(f"N oracle stop ~ eps^-{f.exponent:.3f} (+- {f.error:.3f})")
+        return "\n".join(lines)
+
+
+def sample_counts(rates: RateDecomposition, interpolators: InterpolatorExcess, snr: float,
+                  flip: float, targets: ArrayLike) -> SampleCounts:
+    """Sample counts per target eps from the logistic oracle-stop means of ``rates`` and the
+    interpolator means of ``interpolators`` (:func:`sample_count`), N_GD(eps) ~ eps^-k fitted
+    where finite, and the N / (d - 1) the best interpolator needs (bisection on
+    :func:`interpolator_floor`, which increases with the ratio)."""
+    targets = np.asarray(targets, float)
+    oracle = np.array([sample_count(rates.sizes, rates.means["logistic_oracle"], e)
+                       for e in targets])
+    mm = np.array([sample_count(interpolators.sizes, interpolators.max_margin, e)
+                   for e in targets])
+    best = np.array([sample_count(interpolators.sizes, interpolators.best, e) for e in targets])
+    ok = np.isfinite(oracle)
+    fit = power_law_fit(1 / targets[ok], 1 / oracle[ok], 0, np.inf) if ok.sum() >= 3 else None
+    if fit is not None:  # N ~ eps^-k: 1 / N ~ (1 / eps)^-k
+        fit = dataclasses.replace(fit, t_min=float(targets[ok].min()),
+                                  t_max=float(targets[ok].max()))
+    grid = np.geomspace(1e-6, 1.999, 600)
+    floor = interpolator_floor(snr, flip, grid)
+    needed = np.array([grid[floor <= e].max() if np.any(floor <= e) else 0.0 for e in targets])
+    return SampleCounts(targets=targets, oracle=oracle, max_margin=mm, best=best,
+                        oracle_fit=fit, ratio_needed=needed)
