@@ -26,6 +26,7 @@ overparameterized logistic regression"; Hastie, Montanari, Rosset, Tibshirani (2
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
@@ -119,7 +120,7 @@ def rate_decomposition(model: GaussianMixture, sizes: Sequence[int],
             ridge, flow = square_loss_estimators(X, y, np.append(ridges, lam), times)
             er = model.excess_risk(ridge)
             per["ridge_at_theory"].append(float(er[-1]))
-            per["ridge_oracle"].append(float(np.min(er[:-1])))
+            per["ridge_oracle"].append(float(np.min(er)))
             per["flow_oracle"].append(float(np.min(model.excess_risk(flow))))
             run = early_stopping(model, n, steps, seed=seed, interpolator=False)
             per["logistic_oracle"].append(run.oracle_excess)
@@ -307,49 +308,121 @@ def sample_count(sizes: ArrayLike, values: ArrayLike, eps: float) -> float:
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SampleCounts(Result):
     """For each target ``targets[k]``: the smallest N (:func:`sample_count`) at which the
-    oracle stop (``oracle``), the max-margin interpolator (``max_margin``) and the best
-    interpolator (``best``) reach it (inf: never on the grid), the power law N_GD ~ eps^-k
-    (``oracle_fit``: its exponent is k) and ``ratio_needed``, the largest N / (d - 1) at which
-    Gordon's best-interpolator excess is <= eps (:func:`interpolator_floor` inverted)."""
+    oracle stop (``oracle``) and the max-margin interpolator (``max_margin``) reach it (inf:
+    never on the grid), ``ratio_needed``, the largest N / (d - 1) at which Gordon's
+    best-interpolator excess is <= eps (:func:`interpolator_floor` inverted), and
+    ``dimension_needed`` = 1 + oracle / ratio_needed, the d at which some interpolator of the
+    oracle stop's N samples can still reach eps; power laws N_GD ~ eps^-k (``oracle_fit``) and
+    d_needed ~ eps^-k (``dimension_fit``), exponent k."""
 
     targets: np.ndarray
     oracle: np.ndarray
     max_margin: np.ndarray
-    best: np.ndarray
-    oracle_fit: object
     ratio_needed: np.ndarray
+    dimension_needed: np.ndarray
+    oracle_fit: object
+    dimension_fit: object
 
     def __str__(self):
-        lines = [f"{'eps':>10} {'N oracle stop':>14} {'N max margin':>13} {'N best interp':>14} "
-                 f"{'N/(d-1) needed':>15}"]
-        for row in zip(self.targets, self.oracle, self.max_margin, self.best, self.ratio_needed):
-            lines.append(f"{row[0]:10.2e} {row[1]:14.4g} {row[2]:13.4g} {row[3]:14.4g} "
-                         f"{row[4]:15.3g}")
-        if self.oracle_fit is not None:
-            f = self.oracle_fit
-            lines.append(f"N oracle stop ~ eps^-{f.exponent:.3f} (+- {f.error:.3f})")
+        lines = [f"{'eps':>10} {'N oracle stop':>14} {'N max margin':>13} "
+                 f"{'N/(d-1) allowed':>16} {'d needed':>10}"]
+        for row in zip(self.targets, self.oracle, self.max_margin, self.ratio_needed,
+                       self.dimension_needed):
+            lines.append(f"{row[0]:10.2e} {row[1]:14.4g} {row[2]:13.4g} {row[3]:16.3g} "
+                         f"{row[4]:10.3g}")
+        for name, f in (("N oracle stop", self.oracle_fit), ("d needed", self.dimension_fit)):
+            if f is not None:
+                lines.append(f"{name} ~ eps^-{f.exponent:.3f} (+- {f.error:.3f})")
         return "\n".join(lines)
+
+
+def _eps_power(targets, counts):
+    ok = np.isfinite(counts) & (counts > 0)
+    if ok.sum() < 3:
+        return None
+    fit = power_law_fit(1 / targets[ok], 1 / counts[ok], 0, np.inf)  # 1 / N ~ (1 / eps)^-k
+    return dataclasses.replace(fit, t_min=float(targets[ok].min()),
+                               t_max=float(targets[ok].max()))
 
 
 def sample_counts(rates: RateDecomposition, interpolators: InterpolatorExcess, snr: float,
                   flip: float, targets: ArrayLike) -> SampleCounts:
     """Sample counts per target eps from the logistic oracle-stop means of ``rates`` and the
-    interpolator means of ``interpolators`` (:func:`sample_count`), N_GD(eps) ~ eps^-k fitted
-    where finite, and the N / (d - 1) the best interpolator needs (bisection on
-    :func:`interpolator_floor`, which increases with the ratio)."""
+    max-margin means of ``interpolators`` (:func:`sample_count`), the N / (d - 1) the best
+    interpolator allows (bisection on a grid of :func:`interpolator_floor`, which increases
+    with the ratio) and the dimension that allows the oracle stop's N; power laws in eps."""
     targets = np.asarray(targets, float)
     oracle = np.array([sample_count(rates.sizes, rates.means["logistic_oracle"], e)
                        for e in targets])
     mm = np.array([sample_count(interpolators.sizes, interpolators.max_margin, e)
                    for e in targets])
-    best = np.array([sample_count(interpolators.sizes, interpolators.best, e) for e in targets])
-    ok = np.isfinite(oracle)
-    fit = power_law_fit(1 / targets[ok], 1 / oracle[ok], 0, np.inf) if ok.sum() >= 3 else None
-    if fit is not None:  # N ~ eps^-k: 1 / N ~ (1 / eps)^-k
-        fit = dataclasses.replace(fit, t_min=float(targets[ok].min()),
-                                  t_max=float(targets[ok].max()))
-    grid = np.geomspace(1e-6, 1.999, 600)
+    grid = np.geomspace(1e-7, 1.999, 800)
     floor = interpolator_floor(snr, flip, grid)
     needed = np.array([grid[floor <= e].max() if np.any(floor <= e) else 0.0 for e in targets])
-    return SampleCounts(targets=targets, oracle=oracle, max_margin=mm, best=best,
-                        oracle_fit=fit, ratio_needed=needed)
+    with np.errstate(divide="ignore"):
+        dims = 1 + oracle / needed
+    return SampleCounts(targets=targets, oracle=oracle, max_margin=mm, ratio_needed=needed,
+                        dimension_needed=dims, oracle_fit=_eps_power(targets, oracle),
+                        dimension_fit=_eps_power(targets, dims))
+
+
+def _excess_at_angle(snr, flip, angle):
+    from scipy.special import ndtr
+
+    return (1 - 2 * flip) * (ndtr(-snr * np.cos(angle)) - ndtr(-snr))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MinimaxBound(Result):
+    """Lower bounds on the minimax expected excess 0-1 risk per N (``sizes``): Le Cam's
+    two-point bound (``le_cam``), Fano's over a Gilbert-Varshamov packing of the Bayes direction
+    in ``support`` whitened coordinates (``fano``, nan where support - 1 < 8) and their maximum
+    (``bound``)."""
+
+    snr: float
+    flip: float
+    support: int
+    sizes: np.ndarray
+    le_cam: np.ndarray
+    fano: np.ndarray
+    bound: np.ndarray
+
+
+def minimax_lower_bound(snr: float, flip: float, sizes: Sequence[int],
+                        support: int = 10) -> MinimaxBound:
+    """Lower bounds on inf_w-hat sup E[R(w-hat) - R_B] over the mixtures with known Sigma,
+    flip rate eta, mu^T Sigma^-1 mu = snr^2 and Bayes direction on the first ``support``
+    coordinates. In whitened coordinates the excess is E(angle) = (1 - 2 eta) (Phi(-snr
+    cos(angle)) - Phi(-snr)) of the angle between w-hat and mu~ = Sigma^-1/2 mu, increasing;
+    the angle is a metric; one sample's KL between two mixtures is at most |mu~ - mu~'|^2 / 2
+    (that of (x, y*), by data processing through the flips).
+
+    Le Cam: mu~_+- = snr (cos s e_1 +- sin s e_2) (support >= 2), angle 2s apart, KL of N
+    samples 2 N snr^2 sin^2 s, so the bound is max_s E(s) / 2 (1 - sqrt(N snr^2 sin^2 s))
+    (Pinsker). Fano: k = support - 1 >= 8, mu~_v = a e_1 + b v on a Gilbert-Varshamov code
+    v in {+-1}^k of >= 2^(k/8) words at Hamming distance >= k/8, a^2 + k b^2 = snr^2; angles
+    at least phi with cos phi = (a^2 + b^2 (k - 2 ceil(k/8))) / snr^2, KL at most 2 N k b^2, so
+    the bound is max_b E(phi / 2) (1 - (2 N k b^2 + log 2) / (k log 2 / 8)) (Tsybakov 2009,
+    Thm 2.5 and Lemma 2.9)."""
+    sizes = np.asarray(sorted(int(n) for n in sizes))
+    if support < 2:
+        raise ShapeError(f"minimax bound: support {support} < 2 leaves no direction to learn")
+    k = int(support) - 1
+    grid = np.geomspace(1e-7, 1.0, 2000)
+    lecam, fano = [], []
+    for n in sizes:
+        s = grid * np.pi / 4
+        lecam.append(float(np.max(_excess_at_angle(snr, flip, s) / 2 *
+                                  np.maximum(0, 1 - np.sqrt(n * snr ** 2 * np.sin(s) ** 2)))))
+        if k < 8:
+            fano.append(np.nan)
+            continue
+        b = grid * snr / np.sqrt(k)
+        a2 = snr ** 2 - k * b ** 2
+        cos = np.clip((a2 + b ** 2 * (k - 2 * math.ceil(k / 8))) / snr ** 2, -1, 1)
+        p = 1 - (2 * n * k * b ** 2 + math.log(2)) / (k * math.log(2) / 8)
+        fano.append(float(np.max(_excess_at_angle(snr, flip, np.arccos(cos) / 2) *
+                                 np.maximum(p, 0))))
+    lecam_a, fano_a = np.array(lecam), np.array(fano)
+    return MinimaxBound(snr=float(snr), flip=float(flip), support=int(support), sizes=sizes,
+                        le_cam=lecam_a, fano=fano_a, bound=np.fmax(lecam_a, fano_a))
