@@ -28,6 +28,7 @@ from paramgeo.flows.label_flips import (
 from paramgeo.flows.oracle_rates import (
     best_interpolator,
     efficiency_ratio,
+    equivalent_check,
     interpolator_excess,
     interpolator_floor,
     min_norm_cone,
@@ -217,3 +218,11 @@ def test_sample_count_and_minimax_bound():
     assert wide.fano[0] > bound.fano[0] and wide.fano[1] == pytest.approx(wide.fano[0] / 10,
                                                                           rel=2e-2)
     assert np.isnan(minimax_lower_bound(snr, eta, [N], support=5).fano[0])
+
+
+def test_equivalent_check_agrees_at_large_n():
+    model = GaussianMixture.from_spectrum(20, "polynomial", 1.5, snr=3.0, flip=0.1, support=5)
+    c = equivalent_check(model, 1600, seeds=range(30))
+    # three routes to the same excess where the equivalent is accurate (N / d = 80)
+    assert c.plug_in == pytest.approx(c.equivalent, rel=0.1)
+    assert abs(c.drawn - c.equivalent) < max(4 * c.drawn_se, 0.1 * c.equivalent)

@@ -83,11 +83,13 @@ from .label_flips import (
 from .invariant_sets import SIMVisits, invariant_residual, sim_visits
 from .oracle_rates import (
     InterpolatorExcess,
+    EquivalentCheck,
     MinimaxBound,
     RateDecomposition,
     SampleCounts,
     best_interpolator,
     efficiency_ratio,
+    equivalent_check,
     interpolator_excess,
     interpolator_floor,
     minimax_lower_bound,

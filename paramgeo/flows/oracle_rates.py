@@ -426,3 +426,45 @@ def minimax_lower_bound(snr: float, flip: float, sizes: Sequence[int],
     lecam_a, fano_a = np.array(lecam), np.array(fano)
     return MinimaxBound(snr=float(snr), flip=float(flip), support=int(support), sizes=sizes,
                         le_cam=lecam_a, fano=fano_a, bound=np.fmax(lecam_a, fano_a))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EquivalentCheck(Result):
+    """At one N and the equivalent's best penalty: the equivalent's excess (``equivalent``),
+    the mean excess of ridge on drawn samples (``drawn``, standard error ``drawn_se``) and the
+    excess plugged in from the drawn mean margin moments (``plug_in``)."""
+
+    N: int
+    ridge: float
+    equivalent: float
+    drawn: float
+    drawn_se: float
+    plug_in: float
+
+
+def equivalent_check(model: GaussianMixture, N: int,
+                     seeds: Sequence[int] = tuple(range(200))) -> EquivalentCheck:
+    """Splits the error of the deterministic equivalent at N: its excess is (1 - 2 eta)
+    (Phi(-m) - Phi(-snr)) at the margin m = E[w . mu] / sqrt(E[w^T Sigma w]) of its moments;
+    ``plug_in`` puts the drawn samples' mean moments into the same formula, so equivalent -
+    plug_in is the error of the moments and plug_in - drawn that of plugging moments into a
+    nonlinear excess (Jensen)."""
+    from scipy.special import ndtr
+
+    from .label_flips import ridge_equivalent
+
+    n = int(N)
+    lam = float(oracle_rate_theory(model, [n, 2 * n, 4 * n]).best_ridge[0])
+    mean, second, excess = [], [], []
+    for seed in seeds:
+        X, y = model.sample(n, np.random.default_rng(seed))
+        w = square_loss_estimators(X, y, [lam], [1.0])[0][0]
+        mean.append(float(w @ model.mean))
+        second.append(float(w @ (model.cov * w)))
+        excess.append(float(model.excess_risk(w)))
+    snr = float(np.sqrt(model.mean @ (model.mean / model.cov)))
+    plug = (1 - 2 * model.flip) * (ndtr(-np.mean(mean) / np.sqrt(np.mean(second))) - ndtr(-snr))
+    e = np.array(excess)
+    return EquivalentCheck(N=n, ridge=lam, equivalent=float(ridge_equivalent(model, n, [lam])[0]),
+                           drawn=float(e.mean()), drawn_se=float(e.std(ddof=1) / np.sqrt(e.size)),
+                           plug_in=float(plug))
