@@ -110,7 +110,7 @@ def rate_decomposition(model: GaussianMixture, sizes: Sequence[int],
         raise ShapeError("rate decomposition: give at least 2 seeds (the error bars)")
     ridges = np.geomspace(1e-9, 1e4, 200) if ridges is None else np.asarray(ridges, float)
     times = np.geomspace(1e-2, 1e9, 200) if times is None else np.asarray(times, float)
-    theory = oracle_rate_theory(model, sizes, ridges)
+    theory = oracle_rate_theory(model, [int(n) for n in sizes], ridges)
     rows: dict[str, list[Any]] = {r: [] for r in ROUTES[1:]}
     capped = 0
     for n, lam in zip(sizes, theory.best_ridge):
