@@ -16,11 +16,21 @@ loss.
 Sample counts (:func:`sample_counts`). For targets eps, N(eps) is the smallest N of the grid
 (log-log interpolated between grid points) at which the mean excess is <= eps: for the
 oracle stop, and for the max-margin interpolator while the samples are separable (beyond the
-separability threshold there is no interpolator). N_GD(eps) is fitted to eps^-k.
+separability threshold there is no interpolator). N_GD(eps) is fitted to eps^-k. Every
+interpolator of the sample is bounded below by the best one (:func:`best_interpolator`), whose
+excess depends on N / d alone (:func:`interpolator_floor`), so an interpolator reaching eps
+needs a dimension d >= N / l(eps).
+
+Efficiency and lower bounds: :func:`efficiency_ratio` is the large-N ratio of the unpenalised
+logistic fit's excess to least squares'; :func:`minimax_lower_bound` gives Le Cam's and
+Fano's bounds over the Bayes directions on the first K coordinates.
 
 References: Buna, Liu, Rebeschini, early stopping of logistic GD under label-flip noise; Wu,
 Bartlett, Telgarsky, Yu (2025), "Benefits of early stopping in gradient descent for
-overparameterized logistic regression"; Hastie, Montanari, Rosset, Tibshirani (2022).
+overparameterized logistic regression"; Hastie, Montanari, Rosset, Tibshirani (2022); Gordon
+(1988) and Thrampoulidis, Oymak, Hassibi (2015), the Gaussian min-max comparison; Cover (1965);
+Efron (1975), the efficiency of logistic regression against discriminant analysis; Tsybakov
+(2009), "Introduction to nonparametric estimation".
 """
 
 from __future__ import annotations
@@ -182,7 +192,8 @@ def interpolator_floor(snr: float, flip: float, ratio: ArrayLike) -> NDArray[np.
     (1 - eta) N(-snr, 1) + eta N(snr, 1), is tan(angle) of the best interpolator, and the excess
     is (1 - 2 eta) (Phi(-snr / sqrt(1 + r^2)) - Phi(-snr)). The same for every spectrum (the
     0-1 risk and separability are invariant under whitening). nan where ratio E[h_-^2] =
-    ratio / 2 >= 1 (Cover's threshold: no interpolator)."""
+    ratio / 2 >= 1 (Cover's threshold: no interpolator). References: Gordon (1988);
+    Thrampoulidis, Oymak, Hassibi (2015); Cover (1965)."""
     from scipy.optimize import brentq
     from scipy.special import ndtr
 
@@ -219,7 +230,8 @@ def efficiency_ratio(snr: float, flip: float) -> float:
     (E[sigma'(m)]^2 (c* snr)^2) with m = c* snr u_1 at the logistic optimum c*
     (:func:`paramgeo.flows.label_flips.logistic_optimum`), least squares sigma^2 / |beta*|^2
     with |beta*| = 2 (1 - 2 eta) snr / (1 + snr^2), sigma^2 = 4 - |beta*|^2 (1 + snr^2). The
-    margins y* u_1 ~ N(snr, 1) are integrated by 100-node Gauss-Hermite quadrature."""
+    margins y* u_1 ~ N(snr, 1) are integrated by 100-node Gauss-Hermite quadrature. References:
+    Huber (1967) for the sandwich covariance, Efron (1975) for the comparison."""
     from scipy.special import expit
 
     from .label_flips import logistic_optimum
