@@ -24,7 +24,11 @@ For a loss ell on predictors and L(theta) = ell(phi(theta)):
   the crossover of a fixed smoothing to gradient descent (:func:`fixed_epsilon`);
 * early stopping under label flips: the rate the ridge deterministic equivalent predicts for
   the oracle stop, and the calibration of logistic to 0-1 excess risk along the run
-  (:func:`oracle_rate_theory`, :func:`calibration_path`);
+  (:func:`oracle_rate_theory`, :func:`calibration_path`), the oracle-stopped rate route by
+  route with the loss's efficiency ratio, the best interpolator's floor by Gordon's comparison,
+  the sample counts and a Le Cam / Fano minimax lower bound (:func:`rate_decomposition`,
+  :func:`efficiency_ratio`, :func:`interpolator_floor`, :func:`sample_counts`,
+  :func:`minimax_lower_bound`);
 * negative ridge against shifted GD: the risk gain over (d, N) with fitted exponents and the
   hold-out choice of (shift, stop) with its transfer (:func:`risk_gain`,
   :func:`holdout_selection`);
@@ -77,6 +81,24 @@ from .label_flips import (
     ridge_equivalent,
 )
 from .invariant_sets import SIMVisits, invariant_residual, sim_visits
+from .oracle_rates import (
+    InterpolatorExcess,
+    EquivalentCheck,
+    MinimaxBound,
+    RateDecomposition,
+    SampleCounts,
+    best_interpolator,
+    efficiency_ratio,
+    equivalent_check,
+    interpolator_excess,
+    interpolator_floor,
+    minimax_lower_bound,
+    min_norm_cone,
+    rate_decomposition,
+    sample_count,
+    sample_counts,
+    square_loss_estimators,
+)
 from .mode_training import (
     ModeTraining,
     WindowExponents,
