@@ -1,0 +1,357 @@
+"""The mean-field stationary measure of a noisy two-layer ReLU network with weight decay.
+
+The network f(x) = sum_{j<h} a_j relu(w_j . x + b_j) (a_j in R^k) is trained on inputs x_i
+in R^d, targets y_i in R^k (i < N) by noisy gradient descent on
+
+    L(theta) = 1/(2N) sum_i |f(x_i) - y_i|^2 + lambda/2 |theta|^2,
+    theta <- theta - eta grad L + sigma sqrt(eta) xi,
+
+the Euler-Maruyama scheme of d theta = -grad L dt + sigma dB, whose stationary density is
+exp(-L / tau) with the temperature tau = sigma^2 / 2. Each neuron theta = (u, a), u = (w, b),
+sees the others only through the residual r_i = f(x_i) - y_i. The mean-field (self-consistent)
+stationary density of one neuron is the Gibbs density
+
+    rho(theta) ~ exp(-(V(theta) + int W(theta, theta') rho(d theta')) / tau),
+    V(theta) = -(1/N) sum_i y_i . phi_i(theta) + lambda/2 |theta|^2,
+    W(theta, theta') = (h/N) sum_i phi_i(theta) . phi_i(theta'),  phi_i = a relu(u . x~_i),
+
+x~_i = (x_i, 1), i.e. rho ~ exp(-((1/N) sum_i r_i . phi_i + lambda/2 |theta|^2) / tau) with
+r = h int phi d rho - Y (Mei, Montanari, Nguyen 2018; Chizat, Bach 2018; Hu, Ren, Siska,
+Szpruch 2021 for the entropic version). It minimises the convex free energy
+F(rho) = 1/(2Nh) |h int phi d rho - Y|^2 + lambda/2 int |theta|^2 d rho + tau int rho log rho.
+
+Given r, rho is Gaussian in a and radial in u. With g(v) = (1/N) sum_i r_i relu(v . x~_i)
+(v = u / |u| on the sphere S^d) and the gap c(v) = lambda - |g(v)|^2 / lambda:
+
+    a | u ~ N(-|u| g(v) / lambda, tau / lambda I_k),
+    |u| | v has density ~ s^d exp(-s^2 c(v) / (2 tau)),  E[|u|^2 | v] = (d + 1) tau / c(v),
+    p(v) ~ c(v)^(-(d+1)/2)                               (the angular density),
+
+normalisable iff max_v |g(v)| < lambda. The fixed point r = h int phi d rho - Y is the unique
+minimiser of the convex dual (Fenchel in the quadratic loss)
+
+    G(r) = T log int_{S^d} c_r(v)^(-(d+1)/2) dv + (1/N) (<r, Y> + |r|^2 / 2),  T = h tau,
+
+so only the effective temperature T = h tau enters: f = r + Y = -(T (d+1) / lambda)
+E_p[relu(v . x~_i) g(v) / c(v)]. :func:`stationary_measure` minimises G by Newton's method
+with a barrier line search on a quasi-uniform grid of S^d (d = 1, 2), then reads the modes of
+p (local maxima on the grid's neighbour graph, refined by zooming and merged when they meet),
+their masses (steepest-ascent basins), angular widths and ternary activation patterns
+sign(v . x~_i) in {-1, 0, +1}. As T -> 0 the mass gathers where |g| reaches lambda: the dual
+certificate of the convex reformulation of weight-decayed ReLU networks (Pilanci, Ergen 2020).
+
+Second routes: :func:`linear_response` (large T, the arc-cosine kernel of Cho and Saul 2009),
+:func:`single_point_residual` (N = 1, d = 2: closed form) and :func:`particle_langevin` (the
+noisy gradient descent itself, at finite width).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.spatial import cKDTree
+from scipy.special import logsumexp
+
+_REFINE_TOL = 1e-6  # rad: refined modes closer than this are one mode; ternary 0 within it
+
+
+@dataclass(kw_only=True)
+class StationaryMeasure:
+    """The mean-field stationary measure on a grid of S^d; see :func:`stationary_measure`."""
+
+    width: int
+    tau: float
+    weight_decay: float
+    temperature: float  # T = width * tau
+    residual: np.ndarray  # r (N x k)
+    predictor: np.ndarray  # f = r + Y (N x k)
+    directions: np.ndarray  # grid of S^d (n x (d+1))
+    density: np.ndarray  # p per unit area of S^d, int p = 1
+    mass: np.ndarray  # p times the grid weight (sums to 1)
+    gap: np.ndarray  # c = lambda - |g|^2 / lambda on the grid
+    spacing: float  # grid spacing (rad)
+    modes: np.ndarray  # refined mode directions (m x (d+1)), by decreasing mass
+    mode_masses: np.ndarray
+    mode_widths: np.ndarray  # rms angle of each basin about its mode (rad)
+    mode_patterns: list = field(default_factory=list)  # ternary patterns of the modes
+    newton_steps: int = 0
+    gradient_norm: float = 0.0
+
+    @property
+    def n_modes(self) -> int:
+        """The number of modes of the angular density."""
+        return len(self.modes)
+
+    @property
+    def occupied(self) -> int:
+        """Modes whose expected number of neurons width * mass is at least one."""
+        return int(np.sum(self.width * self.mode_masses >= 1.0))
+
+    @property
+    def effective(self) -> float:
+        """exp of the entropy of the mode masses: the effective number of directions."""
+        q = self.mode_masses[self.mode_masses > 0]
+        return float(np.exp(-np.sum(q * np.log(q))))
+
+    @property
+    def patterns_unique(self) -> bool:
+        """Whether the modes' ternary activation patterns are pairwise distinct."""
+        return len(set(self.mode_patterns)) == len(self.mode_patterns)
+
+
+def sphere_grid(d: int, n: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """A quasi-uniform grid of n points on S^d (d = 1: equal angles; d = 2: the Fibonacci
+    lattice), each of weight |S^d| / n; returns (points, weight, neighbour indices)."""
+    if d == 1:
+        t = 2 * np.pi * (np.arange(n) + 0.5) / n
+        i = np.arange(n)
+        return (np.stack([np.cos(t), np.sin(t)], 1), 2 * np.pi / n,
+                np.stack([(i - 1) % n, (i + 1) % n], 1))
+    if d != 2:
+        raise ValueError(f"the grid is built for d = 1, 2 (S^1, S^2), not d = {d}")
+    i = np.arange(n)
+    z = 1 - (2 * i + 1) / n
+    phi = i * np.pi * (3 - np.sqrt(5))
+    rad = np.sqrt(1 - z ** 2)
+    pts = np.stack([rad * np.cos(phi), rad * np.sin(phi), z], 1)
+    _, nb = cKDTree(pts).query(pts, k=7)
+    return pts, 4 * np.pi / n, nb[:, 1:]
+
+
+def _lift(X):
+    return np.hstack([X, np.ones((len(X), 1))])
+
+
+def _gap(V, X1, r, lam):
+    """relu(v . x~_i) (n x N), g (n x k) and c (n) at the directions V."""
+    R = np.maximum(V @ X1.T, 0.0)
+    g = R @ r / len(X1)
+    return R, g, lam - np.sum(g * g, 1) / lam
+
+
+def _objective(r, R, w, Y, lam, T, alpha, hessian):
+    """G(r), its gradient and (optionally) Hessian on the grid; None outside the domain."""
+    N, k = Y.shape
+    g = R @ r / N
+    c = lam - np.sum(g * g, 1) / lam
+    if np.any(c <= 0):
+        return None
+    logm = np.log(w) - alpha * np.log(c)
+    logI = logsumexp(logm)
+    p = np.exp(logm - logI)  # mass per grid point
+    G = T * logI + (np.sum(r * Y) + 0.5 * np.sum(r * r)) / N
+    Z = (R[:, :, None] * g[:, None, :]).reshape(len(R), N * k)  # R_i g_c
+    Ez = (p / c) @ Z
+    grad = T * 2 * alpha / (lam * N) * Ez + (Y + r).ravel() / N
+    if not hessian:
+        return G, grad, p, c, None
+    pz = (p / c ** 2)[:, None] * Z
+    EZZ = Z.T @ pz
+    ERR = R.T @ ((p / c)[:, None] * R)
+    s = 2 * alpha / (lam * N)
+    H = (2 * alpha / (lam * N * N)) * (np.kron(ERR, np.eye(k)) + (2 / lam) * EZZ)
+    H += s * s * (EZZ - np.outer(Ez, Ez))
+    return G, grad, p, c, T * H + np.eye(N * k) / N
+
+
+def _ascend(p, nb):
+    """Steepest-ascent basins on the neighbour graph: the local maximum each point climbs to."""
+    cand = np.concatenate([np.arange(len(p))[:, None], nb], 1)
+    parent = cand[np.arange(len(p)), np.argmax(p[cand], 1)]
+    while True:
+        nxt = parent[parent]
+        if np.array_equal(nxt, parent):
+            return parent
+        parent = nxt
+
+
+def _refine(v, score, span, steps=14):
+    """Zoom to a local maximum of ``score`` on the sphere near v (a 9^d tangent grid shrinking
+    threefold per step): precision about span 3^-steps."""
+    for _ in range(steps):
+        basis = np.linalg.svd(v[None, :])[2][1:]  # the tangent space at v
+        t = np.linspace(-span, span, 9)
+        offs = np.stack(np.meshgrid(*([t] * len(basis))), -1).reshape(-1, len(basis))
+        cand = v + offs @ basis
+        cand /= np.linalg.norm(cand, axis=1, keepdims=True)
+        v = cand[np.argmax(score(cand))]
+        span /= 3
+    return v
+
+
+def stationary_measure(X, Y, *, width: int, tau: float, weight_decay: float,
+                       n_grid: int = 200_000, r0: Optional[np.ndarray] = None,
+                       tol: float = 1e-12, max_steps: int = 200) -> StationaryMeasure:
+    """The mean-field stationary measure of noisy GD on the weight-decayed two-layer ReLU net.
+
+    Minimises G(r) = T log int_{S^d} c_r(v)^(-(d+1)/2) dv + (1/N) (<r, Y> + |r|^2 / 2)
+    (T = width * tau, c_r = lambda - |g_r|^2 / lambda, g_r(v) = (1/N) sum_i r_i relu(v . x~_i))
+    by damped Newton on a grid of S^d from r0 (default 0), stopping when the Newton decrement
+    falls below ``tol``; the minimiser is the residual of the self-consistent Gibbs density
+    rho ~ exp(-(V + int W rho) / tau) (module docstring; Mei, Montanari, Nguyen 2018; Hu, Ren,
+    Siska, Szpruch 2021). Returns the angular density p ~ c^(-(d+1)/2), its modes (grid local
+    maxima refined and merged at 1e-6 rad), their masses, widths and ternary patterns.
+    """
+    X, Y = np.asarray(X, float), np.asarray(Y, float)
+    if Y.ndim == 1:
+        Y = Y[:, None]
+    N, d = X.shape
+    k = Y.shape[1]
+    lam, T, alpha = float(weight_decay), float(width * tau), (d + 1) / 2
+    V, w, nb = sphere_grid(d, n_grid)
+    X1 = _lift(X)
+    R = np.maximum(V @ X1.T, 0.0)
+    r = np.zeros((N, k)) if r0 is None else np.array(r0, float).reshape(N, k)
+    if _objective(r, R, w, Y, lam, T, alpha, False) is None:
+        r = np.zeros((N, k))
+    steps = 0
+    for steps in range(1, max_steps + 1):
+        G, grad, p, c, H = _objective(r, R, w, Y, lam, T, alpha, True)
+        step = np.linalg.solve(H, grad)
+        dec = float(grad @ step)
+        if dec < tol * max(1.0, abs(G)):
+            break
+        t = 1.0
+        while True:
+            new = _objective(r - t * step.reshape(N, k), R, w, Y, lam, T, alpha, False)
+            if new is not None and new[0] <= G - 0.25 * t * dec:
+                break
+            t *= 0.5
+            if t < 1e-14:
+                break
+        r = r - t * step.reshape(N, k)
+    G, grad, p, c, _ = _objective(r, R, w, Y, lam, T, alpha, False)
+    top = _ascend(p, nb)
+    peaks = np.flatnonzero(p > p[nb].max(1))  # strict local maxima (a plateau is none)
+    top = np.where(np.isin(top, peaks), top, -1)  # -1: climbs to a plateau (background)
+
+    def score(U):
+        return -_gap(U, X1, r, lam)[2]
+
+    spacing = float(np.sqrt(w))
+    refined = [_refine(V[q], score, spacing) for q in peaks]
+    label = np.arange(len(peaks))
+    for i in range(len(peaks)):  # merge peaks whose refinements meet
+        for j in range(i):
+            if label[j] == j and np.arccos(min(1.0, refined[i] @ refined[j])) < _REFINE_TOL * 10:
+                label[i] = j
+                break
+    which = np.where(top >= 0, label[np.searchsorted(peaks, np.maximum(top, 0))], -1)
+    groups = np.unique(label)
+    masses = np.array([p[which == gi].sum() for gi in groups])
+    order = np.argsort(-masses)
+    modes, widths, patterns = [], [], []
+    for gi in groups[order]:
+        v = refined[gi]
+        sel = which == gi
+        ang = np.arccos(np.clip(V[sel] @ v, -1, 1))
+        modes.append(v)
+        widths.append(float(np.sqrt(np.sum(p[sel] * ang ** 2) / p[sel].sum())))
+        z = X1 @ v / np.linalg.norm(X1, axis=1)
+        patterns.append(tuple(int(s) for s in np.where(np.abs(z) < _REFINE_TOL * 10, 0, np.sign(z))))
+    return StationaryMeasure(
+        width=width, tau=tau, weight_decay=lam, temperature=T, residual=r, predictor=r + Y,
+        directions=V, density=p / w, mass=p, gap=c, spacing=spacing, modes=np.array(modes),
+        mode_masses=masses[order], mode_widths=np.array(widths), mode_patterns=patterns,
+        newton_steps=steps, gradient_norm=float(np.linalg.norm(grad)))
+
+
+def sample_neurons(measure: StationaryMeasure, X, h: int,
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """h i.i.d. neurons (W, b, a) from the stationary measure: v from the grid's masses moved by
+    a tangent Gaussian of std spacing / 2, then |u|^2 c(v) / tau ~ chi^2_{d+1} and
+    a ~ N(-|u| g(v) / lambda, tau / lambda I) (module docstring)."""
+    X1 = _lift(np.asarray(X, float))
+    D = X1.shape[1]
+    q = rng.choice(len(measure.mass), size=h, p=measure.mass / measure.mass.sum())
+    V0 = measure.directions[q]
+    jitter = measure.spacing / 2 * rng.standard_normal((h, D))
+    V = V0 + jitter - np.sum(jitter * V0, 1, keepdims=True) * V0  # tangent move
+    V /= np.linalg.norm(V, axis=1, keepdims=True)
+    lam, tau = measure.weight_decay, measure.tau
+    _, g, c = _gap(V, X1, measure.residual, lam)
+    c = np.maximum(c, measure.gap.min())
+    s = np.sqrt(tau / c * rng.chisquare(D, h))
+    a = -s[:, None] * g / lam + np.sqrt(tau / lam) * rng.standard_normal(g.shape)
+    U = s[:, None] * V
+    return U[:, :-1], U[:, -1], a
+
+
+def arccos_kernel(X) -> np.ndarray:
+    """K_ij = |x~_i||x~_j| (sin t + (pi - t) cos t) / (2 pi), t the angle of x~_i, x~_j: the
+    Gaussian mean of relu(u . x~_i) relu(u . x~_j) (Cho, Saul 2009)."""
+    X1 = _lift(np.asarray(X, float))
+    n = np.linalg.norm(X1, axis=1)
+    t = np.arccos(np.clip(X1 @ X1.T / np.outer(n, n), -1, 1))
+    return np.outer(n, n) * (np.sin(t) + (np.pi - t) * np.cos(t)) / (2 * np.pi)
+
+
+def linear_response(X, Y, *, width: int, tau: float, weight_decay: float) -> np.ndarray:
+    """The residual at large T = width * tau, where |g| << lambda: the quadratic expansion of G
+    about r = 0 gives r = -(I + T K / (lambda^2 N))^(-1) Y with K the arc-cosine kernel (the
+    uniform-sphere mean of relu relu is K / (d + 1))."""
+    Y = np.asarray(Y, float)
+    N = len(Y)
+    A = np.eye(N) + width * tau * arccos_kernel(X) / (weight_decay ** 2 * N)
+    return -np.linalg.solve(A, Y)
+
+
+def single_point_residual(x, y, *, width: int, tau: float, weight_decay: float) -> np.ndarray:
+    """The exact residual for one input x in R^2: r = -rho y / |y| with rho the root of
+    T I'(rho) / I(rho) = |y| - rho, I(rho) = 2 pi (lambda^(-3/2) + lambda^(-1) (lambda -
+    rho^2 |x~|^2 / lambda)^(-1/2)) (the sphere integral of c^(-3/2) in closed form)."""
+    x1 = np.append(np.asarray(x, float), 1.0)
+    y = np.atleast_1d(np.asarray(y, float))
+    lam, T, B = weight_decay, width * tau, float(x1 @ x1)
+
+    def eq(rho):
+        q = lam - rho ** 2 * B / lam
+        dI = rho * B / lam / lam * q ** -1.5
+        return T * dI / (lam ** -1.5 + q ** -0.5 / lam) - np.linalg.norm(y) + rho
+
+    rho = brentq(eq, 0.0, lam / np.sqrt(B) * (1 - 1e-15), xtol=1e-15)
+    return -rho * y / np.linalg.norm(y)
+
+
+@dataclass(kw_only=True)
+class LangevinRun:
+    """Time averages of noisy GD at finite width; see :func:`particle_langevin`."""
+
+    predictor: np.ndarray  # time-averaged f(x_i) over the second half
+    directions: np.ndarray  # unit (w, b) of all neurons at the recorded times
+    residual: np.ndarray  # predictor - Y
+
+
+def particle_langevin(X, Y, *, width: int, tau: float, weight_decay: float, steps: int,
+                      lr: float, rng: np.random.Generator, alpha: float = 0.1,
+                      record_every: int = 100) -> LangevinRun:
+    """Noisy GD theta <- theta - lr (grad L) + sqrt(2 tau lr) xi on L = 1/(2N) |f - Y|^2 +
+    lambda/2 |theta|^2 (the module's network), from alpha N(0, I); averages over the second
+    half: the finite-width route to the stationary measure (Euler-Maruyama of the Langevin
+    SDE whose invariant density is exp(-L / tau))."""
+    X1 = _lift(np.asarray(X, float))
+    Y = np.asarray(Y, float)
+    N, k = Y.shape
+    U = alpha * rng.standard_normal((width, X1.shape[1]))
+    A = alpha * rng.standard_normal((width, k))
+    noise = np.sqrt(2 * tau * lr)
+    fsum, count, dirs = np.zeros_like(Y), 0, []
+    for t in range(steps):
+        Z = X1 @ U.T
+        act = np.maximum(Z, 0.0)
+        f = act @ A
+        r = (f - Y) / N
+        gA = act.T @ r + weight_decay * A
+        gU = ((r @ A.T) * (Z > 0)).T @ X1 + weight_decay * U
+        A = A - lr * gA + noise * rng.standard_normal(A.shape)
+        U = U - lr * gU + noise * rng.standard_normal(U.shape)
+        if t >= steps // 2:
+            fsum += f
+            count += 1
+            if t % record_every == 0:
+                dirs.append(U / np.linalg.norm(U, axis=1, keepdims=True))
+    pred = fsum / count
+    return LangevinRun(predictor=pred, directions=np.concatenate(dirs), residual=pred - Y)
