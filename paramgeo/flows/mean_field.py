@@ -48,6 +48,7 @@ noisy gradient descent itself, at finite width).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import combinations as itertools_combinations
 from typing import Optional
 
 import numpy as np
@@ -55,7 +56,7 @@ from scipy.optimize import brentq
 from scipy.spatial import cKDTree
 from scipy.special import logsumexp
 
-_REFINE_TOL = 1e-6  # rad: refined modes closer than this are one mode; ternary 0 within it
+_RING = 1e-5  # rad: a candidate is a local maximum if it beats a ring of this radius
 
 
 @dataclass(kw_only=True)
@@ -75,8 +76,9 @@ class StationaryMeasure:
     spacing: float  # grid spacing (rad)
     modes: np.ndarray  # refined mode directions (m x (d+1)), by decreasing mass
     mode_masses: np.ndarray
-    mode_widths: np.ndarray  # rms angle of each basin about its mode (rad)
+    mode_widths: np.ndarray  # median angle of each basin's mass about its mode (rad)
     mode_patterns: list = field(default_factory=list)  # ternary patterns of the modes
+    grid_peaks: int = 0  # strict local maxima of p on the grid's neighbour graph
     newton_steps: int = 0
     gradient_norm: float = 0.0
 
@@ -168,18 +170,58 @@ def _ascend(p, nb):
         parent = nxt
 
 
-def _refine(v, score, span, steps=14):
-    """Zoom to a local maximum of ``score`` on the sphere near v (a 9^d tangent grid shrinking
-    threefold per step): precision about span 3^-steps."""
-    for _ in range(steps):
-        basis = np.linalg.svd(v[None, :])[2][1:]  # the tangent space at v
-        t = np.linspace(-span, span, 9)
-        offs = np.stack(np.meshgrid(*([t] * len(basis))), -1).reshape(-1, len(basis))
-        cand = v + offs @ basis
-        cand /= np.linalg.norm(cand, axis=1, keepdims=True)
-        v = cand[np.argmax(score(cand))]
-        span /= 3
-    return v
+def _candidates(X1, r, lam):
+    """The critical points of |g|^2 that can be local maxima on S^d: in each face of the
+    arrangement {v . x~_i = 0} (cells, arcs, vertices) the top eigenvector of the face's
+    quadratic form |M_S v|^2, M_S = (1/N) sum_{i in S} r_i x~_i^T, when it lies in the face."""
+    N, D = X1.shape
+    rng = np.random.default_rng(0)
+    out = []
+    for size in range(D):
+        for J in (itertools_combinations(range(N), size)):
+            J = list(J)
+            B = np.linalg.svd(X1[J])[2][size:].T if size else np.eye(D)  # basis of x~_J^perp
+            if B.shape[1] == 1:
+                out += [(B[:, 0], J), (-B[:, 0], J)]
+                continue
+            pts = rng.standard_normal((40000 if B.shape[1] == 3 else 4000, B.shape[1])) @ B.T
+            rest = [i for i in range(N) if i not in J]
+            for S in np.unique(pts @ X1[rest].T > 0, axis=0):
+                M = (r[rest][S].T @ X1[rest][S]) / N @ B
+                vals, vecs = np.linalg.eigh(M.T @ M)
+                for v in (B @ vecs[:, -1], -B @ vecs[:, -1]):
+                    if np.array_equal(v @ X1[rest].T > 0, S) and np.all(
+                            np.abs(v @ X1[rest].T) > 1e-12):
+                        out.append((v / np.linalg.norm(v), J))
+    return out
+
+
+def exact_modes(X, r, weight_decay: float) -> list:
+    """The modes of the angular density p ~ c_r^(-(d+1)/2), i.e. the strict local maxima of
+    |g_r(v)|^2 on S^d (d = 1, 2), with their ternary patterns sign(v . x~_i) (0 for the i
+    whose hyperplane the mode lies on). Exact up to the eigen-solves: the candidates of
+    :func:`_candidates`, kept when they beat every point of a ring of radius 1e-5 rad."""
+    X1 = _lift(np.asarray(X, float))
+    r = np.asarray(r, float).reshape(len(X1), -1)
+    D = X1.shape[1]
+    found: list = []
+    for v, J in _candidates(X1, r, weight_decay):
+        if any(abs(v @ u - 1) < 1e-12 for u, _ in found):
+            continue
+        basis = np.linalg.svd(v[None, :])[2][1:]
+        if D == 2:
+            ring = np.array([[1.0], [-1.0]])
+        else:
+            t = np.linspace(0, 2 * np.pi, 144, endpoint=False)
+            ring = np.stack([np.cos(t), np.sin(t)], 1)
+        U = v + _RING * ring @ basis
+        U /= np.linalg.norm(U, axis=1, keepdims=True)
+        here = _gap(v[None], X1, r, weight_decay)[2][0]
+        if np.all(_gap(U, X1, r, weight_decay)[2] > here):
+            z = X1 @ v
+            pat = tuple(0 if i in J else int(np.sign(z[i])) for i in range(len(X1)))
+            found.append((v, pat))
+    return found
 
 
 def stationary_measure(X, Y, *, width: int, tau: float, weight_decay: float,
@@ -228,35 +270,35 @@ def stationary_measure(X, Y, *, width: int, tau: float, weight_decay: float,
     peaks = np.flatnonzero(p > p[nb].max(1))  # strict local maxima (a plateau is none)
     top = np.where(np.isin(top, peaks), top, -1)  # -1: climbs to a plateau (background)
 
-    def score(U):
-        return -_gap(U, X1, r, lam)[2]
-
+    exact = exact_modes(X, r, lam)
+    F = -c  # |g|^2 / lambda - lambda: increasing with p
+    modes = np.array([v for v, _ in exact]).reshape(-1, d + 1)
+    Fm = -_gap(modes, X1, r, lam)[2]
+    # each grid peak joins the nearest exact mode at least as high (a lattice peak on a ridge
+    # lies below the ridge's maximum); -1 stays background
+    owner = np.full(len(p), -1)
+    for q in peaks:
+        up = np.flatnonzero(Fm >= F[q] - 1e-12 * abs(F[q]))
+        if len(up):
+            owner[q] = up[np.argmax(modes[up] @ V[q])]
+    which = np.where(top >= 0, owner[np.maximum(top, 0)], -1)
+    masses = np.array([p[which == m].sum() for m in range(len(modes))])
+    order = np.argsort(-masses, kind="stable")
+    widths = []
+    for m in order:
+        sel = which == m
+        ang = np.arccos(np.clip(V[sel] @ modes[m], -1, 1))
+        cum = np.cumsum(p[sel][np.argsort(ang)])
+        widths.append(float(np.sort(ang)[np.searchsorted(cum, cum[-1] / 2)]) if sel.any()
+                      else 0.0)
     spacing = float(np.sqrt(w))
-    refined = [_refine(V[q], score, spacing) for q in peaks]
-    label = np.arange(len(peaks))
-    for i in range(len(peaks)):  # merge peaks whose refinements meet
-        for j in range(i):
-            if label[j] == j and np.arccos(min(1.0, refined[i] @ refined[j])) < _REFINE_TOL * 10:
-                label[i] = j
-                break
-    which = np.where(top >= 0, label[np.searchsorted(peaks, np.maximum(top, 0))], -1)
-    groups = np.unique(label)
-    masses = np.array([p[which == gi].sum() for gi in groups])
-    order = np.argsort(-masses)
-    modes, widths, patterns = [], [], []
-    for gi in groups[order]:
-        v = refined[gi]
-        sel = which == gi
-        ang = np.arccos(np.clip(V[sel] @ v, -1, 1))
-        modes.append(v)
-        widths.append(float(np.sqrt(np.sum(p[sel] * ang ** 2) / p[sel].sum())))
-        z = X1 @ v / np.linalg.norm(X1, axis=1)
-        patterns.append(tuple(int(s) for s in np.where(np.abs(z) < _REFINE_TOL * 10, 0, np.sign(z))))
+    patterns = [exact[m][1] for m in order]
+    modes = modes[order]
     return StationaryMeasure(
         width=width, tau=tau, weight_decay=lam, temperature=T, residual=r, predictor=r + Y,
         directions=V, density=p / w, mass=p, gap=c, spacing=spacing, modes=np.array(modes),
         mode_masses=masses[order], mode_widths=np.array(widths), mode_patterns=patterns,
-        newton_steps=steps, gradient_norm=float(np.linalg.norm(grad)))
+        grid_peaks=len(peaks), newton_steps=steps, gradient_norm=float(np.linalg.norm(grad)))
 
 
 def sample_neurons(measure: StationaryMeasure, X, h: int,
