@@ -52,7 +52,7 @@ from itertools import combinations as itertools_combinations
 from typing import Optional
 
 import numpy as np
-from scipy.optimize import brentq
+from scipy.optimize import brentq, minimize
 from scipy.spatial import cKDTree
 from scipy.special import logsumexp
 
@@ -224,6 +224,28 @@ def exact_modes(X, r, weight_decay: float) -> list:
     return found
 
 
+def _newton(r, R, w, Y, lam, T, alpha, tol, max_steps):
+    """Damped Newton on G from r, the line search keeping c > 0 on the grid (Armijo 1/4)."""
+    N, k = Y.shape
+    steps = 0
+    for steps in range(1, max_steps + 1):
+        G, grad, p, c, H = _objective(r, R, w, Y, lam, T, alpha, True)
+        step = np.linalg.lstsq(H, grad, rcond=None)[0]
+        dec = float(grad @ step)
+        if dec < tol * max(1.0, abs(G)):
+            break
+        t = 1.0
+        while True:
+            new = _objective(r - t * step.reshape(N, k), R, w, Y, lam, T, alpha, False)
+            if new is not None and new[0] <= G - 0.25 * t * dec:
+                break
+            t *= 0.5
+            if t < 1e-14:
+                break
+        r = r - t * step.reshape(N, k)
+    return r, steps
+
+
 def stationary_measure(X, Y, *, width: int, tau: float, weight_decay: float,
                        n_grid: int = 200_000, r0: Optional[np.ndarray] = None,
                        tol: float = 1e-12, max_steps: int = 200) -> StationaryMeasure:
@@ -231,8 +253,8 @@ def stationary_measure(X, Y, *, width: int, tau: float, weight_decay: float,
 
     Minimises G(r) = T log int_{S^d} c_r(v)^(-(d+1)/2) dv + (1/N) (<r, Y> + |r|^2 / 2)
     (T = width * tau, c_r = lambda - |g_r|^2 / lambda, g_r(v) = (1/N) sum_i r_i relu(v . x~_i))
-    by damped Newton on a grid of S^d from r0 (default 0), stopping when the Newton decrement
-    falls below ``tol``; the minimiser is the residual of the self-consistent Gibbs density
+    by damped Newton on a grid of S^d from r0 (default: from r = 0 at T' = 1, continued down
+    to T by factors of 10), stopping when the Newton decrement falls below ``tol``; the minimiser is the residual of the self-consistent Gibbs density
     rho ~ exp(-(V + int W rho) / tau) (module docstring; Mei, Montanari, Nguyen 2018; Hu, Ren,
     Siska, Szpruch 2021). Returns the angular density p ~ c^(-(d+1)/2), its modes (grid local
     maxima refined and merged at 1e-6 rad), their masses, widths and ternary patterns.
@@ -246,25 +268,17 @@ def stationary_measure(X, Y, *, width: int, tau: float, weight_decay: float,
     V, w, nb = sphere_grid(d, n_grid)
     X1 = _lift(X)
     R = np.maximum(V @ X1.T, 0.0)
-    r = np.zeros((N, k)) if r0 is None else np.array(r0, float).reshape(N, k)
-    if _objective(r, R, w, Y, lam, T, alpha, False) is None:
+    if r0 is None:  # continuation from T' = 1 down to T by factors of 10, from r = 0
         r = np.zeros((N, k))
-    steps = 0
-    for steps in range(1, max_steps + 1):
-        G, grad, p, c, H = _objective(r, R, w, Y, lam, T, alpha, True)
-        step = np.linalg.solve(H, grad)
-        dec = float(grad @ step)
-        if dec < tol * max(1.0, abs(G)):
-            break
-        t = 1.0
-        while True:
-            new = _objective(r - t * step.reshape(N, k), R, w, Y, lam, T, alpha, False)
-            if new is not None and new[0] <= G - 0.25 * t * dec:
-                break
-            t *= 0.5
-            if t < 1e-14:
-                break
-        r = r - t * step.reshape(N, k)
+        Tc = 1.0
+        while Tc > 10 * T:
+            r = _newton(r, R, w, Y, lam, Tc, alpha, tol, max_steps)[0]
+            Tc /= 10
+    else:
+        r = np.array(r0, float).reshape(N, k)
+        if _objective(r, R, w, Y, lam, T, alpha, False) is None:
+            r = np.zeros((N, k))
+    r, steps = _newton(r, R, w, Y, lam, T, alpha, tol, max_steps)
     G, grad, p, c, _ = _objective(r, R, w, Y, lam, T, alpha, False)
     top = _ascend(p, nb)
     peaks = np.flatnonzero(p > p[nb].max(1))  # strict local maxima (a plateau is none)
@@ -397,3 +411,62 @@ def particle_langevin(X, Y, *, width: int, tau: float, weight_decay: float, step
                 dirs.append(U / np.linalg.norm(U, axis=1, keepdims=True))
     pred = fsum / count
     return LangevinRun(predictor=pred, directions=np.concatenate(dirs), residual=pred - Y)
+
+
+@dataclass(kw_only=True)
+class ZeroTemperature:
+    """The T -> 0 limit of the fixed point; see :func:`zero_temperature_limit`."""
+
+    residual: np.ndarray  # r* (N x k)
+    predictor: np.ndarray  # r* + Y
+    modes: np.ndarray  # local maxima of |g_r*| on S^d (m x (d+1))
+    heights: np.ndarray  # |g_r*| / lambda at the modes (1 on the limit's support)
+    mode_patterns: list = field(default_factory=list)
+    cuts: int = 0  # directions in the final cutting-plane constraint set
+
+    @property
+    def support(self) -> int:
+        """Modes where |g_r*| reaches lambda (to 1e-6): where the limit measure's mass sits."""
+        return int(np.sum(self.heights >= 1 - 1e-6))
+
+
+def zero_temperature_limit(X, Y, *, weight_decay: float, max_rounds: int = 100,
+                           tol: float = 1e-9) -> ZeroTemperature:
+    """The limit T -> 0 of the minimiser of G: r* = argmin (<r, Y> + |r|^2 / 2) subject to
+    max_{v in S^d} |g_r(v)| <= lambda, the dual of the group-lasso (convex) form of the
+    weight-decayed network, min (1/2N) |f - Y|^2 + lambda sum_j |u_j| |a_j| (Pilanci, Ergen
+    2020). Solved by cutting planes: SLSQP on the directions found so far, each round adding
+    the exact local maxima of |g_r| (:func:`exact_modes`) that exceed lambda (1 + tol)."""
+    X1 = _lift(np.asarray(X, float))
+    Y = np.asarray(Y, float).reshape(len(X1), -1)
+    N, k = Y.shape
+    lam = float(weight_decay)
+    cuts = np.zeros((0, X1.shape[1]))
+    r = -Y.copy()  # the unconstrained minimiser
+    for _ in range(max_rounds):
+        over = [v for v, _ in exact_modes(X, r, lam)
+                if -_gap(v[None], X1, r, lam)[2][0] > lam * ((1 + tol) ** 2 - 1)]
+        if not over:
+            break
+        cuts = np.vstack([cuts, over])
+        Rc = np.maximum(cuts @ X1.T, 0.0) / N
+
+        def con(x, Rc=Rc):
+            return lam ** 2 - np.sum((Rc @ x.reshape(N, k)) ** 2, 1)
+
+        def jac(x, Rc=Rc):
+            G = Rc @ x.reshape(N, k)
+            return -2 * (Rc[:, :, None] * G[:, None, :]).reshape(len(Rc), N * k)
+
+        res = minimize(lambda x: x @ Y.ravel() + 0.5 * x @ x, r.ravel(),
+                       jac=lambda x: Y.ravel() + x, method="SLSQP",
+                       constraints=[{"type": "ineq", "fun": con, "jac": jac}],
+                       options={"ftol": 1e-15, "maxiter": 500})
+        r = res.x.reshape(N, k)
+    found = exact_modes(X, r, lam)
+    modes = np.array([v for v, _ in found]).reshape(-1, X1.shape[1])
+    heights = np.sqrt(np.maximum(lam - _gap(modes, X1, r, lam)[2], 0) * lam) / lam
+    order = np.argsort(-heights)
+    return ZeroTemperature(residual=r, predictor=r + Y, modes=modes[order],
+                           heights=heights[order], mode_patterns=[found[i][1] for i in order],
+                           cuts=len(cuts))
