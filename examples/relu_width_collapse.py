@@ -197,7 +197,8 @@ def mean_field_main(args, X, Y, P):
              f"weight decay {args.wd}; grid of {args.grid} points, spacing "
              f"{rows[0]['grid_spacing']} rad)", "",
              "| sigma | width | T = h sigma^2/2 | modes | occupied | effective | median width "
-             "(rad) | ternary distinct | clusters of h draws |", "|---|---|---|---|---|---|---|---|---|"]
+             "(rad) | ternary distinct | clusters of h draws |",
+             "|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['sigma']:g} | {r['width']} | {r['T']:.2g} | {r['modes']} | {r['occupied']} "
               f"| {r['effective']} | {r['median_width_occupied']} | {r['patterns_distinct']} | "
               f"{r['clusters_mean']:.1f} ± {r['clusters_sd']:.1f} |" for r in rows]

@@ -35,7 +35,7 @@ minimiser of the convex dual (Fenchel in the quadratic loss)
 so only the effective temperature T = h tau enters: f = r + Y = -(T (d+1) / lambda)
 E_p[relu(v . x~_i) g(v) / c(v)]. :func:`stationary_measure` minimises G by Newton's method
 with a barrier line search on a quasi-uniform grid of S^d (d = 1, 2), then reads the modes of
-p (local maxima on the grid's neighbour graph, refined by zooming and merged when they meet),
+p (the exact local maxima of |g|, face by face of the hyperplane arrangement),
 their masses (steepest-ascent basins), angular widths and ternary activation patterns
 sign(v . x~_i) in {-1, 0, +1}. As T -> 0 the mass gathers where |g| reaches lambda: the dual
 certificate of the convex reformulation of weight-decayed ReLU networks (Pilanci, Ergen 2020).
@@ -74,7 +74,7 @@ class StationaryMeasure:
     mass: np.ndarray  # p times the grid weight (sums to 1)
     gap: np.ndarray  # c = lambda - |g|^2 / lambda on the grid
     spacing: float  # grid spacing (rad)
-    modes: np.ndarray  # refined mode directions (m x (d+1)), by decreasing mass
+    modes: np.ndarray  # the modes' directions (m x (d+1)), by decreasing mass
     mode_masses: np.ndarray
     mode_widths: np.ndarray  # median angle of each basin's mass about its mode (rad)
     mode_patterns: list = field(default_factory=list)  # ternary patterns of the modes
@@ -254,10 +254,13 @@ def stationary_measure(X, Y, *, width: int, tau: float, weight_decay: float,
     Minimises G(r) = T log int_{S^d} c_r(v)^(-(d+1)/2) dv + (1/N) (<r, Y> + |r|^2 / 2)
     (T = width * tau, c_r = lambda - |g_r|^2 / lambda, g_r(v) = (1/N) sum_i r_i relu(v . x~_i))
     by damped Newton on a grid of S^d from r0 (default: from r = 0 at T' = 1, continued down
-    to T by factors of 10), stopping when the Newton decrement falls below ``tol``; the minimiser is the residual of the self-consistent Gibbs density
-    rho ~ exp(-(V + int W rho) / tau) (module docstring; Mei, Montanari, Nguyen 2018; Hu, Ren,
-    Siska, Szpruch 2021). Returns the angular density p ~ c^(-(d+1)/2), its modes (grid local
-    maxima refined and merged at 1e-6 rad), their masses, widths and ternary patterns.
+    to T by factors of 10), stopping when the Newton decrement falls below ``tol``. The
+    minimiser is the residual of the self-consistent Gibbs density rho ~ exp(-(V + int W rho)
+    / tau) (module docstring; Mei, Montanari, Nguyen 2018; Hu, Ren, Siska, Szpruch 2021).
+    Returns the angular density p ~ c^(-(d+1)/2) on the grid and its modes, the exact local
+    maxima of |g_r| (:func:`exact_modes`), by decreasing mass; a mode's mass is that of the
+    grid's steepest-ascent basins whose peak climbs to it, its width the median angle of that
+    mass about it, its pattern the ternary sign(v . x~_i).
     """
     X, Y = np.asarray(X, float), np.asarray(Y, float)
     if Y.ndim == 1:
