@@ -276,6 +276,12 @@ def test_mean_field_zero_temperature_modes_bound_and_patterns():
                                           n_grid=50_000)
         assert 1 <= m.n_modes <= 2 * P - 1 and m.patterns_unique
         assert m.gap.min() > 0 and m.grid_peaks >= m.n_modes
+        # second route for the modes: the grid's own strict local maxima of the density; every
+        # exact mode has one within a few spacings (the others lie on ridges, below a mode)
+        V, _, nb = mean_field.sphere_grid(2, 50_000)
+        peaks = V[m.density > m.density[nb].max(1)]
+        near = np.arccos(np.clip(m.modes @ peaks.T, -1, 1)).min(1)
+        assert near.max() < 3 * m.spacing
         gaps.append(np.abs(m.residual - limit.residual).max())
     assert gaps[1] < 0.01 < gaps[0]
     assert 1 <= limit.support <= len(limit.modes) <= 2 * P - 1
