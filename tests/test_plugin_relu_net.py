@@ -8,7 +8,8 @@ sum_j (min(|S_j|, d + 1) + k - 1) derived from the per-neuron span; Cover's form
 d = 1, the hand count 2N of threshold dichotomies on a line; random (w, b) for the patterns.
 The mean-field stationary measure of noisy GD with weight decay (the Newton fixed point on a
 sphere grid) against the closed form for one input, the arc-cosine-kernel linear response at
-large temperature, the noisy gradient descent itself at width 200 (predictor and mode masses),
+large temperature, the noisy gradient descent itself at width 200 (predictor and mode masses;
+d = 2 and d = 1),
 i.i.d. neurons drawn from the measure, and, as T -> 0, the cutting-plane group-lasso dual
 checked by strong duality against a proximal-gradient primal on its support.
 
@@ -304,3 +305,16 @@ def test_mean_field_zero_temperature_modes_bound_and_patterns():
     dual = -(np.sum(r * Y) + 0.5 * np.sum(r * r)) / 6
     assert abs(primal - dual) < 1e-7 * abs(dual) + 1e-10
     np.testing.assert_allclose(F @ beta, limit.predictor, atol=1e-5)
+
+
+def test_mean_field_on_a_line_is_the_wide_limit_of_noisy_gd():
+    """d = 1 (the circle of directions): the fixed point against noisy GD at width 200, and the
+    modes' bound and distinct ternary patterns (N = 5: P = 10)."""
+    data = np.random.default_rng(3)
+    X, Y = data.standard_normal((5, 1)), data.standard_normal((5, 2))
+    h, tau, lam = 200, 1e-2 / 200, 0.05
+    m = mean_field.stationary_measure(X, Y, width=h, tau=tau, weight_decay=lam, n_grid=20_000)
+    run = mean_field.particle_langevin(X, Y, width=h, tau=tau, weight_decay=lam, steps=20_000,
+                                       lr=0.1, rng=np.random.default_rng(1))
+    assert np.abs(m.predictor - run.predictor).max() < 0.01 * np.abs(m.predictor).max()
+    assert 1 <= m.n_modes <= 2 * 10 - 1 and m.patterns_unique
