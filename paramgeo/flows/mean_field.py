@@ -199,8 +199,10 @@ def _candidates(X1, r, lam):
 def exact_modes(X, r, weight_decay: float) -> list:
     """The modes of the angular density p ~ c_r^(-(d+1)/2), i.e. the strict local maxima of
     |g_r(v)|^2 on S^d (d = 1, 2), with their ternary patterns sign(v . x~_i) (0 for the i
-    whose hyperplane the mode lies on). Exact up to the eigen-solves: the candidates of
-    :func:`_candidates`, kept when they beat every point of a ring of radius 1e-5 rad."""
+    whose hyperplane the mode lies on): the candidates of :func:`_candidates`, kept when they
+    beat every point of a ring of radius 1e-5 rad. The faces are found from the patterns of
+    40000 random directions (cells of S^2) and 4000 per great circle (arcs), so a face smaller
+    than that resolution, and a mode inside it, can be missed."""
     X1 = _lift(np.asarray(X, float))
     r = np.asarray(r, float).reshape(len(X1), -1)
     D = X1.shape[1]
