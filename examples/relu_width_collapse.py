@@ -24,11 +24,23 @@ of the lifted input (x_i, 1)), beside the binary patterns of the active neurons.
 
 Output: examples/output/relu_width_collapse.{md,csv,png}. Runtime about a minute.
 
+``--mean-field`` computes instead the mean-field stationary measure of the same noisy descent
+(``paramgeo.flows.mean_field``; temperature tau = sigma^2 / 2, effective temperature
+T = h tau) for each noise level and width: the modes of its angular density (exact local
+maxima), those holding at least one neuron in expectation (h * mass >= 1), the effective number
+exp(entropy of the mode masses), the modes' median angular widths, whether their ternary
+patterns are distinct, and the clusters the greedy 0.05 rad clustering finds among h neurons
+drawn i.i.d. from the measure (mean and standard deviation over five draws); then the modes as
+T -> 0 down to the zero-temperature limit (the group-lasso dual). Output:
+examples/output/relu_width_collapse_mean_field.{md,csv}. Runtime about two minutes.
+
 Usage: python examples/relu_width_collapse.py [--widths 25,50,...] [--steps S] [--quick]
+       python examples/relu_width_collapse.py --mean-field [--widths 25,100,400]
 """
 
 import argparse
 import csv
+import io
 import time
 from math import comb
 from pathlib import Path
@@ -36,6 +48,8 @@ from pathlib import Path
 import numpy as np
 
 import paramgeo
+from paramgeo.flows import mean_field
+from paramgeo.io.files import write_file
 
 
 def train(p, Y, steps, lr, wd, sigma, alpha, rng):
@@ -89,6 +103,10 @@ def parser():
     ap.add_argument("--angle", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="widths 25,100; 5000 steps")
+    ap.add_argument("--mean-field", action="store_true",
+                    help="the stationary measure over noise levels (widths default 25,100,400)")
+    ap.add_argument("--sigmas", default="1e-4,1e-3,1e-2,3e-2", help="with --mean-field")
+    ap.add_argument("--grid", type=int, default=200_000, help="points of S^2 (--mean-field)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "output"))
     return ap
 
@@ -124,8 +142,81 @@ def table_row(r):
             f"{r['bound_2P_minus_1']} | {r['train_loss']:.3g} |")
 
 
+def mean_field_row(X, Y, P, h, sigma, args, r0=None):
+    """One row of the mean-field table: the stationary measure at width h and noise sigma, and
+    the greedy clusters among h neurons drawn from it."""
+    m = mean_field.stationary_measure(X, Y, width=h, tau=sigma ** 2 / 2, weight_decay=args.wd,
+                                      n_grid=args.grid, r0=r0)
+    p = paramgeo.get_class("relu-net")(X=X, width=h, outputs=Y.shape[1])
+    counts = [learned_directions(p, p.point(*mean_field.sample_neurons(
+        m, X, h, np.random.default_rng(args.seed + s))), args.angle)[1] for s in range(5)]
+    occupied = m.mode_masses * h >= 1
+    return m, {"sigma": sigma, "width": h, "T": m.temperature, "modes": m.n_modes,
+               "occupied": m.occupied, "effective": round(m.effective, 2),
+               "median_width_occupied": round(float(np.median(m.mode_widths[occupied])), 4),
+               "patterns_distinct": m.patterns_unique,
+               "clusters_mean": float(np.mean(counts)), "clusters_sd": float(np.std(counts)),
+               "bound_2P_minus_1": 2 * P - 1, "grid_spacing": round(m.spacing, 4)}
+
+
+def mean_field_main(args, X, Y, P):
+    """The --mean-field run: the stationary measure over noise levels and widths, then T -> 0."""
+    widths = [int(w) for w in args.widths.split(",")]
+    if args.widths == parser().get_default("widths"):
+        widths = [25, 100, 400]
+    runs = sorted(((h * s ** 2 / 2, h, s) for s in map(float, args.sigmas.split(","))
+                   for h in widths), reverse=True)  # continuation from high T down
+    rows, r0 = [], None
+    for _, h, s in runs:
+        m, row = mean_field_row(X, Y, P, h, s, args, r0)
+        r0 = m.residual
+        rows.append(row)
+        print(row, flush=True)
+    rows.sort(key=lambda r: (r["sigma"], r["width"]))
+    limit = mean_field.zero_temperature_limit(X, Y, weight_decay=args.wd)
+    sweep, r0 = [], None
+    for T in (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6):
+        m = mean_field.stationary_measure(X, Y, width=1, tau=T, weight_decay=args.wd,
+                                          n_grid=args.grid, r0=r0)
+        r0 = m.residual
+        sweep.append((f"{T:.0e}", m.n_modes, f"{m.effective:.2f}",
+                      f"{np.max(np.abs(m.residual - limit.residual)):.3f}",
+                      m.patterns_unique))
+        print(sweep[-1], flush=True)
+    print(f"T -> 0 limit: {len(limit.modes)} modes, {limit.support} with |g| = lambda; "
+          f"ternary patterns distinct: {len(set(limit.mode_patterns)) == len(limit.modes)}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_file(out / "relu_width_collapse_mean_field.csv", buffer.getvalue(), what="table",
+               replace=True)
+    lines = [f"# Mean-field stationary measure (d = 2, N = {len(X)}; 2P - 1 = {2 * P - 1}; "
+             f"weight decay {args.wd}; grid of {args.grid} points, spacing "
+             f"{rows[0]['grid_spacing']} rad)", "",
+             "| sigma | width | T = h sigma^2/2 | modes | occupied | effective | median width "
+             "(rad) | ternary distinct | clusters of h draws |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['sigma']:g} | {r['width']} | {r['T']:.2g} | {r['modes']} | {r['occupied']} "
+              f"| {r['effective']} | {r['median_width_occupied']} | {r['patterns_distinct']} | "
+              f"{r['clusters_mean']:.1f} ± {r['clusters_sd']:.1f} |" for r in rows]
+    lines += ["", "| T | modes | effective | max abs(r - r*) | ternary distinct |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {t} | {n} | {e} | {dr} | {u} |" for t, n, e, dr, u in sweep]
+    lines += [f"| 0 (limit) | {len(limit.modes)} ({limit.support} at abs(g) = lambda) | | 0 | "
+              f"{len(set(limit.mode_patterns)) == len(limit.modes)} |"]
+    write_file(out / "relu_width_collapse_mean_field.md", "\n".join(lines) + "\n",
+               what="table", replace=True)
+    print(f"wrote {out / 'relu_width_collapse_mean_field.md'}, .csv")
+
+
 def main():
     args = parser().parse_args()
+    if args.mean_field:
+        X, Y, P = problem(args.seed)
+        return mean_field_main(args, X, Y, P)
     widths = [25, 100] if args.quick else [int(w) for w in args.widths.split(",")]
     steps = 5000 if args.quick else args.steps
     d, N, k = 2, 6, 3

@@ -6,10 +6,16 @@ closed-form derivatives; the forward written out neuron by neuron; explicit resc
 (t w, t b, a / t) and neuron permutations for the invariance; the rank bound
 sum_j (min(|S_j|, d + 1) + k - 1) derived from the per-neuron span; Cover's formula and, for
 d = 1, the hand count 2N of threshold dichotomies on a line; random (w, b) for the patterns.
+The mean-field stationary measure of noisy GD with weight decay (the Newton fixed point on a
+sphere grid) against the closed form for one input, the arc-cosine-kernel linear response at
+large temperature, the noisy gradient descent itself at width 200 (predictor and mode masses;
+d = 2 and d = 1),
+i.i.d. neurons drawn from the measure, and, as T -> 0, the cutting-plane group-lasso dual
+checked by strong duality against a proximal-gradient primal on its support.
 
-Covers: ``paramgeo.cli``, ``paramgeo.critical.classification``, ``paramgeo.geometry.kinks``,
-``paramgeo.reports.description``, ``paramgeo.reports.testing``, ``paramgeo.symmetry.discovery``,
-``paramgeo_plugins.relu_net``, ``paramgeo_plugins.uvt``.
+Covers: ``paramgeo.cli``, ``paramgeo.critical.classification``, ``paramgeo.flows.mean_field``,
+``paramgeo.geometry.kinks``, ``paramgeo.reports.description``, ``paramgeo.reports.testing``,
+``paramgeo.symmetry.discovery``, ``paramgeo_plugins.relu_net``, ``paramgeo_plugins.uvt``.
 """
 
 import json
@@ -28,6 +34,7 @@ from paramgeo.reports.description import describe
 from paramgeo.symmetry import discover
 from paramgeo.errors import NumericalDoubtWarning
 from paramgeo.reports.testing import assert_closed_forms
+from paramgeo.flows import mean_field
 
 ReluNet = paramgeo.get_class("relu-net")
 
@@ -200,3 +207,114 @@ def test_user_inputs_keyword_and_errors(rng):
         ReluNet(X=X, d=2)
     with pytest.raises(paramgeo.ShapeError, match="finite 2-d array"):
         ReluNet(X=np.ones(3))
+
+
+# The mean-field stationary measure of noisy GD with weight decay (paramgeo.flows.mean_field),
+# on the inputs of examples/relu_width_collapse.py (d = 2, N = 6, k = 3).
+
+def _collapse_data():
+    data = np.random.default_rng(0)
+    return data.standard_normal((6, 2)), data.standard_normal((6, 3))
+
+
+def test_mean_field_one_input_is_the_closed_form():
+    x, y = np.array([0.3, -0.5]), np.array([0.7, -0.2, 0.4])
+    for T in (1e-3, 1e-5):
+        m = mean_field.stationary_measure(x[None], y[None], width=100, tau=T / 100,
+                                          weight_decay=0.1, n_grid=50_000)
+        exact = mean_field.single_point_residual(x, y, width=100, tau=T / 100,
+                                                 weight_decay=0.1)
+        np.testing.assert_allclose(m.residual.ravel(), exact, rtol=1e-5)
+        # one mode, at the lifted input's direction, active on it
+        assert m.n_modes == 1 and m.mode_patterns == [(1,)]
+        x1 = np.append(x, 1)
+        np.testing.assert_allclose(m.modes[0], x1 / np.linalg.norm(x1), atol=1e-8)
+
+
+def test_mean_field_large_temperature_is_the_arccos_kernel_response():
+    X, Y = _collapse_data()
+    gaps = []
+    for T in (1e2, 1e3):
+        m = mean_field.stationary_measure(X, Y, width=10, tau=T / 10, weight_decay=0.1,
+                                          n_grid=50_000)
+        lin = mean_field.linear_response(X, Y, width=10, tau=T / 10, weight_decay=0.1)
+        gaps.append(np.abs(m.residual - lin).max() / np.abs(lin).max())
+    # the neglected terms are O(|g|^2 / lambda^2) = O(T^-2) relative
+    assert gaps[0] < 2e-3 and gaps[1] < gaps[0] / 30
+
+
+def test_mean_field_is_the_wide_limit_of_noisy_gd():
+    """Second route: the noisy gradient descent itself at width 200, time-averaged, against the
+    fixed point at the same effective temperature T = h tau; the masses of the modes' nearest-
+    direction cells among the recorded neurons against the measure's."""
+    X, Y = _collapse_data()
+    h, T, lam = 200, 0.1, 0.1
+    m = mean_field.stationary_measure(X, Y, width=h, tau=T / h, weight_decay=lam,
+                                      n_grid=50_000)
+    run = mean_field.particle_langevin(X, Y, width=h, tau=T / h, weight_decay=lam,
+                                       steps=20_000, lr=0.1, rng=np.random.default_rng(1))
+    assert np.abs(m.predictor - run.predictor).max() < 0.03 * np.abs(m.predictor).max()
+    cells = np.bincount(np.argmax(m.directions @ m.modes.T, 1), weights=m.mass,
+                        minlength=m.n_modes)
+    seen = np.bincount(np.argmax(run.directions @ m.modes.T, 1), minlength=m.n_modes)
+    assert np.abs(cells - seen / len(run.directions)).max() < 0.03
+    # i.i.d. neurons drawn from the measure reproduce its predictor h E[a relu(u . x~)]
+    W, b, a = mean_field.sample_neurons(m, X, 200_000, np.random.default_rng(2))
+    f = h * (np.maximum(X @ W.T + b, 0) @ a) / len(a)
+    assert np.abs(f - m.predictor).max() < 0.03 * np.abs(m.predictor).max()
+
+
+def test_mean_field_zero_temperature_modes_bound_and_patterns():
+    """Claims (a)-(c) on the stationary measure: finitely many modes, at most 2P - 1, with
+    distinct ternary patterns; as T -> 0 the fixed point tends to the group-lasso dual r*, and
+    strong duality (a second route) holds on the limit's support directions."""
+    X, Y = _collapse_data()
+    lam, P = 1e-2, len(ReluNet(X=X, width=1, outputs=3).activation_patterns())
+    limit = mean_field.zero_temperature_limit(X, Y, weight_decay=lam)
+    gaps = []
+    for T in (1e-2, 1e-4):
+        m = mean_field.stationary_measure(X, Y, width=1, tau=T, weight_decay=lam,
+                                          n_grid=50_000)
+        assert 1 <= m.n_modes <= 2 * P - 1 and m.patterns_unique
+        assert m.gap.min() > 0 and m.grid_peaks >= m.n_modes
+        # second route for the modes: the grid's own strict local maxima of the density; every
+        # exact mode has one within a few spacings (the others lie on ridges, below a mode)
+        V, _, nb = mean_field.sphere_grid(2, 50_000)
+        peaks = V[m.density > m.density[nb].max(1)]
+        near = np.arccos(np.clip(m.modes @ peaks.T, -1, 1)).min(1)
+        assert near.max() < 3 * m.spacing
+        gaps.append(np.abs(m.residual - limit.residual).max())
+    assert gaps[1] < 0.01 < gaps[0]
+    assert 1 <= limit.support <= len(limit.modes) <= 2 * P - 1
+    assert len(set(limit.mode_patterns)) == len(limit.modes)
+    X1 = np.hstack([X, np.ones((6, 1))])
+    for v, pat in zip(limit.modes, limit.mode_patterns):  # a 0 is a hyperplane through x~_i
+        z = X1 @ v
+        assert all((s == 0 and abs(t) < 1e-9) or (s == np.sign(t) and abs(t) > 1e-9)
+                   for s, t in zip(pat, z))
+    # the primal group lasso on the support: min (1/2N)|F beta - Y|^2 + lam sum |beta_m|
+    F = np.maximum(X1 @ limit.modes[:limit.support].T, 0)
+    beta = np.zeros((limit.support, 3))
+    step = 6 / np.linalg.norm(F, 2) ** 2
+    for _ in range(20_000):
+        z = beta - step * F.T @ (F @ beta - Y) / 6
+        shrink = 1 - step * lam / np.maximum(np.linalg.norm(z, axis=1), 1e-300)
+        beta = z * np.maximum(0, shrink)[:, None]
+    primal = np.sum((F @ beta - Y) ** 2) / 12 + lam * np.linalg.norm(beta, axis=1).sum()
+    r = limit.residual
+    dual = -(np.sum(r * Y) + 0.5 * np.sum(r * r)) / 6
+    assert abs(primal - dual) < 1e-7 * abs(dual) + 1e-10
+    np.testing.assert_allclose(F @ beta, limit.predictor, atol=1e-5)
+
+
+def test_mean_field_on_a_line_is_the_wide_limit_of_noisy_gd():
+    """d = 1 (the circle of directions): the fixed point against noisy GD at width 200, and the
+    modes' bound and distinct ternary patterns (N = 5: P = 10)."""
+    data = np.random.default_rng(3)
+    X, Y = data.standard_normal((5, 1)), data.standard_normal((5, 2))
+    h, tau, lam = 200, 1e-2 / 200, 0.05
+    m = mean_field.stationary_measure(X, Y, width=h, tau=tau, weight_decay=lam, n_grid=20_000)
+    run = mean_field.particle_langevin(X, Y, width=h, tau=tau, weight_decay=lam, steps=20_000,
+                                       lr=0.1, rng=np.random.default_rng(1))
+    assert np.abs(m.predictor - run.predictor).max() < 0.01 * np.abs(m.predictor).max()
+    assert 1 <= m.n_modes <= 2 * 10 - 1 and m.patterns_unique

@@ -41,6 +41,10 @@ For a loss ell on predictors and L(theta) = ell(phi(theta)):
   O(eta) gap of finite-step descent to the Bregman projection (:func:`step_size_gap`);
 * the flow-invariant coordinate subspaces of deep diagonal networks and the flow's visits to
   them beside Algorithm 1 (:func:`invariant_residual`, :func:`sim_visits`);
+* the mean-field stationary measure of noisy gradient descent on a weight-decayed two-layer
+  ReLU network: the self-consistent Gibbs density, its modes (directions), their masses,
+  widths and ternary activation patterns, and its zero-temperature limit
+  (:func:`stationary_measure`, :func:`zero_temperature_limit`, :func:`particle_langevin`);
 * the vanishing-initialisation limit of diagonal (commuting) parameterizations: the
   saddle-to-saddle sequence of Pesme and Flammarion (2023) (:func:`saddle_to_saddle`).
 
@@ -98,6 +102,20 @@ from .oracle_rates import (
     sample_count,
     sample_counts,
     square_loss_estimators,
+)
+from .mean_field import (
+    LangevinRun,
+    StationaryMeasure,
+    ZeroTemperature,
+    arccos_kernel,
+    exact_modes,
+    linear_response,
+    particle_langevin,
+    sample_neurons,
+    single_point_residual,
+    sphere_grid,
+    stationary_measure,
+    zero_temperature_limit,
 )
 from .mode_training import (
     ModeTraining,
