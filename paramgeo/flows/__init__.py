@@ -140,6 +140,17 @@ from .online import (
     online_sgd,
     order_parameters,
 )
+from .multihead import (
+    MultiHeadRun,
+    MultiHeadTeacher,
+    ScalingSeparation,
+    head_indices,
+    head_order_parameters,
+    multihead_loss_and_grad,
+    multihead_sgd,
+    scaling_separation,
+    teacher_labels,
+)
 from .order_odes import (
     ODEComparison,
     OrderODE,

@@ -303,7 +303,7 @@ def multihead_sgd(teacher: MultiHeadTeacher, start: Sequence[ArrayLike], samples
     def observe(k, record):
         o = head_order_parameters(params[0][active], None if tied else params[1][active],
                                   sub(active))
-        for name in SUMMARIES:
+        for name in SUMMARIES if k else ():  # as online_sgd: the start is not checked
             hit = active[(o[name] >= threshold) & np.isnan(wr[name][active])]
             wr[name][hit] = min(k * batch, samples)
         if record:
@@ -383,7 +383,8 @@ def scaling_separation(d: ArrayLike, spread: float,
     the slope's standard error is spread / sqrt(sum (x - mean x)^2), spread the standard
     deviation of log n per run. ``measured``: a fitted exponent, placed against both laws.
     (Xu, Sagitova, Zdeborova: weak recovery with Theta(d^2 log d) samples.)"""
-    x = np.log(np.asarray(d, float))
+    dd = np.asarray(d, float)
+    x = np.log(dd)
     if x.ndim != 1 or len(np.unique(x)) < 2 or np.any(x <= 0):
         raise ParamgeoError("scaling_separation needs >= 2 distinct d >= 2")
     if not (math.isfinite(spread) and spread > 0):
@@ -393,6 +394,6 @@ def scaling_separation(d: ArrayLike, spread: float,
     gap = float(xc @ np.log(x) / sxx)
     se = float(spread / math.sqrt(sxx))
     m = float("nan") if measured is None else float(measured)
-    return ScalingSeparation(d=np.exp(x), spread=float(spread), gamma_d2=2.0 - gap, gap=gap,
+    return ScalingSeparation(d=dd, spread=float(spread), gamma_d2=2.0 - gap, gap=gap,
                              stderr=se, separation=gap / se, measured=m,
                              from_d2logd=(m - 2.0) / se, from_d2=(m - (2.0 - gap)) / se)
