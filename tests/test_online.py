@@ -1,9 +1,11 @@
-"""Online SGD on attention-indexed data (paramgeo.flows.online) and its exact order-parameter
-equations (paramgeo.flows.order_odes). Small d throughout; the d >= 200 comparison and the
-weak-recovery scaling are in examples/online_attention.py.
+"""Online SGD on attention-indexed data (paramgeo.flows.online), its exact order-parameter
+equations (paramgeo.flows.order_odes), and the matrix-free multi-head engine with the scaling
+fit's separation statistic (paramgeo.flows.multihead). Small d throughout; the d >= 200
+comparison and the weak-recovery scaling are in examples/online_attention.py and
+examples/attention_multihead.py.
 
-Covers: ``paramgeo.cli``, ``paramgeo.flows``, ``paramgeo.flows.online``,
-``paramgeo.flows.order_odes``, ``paramgeo.sweeps.queries``.
+Covers: ``paramgeo.cli``, ``paramgeo.flows``, ``paramgeo.flows.multihead``,
+``paramgeo.flows.online``, ``paramgeo.flows.order_odes``, ``paramgeo.sweeps.queries``.
 """
 
 import math
@@ -26,6 +28,14 @@ from paramgeo.flows import (
     order_parameters,
     tied_moment_odes,
     untied_moment_odes,
+)
+from paramgeo.flows.multihead import (
+    MultiHeadTeacher,
+    head_order_parameters,
+    multihead_loss_and_grad,
+    multihead_sgd,
+    scaling_separation,
+    teacher_labels,
 )
 from paramgeo.sweeps.queries import QUERIES
 
@@ -677,3 +687,156 @@ def test_untied_mean_is_fast_and_the_overlap_slow():
     relu = _untied_run(48, 1, "relu", centered=False, correlated=False)
     assert relu.order["cosine"][-1] > 0.25
     assert relu.order["mean"][-1] < 0.5 * relu.teacher_order["mean"], relu.order["mean"]
+
+
+# --- multi-head attention-indexed models (paramgeo.flows.multihead) ---------------------------
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_multihead_with_one_head_is_the_online_engine(tied):
+    """With H = 1 the matrix-free loss and factor gradient equal AttentionIndexed.loss_and_grad
+    (one token) pulled back through the uut / uvt plugin's VJP, and the teacher's labels equal
+    g(h(S*)) of the d x d centered teacher."""
+    rng = np.random.default_rng(3)
+    d, r, seeds = 10, 4, 2
+    teacher = MultiHeadTeacher.planted(d, r, 1, seeds, rng, centered=True)
+    X = rng.standard_normal((seeds, 6, d))
+    y = teacher_labels(teacher, X, "abs")
+    model = AttentionIndexed(d=d, link="abs")
+    S_star = teacher.matrices()
+    U, V = rng.standard_normal((2, seeds, d, 1, r))
+    loss, GU, GV = multihead_loss_and_grad(U, None if tied else V, X, y, "abs",
+                                           1 / math.sqrt(r * d))
+    p = get("uut", d=d, r=r) if tied else get("uvt", m=d, n=d, r=r)
+    for s in range(seeds):
+        Xs = X[s][:, None, :]
+        assert np.allclose(model.output(model.indices(S_star[s, 0], Xs))[:, 0, 0], y[s],
+                           atol=1e-12)
+        th = U[s, :, 0].ravel() if tied else np.concatenate([U[s, :, 0].ravel(),
+                                                             V[s, :, 0].ravel()])
+        S = p.forward_flat(th).reshape(d, d) / math.sqrt(r * d)
+        ell, G = model.loss_and_grad(S, Xs, y[s][:, None, None])
+        want = p.vjp(th, G.reshape(-1)) / math.sqrt(r * d)
+        got = GU[s, :, 0].ravel() if tied else np.concatenate([GU[s, :, 0].ravel(),
+                                                               GV[s, :, 0].ravel()])
+        assert loss[s] == pytest.approx(ell, rel=1e-12)
+        assert np.allclose(got, want, atol=1e-12)
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_multihead_gradient_against_central_differences(tied):
+    """H = 3 heads, tanh link, label noise: the factor gradient against central differences of
+    the loss along random directions."""
+    rng = np.random.default_rng(4)
+    d, r, H, seeds = 8, 3, 3, 2
+    teacher = MultiHeadTeacher.planted(d, r, H, seeds, rng, centered=False)
+    X = rng.standard_normal((seeds, 5, d))
+    y = teacher_labels(teacher, X, "tanh", noise=0.3, rng=rng)
+    U, V = 0.7 * rng.standard_normal((2, seeds, d, H, r))
+    Vv = None if tied else V
+    sc = 1 / math.sqrt(r * d)
+    _, GU, GV = multihead_loss_and_grad(U, Vv, X, y, "tanh", sc)
+    eps = 1e-6
+    for _ in range(3):
+        DU, DV = rng.standard_normal((2,) + U.shape)
+        plus = multihead_loss_and_grad(U + eps * DU, None if tied else V + eps * DV, X, y,
+                                       "tanh", sc)[0]
+        minus = multihead_loss_and_grad(U - eps * DU, None if tied else V - eps * DV, X, y,
+                                        "tanh", sc)[0]
+        fd = (plus - minus) / (2 * eps)
+        lin = np.einsum("sdhr,sdhr->s", GU, DU)
+        if not tied:
+            lin = lin + np.einsum("sdhr,sdhr->s", GV, DV)
+        assert np.allclose(lin, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_head_order_parameters_against_a_loop():
+    """The cosine matrix, means and norms from r x r products against order_parameters on the
+    d x d heads in a loop; matched, best and symmetric against brute force; permuting the
+    student heads permutes the cosine rows and leaves the summaries (and the teacher's labels,
+    for permuted teacher heads) unchanged."""
+    import itertools
+
+    rng = np.random.default_rng(5)
+    d, r, H, seeds = 9, 4, 3, 2
+    teacher = MultiHeadTeacher.planted(d, r, H, seeds, rng, centered=True)
+    U, V = rng.standard_normal((2, seeds, d, H, r))
+    U[0, :, 1] += 2 * teacher.factors[0, :, 2]  # some overlap to find
+    V[0, :, 1] += 2 * teacher.factors[0, :, 2]
+    o = head_order_parameters(U, V, teacher)
+    Sst = teacher.matrices()
+    for s in range(seeds):
+        S = [U[s, :, k] @ V[s, :, k].T / math.sqrt(r * d) for k in range(H)]
+        C = np.array([[order_parameters(S[k], Sst[s, l])["cosine"] for l in range(H)]
+                      for k in range(H)])
+        assert np.allclose(o["cosine"][s], C, atol=1e-12)
+        for k in range(H):
+            ref = order_parameters(S[k], S[k], moments=0)
+            assert o["mean"][s, k] == pytest.approx(ref["mean"], abs=1e-12)
+            assert o["norm"][s, k] == pytest.approx(ref["norm"], rel=1e-12)
+        matched = max(min(abs(C[k, p[k]]) for k in range(H))
+                      for p in itertools.permutations(range(H)))
+        assert o["matched"][s] == pytest.approx(matched, abs=1e-12)
+        assert o["best"][s] == pytest.approx(np.abs(C).max(), abs=1e-12)
+        sym = order_parameters(sum(S), Sst[s].sum(axis=0))["cosine"]
+        assert o["symmetric"][s] == pytest.approx(abs(sym), abs=1e-12)
+    assert o["best"][0] > 0.3 > o["best"][1]
+    perm = [2, 0, 1]
+    o2 = head_order_parameters(U[:, :, perm], V[:, :, perm], teacher)
+    assert np.allclose(o2["cosine"], o["cosine"][:, perm], atol=1e-12)
+    for name in ("matched", "best", "symmetric"):
+        assert np.allclose(o2[name], o[name], atol=1e-12)
+    X = rng.standard_normal((seeds, 4, d))
+    permuted = MultiHeadTeacher(factors=teacher.factors[:, :, perm], centered=True)
+    assert np.allclose(teacher_labels(permuted, X, "abs"), teacher_labels(teacher, X, "abs"))
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_multihead_sgd_step_and_weak_recovery(tied):
+    """One batch of multihead_sgd is theta - eta grad on the batch its seed draws; a short run
+    at d = 16, H = 2 reaches weak recovery of every head (matched >= 0.25), after best."""
+    rng = np.random.default_rng(6)
+    d, r, H, seeds = 16, 8, 2, 2
+    teacher = MultiHeadTeacher.planted(d, r, H, seeds, rng, centered=True)
+    start = tuple(rng.standard_normal((1 if tied else 2, seeds, d, H, r)))
+    run = multihead_sgd(teacher, start, samples=4, lr=0.2, batch=4, seed=9, record_at=[0])
+    X = np.random.default_rng(9).standard_normal((seeds, 4, d))
+    y = teacher_labels(teacher, X, "abs")
+    _, GU, GV = multihead_loss_and_grad(start[0], None if tied else start[1], X, y, "abs",
+                                        1 / math.sqrt(r * d))
+    assert np.allclose(run.final[0], start[0] - 0.2 * GU, atol=1e-12)
+    if not tied:
+        assert np.allclose(run.final[1], start[1] - 0.2 * GV, atol=1e-12)
+    run = multihead_sgd(teacher, start, samples=40 * d * d, lr=0.2, batch=2, seed=1,
+                        stop_at="matched", record_at=np.arange(0, 41, 5.0))
+    wr_m, wr_b = run.weak_recovery_time("matched"), run.weak_recovery_time("best")
+    assert np.all(np.isfinite(wr_m)) and np.all(wr_b <= wr_m)
+    assert run.order["cosine"].shape[1:] == (seeds, H, H)
+    with pytest.raises(ParamgeoError):
+        multihead_sgd(teacher, start, samples=4, lr=0.1, stop_at="all")
+    with pytest.raises(ShapeError):
+        multihead_sgd(teacher, (start[0][:, :4],), samples=4, lr=0.1)
+
+
+def test_scaling_separation_on_synthetic_laws():
+    """Runs drawn from n = C d^2 log d e^(s z) and from n = C d^2 e^(s z) (z standard normal):
+    over 400 replications the fitted exponent of fit_weak_recovery averages 2 and 2 - gap, and
+    its spread across replications is the predicted standard error (to 10%)."""
+    rng = np.random.default_rng(7)
+    d = np.repeat([16, 32, 64, 128, 256, 512], 8).astype(float)
+    spread = 0.5
+    sep = scaling_separation(d, spread)
+    x = np.log(d)
+    for law, target in ((d ** 2 * np.log(d), 2.0), (d ** 2, sep.gamma_d2)):
+        g = [fit_weak_recovery(d, 3 * law * np.exp(spread * rng.standard_normal(len(d)))).exponent
+             for _ in range(400)]
+        assert abs(np.mean(g) - target) < 4 * sep.stderr / math.sqrt(400)
+        assert np.std(g) == pytest.approx(sep.stderr, rel=0.1)
+    xc = x - x.mean()
+    assert sep.gap == pytest.approx(np.polyfit(x, np.log(x), 1)[0], rel=1e-12)
+    assert sep.stderr == pytest.approx(spread / math.sqrt(xc @ xc), rel=1e-12)
+    m = scaling_separation(d, spread, measured=2.1)
+    assert m.from_d2logd == pytest.approx(0.1 / sep.stderr)
+    assert m.from_d2 - m.from_d2logd == pytest.approx(sep.separation)
+    with pytest.raises(ParamgeoError):
+        scaling_separation([16, 16], 0.5)
