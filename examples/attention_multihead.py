@@ -14,12 +14,16 @@ same at every d), weak recovery at 0.25, each run stopped there or at t = n / d^
    permutation-invariant summaries (matched: every head under one assignment; best: the first
    head; symmetric: sum of heads against sum of teacher heads) over d in {32, 48, 64, 96, 128},
    8 seeds each, with the fit of the matched recovery.
+3. Two layers (tied and untied, T = 4 tokens, softmax with beta = 1, c = 1, eta = 1, the
+   centered teacher layers): y = softmax(A_1 h_2 A_1^T), A_1 = I + softmax(h_1)
+   (paramgeo.flows.two_layer_sgd); weak recovery of each layer over d in
+   {32, 48, 64, 96, 128}, 8 seeds each, with the fit of the recovery of both layers.
 
 Each (part, d, chunk of seeds) is saved to examples/output/attention_multihead/ as it finishes
 and reused by a later call (delete the folder to rerun); then the fits are printed and
 examples/output/attention_multihead.json written.
 
-Run: python examples/attention_multihead.py [--out DIR] [--quick] [--part 1|2]
+Run: python examples/attention_multihead.py [--out DIR] [--quick] [--part 1|2|3]
 """
 
 import argparse
@@ -36,24 +40,29 @@ from paramgeo.flows import (
     fit_weak_recovery,
     multihead_sgd,
     scaling_separation,
+    two_layer_sgd,
 )
 from paramgeo.io.files import write_file
 
 HORIZON = 30.0
 
 
-def chunk_runs(d, heads, tied, seeds, lr):
-    """Weak-recovery times (t = n / d^2) of seeds ``seeds`` (a range), one batched run."""
+def chunk_runs(d, heads, tied, seeds, lr, layers=False):
+    """Weak-recovery times (t = n / d^2) of seeds ``seeds`` (a range), one batched run; with
+    ``layers`` the two-layer model (heads = 2 layers)."""
     r = d // 2
     s0 = seeds.start
-    rng = np.random.default_rng([d, heads, int(tied), s0])
+    rng = np.random.default_rng([d, heads, int(tied), s0] + ([2] if layers else []))
     teacher = MultiHeadTeacher.planted(d, r, heads, len(seeds), rng, centered=True)
     shape = (len(seeds), d, heads, r)
     start = (rng.standard_normal(shape),) if tied else tuple(rng.standard_normal((2,) + shape))
-    run = multihead_sgd(teacher, start, samples=int(HORIZON * d * d), lr=lr,
-                        batch=max(1, d * d // 256), record_at=[0.0], threshold=0.25,
-                        stop_at="matched", seed=[d, heads, s0, 7])
-    return {k: run.weak_recovery_time(k).tolist() for k in ("matched", "best", "symmetric")}
+    kw = dict(samples=int(HORIZON * d * d), lr=lr, batch=max(1, d * d // 256),
+              record_at=[0.0], threshold=0.25, seed=[d, heads, s0, 7])
+    if layers:
+        run = two_layer_sgd(teacher, start, tokens=4, beta=1.0, c=1.0, stop_at="both", **kw)
+    else:
+        run = multihead_sgd(teacher, start, stop_at="matched", **kw)
+    return {k: run.weak_recovery_time(k).tolist() for k in run.weak_recovery}
 
 
 def cached(folder, name, compute):
@@ -67,13 +76,15 @@ def cached(folder, name, compute):
     return value
 
 
-def collect(folder, tag, d, heads, tied, seeds, chunk, lr):
-    out = {"matched": [], "best": [], "symmetric": [], "cpu_s": 0.0}
+def collect(folder, tag, d, heads, tied, seeds, chunk, lr, layers=False):
+    out = {"cpu_s": 0.0}
     for s0 in range(0, seeds, chunk):
         rows = cached(folder, f"{tag}_d{d}_s{s0}",
-                      lambda: chunk_runs(d, heads, tied, range(s0, min(seeds, s0 + chunk)), lr))
-        for k in ("matched", "best", "symmetric"):
-            out[k] += rows[k]
+                      lambda: chunk_runs(d, heads, tied, range(s0, min(seeds, s0 + chunk)), lr,
+                                         layers))
+        for k, v in rows.items():
+            if k != "cpu_s":
+                out[k] = out.get(k, []) + v
         out["cpu_s"] += rows["cpu_s"]
     return out
 
@@ -141,11 +152,34 @@ def multihead(folder, ds, seeds, heads_list, out):
             out["multihead"][tag] = entry
 
 
+def two_layers(folder, ds, seeds, out):
+    out["two_layer"] = {}
+    for tied in (True, False):
+        tag = f"two_layer_{'tied' if tied else 'untied'}"
+        times, rows = {}, {}
+        for d in ds:
+            res = collect(folder, tag, d, 2, tied, seeds, seeds, 1.0, layers=True)
+            times[d], rows[d] = res["both"], res
+            print(f"[3] {tag} d = {d:3d}: median weak recovery t: " + ", ".join(
+                f"{k} {np.nanmedian(res[k]):.2f} ({int(np.isfinite(res[k]).sum())}/{seeds})"
+                for k in ("first", "second", "both")) + f"; {res['cpu_s']:.0f} CPU s",
+                flush=True)
+        entry = {"times": {str(d): {k: rows[d][k] for k in ("first", "second", "both")}
+                           for d in ds}}
+        if len(ds) >= 3:
+            fit, sep = fit_rows(ds, times)
+            print(f"[3] {tag}: both layers {fit}\n[3] {tag}: {sep}", flush=True)
+            entry.update({"exponent": [fit.exponent, fit.exponent_stderr],
+                          "power": [fit.power, fit.power_stderr],
+                          "log_slope": [fit.log_slope, fit.log_slope_stderr]})
+        out["two_layer"][tag] = entry
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "output"))
     ap.add_argument("--quick", action="store_true", help="small d, few seeds (seconds)")
-    ap.add_argument("--part", choices=("1", "2"), help="run one part only")
+    ap.add_argument("--part", choices=("1", "2", "3"), help="run one part only")
     args = ap.parse_args(argv)
     out_dir = Path(args.out)
     folder = out_dir / ("attention_multihead_quick" if args.quick else "attention_multihead")
@@ -162,7 +196,13 @@ def main(argv=None):
             multihead(folder, [12, 16, 24], 2, [2], out)
         else:
             multihead(folder, [32, 48, 64, 96, 128], 8, [2, 3], out)
-    name = "attention_multihead" + ("_quick" if args.quick else "") + ".json"
+    if args.part in (None, "3"):
+        if args.quick:
+            two_layers(folder, [12, 16, 24], 2, out)
+        else:
+            two_layers(folder, [32, 48, 64, 96, 128], 8, out)
+    name = ("attention_multihead" + ("_quick" if args.quick else "")
+            + (f"_part{args.part}" if args.part else "") + ".json")
     path = write_file(out_dir / name, json.dumps(out, indent=1), what="result", replace=True)
     print(f"wrote {path}")
 

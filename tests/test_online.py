@@ -1,11 +1,13 @@
 """Online SGD on attention-indexed data (paramgeo.flows.online), its exact order-parameter
 equations (paramgeo.flows.order_odes), and the matrix-free multi-head engine with the scaling
-fit's separation statistic (paramgeo.flows.multihead). Small d throughout; the d >= 200
+fit's separation statistic (paramgeo.flows.multihead), and the two-layer model
+(paramgeo.flows.multilayer). Small d throughout; the d >= 200
 comparison and the weak-recovery scaling are in examples/online_attention.py and
 examples/attention_multihead.py.
 
 Covers: ``paramgeo.cli``, ``paramgeo.flows``, ``paramgeo.flows.multihead``,
-``paramgeo.flows.online``, ``paramgeo.flows.order_odes``, ``paramgeo.sweeps.queries``.
+``paramgeo.flows.multilayer``, ``paramgeo.flows.online``, ``paramgeo.flows.order_odes``,
+``paramgeo.sweeps.queries``.
 """
 
 import math
@@ -36,6 +38,12 @@ from paramgeo.flows.multihead import (
     multihead_sgd,
     scaling_separation,
     teacher_labels,
+)
+from paramgeo.flows.multilayer import (
+    layer_order_parameters,
+    two_layer_labels,
+    two_layer_loss_and_grad,
+    two_layer_sgd,
 )
 from paramgeo.sweeps.queries import QUERIES
 
@@ -840,3 +848,68 @@ def test_scaling_separation_on_synthetic_laws():
     assert m.from_d2 - m.from_d2logd == pytest.approx(sep.separation)
     with pytest.raises(ParamgeoError):
         scaling_separation([16, 16], 0.5)
+
+
+# --- the two-layer attention-indexed model (paramgeo.flows.multilayer) ------------------------
+
+
+def _softmax_rows(Z, beta):
+    e = np.exp(beta * (Z - Z.max(axis=-1, keepdims=True)))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_two_layer_labels_against_d_by_d_layers():
+    """y = softmax(A_1 h_2 A_1^T), A_1 = c I + softmax(h_1), per sample from the d x d teacher
+    layers and h_l = (X S_l X^T - Tr(S_l) I) / sqrt(d) in a loop; for a centered teacher this is
+    the second layer read on X_1 = A_1 X with Tr S*_2 = 0."""
+    rng = np.random.default_rng(8)
+    d, r, T, beta, c = 9, 4, 3, 1.7, 0.6
+    teacher = MultiHeadTeacher.planted(d, r, 2, 2, rng, centered=True)
+    X = rng.standard_normal((2, 4, T, d))
+    y = two_layer_labels(teacher, X, beta, c)
+    S = teacher.matrices()
+    for s in range(2):
+        assert abs(np.trace(S[s, 1])) < 1e-12
+        for b in range(4):
+            x = X[s, b]
+            A = c * np.eye(T) + _softmax_rows(x @ S[s, 0] @ x.T / math.sqrt(d)
+                                              - np.trace(S[s, 0]) / math.sqrt(d) * np.eye(T),
+                                              beta)
+            X1 = A @ x
+            want = _softmax_rows(X1 @ S[s, 1] @ X1.T / math.sqrt(d), beta)
+            assert np.allclose(y[s, b], want, atol=1e-12)
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_two_layer_gradient_and_step(tied):
+    """The two-layer factor gradient against central differences; one batch of two_layer_sgd
+    is theta - eta grad on the batch its seed draws; a layer's |cosine| summary is the
+    diagonal of the cosine matrix."""
+    rng = np.random.default_rng(9)
+    d, r, T, seeds = 8, 3, 3, 2
+    teacher = MultiHeadTeacher.planted(d, r, 2, seeds, rng, centered=True)
+    X = rng.standard_normal((seeds, 5, T, d))
+    y = two_layer_labels(teacher, X, 1.3, 0.7)
+    U, V = rng.standard_normal((2, seeds, d, 2, r))
+    sc = 1 / math.sqrt(r * d)
+    _, GU, GV = two_layer_loss_and_grad(U, None if tied else V, X, y, sc, 1.3, 0.7)
+    DU, DV = rng.standard_normal((2,) + U.shape)
+    eps = 1e-6
+    loss = [two_layer_loss_and_grad(U + e * DU, None if tied else V + e * DV, X, y, sc, 1.3,
+                                    0.7)[0] for e in (eps, -eps)]
+    lin = np.einsum("sdhr,sdhr->s", GU, DU)
+    if not tied:
+        lin = lin + np.einsum("sdhr,sdhr->s", GV, DV)
+    assert np.allclose(lin, (loss[0] - loss[1]) / (2 * eps), rtol=1e-6, atol=1e-9)
+    start = (U,) if tied else (U, V)
+    run = two_layer_sgd(teacher, start, samples=3, lr=0.5, tokens=T, beta=1.3, c=0.7, batch=3,
+                        seed=11, record_at=[0])
+    Xs = np.random.default_rng(11).standard_normal((seeds, 3, T, d))
+    _, GU, GV = two_layer_loss_and_grad(U, None if tied else V, Xs,
+                                        two_layer_labels(teacher, Xs, 1.3, 0.7), sc, 1.3, 0.7)
+    assert np.allclose(run.final[0], U - 0.5 * GU, atol=1e-12)
+    o = layer_order_parameters(U, None if tied else V, teacher)
+    assert np.allclose(o["first"], np.abs(o["cosine"][:, 0, 0]))
+    assert np.allclose(o["both"], np.minimum(o["first"], o["second"]))
+    with pytest.raises(ParamgeoError):
+        two_layer_loss_and_grad(U[:, :, :1], None, X, y, sc)

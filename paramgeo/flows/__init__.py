@@ -144,12 +144,20 @@ from .multihead import (
     MultiHeadRun,
     MultiHeadTeacher,
     ScalingSeparation,
+    batched_online,
     head_indices,
     head_order_parameters,
     multihead_loss_and_grad,
     multihead_sgd,
     scaling_separation,
     teacher_labels,
+)
+from .multilayer import (
+    layer_indices,
+    layer_order_parameters,
+    two_layer_labels,
+    two_layer_loss_and_grad,
+    two_layer_sgd,
 )
 from .order_odes import (
     ODEComparison,

@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -221,6 +221,8 @@ class MultiHeadRun(Result):
     batch: int
     samples: int
     threshold: float
+    #: the model: "multi-head" (:func:`multihead_sgd`) or "two-layer" (heads are then layers)
+    model: str = "multi-head"
 
     def weak_recovery_time(self, summary: str = "matched") -> NDArray[np.float64]:
         """Weak recovery of ``summary`` in units of t = n / d^2, one per seed (nan if not)."""
@@ -233,13 +235,13 @@ class MultiHeadRun(Result):
 
     def __str__(self):
         wr = {k: np.nanmedian(self.weak_recovery_time(k)) if np.any(np.isfinite(
-            self.weak_recovery_time(k))) else float("nan") for k in SUMMARIES}
-        n = {k: int(np.sum(np.isfinite(self.weak_recovery[k]))) for k in SUMMARIES}
-        seeds = len(self.weak_recovery["matched"])
-        return (f"multi-head online SGD ({'tied' if self.tied else 'untied'}, H = {self.heads}, "
+            self.weak_recovery_time(k))) else float("nan") for k in self.weak_recovery}
+        n = {k: int(np.sum(np.isfinite(self.weak_recovery[k]))) for k in self.weak_recovery}
+        seeds = len(next(iter(self.weak_recovery.values())))
+        return (f"{self.model} online SGD ({'tied' if self.tied else 'untied'}, H = {self.heads}, "
                 f"d = {self.d}, r = {self.r}, {self.link} link, eta = {self.eta:.3g}, batch "
                 f"{self.batch}, {seeds} seeds): weak recovery (>= {self.threshold}) median t = "
-                + ", ".join(f"{k} {wr[k]:.3g} ({n[k]}/{seeds})" for k in SUMMARIES))
+                + ", ".join(f"{k} {wr[k]:.3g} ({n[k]}/{seeds})" for k in self.weak_recovery))
 
 
 def multihead_sgd(teacher: MultiHeadTeacher, start: Sequence[ArrayLike], samples: int,
@@ -263,6 +265,29 @@ def multihead_sgd(teacher: MultiHeadTeacher, start: Sequence[ArrayLike], samples
     in soft committee machines" (the heads' permutation symmetry)."""
     if link not in LINKS or link == "softmax":
         raise ParamgeoError(f"link must be an element-wise link of LINKS, got {link!r}")
+
+    def step(T, X, rng, U, V, scale):
+        y = teacher_labels(T, X, link, noise, rng)
+        return multihead_loss_and_grad(U, V, X, y, link, scale)[1:]
+
+    return batched_online(teacher, start, samples, lr, step=step, summarize=head_order_parameters,
+                          summaries=SUMMARIES, tokens=0, link=link, batch=batch,
+                          record_at=record_at, threshold=threshold, check_every=check_every,
+                          stop_at=stop_at, seed=seed)
+
+
+def batched_online(teacher: MultiHeadTeacher, start: Sequence[ArrayLike], samples: int,
+                   lr: float, *, step: Callable[..., Any], summarize: Callable[..., dict],
+                   summaries: Sequence[str], tokens: int, link: str, batch: int = 1,
+                   record_at: Optional[Sequence[float]] = None, threshold: float = 0.25,
+                   check_every: Optional[int] = None, stop_at: Optional[str] = None,
+                   seed: Any = None, model: str = "multi-head") -> MultiHeadRun:
+    """The loop of :func:`multihead_sgd` for any model on the factors (seeds, d, H, r):
+    ``step(T, X, rng, U, V, scale)`` returns (dell/dU, dell/dV or None) on fresh tokens X of
+    shape (seeds, batch, d) (``tokens`` 0) or (seeds, batch, tokens, d) for the active seeds'
+    teacher T; ``summarize(U, V, T)`` returns the order parameters, among them the
+    ``summaries`` (one value per seed) checked for weak recovery, |summary| >= ``threshold``.
+    U <- U - lr dell/dU, V <- V - lr dell/dV; other arguments as in :func:`multihead_sgd`."""
     W = teacher.factors
     s, d, H, r = W.shape
     tied = len(start) == 1
@@ -283,8 +308,8 @@ def multihead_sgd(teacher: MultiHeadTeacher, start: Sequence[ArrayLike], samples
         raise ParamgeoError(f"lr must be a positive number, got {lr}")
     if not 0 < threshold <= 1:
         raise ParamgeoError(f"threshold must lie in (0, 1], got {threshold}")
-    if stop_at is not None and stop_at not in SUMMARIES:
-        raise ParamgeoError(f"stop_at must be one of {SUMMARIES} or None, got {stop_at!r}")
+    if stop_at is not None and stop_at not in summaries:
+        raise ParamgeoError(f"stop_at must be one of {tuple(summaries)} or None, got {stop_at!r}")
     samples, batch = int(samples), int(batch)
     steps = -(-samples // batch)
     t_rec = (np.linspace(0, samples / d ** 2, 21) if record_at is None
@@ -294,16 +319,16 @@ def multihead_sgd(teacher: MultiHeadTeacher, start: Sequence[ArrayLike], samples
     rng = as_rng(seed)
     scale = 1.0 / math.sqrt(rs * d)
     rec: dict[str, list] = {}
-    wr = {k: np.full(s, np.nan) for k in SUMMARIES}
+    wr = {k: np.full(s, np.nan) for k in summaries}
     active = np.arange(s)
 
     def sub(idx):
         return MultiHeadTeacher(factors=W[idx], centered=teacher.centered)
 
     def observe(k, record):
-        o = head_order_parameters(params[0][active], None if tied else params[1][active],
+        o = summarize(params[0][active], None if tied else params[1][active],
                                   sub(active))
-        for name in SUMMARIES if k else ():  # as online_sgd: the start is not checked
+        for name in summaries if k else ():  # as online_sgd: the start is not checked
             hit = active[(o[name] >= threshold) & np.isnan(wr[name][active])]
             wr[name][hit] = min(k * batch, samples)
         if record:
@@ -319,10 +344,8 @@ def multihead_sgd(teacher: MultiHeadTeacher, start: Sequence[ArrayLike], samples
     for k in range(1, steps + 1):
         size = min(batch, samples - (k - 1) * batch)
         T = sub(active)
-        X = rng.standard_normal((len(active), size, d))
-        y = teacher_labels(T, X, link, noise, rng)
-        _, GU, GV = multihead_loss_and_grad(params[0][active], None if tied else
-                                            params[1][active], X, y, link, scale)
+        X = rng.standard_normal((len(active), size) + ((tokens,) if tokens else ()) + (d,))
+        GU, GV = step(T, X, rng, params[0][active], None if tied else params[1][active], scale)
         params[0][active] -= lr * GU
         if not tied:
             params[1][active] -= lr * GV
@@ -342,7 +365,7 @@ def multihead_sgd(teacher: MultiHeadTeacher, start: Sequence[ArrayLike], samples
                         order={k: np.asarray(v) for k, v in rec.items()}, weak_recovery=wr,
                         final=tuple(params), d=d, heads=H, r=rs, tied=tied, link=link,
                         eta=float(lr), batch=batch, samples=samples,
-                        threshold=float(threshold))
+                        threshold=float(threshold), model=model)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
