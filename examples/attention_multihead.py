@@ -18,12 +18,15 @@ same at every d), weak recovery at 0.25, each run stopped there or at t = n / d^
    centered teacher layers): y = softmax(A_1 h_2 A_1^T), A_1 = I + softmax(h_1)
    (paramgeo.flows.two_layer_sgd); weak recovery of each layer over d in
    {32, 48, 64, 96, 128}, 8 seeds each, with the fit of the recovery of both layers.
+4. Untied S = U V^T / sqrt(r d) (H = 1, eta = 0.1) from correlated factors U_0 and
+   V_0 = (U_0 + Z) / sqrt(2) (the start of examples/online_attention.py part 5): weak recovery
+   over d in {32, ..., 256}, 12 seeds per d, with the fit and its separation.
 
 Each (part, d, chunk of seeds) is saved to examples/output/attention_multihead/ as it finishes
 and reused by a later call (delete the folder to rerun); then the fits are printed and
 examples/output/attention_multihead.json written.
 
-Run: python examples/attention_multihead.py [--out DIR] [--quick] [--part 1|2|3]
+Run: python examples/attention_multihead.py [--out DIR] [--quick] [--part 1|2|3|4]
 """
 
 import argparse
@@ -47,15 +50,19 @@ from paramgeo.io.files import write_file
 HORIZON = 30.0
 
 
-def chunk_runs(d, heads, tied, seeds, lr, layers=False):
+def chunk_runs(d, heads, tied, seeds, lr, layers=False, correlated=False):
     """Weak-recovery times (t = n / d^2) of seeds ``seeds`` (a range), one batched run; with
-    ``layers`` the two-layer model (heads = 2 layers)."""
+    ``layers`` the two-layer model (heads = 2 layers); ``correlated``: untied factors
+    U_0, V_0 = (U_0 + Z) / sqrt(2)."""
     r = d // 2
     s0 = seeds.start
-    rng = np.random.default_rng([d, heads, int(tied), s0] + ([2] if layers else []))
+    rng = np.random.default_rng([d, heads, int(tied), s0] + ([2] if layers else [])
+                                + ([3] if correlated else []))
     teacher = MultiHeadTeacher.planted(d, r, heads, len(seeds), rng, centered=True)
     shape = (len(seeds), d, heads, r)
     start = (rng.standard_normal(shape),) if tied else tuple(rng.standard_normal((2,) + shape))
+    if correlated:
+        start = (start[0], (start[0] + start[1]) / math.sqrt(2))
     kw = dict(samples=int(HORIZON * d * d), lr=lr, batch=max(1, d * d // 256),
               record_at=[0.0], threshold=0.25, seed=[d, heads, s0, 7])
     if layers:
@@ -76,12 +83,12 @@ def cached(folder, name, compute):
     return value
 
 
-def collect(folder, tag, d, heads, tied, seeds, chunk, lr, layers=False):
+def collect(folder, tag, d, heads, tied, seeds, chunk, lr, layers=False, correlated=False):
     out = {"cpu_s": 0.0}
     for s0 in range(0, seeds, chunk):
         rows = cached(folder, f"{tag}_d{d}_s{s0}",
                       lambda: chunk_runs(d, heads, tied, range(s0, min(seeds, s0 + chunk)), lr,
-                                         layers))
+                                         layers, correlated))
         for k, v in rows.items():
             if k != "cpu_s":
                 out[k] = out.get(k, []) + v
@@ -99,30 +106,33 @@ def fit_rows(ds, times):
     return fit, scaling_separation(D, spread, fit.exponent)
 
 
-def scaling(folder, ds, seeds_of, out):
+def scaling(folder, ds, seeds_of, out, tied=True):
     times, cpu = {}, 0.0
+    part, key = ("1", "scaling") if tied else ("4", "untied_scaling")
     for d in ds:
-        res = collect(folder, "tied_h1", d, 1, True, seeds_of(d), 4 if d >= 384 else 16, 0.1)
+        res = collect(folder, "tied_h1" if tied else "untied_h1_correlated", d, 1, tied,
+                      seeds_of(d), 4 if d >= 384 else 16, 0.1, correlated=not tied)
         times[d], cpu = res["matched"], cpu + res["cpu_s"]
         t = np.asarray(times[d])
-        print(f"[1] d = {d:3d}: {np.isfinite(t).sum()}/{len(t)} recover, median t = "
+        print(f"[{part}] d = {d:3d}: {np.isfinite(t).sum()}/{len(t)} recover, median t = "
               f"{np.nanmedian(t):.2f} (range {np.nanmin(t):.2f}-{np.nanmax(t):.2f}), "
               f"{res['cpu_s']:.0f} CPU s", flush=True)
-    out["scaling"] = {"times": {str(d): times[d] for d in ds}, "cpu_s": cpu}
+    out[key] = {"times": {str(d): times[d] for d in ds}, "cpu_s": cpu}
     for label, sub in (("all d", ds), ("d <= 96", [d for d in ds if d <= 96]),
                        ("d >= 64", [d for d in ds if d >= 64])):
         if len(sub) < 3:
             continue
         fit, sep = fit_rows(sub, times)
-        print(f"[1] {label}: {fit}\n[1] {label}: {sep}", flush=True)
-        out["scaling"][label] = {"exponent": [fit.exponent, fit.exponent_stderr],
+        print(f"[{part}] {label}: {fit}\n[{part}] {label}: {sep}; log d slope of t "
+              f"{fit.log_slope / fit.log_slope_stderr:.2f} stderr from 0", flush=True)
+        out[key][label] = {"exponent": [fit.exponent, fit.exponent_stderr],
                                  "power": [fit.power, fit.power_stderr],
                                  "log_slope": [fit.log_slope, fit.log_slope_stderr],
                                  "log_intercept": fit.log_intercept, "spread": sep.spread,
                                  "gap": sep.gap, "stderr": sep.stderr,
                                  "separation": sep.separation,
                                  "from_d2logd": sep.from_d2logd, "from_d2": sep.from_d2}
-    print(f"[1] {cpu:.0f} CPU s in all")
+    print(f"[{part}] {cpu:.0f} CPU s in all")
 
 
 def multihead(folder, ds, seeds, heads_list, out):
@@ -179,7 +189,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "output"))
     ap.add_argument("--quick", action="store_true", help="small d, few seeds (seconds)")
-    ap.add_argument("--part", choices=("1", "2", "3"), help="run one part only")
+    ap.add_argument("--part", choices=("1", "2", "3", "4"), help="run one part only")
     args = ap.parse_args(argv)
     out_dir = Path(args.out)
     folder = out_dir / ("attention_multihead_quick" if args.quick else "attention_multihead")
@@ -201,6 +211,11 @@ def main(argv=None):
             two_layers(folder, [12, 16, 24], 2, out)
         else:
             two_layers(folder, [32, 48, 64, 96, 128], 8, out)
+    if args.part in (None, "4"):
+        if args.quick:
+            scaling(folder, [12, 16, 24], lambda d: 3, out, tied=False)
+        else:
+            scaling(folder, [32, 48, 64, 96, 128, 192, 256], lambda d: 12, out, tied=False)
     name = ("attention_multihead" + ("_quick" if args.quick else "")
             + (f"_part{args.part}" if args.part else "") + ".json")
     path = write_file(out_dir / name, json.dumps(out, indent=1), what="result", replace=True)
