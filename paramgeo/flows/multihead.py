@@ -142,7 +142,7 @@ def multihead_loss_and_grad(U: NDArray[np.float64], V: Optional[NDArray[np.float
     W_k^T with W = U, and the gradient dell/dW (dell/dV is then None)."""
     s, d, H, r = U.shape
     tied = V is None
-    Vv = U if tied else V
+    Vv = U if V is None else V
     h, P, Q = head_indices(U, Vv, X, scale)
     g, vjp = LINKS[link]
     f = g(h, 1.0)

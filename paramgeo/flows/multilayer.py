@@ -80,7 +80,7 @@ def two_layer_labels(teacher: MultiHeadTeacher, X: NDArray[np.float64], beta: fl
 
 def two_layer_loss_and_grad(U: NDArray[np.float64], V: Optional[NDArray[np.float64]],
                             X: NDArray[np.float64], y: NDArray[np.float64], scale: float,
-                            beta: float = 1.0, c: float = 1.0) -> tuple[NDArray[np.float64], ...]:
+                            beta: float = 1.0, c: float = 1.0) -> tuple[Any, ...]:
     """(loss per seed, dell/dU, dell/dV) of ell = sum_b |y(S) - y_b|_F^2 / 2 for the two-layer
     model (module docstring), layers S_l = scale U_l V_l^T; V None: tied layers W = U and
     dell/dW (dell/dV is then None)."""
@@ -88,7 +88,7 @@ def two_layer_loss_and_grad(U: NDArray[np.float64], V: Optional[NDArray[np.float
     if L != 2:
         raise ParamgeoError(f"the two-layer model needs factors with 2 layers, got {L}")
     tied = V is None
-    Vv = U if tied else V
+    Vv = U if V is None else V
     h, P, Q = layer_indices(U, Vv, X, scale)
     A, Z, f = _forward(h, beta, c)
     res = f - y
