@@ -8,7 +8,7 @@ factors with i.i.d. N(0, 1) entries, batches of B = max(1, d^2 / 256) samples (B
 same at every d), weak recovery at 0.25, each run stopped there or at t = n / d^2 = 30.
 
 1. Scaling (H = 1, tied, eta = 0.1): weak recovery over d in {16, ..., 512}, 16 seeds per d
-   (12 at d >= 384); the fit n / log d ~ d^gamma (fit_weak_recovery) and its power to tell
+   (12 at d = 384, 8 at d = 512); the fit n / log d ~ d^gamma (fit_weak_recovery) and its power to tell
    d^2 log d from d^2 (scaling_separation), over all d and over d <= 96.
 2. Multi-head (H = 2 and 3, tied and untied, eta = 0.1 H): weak recovery of the
    permutation-invariant summaries (matched: every head under one assignment; best: the first
@@ -200,7 +200,7 @@ def main(argv=None):
             scaling(folder, [12, 16, 24], lambda d: 3, out)
         else:
             scaling(folder, [16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512],
-                    lambda d: 12 if d >= 384 else 16, out)
+                    lambda d: {384: 12, 512: 8}.get(d, 16), out)
     if args.part in (None, "2"):
         if args.quick:
             multihead(folder, [12, 16, 24], 2, [2], out)
