@@ -8,8 +8,8 @@ factors with i.i.d. N(0, 1) entries, batches of B = max(1, d^2 / 256) samples (B
 same at every d), weak recovery at 0.25, each run stopped there or at t = n / d^2 = 30.
 
 1. Scaling (H = 1, tied, eta = 0.1): weak recovery over d in {16, ..., 512}, 16 seeds per d
-   (12 at d = 384, 8 at d = 512); the fit n / log d ~ d^gamma (fit_weak_recovery) and its power to tell
-   d^2 log d from d^2 (scaling_separation), over all d and over d <= 96.
+   (12 at d = 384, 8 at d = 512); the fit n / log d ~ d^gamma (fit_weak_recovery) and its
+   power to tell d^2 log d from d^2 (scaling_separation), over all d, d <= 96 and d >= 64.
 2. Multi-head (H = 2 and 3, tied and untied, eta = 0.1 H): weak recovery of the
    permutation-invariant summaries (matched: every head under one assignment; best: the first
    head; symmetric: sum of heads against sum of teacher heads) over d in {32, 48, 64, 96, 128},
