@@ -44,6 +44,7 @@ from paramgeo.flows import (
     multihead_sgd,
     scaling_separation,
     two_layer_sgd,
+    weighted_exponent,
 )
 from paramgeo.io.files import write_file
 
@@ -106,6 +107,15 @@ def fit_rows(ds, times):
     return fit, scaling_separation(D, spread, fit.exponent)
 
 
+def weighted_rows(ds, times):
+    """The weighted fit (weights 1 / s_d^2, s_d the scatter of log n at each d) and its
+    separation."""
+    D = [d for d in ds for t in times[d] if math.isfinite(t)]
+    N = [t * d * d for d in ds for t in times[d] if math.isfinite(t)]
+    gamma, se, s = weighted_exponent(D, N)
+    return gamma, se, scaling_separation(D, s, gamma)
+
+
 def scaling(folder, ds, seeds_of, out, tied=True):
     times, cpu = {}, 0.0
     part, key = ("1", "scaling") if tied else ("4", "untied_scaling")
@@ -115,7 +125,8 @@ def scaling(folder, ds, seeds_of, out, tied=True):
         times[d], cpu = res["matched"], cpu + res["cpu_s"]
         t = np.asarray(times[d])
         print(f"[{part}] d = {d:3d}: {np.isfinite(t).sum()}/{len(t)} recover, median t = "
-              f"{np.nanmedian(t):.2f} (range {np.nanmin(t):.2f}-{np.nanmax(t):.2f}), "
+              f"{np.nanmedian(t):.2f} (range {np.nanmin(t):.2f}-{np.nanmax(t):.2f}, sd of "
+              f"log n {np.nanstd(np.log(t), ddof=1):.2f}), "
               f"{res['cpu_s']:.0f} CPU s", flush=True)
     out[key] = {"times": {str(d): times[d] for d in ds}, "cpu_s": cpu}
     for label, sub in (("all d", ds), ("d <= 96", [d for d in ds if d <= 96]),
@@ -123,9 +134,16 @@ def scaling(folder, ds, seeds_of, out, tied=True):
         if len(sub) < 3:
             continue
         fit, sep = fit_rows(sub, times)
-        print(f"[{part}] {label}: {fit}\n[{part}] {label}: {sep}; log d slope of t "
-              f"{fit.log_slope / fit.log_slope_stderr:.2f} stderr from 0", flush=True)
-        out[key][label] = {"exponent": [fit.exponent, fit.exponent_stderr],
+        gw, sew, sepw = weighted_rows(sub, times)
+        print(f"[{part}] {label}: {fit}\n[{part}] {label}: unweighted: {sep}\n[{part}] {label}: "
+              f"weighted: gamma = {gw:.3f} +- {sew:.3f}; {sepw}\n[{part}] {label}: t = a + b "
+              f"log d with b {fit.log_slope / fit.log_slope_stderr:.1f} stderr from 0, "
+              f"t = b log(d / d0) with d0 = {math.exp(-fit.log_intercept / fit.log_slope):.3g}",
+              flush=True)
+        out[key][label] = {"weighted_exponent": [gw, sew], "weighted_gap": sepw.gap,
+                           "weighted_separation": sepw.separation,
+                           "weighted_from_d2logd": sepw.from_d2logd,
+                           "weighted_from_d2": sepw.from_d2,"exponent": [fit.exponent, fit.exponent_stderr],
                                  "power": [fit.power, fit.power_stderr],
                                  "log_slope": [fit.log_slope, fit.log_slope_stderr],
                                  "log_intercept": fit.log_intercept, "spread": sep.spread,

@@ -38,6 +38,7 @@ from paramgeo.flows.multihead import (
     multihead_sgd,
     scaling_separation,
     teacher_labels,
+    weighted_exponent,
 )
 from paramgeo.flows.multilayer import (
     layer_order_parameters,
@@ -848,6 +849,28 @@ def test_scaling_separation_on_synthetic_laws():
     assert m.from_d2 - m.from_d2logd == pytest.approx(sep.separation)
     with pytest.raises(ParamgeoError):
         scaling_separation([16, 16], 0.5)
+
+
+def test_weighted_exponent_on_a_scatter_that_falls_with_d():
+    """Runs from n = C d^2 log d e^(s_d z) with s_d = 1.2 (16 / d)^(1/2): the weighted
+    exponent averages 2 (and 2 - gap under n = C d^2) over 300 replications, its spread across
+    replications is scaling_separation's weighted standard error for the true s_d (to 15%), and
+    the weighted gap reduces to the unweighted one for a constant spread."""
+    rng = np.random.default_rng(12)
+    d = np.repeat([16, 32, 64, 128, 256, 512], 16).astype(float)
+    s_true = 1.2 * np.sqrt(16 / d)
+    sep = scaling_separation(d, s_true)
+    assert sep.stderr < scaling_separation(d, np.sqrt(np.mean(s_true ** 2))).stderr
+    for law, target in ((d ** 2 * np.log(d), 2.0), (d ** 2, sep.gamma_d2)):
+        g = np.array([weighted_exponent(d, law * np.exp(s_true * rng.standard_normal(len(d))))[0]
+                      for _ in range(300)])
+        assert abs(g.mean() - target) < 4 * g.std() / math.sqrt(300)
+        assert g.std() == pytest.approx(sep.stderr, rel=0.15)
+    flat = scaling_separation(d, np.full(len(d), 0.5))
+    assert flat.gap == pytest.approx(scaling_separation(d, 0.5).gap, rel=1e-12)
+    assert flat.stderr == pytest.approx(scaling_separation(d, 0.5).stderr, rel=1e-12)
+    with pytest.raises(ParamgeoError):
+        weighted_exponent([16, 32, 32], [1.0, 2.0, 3.0])
 
 
 # --- the two-layer attention-indexed model (paramgeo.flows.multilayer) ------------------------

@@ -151,6 +151,7 @@ from .multihead import (
     multihead_sgd,
     scaling_separation,
     teacher_labels,
+    weighted_exponent,
 )
 from .multilayer import (
     layer_indices,

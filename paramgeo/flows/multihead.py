@@ -397,26 +397,53 @@ class ScalingSeparation(Result):
         return s
 
 
-def scaling_separation(d: ArrayLike, spread: float,
+def scaling_separation(d: ArrayLike, spread: Any,
                        measured: Optional[float] = None) -> ScalingSeparation:
     """The power of the weak-recovery fit of :func:`paramgeo.flows.fit_weak_recovery` (one run
     per entry of ``d``) to tell d^2 log d samples from d^2. With x = log d and least squares of
     log(n / log d) on x: under n = C d^2 log d the slope is 2; under n = C d^2 it is
     2 - beta with beta the least-squares slope of log log d on x over the same design (the gap);
     the slope's standard error is spread / sqrt(sum (x - mean x)^2), spread the standard
-    deviation of log n per run. ``measured``: a fitted exponent, placed against both laws.
-    (Xu, Sagitova, Zdeborova: weak recovery with Theta(d^2 log d) samples.)"""
+    deviation of log n per run. ``spread`` may also be one value per run: then the fit is
+    weighted least squares with weights w = 1 / spread^2 (x centered at its weighted mean, the
+    gap the weighted slope, the standard error 1 / sqrt(sum w (x - mean_w x)^2)), and
+    ``spread`` is reported as the root mean square of the given values. ``measured``: a fitted
+    exponent, placed against both laws. (Xu, Sagitova, Zdeborova: weak recovery with
+    Theta(d^2 log d) samples.)"""
     dd = np.asarray(d, float)
     x = np.log(dd)
     if x.ndim != 1 or len(np.unique(x)) < 2 or np.any(x <= 0):
         raise ParamgeoError("scaling_separation needs >= 2 distinct d >= 2")
-    if not (math.isfinite(spread) and spread > 0):
-        raise ParamgeoError(f"spread must be a positive number, got {spread}")
-    xc = x - x.mean()
-    sxx = float(xc @ xc)
-    gap = float(xc @ np.log(x) / sxx)
-    se = float(spread / math.sqrt(sxx))
+    sp = np.broadcast_to(np.asarray(spread, float), x.shape)
+    if not np.all(np.isfinite(sp) & (sp > 0)):
+        raise ParamgeoError("spread must be a positive number (or one per run)")
+    w = 1.0 / sp ** 2
+    xc = x - (w @ x) / w.sum()
+    sxx = float(w @ (xc * xc))
+    gap = float(w @ (xc * np.log(x)) / sxx)
+    se = float(1.0 / math.sqrt(sxx))
     m = float("nan") if measured is None else float(measured)
-    return ScalingSeparation(d=dd, spread=float(spread), gamma_d2=2.0 - gap, gap=gap,
-                             stderr=se, separation=gap / se, measured=m,
+    return ScalingSeparation(d=dd, spread=float(np.sqrt(np.mean(sp ** 2))), gamma_d2=2.0 - gap,
+                             gap=gap, stderr=se, separation=gap / se, measured=m,
                              from_d2logd=(m - 2.0) / se, from_d2=(m - (2.0 - gap)) / se)
+
+
+def weighted_exponent(d: ArrayLike, samples: ArrayLike) -> tuple[float, float, NDArray[np.float64]]:
+    """Weighted least squares of log(n / log d) = log C + gamma log d over runs at repeated d:
+    each run weighted by 1 / s_d^2, s_d the standard deviation of log n over the runs at its d
+    (the scatter of weak recovery falls with d, so the unweighted fit's standard error is off).
+    Returns (gamma, its standard error, the per-run s_d) — pass s_d to
+    :func:`scaling_separation`. Needs at least 2 runs at each d and 2 distinct d."""
+    dd, n = np.asarray(d, float), np.asarray(samples, float)
+    if dd.shape != n.shape or dd.ndim != 1 or np.any(n <= 0) or np.any(dd < 2):
+        raise ShapeError("d and samples must be 1-d arrays of the same length, n > 0, d >= 2")
+    s = np.empty_like(n)
+    for v in np.unique(dd):
+        at = dd == v
+        if at.sum() < 2:
+            raise ParamgeoError(f"weighted_exponent needs >= 2 runs at each d; d = {v:g} has 1")
+        s[at] = max(float(np.std(np.log(n[at]), ddof=1)), 1e-12)
+    x, y, w = np.log(dd), np.log(n / np.log(dd)), 1.0 / s ** 2
+    xc = x - (w @ x) / w.sum()
+    sxx = float(w @ (xc * xc))
+    return float(w @ (xc * y) / sxx), float(1.0 / math.sqrt(sxx)), s
