@@ -116,6 +116,35 @@ def weighted_rows(ds, times):
     return gamma, se, scaling_separation(D, s, gamma)
 
 
+def _wls(A, y, w):
+    """Weighted least squares: (coefficients, covariance, chi^2)."""
+    cov = np.linalg.inv(A.T @ (w[:, None] * A))
+    c = cov @ (A.T @ (w * y))
+    return c, cov, float(w @ (y - A @ c) ** 2)
+
+
+def law_comparison(ds, times, lo):
+    """Over d >= lo, the mean weak-recovery time t at each d (standard error s / sqrt(runs))
+    against three laws by weighted least squares: t = a + b log d (d^2 log d samples, with an
+    offset), t = C d^p (a power), and t = a + b log d + c (log d)^2 (curvature)."""
+    sel = [d for d in ds if d >= lo]
+    m = np.array([np.nanmean(times[d]) for d in sel])
+    se = np.array([np.nanstd(times[d], ddof=1) / math.sqrt(np.isfinite(times[d]).sum())
+                   for d in sel])
+    x = np.log(sel)
+    A = np.column_stack([np.ones_like(x), x])
+    c_log, cov_log, chi_log = _wls(A, m, 1 / se ** 2)
+    c_pow, cov_pow, chi_pow = _wls(A, np.log(m), (m / se) ** 2)
+    c_q, cov_q, chi_q = _wls(np.column_stack([A, x * x]), m, 1 / se ** 2)
+    return {"d": sel, "mean_t": m.tolist(), "stderr_t": se.tolist(),
+            "log": {"a": c_log[0], "b": [c_log[1], math.sqrt(cov_log[1, 1])], "chi2": chi_log,
+                    "dof": len(sel) - 2, "d0": math.exp(-c_log[0] / c_log[1])},
+            "power": {"p": [c_pow[1], math.sqrt(cov_pow[1, 1])], "chi2": chi_pow,
+                      "dof": len(sel) - 2},
+            "curvature": {"c": [c_q[2], math.sqrt(cov_q[2, 2])], "chi2": chi_q,
+                          "dof": len(sel) - 3}}
+
+
 def scaling(folder, ds, seeds_of, out, tied=True):
     times, cpu = {}, 0.0
     part, key = ("1", "scaling") if tied else ("4", "untied_scaling")
@@ -150,6 +179,16 @@ def scaling(folder, ds, seeds_of, out, tied=True):
                                  "gap": sep.gap, "stderr": sep.stderr,
                                  "separation": sep.separation,
                                  "from_d2logd": sep.from_d2logd, "from_d2": sep.from_d2}
+    lo = 64 if max(ds) >= 256 else ds[len(ds) // 2]
+    cmp = law_comparison(ds, times, lo)
+    out[key]["laws"] = cmp
+    print(f"[{part}] d >= {lo}: mean t " + ", ".join(
+        f"{m:.2f} +- {e:.2f}" for m, e in zip(cmp["mean_t"], cmp["stderr_t"]))
+        + f" at d = {cmp['d']}; t = a + b log d: b = {cmp['log']['b'][0]:.2f} +- "
+        f"{cmp['log']['b'][1]:.2f} (d0 = {cmp['log']['d0']:.3g}), chi^2 {cmp['log']['chi2']:.1f}"
+        f" on {cmp['log']['dof']} dof; t = C d^p: p = {cmp['power']['p'][0]:.3f} +- "
+        f"{cmp['power']['p'][1]:.3f}, chi^2 {cmp['power']['chi2']:.1f}; (log d)^2 term "
+        f"{cmp['curvature']['c'][0]:.2f} +- {cmp['curvature']['c'][1]:.2f}", flush=True)
     print(f"[{part}] {cpu:.0f} CPU s in all")
 
 
