@@ -209,7 +209,10 @@ def multihead(folder, ds, seeds, heads_list, out):
                     + f"; {res['cpu_s']:.0f} CPU s", flush=True)
             entry = {"times": {str(d): {k: rows[d][k] for k in ("symmetric", "best", "matched")}
                                for d in ds}}
-            if len(ds) >= 3:
+            recovered = [d for d in ds if np.any(np.isfinite(times[d]))]
+            if len(recovered) < 3:
+                print(f"[2] {tag}: matched recovery at {len(recovered)} d only, no fit")
+            else:
                 fit, sep = fit_rows(ds, times)
                 print(f"[2] {tag}: matched {fit}\n[2] {tag}: {sep}", flush=True)
                 entry.update({"exponent": [fit.exponent, fit.exponent_stderr],
