@@ -107,7 +107,8 @@ def head_indices(U: NDArray[np.float64], V: NDArray[np.float64], X: NDArray[np.f
     """The heads' indices h_k = scale (x^T U_k V_k^T x - Tr(U_k V_k^T)) / sqrt(d) for factors
     U, V of shape (seeds, d, H, r) and tokens X (seeds, batch, d): returns (h, P, Q) with h of
     shape (seeds, batch, H) and P = X U, Q = X V of shape (seeds, batch, H, r). Pass V = U for
-    tied heads (one product)."""
+    tied heads (one product).
+    Reference: Attention-indexed models (Xu, Sagitova, Zdeborova): the indices."""
     s, d, H, r = U.shape
     B = X.shape[1]
     P = np.matmul(X, U.reshape(s, d, H * r)).reshape(s, B, H, r)
@@ -120,7 +121,8 @@ def head_indices(U: NDArray[np.float64], V: NDArray[np.float64], X: NDArray[np.f
 def teacher_labels(teacher: MultiHeadTeacher, X: NDArray[np.float64], link: str,
                    noise: float = 0.0, rng: Any = None) -> NDArray[np.float64]:
     """y = (1 / sqrt(H)) sum_k g(h_k(S*_k)) + sigma xi for tokens X (seeds, batch, d); a
-    centered teacher's index is h_k minus mean_k (|x|^2 - d) / sqrt(d)."""
+    centered teacher's index is h_k minus mean_k (|x|^2 - d) / sqrt(d).
+    Reference: Xu, Sagitova, Zdeborova, "Attention-indexed models"; Saad, Solla (1995)."""
     W = teacher.factors
     d, H = W.shape[1], W.shape[2]
     h, _, _ = head_indices(W, W, X, teacher.scale)
@@ -139,7 +141,8 @@ def multihead_loss_and_grad(U: NDArray[np.float64], V: Optional[NDArray[np.float
                                                    Optional[NDArray[np.float64]]]:
     """(loss per seed, dell/dU, dell/dV) of ell = sum_b (yhat_b - y_b)^2 / 2 with
     yhat = (1 / sqrt(H)) sum_k g(h_k) (module docstring); V None: tied heads S_k = scale W_k
-    W_k^T with W = U, and the gradient dell/dW (dell/dV is then None)."""
+    W_k^T with W = U, and the gradient dell/dW (dell/dV is then None).
+    Reference: Xu, Sagitova, Zdeborova, "Attention-indexed models"."""
     s, d, H, r = U.shape
     tied = V is None
     Vv = U if V is None else V
@@ -168,7 +171,8 @@ def head_order_parameters(U: NDArray[np.float64], V: Optional[NDArray[np.float64
     the teacher heads, from r x r products of the factors: ``cosine`` (seeds, H, H) with
     C_kl = Tr(S~_k S~*_l^T) / (|S~_k|_F |S~*_l|_F), ``mean`` Tr S_k / d and ``norm``
     Tr(S_k S_k^T) / d (seeds, H), and the summaries ``matched``, ``best``, ``symmetric``
-    (seeds,) of the module docstring."""
+    (seeds,) of the module docstring.
+    Reference: Saad, Solla (1995) (overlaps of a committee under its permutations)."""
     Vv = U if V is None else V
     s, d, H, r = U.shape
     W = teacher.factors
@@ -287,7 +291,8 @@ def batched_online(teacher: MultiHeadTeacher, start: Sequence[ArrayLike], sample
     shape (seeds, batch, d) (``tokens`` 0) or (seeds, batch, tokens, d) for the active seeds'
     teacher T; ``summarize(U, V, T)`` returns the order parameters, among them the
     ``summaries`` (one value per seed) checked for weak recovery, |summary| >= ``threshold``.
-    U <- U - lr dell/dU, V <- V - lr dell/dV; other arguments as in :func:`multihead_sgd`."""
+    U <- U - lr dell/dU, V <- V - lr dell/dV; other arguments as in :func:`multihead_sgd`.
+    Reference: Xu, Sagitova, Zdeborova, "Attention-indexed models"."""
     W = teacher.factors
     s, d, H, r = W.shape
     tied = len(start) == 1
@@ -433,7 +438,8 @@ def weighted_exponent(d: ArrayLike, samples: ArrayLike) -> tuple[float, float, N
     each run weighted by 1 / s_d^2, s_d the standard deviation of log n over the runs at its d
     (the scatter of weak recovery falls with d, so the unweighted fit's standard error is off).
     Returns (gamma, its standard error, the per-run s_d) — pass s_d to
-    :func:`scaling_separation`. Needs at least 2 runs at each d and 2 distinct d."""
+    :func:`scaling_separation`. Needs at least 2 runs at each d and 2 distinct d.
+    Reference: Xu, Sagitova, Zdeborova: Theta(d^2 log d) weak recovery."""
     dd, n = np.asarray(d, float), np.asarray(samples, float)
     if dd.shape != n.shape or dd.ndim != 1 or np.any(n <= 0) or np.any(dd < 2):
         raise ShapeError("d and samples must be 1-d arrays of the same length, n > 0, d >= 2")

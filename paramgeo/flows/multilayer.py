@@ -42,7 +42,8 @@ def layer_indices(U: NDArray[np.float64], V: NDArray[np.float64], X: NDArray[np.
                   scale: float) -> tuple[NDArray[np.float64], ...]:
     """h_l = scale (X U_l V_l^T X^T - Tr(U_l V_l^T) I) / sqrt(d) for factors (seeds, d, L, r) and
     tokens X (seeds, batch, T, d): returns (h, P, Q), h of shape (seeds, batch, L, T, T) and
-    P = X U, Q = X V of shape (seeds, batch, T, L, r); V = U for tied layers."""
+    P = X U, Q = X V of shape (seeds, batch, T, L, r); V = U for tied layers.
+    Reference: Boncoraglio, Troiani, Erba, Zdeborova (2025)."""
     s, d, L, r = U.shape
     B, T = X.shape[1], X.shape[2]
     Xf = X.reshape(s, B * T, d)
@@ -68,7 +69,8 @@ def two_layer_labels(teacher: MultiHeadTeacher, X: NDArray[np.float64], beta: fl
                      c: float = 1.0) -> NDArray[np.float64]:
     """y = softmax_beta(A_1 h_2 A_1^T), A_1 = c I + softmax_beta(h_1), at the teacher's two
     layers (factors (seeds, d, 2, r)) for tokens X (seeds, batch, T, d); a centered teacher's
-    index is h_l minus mean_l (X X^T - d I) / sqrt(d)."""
+    index is h_l minus mean_l (X X^T - d I) / sqrt(d).
+    Reference: Boncoraglio, Troiani, Erba, Zdeborova (2025), Eq. 4-5."""
     W = teacher.factors
     d, T = W.shape[1], X.shape[2]
     h, _, _ = layer_indices(W, W, X, teacher.scale)
@@ -83,7 +85,8 @@ def two_layer_loss_and_grad(U: NDArray[np.float64], V: Optional[NDArray[np.float
                             beta: float = 1.0, c: float = 1.0) -> tuple[Any, ...]:
     """(loss per seed, dell/dU, dell/dV) of ell = sum_b |y(S) - y_b|_F^2 / 2 for the two-layer
     model (module docstring), layers S_l = scale U_l V_l^T; V None: tied layers W = U and
-    dell/dW (dell/dV is then None)."""
+    dell/dW (dell/dV is then None).
+    Reference: Boncoraglio, Troiani, Erba, Zdeborova (2025)."""
     s, d, L, r = U.shape
     if L != 2:
         raise ParamgeoError(f"the two-layer model needs factors with 2 layers, got {L}")
@@ -115,7 +118,8 @@ def layer_order_parameters(U: NDArray[np.float64], V: Optional[NDArray[np.float6
                            teacher: MultiHeadTeacher) -> dict[str, NDArray[np.float64]]:
     """:func:`paramgeo.flows.multihead.head_order_parameters` of the two layers, with the
     summaries ``first`` = |C_11|, ``second`` = |C_22| (each layer against the teacher's same
-    layer: the layers are not interchangeable) and ``both`` = their minimum."""
+    layer: the layers are not interchangeable) and ``both`` = their minimum.
+    Reference: Xu, Sagitova, Zdeborova, "Attention-indexed models"."""
     o = head_order_parameters(U, V, teacher)
     diag = np.abs(np.einsum("sll->sl", o["cosine"]))
     o.update(first=diag[:, 0], second=diag[:, 1], both=diag.min(axis=1))
