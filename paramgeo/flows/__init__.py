@@ -38,7 +38,12 @@ For a loss ell on predictors and L(theta) = ell(phi(theta)):
 * the flow-invariant coordinate subspaces of deep diagonal networks and the flow's visits to
   them beside Algorithm 1 (:func:`invariant_residual`, :func:`sim_visits`);
 * the vanishing-initialisation limit of diagonal (commuting) parameterizations: the
-  saddle-to-saddle sequence of Pesme and Flammarion (2023) (:func:`saddle_to_saddle`).
+  saddle-to-saddle sequence of Pesme and Flammarion (2023) (:func:`saddle_to_saddle`);
+* online SGD on attention-indexed models: the d x d engine with its order-parameter equations
+  (:func:`online_sgd`, :func:`compare_with_odes`, :func:`compare_with_hierarchy`), and the
+  matrix-free engines for multi-head and two-layer models batched over seeds, with the power of
+  a weak-recovery scaling fit (:func:`multihead_sgd`, :func:`two_layer_sgd`,
+  :func:`scaling_separation`).
 
 The gradient is always the chain rule through the plugin's VJP (``paramgeo.losses.pullback``),
 never a dense Jacobian. Flows and descent return a :class:`Trajectory`.
