@@ -1,9 +1,13 @@
-"""Online SGD on attention-indexed data (paramgeo.flows.online) and its exact order-parameter
-equations (paramgeo.flows.order_odes). Small d throughout; the d >= 200 comparison and the
-weak-recovery scaling are in examples/online_attention.py.
+"""Online SGD on attention-indexed data (paramgeo.flows.online), its exact order-parameter
+equations (paramgeo.flows.order_odes), and the matrix-free multi-head engine with the scaling
+fit's separation statistic (paramgeo.flows.multihead), and the two-layer model
+(paramgeo.flows.multilayer). Small d throughout; the d >= 200
+comparison and the weak-recovery scaling are in examples/online_attention.py and
+examples/attention_multihead.py.
 
-Covers: ``paramgeo.cli``, ``paramgeo.flows``, ``paramgeo.flows.online``,
-``paramgeo.flows.order_odes``, ``paramgeo.sweeps.queries``.
+Covers: ``paramgeo.cli``, ``paramgeo.flows``, ``paramgeo.flows.multihead``,
+``paramgeo.flows.multilayer``, ``paramgeo.flows.online``, ``paramgeo.flows.order_odes``,
+``paramgeo.sweeps.queries``.
 """
 
 import math
@@ -26,6 +30,21 @@ from paramgeo.flows import (
     order_parameters,
     tied_moment_odes,
     untied_moment_odes,
+)
+from paramgeo.flows.multihead import (
+    MultiHeadTeacher,
+    head_order_parameters,
+    multihead_loss_and_grad,
+    multihead_sgd,
+    scaling_separation,
+    teacher_labels,
+    weighted_exponent,
+)
+from paramgeo.flows.multilayer import (
+    layer_order_parameters,
+    two_layer_labels,
+    two_layer_loss_and_grad,
+    two_layer_sgd,
 )
 from paramgeo.sweeps.queries import QUERIES
 
@@ -677,3 +696,243 @@ def test_untied_mean_is_fast_and_the_overlap_slow():
     relu = _untied_run(48, 1, "relu", centered=False, correlated=False)
     assert relu.order["cosine"][-1] > 0.25
     assert relu.order["mean"][-1] < 0.5 * relu.teacher_order["mean"], relu.order["mean"]
+
+
+# --- multi-head attention-indexed models (paramgeo.flows.multihead) ---------------------------
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_multihead_with_one_head_is_the_online_engine(tied):
+    """With H = 1 the matrix-free loss and factor gradient equal AttentionIndexed.loss_and_grad
+    (one token) pulled back through the uut / uvt plugin's VJP, and the teacher's labels equal
+    g(h(S*)) of the d x d centered teacher."""
+    rng = np.random.default_rng(3)
+    d, r, seeds = 10, 4, 2
+    teacher = MultiHeadTeacher.planted(d, r, 1, seeds, rng, centered=True)
+    X = rng.standard_normal((seeds, 6, d))
+    y = teacher_labels(teacher, X, "abs")
+    model = AttentionIndexed(d=d, link="abs")
+    S_star = teacher.matrices()
+    U, V = rng.standard_normal((2, seeds, d, 1, r))
+    loss, GU, GV = multihead_loss_and_grad(U, None if tied else V, X, y, "abs",
+                                           1 / math.sqrt(r * d))
+    p = get("uut", d=d, r=r) if tied else get("uvt", m=d, n=d, r=r)
+    for s in range(seeds):
+        Xs = X[s][:, None, :]
+        assert np.allclose(model.output(model.indices(S_star[s, 0], Xs))[:, 0, 0], y[s],
+                           atol=1e-12)
+        th = U[s, :, 0].ravel() if tied else np.concatenate([U[s, :, 0].ravel(),
+                                                             V[s, :, 0].ravel()])
+        S = p.forward_flat(th).reshape(d, d) / math.sqrt(r * d)
+        ell, G = model.loss_and_grad(S, Xs, y[s][:, None, None])
+        want = p.vjp(th, G.reshape(-1)) / math.sqrt(r * d)
+        got = GU[s, :, 0].ravel() if tied else np.concatenate([GU[s, :, 0].ravel(),
+                                                               GV[s, :, 0].ravel()])
+        assert loss[s] == pytest.approx(ell, rel=1e-12)
+        assert np.allclose(got, want, atol=1e-12)
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_multihead_gradient_against_central_differences(tied):
+    """H = 3 heads, tanh link, label noise: the factor gradient against central differences of
+    the loss along random directions."""
+    rng = np.random.default_rng(4)
+    d, r, H, seeds = 8, 3, 3, 2
+    teacher = MultiHeadTeacher.planted(d, r, H, seeds, rng, centered=False)
+    X = rng.standard_normal((seeds, 5, d))
+    y = teacher_labels(teacher, X, "tanh", noise=0.3, rng=rng)
+    U, V = 0.7 * rng.standard_normal((2, seeds, d, H, r))
+    Vv = None if tied else V
+    sc = 1 / math.sqrt(r * d)
+    _, GU, GV = multihead_loss_and_grad(U, Vv, X, y, "tanh", sc)
+    eps = 1e-6
+    for _ in range(3):
+        DU, DV = rng.standard_normal((2,) + U.shape)
+        plus = multihead_loss_and_grad(U + eps * DU, None if tied else V + eps * DV, X, y,
+                                       "tanh", sc)[0]
+        minus = multihead_loss_and_grad(U - eps * DU, None if tied else V - eps * DV, X, y,
+                                        "tanh", sc)[0]
+        fd = (plus - minus) / (2 * eps)
+        lin = np.einsum("sdhr,sdhr->s", GU, DU)
+        if not tied:
+            lin = lin + np.einsum("sdhr,sdhr->s", GV, DV)
+        assert np.allclose(lin, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_head_order_parameters_against_a_loop():
+    """The cosine matrix, means and norms from r x r products against order_parameters on the
+    d x d heads in a loop; matched, best and symmetric against brute force; permuting the
+    student heads permutes the cosine rows and leaves the summaries (and the teacher's labels,
+    for permuted teacher heads) unchanged."""
+    import itertools
+
+    rng = np.random.default_rng(5)
+    d, r, H, seeds = 9, 4, 3, 2
+    teacher = MultiHeadTeacher.planted(d, r, H, seeds, rng, centered=True)
+    U, V = rng.standard_normal((2, seeds, d, H, r))
+    U[0, :, 1] += 2 * teacher.factors[0, :, 2]  # some overlap to find
+    V[0, :, 1] += 2 * teacher.factors[0, :, 2]
+    o = head_order_parameters(U, V, teacher)
+    Sst = teacher.matrices()
+    for s in range(seeds):
+        S = [U[s, :, k] @ V[s, :, k].T / math.sqrt(r * d) for k in range(H)]
+        C = np.array([[order_parameters(S[k], Sst[s, l])["cosine"] for l in range(H)]
+                      for k in range(H)])
+        assert np.allclose(o["cosine"][s], C, atol=1e-12)
+        for k in range(H):
+            ref = order_parameters(S[k], S[k], moments=0)
+            assert o["mean"][s, k] == pytest.approx(ref["mean"], abs=1e-12)
+            assert o["norm"][s, k] == pytest.approx(ref["norm"], rel=1e-12)
+        matched = max(min(abs(C[k, p[k]]) for k in range(H))
+                      for p in itertools.permutations(range(H)))
+        assert o["matched"][s] == pytest.approx(matched, abs=1e-12)
+        assert o["best"][s] == pytest.approx(np.abs(C).max(), abs=1e-12)
+        sym = order_parameters(sum(S), Sst[s].sum(axis=0))["cosine"]
+        assert o["symmetric"][s] == pytest.approx(abs(sym), abs=1e-12)
+    assert o["best"][0] > 0.3 > o["best"][1]
+    perm = [2, 0, 1]
+    o2 = head_order_parameters(U[:, :, perm], V[:, :, perm], teacher)
+    assert np.allclose(o2["cosine"], o["cosine"][:, perm], atol=1e-12)
+    for name in ("matched", "best", "symmetric"):
+        assert np.allclose(o2[name], o[name], atol=1e-12)
+    X = rng.standard_normal((seeds, 4, d))
+    permuted = MultiHeadTeacher(factors=teacher.factors[:, :, perm], centered=True)
+    assert np.allclose(teacher_labels(permuted, X, "abs"), teacher_labels(teacher, X, "abs"))
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_multihead_sgd_step_and_weak_recovery(tied):
+    """One batch of multihead_sgd is theta - eta grad on the batch its seed draws; a short run
+    at d = 16, H = 2 reaches weak recovery of every head (matched >= 0.25), after best."""
+    rng = np.random.default_rng(6)
+    d, r, H, seeds = 16, 8, 2, 2
+    teacher = MultiHeadTeacher.planted(d, r, H, seeds, rng, centered=True)
+    start = tuple(rng.standard_normal((1 if tied else 2, seeds, d, H, r)))
+    run = multihead_sgd(teacher, start, samples=4, lr=0.2, batch=4, seed=9, record_at=[0])
+    X = np.random.default_rng(9).standard_normal((seeds, 4, d))
+    y = teacher_labels(teacher, X, "abs")
+    _, GU, GV = multihead_loss_and_grad(start[0], None if tied else start[1], X, y, "abs",
+                                        1 / math.sqrt(r * d))
+    assert np.allclose(run.final[0], start[0] - 0.2 * GU, atol=1e-12)
+    if not tied:
+        assert np.allclose(run.final[1], start[1] - 0.2 * GV, atol=1e-12)
+    run = multihead_sgd(teacher, start, samples=40 * d * d, lr=0.2, batch=2, seed=1,
+                        stop_at="matched", record_at=np.arange(0, 41, 5.0))
+    wr_m, wr_b = run.weak_recovery_time("matched"), run.weak_recovery_time("best")
+    assert np.all(np.isfinite(wr_m)) and np.all(wr_b <= wr_m)
+    assert run.order["cosine"].shape[1:] == (seeds, H, H)
+    with pytest.raises(ParamgeoError):
+        multihead_sgd(teacher, start, samples=4, lr=0.1, stop_at="all")
+    with pytest.raises(ShapeError):
+        multihead_sgd(teacher, (start[0][:, :4],), samples=4, lr=0.1)
+
+
+def test_scaling_separation_on_synthetic_laws():
+    """Runs drawn from n = C d^2 log d e^(s z) and from n = C d^2 e^(s z) (z standard normal):
+    over 400 replications the fitted exponent of fit_weak_recovery averages 2 and 2 - gap, and
+    its spread across replications is the predicted standard error (to 10%)."""
+    rng = np.random.default_rng(7)
+    d = np.repeat([16, 32, 64, 128, 256, 512], 8).astype(float)
+    spread = 0.5
+    sep = scaling_separation(d, spread)
+    x = np.log(d)
+    for law, target in ((d ** 2 * np.log(d), 2.0), (d ** 2, sep.gamma_d2)):
+        g = [fit_weak_recovery(d, 3 * law * np.exp(spread * rng.standard_normal(len(d)))).exponent
+             for _ in range(400)]
+        assert abs(np.mean(g) - target) < 4 * sep.stderr / math.sqrt(400)
+        assert np.std(g) == pytest.approx(sep.stderr, rel=0.1)
+    xc = x - x.mean()
+    assert sep.gap == pytest.approx(np.polyfit(x, np.log(x), 1)[0], rel=1e-12)
+    assert sep.stderr == pytest.approx(spread / math.sqrt(xc @ xc), rel=1e-12)
+    m = scaling_separation(d, spread, measured=2.1)
+    assert m.from_d2logd == pytest.approx(0.1 / sep.stderr)
+    assert m.from_d2 - m.from_d2logd == pytest.approx(sep.separation)
+    with pytest.raises(ParamgeoError):
+        scaling_separation([16, 16], 0.5)
+
+
+def test_weighted_exponent_on_a_scatter_that_falls_with_d():
+    """Runs from n = C d^2 log d e^(s_d z) with s_d = 1.2 (16 / d)^(1/2): the weighted
+    exponent averages 2 (and 2 - gap under n = C d^2) over 300 replications, its spread across
+    replications is scaling_separation's weighted standard error for the true s_d (to 15%), and
+    the weighted gap reduces to the unweighted one for a constant spread."""
+    rng = np.random.default_rng(12)
+    d = np.repeat([16, 32, 64, 128, 256, 512], 16).astype(float)
+    s_true = 1.2 * np.sqrt(16 / d)
+    sep = scaling_separation(d, s_true)
+    assert sep.stderr < scaling_separation(d, np.sqrt(np.mean(s_true ** 2))).stderr
+    for law, target in ((d ** 2 * np.log(d), 2.0), (d ** 2, sep.gamma_d2)):
+        g = np.array([weighted_exponent(d, law * np.exp(s_true * rng.standard_normal(len(d))))[0]
+                      for _ in range(300)])
+        assert abs(g.mean() - target) < 4 * g.std() / math.sqrt(300)
+        assert g.std() == pytest.approx(sep.stderr, rel=0.15)
+    flat = scaling_separation(d, np.full(len(d), 0.5))
+    assert flat.gap == pytest.approx(scaling_separation(d, 0.5).gap, rel=1e-12)
+    assert flat.stderr == pytest.approx(scaling_separation(d, 0.5).stderr, rel=1e-12)
+    with pytest.raises(ParamgeoError):
+        weighted_exponent([16, 32, 32], [1.0, 2.0, 3.0])
+
+
+# --- the two-layer attention-indexed model (paramgeo.flows.multilayer) ------------------------
+
+
+def _softmax_rows(Z, beta):
+    e = np.exp(beta * (Z - Z.max(axis=-1, keepdims=True)))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_two_layer_labels_against_d_by_d_layers():
+    """y = softmax(A_1 h_2 A_1^T), A_1 = c I + softmax(h_1), per sample from the d x d teacher
+    layers and h_l = (X S_l X^T - Tr(S_l) I) / sqrt(d) in a loop; for a centered teacher this is
+    the second layer read on X_1 = A_1 X with Tr S*_2 = 0."""
+    rng = np.random.default_rng(8)
+    d, r, T, beta, c = 9, 4, 3, 1.7, 0.6
+    teacher = MultiHeadTeacher.planted(d, r, 2, 2, rng, centered=True)
+    X = rng.standard_normal((2, 4, T, d))
+    y = two_layer_labels(teacher, X, beta, c)
+    S = teacher.matrices()
+    for s in range(2):
+        assert abs(np.trace(S[s, 1])) < 1e-12
+        for b in range(4):
+            x = X[s, b]
+            A = c * np.eye(T) + _softmax_rows(x @ S[s, 0] @ x.T / math.sqrt(d)
+                                              - np.trace(S[s, 0]) / math.sqrt(d) * np.eye(T),
+                                              beta)
+            X1 = A @ x
+            want = _softmax_rows(X1 @ S[s, 1] @ X1.T / math.sqrt(d), beta)
+            assert np.allclose(y[s, b], want, atol=1e-12)
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_two_layer_gradient_and_step(tied):
+    """The two-layer factor gradient against central differences; one batch of two_layer_sgd
+    is theta - eta grad on the batch its seed draws; a layer's |cosine| summary is the
+    diagonal of the cosine matrix."""
+    rng = np.random.default_rng(9)
+    d, r, T, seeds = 8, 3, 3, 2
+    teacher = MultiHeadTeacher.planted(d, r, 2, seeds, rng, centered=True)
+    X = rng.standard_normal((seeds, 5, T, d))
+    y = two_layer_labels(teacher, X, 1.3, 0.7)
+    U, V = rng.standard_normal((2, seeds, d, 2, r))
+    sc = 1 / math.sqrt(r * d)
+    _, GU, GV = two_layer_loss_and_grad(U, None if tied else V, X, y, sc, 1.3, 0.7)
+    DU, DV = rng.standard_normal((2,) + U.shape)
+    eps = 1e-6
+    loss = [two_layer_loss_and_grad(U + e * DU, None if tied else V + e * DV, X, y, sc, 1.3,
+                                    0.7)[0] for e in (eps, -eps)]
+    lin = np.einsum("sdhr,sdhr->s", GU, DU)
+    if not tied:
+        lin = lin + np.einsum("sdhr,sdhr->s", GV, DV)
+    assert np.allclose(lin, (loss[0] - loss[1]) / (2 * eps), rtol=1e-6, atol=1e-9)
+    start = (U,) if tied else (U, V)
+    run = two_layer_sgd(teacher, start, samples=3, lr=0.5, tokens=T, beta=1.3, c=0.7, batch=3,
+                        seed=11, record_at=[0])
+    Xs = np.random.default_rng(11).standard_normal((seeds, 3, T, d))
+    _, GU, GV = two_layer_loss_and_grad(U, None if tied else V, Xs,
+                                        two_layer_labels(teacher, Xs, 1.3, 0.7), sc, 1.3, 0.7)
+    assert np.allclose(run.final[0], U - 0.5 * GU, atol=1e-12)
+    o = layer_order_parameters(U, None if tied else V, teacher)
+    assert np.allclose(o["first"], np.abs(o["cosine"][:, 0, 0]))
+    assert np.allclose(o["both"], np.minimum(o["first"], o["second"]))
+    with pytest.raises(ParamgeoError):
+        two_layer_loss_and_grad(U[:, :, :1], None, X, y, sc)

@@ -46,7 +46,12 @@ For a loss ell on predictors and L(theta) = ell(phi(theta)):
   widths and ternary activation patterns, and its zero-temperature limit
   (:func:`stationary_measure`, :func:`zero_temperature_limit`, :func:`particle_langevin`);
 * the vanishing-initialisation limit of diagonal (commuting) parameterizations: the
-  saddle-to-saddle sequence of Pesme and Flammarion (2023) (:func:`saddle_to_saddle`).
+  saddle-to-saddle sequence of Pesme and Flammarion (2023) (:func:`saddle_to_saddle`);
+* online SGD on attention-indexed models: the d x d engine with its order-parameter equations
+  (:func:`online_sgd`, :func:`compare_with_odes`, :func:`compare_with_hierarchy`), and the
+  matrix-free engines for multi-head and two-layer models batched over seeds, with the power of
+  a weak-recovery scaling fit (:func:`multihead_sgd`, :func:`two_layer_sgd`,
+  :func:`scaling_separation`).
 
 The gradient is always the chain rule through the plugin's VJP (``paramgeo.losses.pullback``),
 never a dense Jacobian. Flows and descent return a :class:`Trajectory`.
@@ -190,6 +195,26 @@ from .online import (
     fit_weak_recovery,
     online_sgd,
     order_parameters,
+)
+from .multihead import (
+    MultiHeadRun,
+    MultiHeadTeacher,
+    ScalingSeparation,
+    batched_online,
+    head_indices,
+    head_order_parameters,
+    multihead_loss_and_grad,
+    multihead_sgd,
+    scaling_separation,
+    teacher_labels,
+    weighted_exponent,
+)
+from .multilayer import (
+    layer_indices,
+    layer_order_parameters,
+    two_layer_labels,
+    two_layer_loss_and_grad,
+    two_layer_sgd,
 )
 from .order_odes import (
     ODEComparison,
