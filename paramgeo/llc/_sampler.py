@@ -180,25 +180,22 @@ def sample_chains(batches: Any, sampler: str, w_star: NDArray[np.float64], nbs: 
 
 def auto_step_size(grad_U: Callable[[Any], Any], w_star: NDArray[np.float64], step_scale: float,
                    rng: np.random.Generator, rounds: int = 6, pilot: int = 60,
-                   mask: Any = None, pilot_grad_U: Optional[Callable[[Any], Any]] = None
-                   ) -> float:
+                   mask: Any = None) -> float:
     """eps = step_scale / h, h the largest curvature seen at w* and at the ends of short pilot
     chains, raised until a pilot ends where the curvature is below 1.5 h (``mask``: the
-    coordinates that move, as in :func:`sample_chains`; grad_U is zero on the others).
-    ``pilot_grad_U``: grad U for the pilot chains' steps (in the chains' own precision), else
-    grad_U (the curvatures always use grad_U's central differences)."""
+    coordinates that move, as in :func:`sample_chains`; grad_U is zero on the others)."""
     with np.errstate(over="ignore", invalid="ignore"):  # a pilot that blows up is retried
         return _step_rounds(grad_U, w_star, step_scale, rng, rounds, pilot,
-                            1.0 if mask is None else mask, pilot_grad_U or grad_U)
+                            1.0 if mask is None else mask)
 
 
-def _step_rounds(grad_U, w_star, step_scale, rng, rounds, pilot, mask, step_grad):
+def _step_rounds(grad_U, w_star, step_scale, rng, rounds, pilot, mask):
     h = max(curvature(grad_U, w_star, rng), 1e-300)
     w = w_star.copy()
     for _ in range(rounds):
         eps = step_scale / h
         for _ in range(pilot):
-            w = w - 0.5 * eps * step_grad(w) + math.sqrt(eps) * mask * rng.standard_normal(w.size)
+            w = w - 0.5 * eps * grad_U(w) + math.sqrt(eps) * mask * rng.standard_normal(w.size)
             if not np.all(np.isfinite(w)):
                 break
         if not np.all(np.isfinite(w)):

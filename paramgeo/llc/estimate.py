@@ -446,16 +446,11 @@ def estimate_llc(param: Parameterization, loss: Union[str, Loss],
     for note in pre_notes:  # before sampling: the user may stop the run and follow the advice
         warnings.warn(f"LLC estimator (before sampling): {note}", LLCWarning, stacklevel=3)
     eps = []
-    # the pilot chains step in the chains' precision (float32 passes of a framework model are
-    # several times cheaper); the curvatures' differences of gradients stay in float64
-    pilot_grad = grad if not single else (
-        lambda w, batch=chain_fns[0]: np.asarray(batch(w[None])[1][0], float))
     with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported, not printed
         for i, t in enumerate(temps):
             grad_U = _potential_gradient(grad, w_star, t * nbeta, gamma, mask)
-            eps.append(auto_step_size(
-                grad_U, w_star, step_scale, np.random.default_rng(seeds[i]), mask=mask,
-                pilot_grad_U=_potential_gradient(pilot_grad, w_star, t * nbeta, gamma, mask))
+            eps.append(auto_step_size(grad_U, w_star, step_scale, np.random.default_rng(seeds[i]),
+                                      mask=mask)
                        if step == "auto" else float(step) / t)
     if check:
         mixing = mixing_check(check, [e * burn_step for e in eps] if sampler == "sgld"
