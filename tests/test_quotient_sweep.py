@@ -3,7 +3,7 @@ sweeps in this process, against closed forms: the Bures-Wasserstein distance of 
 random pairs, 0 for planted pairs, the Hadamard barrier 1/2 -> 0, and the minimal sharpness
 of U V^T on its GL(r) orbit, 2 sigma_1 / N.
 
-Covers: ``paramgeo.sweeps.quotient_queries``, ``paramgeo.sweeps.run``, ``paramgeo.sweeps.spec``,
+Covers: ``paramgeo.sweeps._quotient_queries``, ``paramgeo.sweeps.run``, ``paramgeo.sweeps.spec``,
 ``paramgeo_plugins.uut``, ``paramgeo_plugins.uvt``.
 """
 

@@ -7,7 +7,7 @@ row per cell (see :mod:`paramgeo.sweeps.table`). Dask, pandas and pyarrow are im
 when a sweep runs (the ``sweep`` extra).
 """
 
-from . import quotient_queries  # registers the quotient's queries
+from . import _quotient_queries  # registers the quotient's queries
 from .queries import QUERIES, Option, Query, register_query
 from .run import SweepSummary, run_cell, sweep
 from .spec import Cell, SweepSpec, SweepSpecError, load_spec
