@@ -7,10 +7,13 @@ exponential, the rate decomposition's ordering on shared samples, the efficiency
 logistic to least squares against Newton fits on drawn samples, the non-negative least squares
 max-margin against SLSQP, the best interpolator against SLSQP and Gordon's floor against its
 small-ratio closed form and Monte Carlo, the sample count on an exact power law, and the Le Cam
-bound against its large-N closed form.
+bound against its large-N closed form; for the well-specified logistic design, the quadrature
+excess 0-1 risk against Monte Carlo and its small-angle limit, the kernel-form sample, GD and
+max-margin interpolator against the explicit design, explicit GD and the SLSQP hard-margin
+SVM, and the power and exponential sample-count fits on exact laws.
 
 Covers: ``paramgeo.flows.label_flips``, ``paramgeo.flows.oracle_rates``,
-``paramgeo.flows.risk``.
+``paramgeo.flows.logistic_separation``, ``paramgeo.flows.risk``.
 """
 
 import numpy as np
@@ -226,3 +229,61 @@ def test_equivalent_check_agrees_at_large_n():
     # three routes to the same excess where the equivalent is accurate (N / d = 80)
     assert c.plug_in == pytest.approx(c.equivalent, rel=0.1)
     assert abs(c.drawn - c.equivalent) < max(4 * c.drawn_se, 0.1 * c.equivalent)
+
+
+def test_zero_one_excess_against_monte_carlo_and_small_angle():
+    from paramgeo.flows.logistic_separation import LogisticDesign, zero_one_excess
+
+    design = LogisticDesign.from_decay(8, 2.0, support=3, scale=2.0, tail=0.0)
+    lam, ws = design.spectrum, design.w_star
+    w = ws + np.random.default_rng(3).standard_normal(8) * 0.8
+    X = np.random.default_rng(4).standard_normal((1_000_000, 8)) * np.sqrt(lam)
+    v = X @ ws
+    p = 1 / (1 + np.exp(-v))  # the error is averaged over the label given x (no label noise)
+    err = np.where(X @ w > 0, 1 - p, p) - np.where(v > 0, 1 - p, p)
+    exact = zero_one_excess(design.signal, w @ (lam * w), w @ (lam * ws))
+    assert abs(err.mean() - exact) < 4 * err.std() / np.sqrt(err.size)
+    assert zero_one_excess(design.signal, 1.0, -1.0 / np.sqrt(design.signal)) > 0.5 - 0.3
+    theta = 1e-3  # small angle: E -> sqrt(s) theta^2 / (4 sqrt(2 pi))
+    s = design.signal
+    small = zero_one_excess(s, 1.0, np.cos(theta) * np.sqrt(s))
+    assert small == pytest.approx(np.sqrt(s) * theta ** 2 / (4 * np.sqrt(2 * np.pi)), rel=1e-3)
+
+
+def test_kernel_max_margin_and_gd_against_explicit_solves():
+    from paramgeo.flows.logistic_separation import (
+        LogisticDesign,
+        explicit_sample,
+        gram_sample,
+        kernel_gd,
+        kernel_max_margin,
+    )
+
+    design = LogisticDesign.from_decay(60, 2.0, support=10, tail=0.0)
+    X, y = explicit_sample(design, 25, np.random.default_rng(7))
+    g = gram_sample(design, 25, np.random.default_rng(7))  # the same draw, in kernel form
+    assert np.allclose(g.K, X @ X.T) and np.array_equal(g.y, y)
+    assert np.allclose(g.K2, (X * design.spectrum) @ X.T)
+    w_kernel = X.T @ kernel_max_margin(g.K, g.y)
+    direct = max_margin(X, y)  # hard-margin SVM by SLSQP on the explicit design
+    assert np.allclose(w_kernel / np.linalg.norm(w_kernel), direct.direction, atol=1e-6)
+    assert np.min(y * (X @ w_kernel)) == pytest.approx(1.0, abs=1e-8)
+    marks, betas = kernel_gd(g.K, g.y, 50, records=5)
+    w, eta = np.zeros(60), 4.0 * 25 / np.linalg.eigvalsh(g.K)[-1]
+    for _ in range(50):  # explicit GD on the mean logistic loss
+        w += eta * X.T @ (y / (1 + np.exp(y * (X @ w)))) / 25
+    assert marks[-1] == 50 and np.allclose(X.T @ betas[-1], w, atol=1e-10)
+
+
+def test_fit_laws_recovers_known_laws():
+    from paramgeo.flows.logistic_separation import fit_laws
+
+    eps = np.geomspace(0.2, 0.01, 8)
+    exp_law = fit_laws(eps, np.exp(2.0 * eps ** -0.5))
+    assert exp_law.exp_k == pytest.approx(0.5, abs=1e-9) and exp_law.exp_c == pytest.approx(2.0)
+    assert exp_law.exp_rms < 1e-9 < exp_law.power_rms
+    power = fit_laws(eps, 3.0 * eps ** -1.5)
+    assert power.power_k == pytest.approx(1.5, abs=1e-9) and power.power_rms < 1e-9
+    assert power.exp_rms > 1e-3
+    with pytest.raises(ShapeError):
+        fit_laws([0.1, 0.2], [10.0, 5.0])

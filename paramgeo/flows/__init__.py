@@ -90,6 +90,19 @@ from .label_flips import (
     ridge_equivalent,
 )
 from .invariant_sets import SIMVisits, invariant_residual, sim_visits
+from .logistic_separation import (
+    GramSample,
+    LogisticDesign,
+    SampleLaws,
+    SeparationRun,
+    fit_laws,
+    gram_sample,
+    kernel_gd,
+    kernel_max_margin,
+    sample_counts_logistic,
+    separation,
+    zero_one_excess,
+)
 from .oracle_rates import (
     InterpolatorExcess,
     EquivalentCheck,

@@ -120,10 +120,9 @@ def zero_one_excess(signal: float, a: ArrayLike, c: ArrayLike) -> NDArray[np.flo
     return out
 
 
-def sample(design: LogisticDesign, N: int, rng: np.random.Generator,
+def _draw(design: LogisticDesign, N: int, rng: np.random.Generator,
            chunk: int = 2048) -> Any:
-    """Yields (columns slice, X chunk) of the head design, then finally the labels: the one
-    generator behind :func:`gram_sample` and :func:`explicit_sample` (same seed, same data)."""
+    """Yields (columns slice, X chunk) of the head design, then finally the labels: the one generator behind :func:`gram_sample` and :func:`explicit_sample` (same seed, same data)."""
     lam = design.spectrum
     D = lam.size
     logit = np.zeros(N)
@@ -141,7 +140,7 @@ def explicit_sample(design: LogisticDesign, N: int,
     """The head design X (N x D) and the labels, as :func:`gram_sample` draws them (for small
     sizes and tests; the flat tail is not materialised)."""
     cols, y = [], np.zeros(0)
-    for sl, part in sample(design, N, rng):
+    for sl, part in _draw(design, N, rng):
         if sl is None:
             y = part
         else:
@@ -167,7 +166,7 @@ def gram_sample(design: LogisticDesign, N: int, rng: np.random.Generator,
     N = int(N)
     K, K2, b = np.zeros((N, N)), np.zeros((N, N)), np.zeros(N)
     y = np.zeros(N)
-    for sl, part in sample(design, N, rng, chunk):
+    for sl, part in _draw(design, N, rng, chunk):
         if sl is None:
             y = part
             continue
@@ -287,3 +286,64 @@ def separation(design: LogisticDesign, sizes: Sequence[int],
                          oracle_se=O.std(1, ddof=1) / se, interp=I_.mean(1),
                          interp_se=I_.std(1, ddof=1) / se, last=np.array(last).mean(1),
                          capped=capped)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SampleLaws(Result):
+    """Two laws fitted to pairs (eps_j, N_j): a power N = A eps^-k (``power_k``, its standard
+    error ``power_k_se``, log A ``power_logA``) and an exponential N = exp(c eps^-k)
+    (``exp_c``, ``exp_k``, ``exp_k_se``), each with the root-mean-square residual of log N
+    (``power_rms``, ``exp_rms``); ``points`` pairs were used."""
+
+    power_k: float
+    power_k_se: float
+    power_logA: float
+    power_rms: float
+    exp_c: float
+    exp_k: float
+    exp_k_se: float
+    exp_rms: float
+    points: int
+
+    def __str__(self):
+        return (f"N ~ eps^-{self.power_k:.2f} (+- {self.power_k_se:.2f}), rms log N "
+                f"{self.power_rms:.3f}; N ~ exp({self.exp_c:.3g} eps^-{self.exp_k:.2f} (+- "
+                f"{self.exp_k_se:.2f})), rms log N {self.exp_rms:.3f} ({self.points} points)")
+
+
+def _line(x, y):
+    slope, icpt = np.polyfit(x, y, 1)
+    r = y - (slope * x + icpt)
+    se = math.sqrt(float(r @ r) / max(x.size - 2, 1) / float(np.sum((x - x.mean()) ** 2)))
+    return float(slope), float(icpt), se
+
+
+def fit_laws(eps: ArrayLike, counts: ArrayLike) -> SampleLaws:
+    """Fits N(eps) to a power, log N = log A + k log(1/eps), and to an exponential,
+    log log N = log c + k log(1/eps) (N = exp(c eps^-k)), by least squares on the finite pairs
+    with N > 1; slope errors sqrt(sum r^2 / (n - 2) / sum (x - mean)^2). Both laws are compared
+    by their rms residual in log N. An exponential law is the shape of the interpolator lower
+    bound of Wu, Bartlett, Telgarsky, Yu (2025); a power that of early-stopped GD."""
+    e, n = np.asarray(eps, float), np.asarray(counts, float)
+    ok = np.isfinite(e) & np.isfinite(n) & (e > 0) & (n > 1)
+    if ok.sum() < 3:
+        raise ShapeError(f"fit laws: only {int(ok.sum())} finite pairs with N > 1; need 3")
+    x, logn = np.log(1 / e[ok]), np.log(n[ok])
+    pk, pa, pse = _line(x, logn)
+    ek, ec, ese = _line(x, np.log(logn))
+    prms = float(np.sqrt(np.mean((logn - (pa + pk * x)) ** 2)))
+    erms = float(np.sqrt(np.mean((logn - np.exp(ec + ek * x)) ** 2)))
+    return SampleLaws(power_k=pk, power_k_se=pse, power_logA=pa, power_rms=prms,
+                      exp_c=float(np.exp(ec)), exp_k=ek, exp_k_se=ese, exp_rms=erms,
+                      points=int(ok.sum()))
+
+
+def sample_counts_logistic(sizes: ArrayLike, oracle: ArrayLike, interp: ArrayLike,
+                           targets: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """N(eps) per target for oracle-stopped GD and the max-margin interpolator from their mean
+    excess over ``sizes`` (the fields of a :class:`SeparationRun`), by
+    :func:`paramgeo.flows.oracle_rates.sample_count`: the first N of the grid reaching eps,
+    log-log interpolated with its predecessor; inf if none."""
+    t = np.asarray(targets, float)
+    return (np.array([sample_count(sizes, oracle, e) for e in t]),
+            np.array([sample_count(sizes, interp, e) for e in t]))
