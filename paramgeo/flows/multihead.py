@@ -453,3 +453,57 @@ def weighted_exponent(d: ArrayLike, samples: ArrayLike) -> tuple[float, float, N
     xc = x - (w @ x) / w.sum()
     sxx = float(w @ (xc * xc))
     return float(w @ (xc * y) / sxx), float(1.0 / math.sqrt(sxx)), s
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OverlapGrowth(Result):
+    """Exponential growth of an overlap from its random start, one fit per run: ``rate`` lambda
+    and ``intercept`` log m_0 of log |m(t)| = log m_0 + lambda t over the records with |m| in
+    ``window`` (nan where a run has fewer than 3 such records), and ``points`` used per run."""
+
+    rate: np.ndarray
+    intercept: np.ndarray
+    points: np.ndarray
+    window: tuple
+
+    def mean_rate(self) -> tuple[float, float]:
+        """(mean rate over the fitted runs, its standard error)."""
+        ok = self.rate[np.isfinite(self.rate)]
+        if len(ok) < 2:
+            return float(np.mean(ok)) if len(ok) else math.nan, math.nan
+        return float(ok.mean()), float(ok.std(ddof=1) / math.sqrt(len(ok)))
+
+    def __str__(self):
+        m, se = self.mean_rate()
+        return (f"overlap growth over |m| in {self.window}: rate {m:.3f} +- {se:.3f} "
+                f"({int(np.isfinite(self.rate).sum())}/{len(self.rate)} runs fitted)")
+
+
+def overlap_growth(t: ArrayLike, overlap: ArrayLike,
+                   window: tuple[float, float] = (0.02, 0.15)) -> OverlapGrowth:
+    """Fit the linearised escape of an overlap from its random start: for an information
+    exponent 2 (an even link) the overlap obeys dm/dt = lambda m to first order, so
+    |m(t)| = m_0 e^{lambda t}, and least squares of log |m| on t over the records with
+    window[0] <= |m| <= window[1] gives lambda and log m_0 for each run (``overlap`` of shape
+    (records, runs), nan for stopped runs). With m_0 ~ A d^(-a) the weak-recovery time at
+    threshold m* is t = (log(m* / A) + a log d) / lambda: a slope a / lambda in log d, no power
+    of d (Ben Arous, Gheissari, Jagannath 2021, information exponent; Xu, Sagitova, Zdeborova:
+    d^2 log d samples)."""
+    tt = np.asarray(t, float)
+    m = np.abs(np.asarray(overlap, float))
+    if m.ndim == 1:
+        m = m[:, None]
+    if m.ndim != 2 or m.shape[0] != tt.shape[0] or tt.ndim != 1:
+        raise ShapeError(f"overlap must be (records, runs) with records = len(t) = {len(tt)}, "
+                         f"got {m.shape}")
+    lo, hi = float(window[0]), float(window[1])
+    if not 0 < lo < hi:
+        raise ParamgeoError(f"window must be 0 < lo < hi, got {window}")
+    runs = m.shape[1]
+    rate, icpt, pts = np.full(runs, np.nan), np.full(runs, np.nan), np.zeros(runs, int)
+    for j in range(runs):
+        sel = np.isfinite(m[:, j]) & (m[:, j] >= lo) & (m[:, j] <= hi)
+        pts[j] = int(sel.sum())
+        if pts[j] >= 3 and np.ptp(tt[sel]) > 0:
+            rate[j], icpt[j] = np.polyfit(tt[sel], np.log(m[sel, j]), 1)
+    return OverlapGrowth(rate=rate, intercept=icpt, points=pts, window=(lo, hi))
