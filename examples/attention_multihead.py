@@ -28,7 +28,8 @@ same at every d), weak recovery at 0.25, each run stopped there or at t = n / d^
 6. The escape of the overlap (H = 1, tied, eta = 0.1, the setting of part 1, the
    cosine recorded every 0.1 in t): the rate lambda of |m(t)| = m_0 e^{lambda t} over
    |m| in [0.02, 0.15] (overlap_growth) at d in {64, 128, 256, 512} (8 seeds, 2 at d = 512),
-   and the log-d slope a / lambda it predicts for the weak-recovery time, m_0 ~ d^(-a).
+   and the log-d slope a / lambda it predicts for the weak-recovery time, m_0 ~ d^(-a);
+   at eta = 0.05 (d = 128, 256) the same; both against escape_rate's leading order in eta.
 
 Each (part, d, chunk of seeds) is saved to examples/output/attention_multihead/ as it finishes
 and reused by a later call (delete the folder to rerun); then the fits are printed and
@@ -49,6 +50,7 @@ import numpy as np
 from paramgeo.flows import (
     MultiHeadTeacher,
     fit_weak_recovery,
+    escape_rate,
     multihead_sgd,
     overlap_growth,
     scaling_separation,
@@ -292,14 +294,14 @@ def three_heads(folder, plan, out):
         out["three_heads"][tag] = entry
 
 
-def growth_chunk(d, seeds, horizon=HORIZON):
-    """Part 6: runs in the setting of part 1 (the same teachers) with the cosine
+def growth_chunk(d, seeds, lr, horizon=HORIZON):
+    """Part 6: runs in the setting of part 1 (the same teachers) at step ``lr`` with the cosine
     recorded every 0.1 in t; returns the fitted growth rates and log start overlaps."""
     r = d // 2
     rng = np.random.default_rng([d, 1, 1, 0])
     teacher = MultiHeadTeacher.planted(d, r, 1, seeds, rng, centered=True)
     start = (rng.standard_normal((seeds, d, 1, r)),)
-    run = multihead_sgd(teacher, start, samples=int(horizon * d * d), lr=0.1,
+    run = multihead_sgd(teacher, start, samples=int(horizon * d * d), lr=lr,
                         batch=max(1, d * d // 256), record_at=np.arange(0.0, horizon, 0.1),
                         threshold=0.25, seed=[d, 1, 0, 7], stop_at="matched")
     g = overlap_growth(run.t, run.order["matched"], (0.02, 0.15))
@@ -309,35 +311,45 @@ def growth_chunk(d, seeds, horizon=HORIZON):
 
 
 def growth(folder, plan, out):
-    """Part 6: the overlap's growth rate at each d of ``plan`` (d -> seeds), the fit
-    log m_0 = log A - a log d, and the predicted slope a / lambda of t(d)."""
-    rows, D, L = {}, [], []
-    for d, seeds in plan.items():
-        res = cached(folder, f"growth_h1_d{d}_s0", lambda: growth_chunk(d, seeds))
-        lam = np.asarray(res["rate"])
-        ok = np.isfinite(lam)
-        rows[d] = res
-        D += [d] * int(ok.sum())
-        L += list(np.asarray(res["log_m0"])[ok])
-        print(f"[6] d = {d:3d}: growth rate {lam[ok].mean():.3f} +- "
-              f"{lam[ok].std(ddof=1) / math.sqrt(ok.sum()):.3f} ({ok.sum()}/{len(lam)} runs), "
-              f"m_0 = {np.exp(np.mean(np.asarray(res['log_m0'])[ok])):.4f}, start |cosine| "
-              f"{np.mean(res['start']):.4f}, weak recovery t {np.nanmean(res['matched']):.2f}; "
-              f"{res['cpu_s']:.0f} CPU s", flush=True)
-    lam_all = np.concatenate([np.asarray(rows[d]["rate"]) for d in plan])
-    lam_all = lam_all[np.isfinite(lam_all)]
-    lam, lam_se = lam_all.mean(), lam_all.std(ddof=1) / math.sqrt(len(lam_all))
-    c, cov = np.polyfit(np.log(D), L, 1, cov=True)
-    a, a_se = -c[0], math.sqrt(cov[0, 0])
-    b = a / lam
-    b_se = b * math.sqrt((a_se / a) ** 2 + (lam_se / lam) ** 2)
-    dl = np.array([np.nanmean(rows[d]["rate"]) for d in plan])
-    trend = np.polyfit(np.log(list(plan)), dl, 1)[0]
-    print(f"[6] lambda = {lam:.3f} +- {lam_se:.3f} over all runs (d log lambda / d log d "
-          f"{trend / lam:.3f}); m_0 ~ d^-a with a = {a:.3f} +- {a_se:.3f}; predicted slope of "
-          f"t(d) in log d: a / lambda = {b:.2f} +- {b_se:.2f}", flush=True)
-    out["growth"] = {"d": {str(d): rows[d] for d in plan}, "lambda": [lam, lam_se],
-                     "a": [a, a_se], "slope": [b, b_se], "trend": trend}
+    """Part 6: at each step of ``plan`` (eta -> {d: seeds}) the overlap's growth rate lambda,
+    the fit log m_0 = log A - a log d, the measured slope a / lambda of t(d), and the leading
+    order prediction of escape_rate (slope 1 / lambda, a = 1)."""
+    out["growth"] = {}
+    for lr, ds in plan.items():
+        rows, D, L = {}, [], []
+        theory = escape_rate(lr)
+        for d, seeds in ds.items():
+            res = cached(folder, f"growth_h1_eta{lr:g}_d{d}_s0",
+                         lambda: growth_chunk(d, seeds, lr, 40.0 if lr < 0.1 else HORIZON))
+            lam = np.asarray(res["rate"])
+            ok = np.isfinite(lam)
+            rows[d] = res
+            D += [d] * int(ok.sum())
+            L += list(np.asarray(res["log_m0"])[ok])
+            print(f"[6] eta = {lr:g}, d = {d:3d}: growth rate {lam[ok].mean():.3f} +- "
+                  f"{lam[ok].std(ddof=1) / math.sqrt(ok.sum()):.3f} ({ok.sum()}/{len(lam)} "
+                  f"runs), m_0 = {np.exp(np.mean(np.asarray(res['log_m0'])[ok])):.4f}, start "
+                  f"|cosine| {np.mean(res['start']):.4f}, weak recovery t "
+                  f"{np.nanmean(res['matched']):.2f}; {res['cpu_s']:.0f} CPU s", flush=True)
+        lam_all = np.concatenate([np.asarray(rows[d]["rate"]) for d in ds])
+        lam_all = lam_all[np.isfinite(lam_all)]
+        lam, lam_se = lam_all.mean(), lam_all.std(ddof=1) / math.sqrt(len(lam_all))
+        entry = {"d": {str(d): rows[d] for d in ds}, "lambda": [lam, lam_se],
+                 "theory": {"rate": theory.rate, "slope": theory.slope, "tau": theory.tau}}
+        print(f"[6] eta = {lr:g}: lambda = {lam:.3f} +- {lam_se:.3f} over all runs; {theory}",
+              flush=True)
+        if len(ds) >= 3:
+            c, cov = np.polyfit(np.log(D), L, 1, cov=True)
+            a, a_se = -c[0], math.sqrt(cov[0, 0])
+            b = a / lam
+            b_se = b * math.sqrt((a_se / a) ** 2 + (lam_se / lam) ** 2)
+            dl = np.array([np.nanmean(rows[d]["rate"]) for d in ds])
+            trend = np.polyfit(np.log(list(ds)), dl, 1)[0]
+            print(f"[6] eta = {lr:g}: d lambda / d log d = {trend:.3f}; m_0 ~ d^-a with a = "
+                  f"{a:.3f} +- {a_se:.3f}; measured slope of t(d) in log d: a / lambda = "
+                  f"{b:.2f} +- {b_se:.2f}", flush=True)
+            entry.update({"a": [a, a_se], "slope": [b, b_se], "trend": trend})
+        out["growth"][f"eta{lr:g}"] = entry
 
 
 def main(argv=None):
@@ -379,8 +391,8 @@ def main(argv=None):
                                  (0.1, 90.0, [32, 48, 64, 96, 128, 192], 16),
                                  (0.05, 120.0, [32, 48, 64, 96, 128], 8)], out)
     if args.part in (None, "6"):
-        growth(folder, {24: 3, 32: 3, 48: 3} if args.quick else {64: 8, 128: 8, 256: 8, 512: 2},
-               out)
+        growth(folder, {0.1: {24: 3, 32: 3, 48: 3}} if args.quick else
+               {0.1: {64: 8, 128: 8, 256: 8, 512: 2}, 0.05: {128: 8, 256: 8}}, out)
     name = ("attention_multihead" + ("_quick" if args.quick else "")
             + (f"_part{args.part}" if args.part else "") + ".json")
     path = write_file(out_dir / name, json.dumps(out, indent=1), what="result", replace=True)
