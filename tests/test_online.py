@@ -33,6 +33,7 @@ from paramgeo.flows import (
 )
 from paramgeo.flows.multihead import (
     MultiHeadTeacher,
+    escape_rate,
     head_order_parameters,
     multihead_loss_and_grad,
     multihead_sgd,
@@ -917,6 +918,47 @@ def test_overlap_growth_predicts_the_log_d_slope_of_a_linear_escape():
     a = -(log_m0[1024] - log_m0[64]) / math.log(16)
     assert a == pytest.approx(1.0, abs=0.1)
     assert first[1024] - first[64] == pytest.approx(a * math.log(16) / rate[64], rel=0.1)
+
+
+def test_escape_rate_against_the_mean_flow_of_a_d_by_d_matrix():
+    """Second route to escape_rate: the mean flow dS/dt = -(2 eta / sqrt y) (8 L_Q S^2 +
+    2 L_M (S* S + S S*)) of its docstring integrated with d x d matrices (d = 160, a Wishart
+    start and centered Wishart teacher, Euler steps, L_Q and L_M from the current Q, M): the
+    plateau's Tr S / d and Tr S^2 / d match the eigenvalue map's (to 3% and 5%), and the
+    overlap's growth rate while M < 0.02 matches lambda = 8 eta tau / sqrt y (to 10%); the
+    rate is proportional to eta and the slope is 1 / lambda."""
+    d, y, eta = 160, 0.5, 0.1
+    r = int(y * d)
+    rng = np.random.default_rng(0)
+    Ws = rng.standard_normal((d, r))
+    Ss = Ws @ Ws.T / math.sqrt(r * d)
+    Ss -= np.trace(Ss) / d * np.eye(d)
+    W = rng.standard_normal((d, r))
+    S = W @ W.T / math.sqrt(r * d)
+    P = np.sum(Ss * Ss) / d
+    dt, ts, Ms, plateau = 0.02, [], [], None
+    for k in range(int(8.0 / dt)):
+        Q, M = np.sum(S * S) / d, np.sum(S * Ss) / d
+        rho = M / math.sqrt(Q * P)
+        LQ = 0.5 - math.sqrt(P / Q) * math.sqrt(1 - rho ** 2) / math.pi
+        LM = -(2 / math.pi) * math.asin(rho)
+        S = S - dt * (2 * eta / math.sqrt(y)) * (8 * LQ * S @ S + 2 * LM * (Ss @ S + S @ Ss))
+        ts.append(k * dt)
+        Ms.append(abs(M))
+        if k * dt == pytest.approx(4.0):
+            plateau = (np.trace(S) / d, np.sum(S * S) / d)
+    theory = escape_rate(eta, y)
+    assert plateau[0] == pytest.approx(theory.tau, rel=0.03)
+    assert plateau[1] == pytest.approx(theory.norm, rel=0.05)
+    ts, Ms = np.array(ts), np.array(Ms)
+    sel = (ts >= 3.0) & (Ms < 0.02)
+    assert sel.sum() > 20
+    assert np.polyfit(ts[sel], np.log(Ms[sel]), 1)[0] == pytest.approx(theory.rate, rel=0.1)
+    assert theory.rate == pytest.approx(8 * eta * theory.tau / math.sqrt(y))
+    assert escape_rate(eta / 2, y).rate == pytest.approx(theory.rate / 2)
+    assert theory.slope == pytest.approx(1 / theory.rate)
+    with pytest.raises(ParamgeoError):
+        escape_rate(0.1, 1.5)
 
 
 # --- the two-layer attention-indexed model (paramgeo.flows.multilayer) ------------------------
