@@ -23,8 +23,8 @@ same at every d), weak recovery at 0.25, each run stopped there or at t = n / d^
    over d in {32, ..., 256}, 12 seeds per d, with the fit and its separation.
 5. Three tied heads against the step size: H = 3, tied, eta = 0.3, 0.1 and 0.05 with the
    horizon t = 90 (eta = 0.05: 120): the fraction of runs whose every head is matched (with its
-   binomial standard error) and the matched times' fit, over d in {32, 48, 64, 96, 128, 192}
-   (16 seeds per d at eta = 0.1, 8 otherwise, d <= 128 at eta = 0.3 and 0.05).
+   binomial standard error) and the matched times' fit, over d in {32, 48, 64, 96, 128}
+   (16 seeds per d at eta = 0.1, 8 otherwise; d <= 96 at eta = 0.05).
 6. The escape of the overlap (H = 1, tied, eta = 0.1, the setting of part 1, the
    cosine recorded every 0.1 in t): the rate lambda of |m(t)| = m_0 e^{lambda t} over
    |m| in [0.02, 0.15] (overlap_growth) at d in {64, 128, 256, 512} (8 seeds, 2 at d = 512),
@@ -388,8 +388,8 @@ def main(argv=None):
             three_heads(folder, [(0.1, 40.0, [12, 16, 24], 2)], out)
         else:
             three_heads(folder, [(0.3, 90.0, [32, 48, 64, 96, 128], 8),
-                                 (0.1, 90.0, [32, 48, 64, 96, 128, 192], 16),
-                                 (0.05, 120.0, [32, 48, 64, 96, 128], 8)], out)
+                                 (0.1, 90.0, [32, 48, 64, 96, 128], 16),
+                                 (0.05, 120.0, [32, 48, 64, 96], 8)], out)
     if args.part in (None, "6"):
         growth(folder, {0.1: {24: 3, 32: 3, 48: 3}} if args.quick else
                {0.1: {64: 8, 128: 8, 256: 8, 512: 2}, 0.05: {128: 8, 256: 8}}, out)
