@@ -21,12 +21,21 @@ same at every d), weak recovery at 0.25, each run stopped there or at t = n / d^
 4. Untied S = U V^T / sqrt(r d) (H = 1, eta = 0.1) from correlated factors U_0 and
    V_0 = (U_0 + Z) / sqrt(2) (the start of examples/online_attention.py part 5): weak recovery
    over d in {32, ..., 256}, 12 seeds per d, with the fit and its separation.
+5. Three tied heads against the step size: H = 3, tied, eta = 0.3, 0.1 and 0.05 with the
+   horizon t = 90 (eta = 0.05: 120): the fraction of runs whose every head is matched (with its
+   binomial standard error) and the matched times' fit, over d in {32, 48, 64, 96, 128}
+   (16 seeds per d at eta = 0.1, 8 otherwise; d <= 96 at eta = 0.05).
+6. The escape of the overlap (H = 1, tied, eta = 0.1, the setting of part 1, the
+   cosine recorded every 0.1 in t): the rate lambda of |m(t)| = m_0 e^{lambda t} over
+   |m| in [0.02, 0.15] (overlap_growth) at d in {64, 128, 256, 512} (8 seeds, 2 at d = 512),
+   and the log-d slope a / lambda it predicts for the weak-recovery time, m_0 ~ d^(-a);
+   at eta = 0.05 (d = 128, 256) the same; both against escape_rate's leading order in eta.
 
 Each (part, d, chunk of seeds) is saved to examples/output/attention_multihead/ as it finishes
 and reused by a later call (delete the folder to rerun); then the fits are printed and
 examples/output/attention_multihead.json written.
 
-Run: python examples/attention_multihead.py [--out DIR] [--quick] [--part 1|2|3|4]
+Run: python examples/attention_multihead.py [--out DIR] [--quick] [--part 1|2|3|4|5|6]
 """
 
 import argparse
@@ -41,7 +50,9 @@ import numpy as np
 from paramgeo.flows import (
     MultiHeadTeacher,
     fit_weak_recovery,
+    escape_rate,
     multihead_sgd,
+    overlap_growth,
     scaling_separation,
     two_layer_sgd,
     weighted_exponent,
@@ -51,10 +62,10 @@ from paramgeo.io.files import write_file
 HORIZON = 30.0
 
 
-def chunk_runs(d, heads, tied, seeds, lr, layers=False, correlated=False):
+def chunk_runs(d, heads, tied, seeds, lr, layers=False, correlated=False, horizon=HORIZON):
     """Weak-recovery times (t = n / d^2) of seeds ``seeds`` (a range), one batched run; with
     ``layers`` the two-layer model (heads = 2 layers); ``correlated``: untied factors
-    U_0, V_0 = (U_0 + Z) / sqrt(2)."""
+    U_0, V_0 = (U_0 + Z) / sqrt(2); runs stop at t = ``horizon`` at the latest."""
     r = d // 2
     s0 = seeds.start
     rng = np.random.default_rng([d, heads, int(tied), s0] + ([2] if layers else [])
@@ -64,7 +75,7 @@ def chunk_runs(d, heads, tied, seeds, lr, layers=False, correlated=False):
     start = (rng.standard_normal(shape),) if tied else tuple(rng.standard_normal((2,) + shape))
     if correlated:
         start = (start[0], (start[0] + start[1]) / math.sqrt(2))
-    kw = dict(samples=int(HORIZON * d * d), lr=lr, batch=max(1, d * d // 256),
+    kw = dict(samples=int(horizon * d * d), lr=lr, batch=max(1, d * d // 256),
               record_at=[0.0], threshold=0.25, seed=[d, heads, s0, 7])
     if layers:
         run = two_layer_sgd(teacher, start, tokens=4, beta=1.0, c=1.0, stop_at="both", **kw)
@@ -84,12 +95,13 @@ def cached(folder, name, compute):
     return value
 
 
-def collect(folder, tag, d, heads, tied, seeds, chunk, lr, layers=False, correlated=False):
+def collect(folder, tag, d, heads, tied, seeds, chunk, lr, layers=False, correlated=False,
+            horizon=HORIZON):
     out = {"cpu_s": 0.0}
     for s0 in range(0, seeds, chunk):
         rows = cached(folder, f"{tag}_d{d}_s{s0}",
                       lambda: chunk_runs(d, heads, tied, range(s0, min(seeds, s0 + chunk)), lr,
-                                         layers, correlated))
+                                         layers, correlated, horizon))
         for k, v in rows.items():
             if k != "cpu_s":
                 out[k] = out.get(k, []) + v
@@ -245,11 +257,106 @@ def two_layers(folder, ds, seeds, out):
         out["two_layer"][tag] = entry
 
 
+def three_heads(folder, plan, out):
+    """Part 5: H = 3 tied heads at each (eta, horizon, d's, seeds) of ``plan``: the matched
+    fraction with its binomial standard error sqrt(p (1 - p) / n), the median matched time,
+    and, where >= 3 d have matched runs, the fit of the matched times."""
+    out["three_heads"] = {}
+    for lr, horizon, ds, seeds in plan:
+        tag = f"tied_h3_eta{lr:g}_t{horizon:g}"
+        times, entry, cpu = {}, {"eta": lr, "horizon": horizon, "d": {}}, 0.0
+        for d in ds:
+            res = collect(folder, tag, d, 3, True, seeds, 8, lr, horizon=horizon)
+            times[d], cpu = res["matched"], cpu + res["cpu_s"]
+            t = np.asarray(res["matched"])
+            ok = np.isfinite(t)
+            p = ok.mean()
+            ts = np.asarray(res["symmetric"])
+            med = float(np.median(t[ok])) if ok.any() else math.nan
+            entry["d"][str(d)] = {"matched": res["matched"], "symmetric": res["symmetric"],
+                                  "fraction": [p, math.sqrt(p * (1 - p) / len(t))],
+                                  "median_t": med}
+            print(f"[5] eta = {lr:g}, horizon {horizon:g}, d = {d:3d}: every head matched in "
+                  f"{ok.sum()}/{len(t)} ({p:.2f} +- {math.sqrt(p * (1 - p) / len(t)):.2f}), "
+                  f"median t {med:.2f} (range {np.nanmin(t) if ok.any() else math.nan:.2f}-"
+                  f"{np.nanmax(t) if ok.any() else math.nan:.2f}); symmetric "
+                  f"{np.isfinite(ts).sum()}/{len(t)}, median t {np.nanmedian(ts):.2f}; "
+                  f"{res['cpu_s']:.0f} CPU s", flush=True)
+        full = [d for d in ds if np.isfinite(times[d]).sum() >= 2]
+        if len(full) >= 3:
+            fit, sep = fit_rows(full, times)
+            print(f"[5] eta = {lr:g}: matched {fit}\n[5] eta = {lr:g}: {sep}", flush=True)
+            entry.update({"exponent": [fit.exponent, fit.exponent_stderr],
+                          "log_slope": [fit.log_slope, fit.log_slope_stderr],
+                          "log_intercept": fit.log_intercept, "separation": sep.separation,
+                          "from_d2logd": sep.from_d2logd, "from_d2": sep.from_d2})
+        entry["cpu_s"] = cpu
+        out["three_heads"][tag] = entry
+
+
+def growth_chunk(d, seeds, lr, horizon=HORIZON):
+    """Part 6: runs in the setting of part 1 (the same teachers) at step ``lr`` with the cosine
+    recorded every 0.1 in t; returns the fitted growth rates and log start overlaps."""
+    r = d // 2
+    rng = np.random.default_rng([d, 1, 1, 0])
+    teacher = MultiHeadTeacher.planted(d, r, 1, seeds, rng, centered=True)
+    start = (rng.standard_normal((seeds, d, 1, r)),)
+    run = multihead_sgd(teacher, start, samples=int(horizon * d * d), lr=lr,
+                        batch=max(1, d * d // 256), record_at=np.arange(0.0, horizon, 0.1),
+                        threshold=0.25, seed=[d, 1, 0, 7], stop_at="matched")
+    g = overlap_growth(run.t, run.order["matched"], (0.02, 0.15))
+    return {"rate": g.rate.tolist(), "log_m0": g.intercept.tolist(),
+            "start": run.order["matched"][0].tolist(),
+            "matched": run.weak_recovery_time("matched").tolist()}
+
+
+def growth(folder, plan, out):
+    """Part 6: at each step of ``plan`` (eta -> {d: seeds}) the overlap's growth rate lambda,
+    the fit log m_0 = log A - a log d, the measured slope a / lambda of t(d), and the leading
+    order prediction of escape_rate (slope 1 / lambda, a = 1)."""
+    out["growth"] = {}
+    for lr, ds in plan.items():
+        rows, D, L = {}, [], []
+        theory = escape_rate(lr)
+        for d, seeds in ds.items():
+            res = cached(folder, f"growth_h1_eta{lr:g}_d{d}_s0",
+                         lambda: growth_chunk(d, seeds, lr, 40.0 if lr < 0.1 else HORIZON))
+            lam = np.asarray(res["rate"])
+            ok = np.isfinite(lam)
+            rows[d] = res
+            D += [d] * int(ok.sum())
+            L += list(np.asarray(res["log_m0"])[ok])
+            print(f"[6] eta = {lr:g}, d = {d:3d}: growth rate {lam[ok].mean():.3f} +- "
+                  f"{lam[ok].std(ddof=1) / math.sqrt(ok.sum()):.3f} ({ok.sum()}/{len(lam)} "
+                  f"runs), m_0 = {np.exp(np.mean(np.asarray(res['log_m0'])[ok])):.4f}, start "
+                  f"|cosine| {np.mean(res['start']):.4f}, weak recovery t "
+                  f"{np.nanmean(res['matched']):.2f}; {res['cpu_s']:.0f} CPU s", flush=True)
+        lam_all = np.concatenate([np.asarray(rows[d]["rate"]) for d in ds])
+        lam_all = lam_all[np.isfinite(lam_all)]
+        lam, lam_se = lam_all.mean(), lam_all.std(ddof=1) / math.sqrt(len(lam_all))
+        entry = {"d": {str(d): rows[d] for d in ds}, "lambda": [lam, lam_se],
+                 "theory": {"rate": theory.rate, "slope": theory.slope, "tau": theory.tau}}
+        print(f"[6] eta = {lr:g}: lambda = {lam:.3f} +- {lam_se:.3f} over all runs; {theory}",
+              flush=True)
+        if len(ds) >= 3:
+            c, cov = np.polyfit(np.log(D), L, 1, cov=True)
+            a, a_se = -c[0], math.sqrt(cov[0, 0])
+            b = a / lam
+            b_se = b * math.sqrt((a_se / a) ** 2 + (lam_se / lam) ** 2)
+            dl = np.array([np.nanmean(rows[d]["rate"]) for d in ds])
+            trend = np.polyfit(np.log(list(ds)), dl, 1)[0]
+            print(f"[6] eta = {lr:g}: d lambda / d log d = {trend:.3f}; m_0 ~ d^-a with a = "
+                  f"{a:.3f} +- {a_se:.3f}; measured slope of t(d) in log d: a / lambda = "
+                  f"{b:.2f} +- {b_se:.2f}", flush=True)
+            entry.update({"a": [a, a_se], "slope": [b, b_se], "trend": trend})
+        out["growth"][f"eta{lr:g}"] = entry
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "output"))
     ap.add_argument("--quick", action="store_true", help="small d, few seeds (seconds)")
-    ap.add_argument("--part", choices=("1", "2", "3", "4"), help="run one part only")
+    ap.add_argument("--part", choices=("1", "2", "3", "4", "5", "6"), help="run one part only")
     args = ap.parse_args(argv)
     out_dir = Path(args.out)
     folder = out_dir / ("attention_multihead_quick" if args.quick else "attention_multihead")
@@ -276,6 +383,16 @@ def main(argv=None):
             scaling(folder, [12, 16, 24], lambda d: 3, out, tied=False)
         else:
             scaling(folder, [32, 48, 64, 96, 128, 192, 256], lambda d: 12, out, tied=False)
+    if args.part in (None, "5"):
+        if args.quick:
+            three_heads(folder, [(0.1, 40.0, [12, 16, 24], 2)], out)
+        else:
+            three_heads(folder, [(0.3, 90.0, [32, 48, 64, 96, 128], 8),
+                                 (0.1, 90.0, [32, 48, 64, 96, 128], 16),
+                                 (0.05, 120.0, [32, 48, 64, 96], 8)], out)
+    if args.part in (None, "6"):
+        growth(folder, {0.1: {24: 3, 32: 3, 48: 3}} if args.quick else
+               {0.1: {64: 8, 128: 8, 256: 8, 512: 2}, 0.05: {128: 8, 256: 8}}, out)
     name = ("attention_multihead" + ("_quick" if args.quick else "")
             + (f"_part{args.part}" if args.part else "") + ".json")
     path = write_file(out_dir / name, json.dumps(out, indent=1), what="result", replace=True)

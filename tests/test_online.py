@@ -33,9 +33,11 @@ from paramgeo.flows import (
 )
 from paramgeo.flows.multihead import (
     MultiHeadTeacher,
+    escape_rate,
     head_order_parameters,
     multihead_loss_and_grad,
     multihead_sgd,
+    overlap_growth,
     scaling_separation,
     teacher_labels,
     weighted_exponent,
@@ -871,6 +873,92 @@ def test_weighted_exponent_on_a_scatter_that_falls_with_d():
     assert flat.stderr == pytest.approx(scaling_separation(d, 0.5).stderr, rel=1e-12)
     with pytest.raises(ParamgeoError):
         weighted_exponent([16, 32, 32], [1.0, 2.0, 3.0])
+
+
+def test_overlap_growth_on_exact_exponentials():
+    """|m(t)| = m_0 e^{lambda t} with a sign flip, a nan tail (a stopped run) and records
+    outside the window: overlap_growth returns lambda and log m_0 exactly from the records in
+    the window, nan for a run with fewer than 3 such records."""
+    t = np.linspace(0, 10, 101)
+    m = np.column_stack([-0.01 * np.exp(0.4 * t), 0.003 * np.exp(0.7 * t), np.full(101, 0.5)])
+    m[80:, 1] = np.nan
+    g = overlap_growth(t, m, (0.02, 0.15))
+    assert g.rate[:2] == pytest.approx([0.4, 0.7], rel=1e-10)
+    assert g.intercept[:2] == pytest.approx([math.log(0.01), math.log(0.003)], rel=1e-10)
+    inside = (np.abs(m[:, 0]) >= 0.02) & (np.abs(m[:, 0]) <= 0.15)
+    assert g.points[0] == inside.sum() and math.isnan(g.rate[2])
+    assert g.mean_rate()[0] == pytest.approx(0.55)
+    with pytest.raises(ShapeError):
+        overlap_growth(t[:5], m)
+    with pytest.raises(ParamgeoError):
+        overlap_growth(t, m, (0.2, 0.1))
+
+
+def test_overlap_growth_predicts_the_log_d_slope_of_a_linear_escape():
+    """Second route to the slope a / lambda: runs of dm = lambda m dt + (s / d) dB from
+    m_0 = z / d (z standard normal), Euler steps, at d = 64 and 1024. overlap_growth recovers
+    lambda at both d (to 5%), m_0 ~ d^(-a) with a = 1, and the mean first time |m| >= 0.25
+    grows between the two d by a log(1024 / 64) / lambda (to 10%), a slope in log d."""
+    rng = np.random.default_rng(3)
+    lam, dt, runs = 0.5, 0.01, 400
+    t = np.arange(0, 30, dt)
+    first, rate, log_m0 = {}, {}, {}
+    for d in (64, 1024):
+        m = np.empty((len(t), runs))
+        m[0] = rng.standard_normal(runs) / d
+        kicks = 0.2 / d * math.sqrt(dt) * rng.standard_normal((len(t) - 1, runs))
+        for k in range(1, len(t)):
+            m[k] = m[k - 1] * (1 + lam * dt) + kicks[k - 1]
+        hit = np.abs(m) >= 0.25
+        first[d] = t[np.argmax(hit, axis=0)].mean()
+        g = overlap_growth(t, m, (0.02, 0.15))
+        rate[d], log_m0[d] = g.mean_rate()[0], np.nanmean(g.intercept)
+        assert np.isfinite(g.rate).all()
+        assert rate[d] == pytest.approx(lam, rel=0.05)
+    a = -(log_m0[1024] - log_m0[64]) / math.log(16)
+    assert a == pytest.approx(1.0, abs=0.1)
+    assert first[1024] - first[64] == pytest.approx(a * math.log(16) / rate[64], rel=0.1)
+
+
+def test_escape_rate_against_the_mean_flow_of_a_d_by_d_matrix():
+    """Second route to escape_rate: the mean flow dS/dt = -(2 eta / sqrt y) (8 L_Q S^2 +
+    2 L_M (S* S + S S*)) of its docstring integrated with d x d matrices (d = 160, a Wishart
+    start and centered Wishart teacher, Euler steps, L_Q and L_M from the current Q, M): the
+    plateau's Tr S / d and Tr S^2 / d match the eigenvalue map's (to 3% and 5%), and the
+    overlap's growth rate while M < 0.02 matches lambda = 8 eta tau / sqrt y (to 10%); the
+    rate is proportional to eta and the slope is 1 / lambda."""
+    d, y, eta = 160, 0.5, 0.1
+    r = int(y * d)
+    rng = np.random.default_rng(0)
+    Ws = rng.standard_normal((d, r))
+    Ss = Ws @ Ws.T / math.sqrt(r * d)
+    Ss -= np.trace(Ss) / d * np.eye(d)
+    W = rng.standard_normal((d, r))
+    S = W @ W.T / math.sqrt(r * d)
+    P = np.sum(Ss * Ss) / d
+    dt, ts, Ms, plateau = 0.02, [], [], None
+    for k in range(int(8.0 / dt)):
+        Q, M = np.sum(S * S) / d, np.sum(S * Ss) / d
+        rho = M / math.sqrt(Q * P)
+        LQ = 0.5 - math.sqrt(P / Q) * math.sqrt(1 - rho ** 2) / math.pi
+        LM = -(2 / math.pi) * math.asin(rho)
+        S = S - dt * (2 * eta / math.sqrt(y)) * (8 * LQ * S @ S + 2 * LM * (Ss @ S + S @ Ss))
+        ts.append(k * dt)
+        Ms.append(abs(M))
+        if k * dt == pytest.approx(4.0):
+            plateau = (np.trace(S) / d, np.sum(S * S) / d)
+    theory = escape_rate(eta, y)
+    assert plateau[0] == pytest.approx(theory.tau, rel=0.03)
+    assert plateau[1] == pytest.approx(theory.norm, rel=0.05)
+    ts, Ms = np.array(ts), np.array(Ms)
+    sel = (ts >= 3.0) & (Ms < 0.02)
+    assert sel.sum() > 20
+    assert np.polyfit(ts[sel], np.log(Ms[sel]), 1)[0] == pytest.approx(theory.rate, rel=0.1)
+    assert theory.rate == pytest.approx(8 * eta * theory.tau / math.sqrt(y))
+    assert escape_rate(eta / 2, y).rate == pytest.approx(theory.rate / 2)
+    assert theory.slope == pytest.approx(1 / theory.rate)
+    with pytest.raises(ParamgeoError):
+        escape_rate(0.1, 1.5)
 
 
 # --- the two-layer attention-indexed model (paramgeo.flows.multilayer) ------------------------

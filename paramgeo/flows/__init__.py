@@ -51,7 +51,8 @@ For a loss ell on predictors and L(theta) = ell(phi(theta)):
   (:func:`online_sgd`, :func:`compare_with_odes`, :func:`compare_with_hierarchy`), and the
   matrix-free engines for multi-head and two-layer models batched over seeds, with the power of
   a weak-recovery scaling fit (:func:`multihead_sgd`, :func:`two_layer_sgd`,
-  :func:`scaling_separation`).
+  :func:`scaling_separation`) and the overlap's exponential escape from its random start
+  (:func:`overlap_growth`) with its leading-order rate (:func:`escape_rate`).
 
 The gradient is always the chain rule through the plugin's VJP (``paramgeo.losses.pullback``),
 never a dense Jacobian. Flows and descent return a :class:`Trajectory`.
@@ -211,13 +212,17 @@ from .online import (
 )
 from .multihead import (
     MultiHeadRun,
+    EscapeRate,
     MultiHeadTeacher,
+    OverlapGrowth,
     ScalingSeparation,
     batched_online,
+    escape_rate,
     head_indices,
     head_order_parameters,
     multihead_loss_and_grad,
     multihead_sgd,
+    overlap_growth,
     scaling_separation,
     teacher_labels,
     weighted_exponent,

@@ -453,3 +453,124 @@ def weighted_exponent(d: ArrayLike, samples: ArrayLike) -> tuple[float, float, N
     xc = x - (w @ x) / w.sum()
     sxx = float(w @ (xc * xc))
     return float(w @ (xc * y) / sxx), float(1.0 / math.sqrt(sxx)), s
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OverlapGrowth(Result):
+    """Exponential growth of an overlap from its random start, one fit per run: ``rate`` lambda
+    and ``intercept`` log m_0 of log |m(t)| = log m_0 + lambda t over the records with |m| in
+    ``window`` (nan where a run has fewer than 3 such records), and ``points`` used per run."""
+
+    rate: np.ndarray
+    intercept: np.ndarray
+    points: np.ndarray
+    window: tuple
+
+    def mean_rate(self) -> tuple[float, float]:
+        """(mean rate over the fitted runs, its standard error)."""
+        ok = self.rate[np.isfinite(self.rate)]
+        if len(ok) < 2:
+            return float(np.mean(ok)) if len(ok) else math.nan, math.nan
+        return float(ok.mean()), float(ok.std(ddof=1) / math.sqrt(len(ok)))
+
+    def __str__(self):
+        m, se = self.mean_rate()
+        return (f"overlap growth over |m| in {self.window}: rate {m:.3f} +- {se:.3f} "
+                f"({int(np.isfinite(self.rate).sum())}/{len(self.rate)} runs fitted)")
+
+
+def overlap_growth(t: ArrayLike, overlap: ArrayLike,
+                   window: tuple[float, float] = (0.02, 0.15)) -> OverlapGrowth:
+    """Fit the linearised escape of an overlap from its random start: for an information
+    exponent 2 (an even link) the overlap obeys dm/dt = lambda m to first order, so
+    |m(t)| = m_0 e^{lambda t}, and least squares of log |m| on t over the records with
+    window[0] <= |m| <= window[1] gives lambda and log m_0 for each run (``overlap`` of shape
+    (records, runs), nan for stopped runs). With m_0 ~ A d^(-a) the weak-recovery time at
+    threshold m* is t = (log(m* / A) + a log d) / lambda: a slope a / lambda in log d, no power
+    of d (Ben Arous, Gheissari, Jagannath 2021, information exponent; Xu, Sagitova, Zdeborova:
+    d^2 log d samples)."""
+    tt = np.asarray(t, float)
+    m = np.abs(np.asarray(overlap, float))
+    if m.ndim == 1:
+        m = m[:, None]
+    if m.ndim != 2 or m.shape[0] != tt.shape[0] or tt.ndim != 1:
+        raise ShapeError(f"overlap must be (records, runs) with records = len(t) = {len(tt)}, "
+                         f"got {m.shape}")
+    lo, hi = float(window[0]), float(window[1])
+    if not 0 < lo < hi:
+        raise ParamgeoError(f"window must be 0 < lo < hi, got {window}")
+    runs = m.shape[1]
+    rate, icpt, pts = np.full(runs, np.nan), np.full(runs, np.nan), np.zeros(runs, int)
+    for j in range(runs):
+        sel = np.isfinite(m[:, j]) & (m[:, j] >= lo) & (m[:, j] <= hi)
+        pts[j] = int(sel.sum())
+        if pts[j] >= 3 and np.ptp(tt[sel]) > 0:
+            rate[j], icpt[j] = np.polyfit(tt[sel], np.log(m[sel, j]), 1)
+    return OverlapGrowth(rate=rate, intercept=icpt, points=pts, window=(lo, hi))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EscapeRate(Result):
+    """The predicted escape of a tied head from its random start (:func:`escape_rate`): the
+    plateau's mean ``tau`` = Tr S / d and norm ``norm`` = Tr S^2 / d, the shrink ``K`` that
+    reaches it, the growth ``rate`` lambda of the overlap and the log-d ``slope`` 1 / lambda of
+    the weak-recovery time t = n / d^2."""
+
+    eta: float
+    ratio: float
+    K: float
+    tau: float
+    norm: float
+    rate: float
+    slope: float
+
+    def __str__(self):
+        return (f"tied |h| head, eta = {self.eta:.3g}, r / d = {self.ratio:.3g}: plateau "
+                f"Tr S / d = {self.tau:.4f}, Tr S^2 / d = {self.norm:.4f}; overlap growth rate "
+                f"{self.rate:.4f}, weak-recovery time slope 1 / lambda = {self.slope:.3f} in log d")
+
+
+def escape_rate(eta: float, ratio: float = 0.5) -> EscapeRate:
+    """Leading order in eta of the overlap's growth rate for one tied head S = W W^T / sqrt(r d)
+    with the link |h|, factors W with i.i.d. N(0, 1) entries, r / d = ``ratio`` = y <= 1, and
+    the centered Wishart teacher (P = Tr S*^2 / d = 1), in t = n / d^2. The indices are
+    Gaussian with Var h = 2 Q, Cov(h, h*) = 2 M (Q = Tr S^2 / d, M = Tr S S* / d), so the
+    population loss is L = Q + P - (4 / pi) sqrt(Q P) F(rho), F(rho) = sqrt(1 - rho^2) +
+    rho arcsin rho, rho = M / sqrt(Q P), and the mean flow of S is
+
+        dS/dt = -(2 eta / sqrt y) (8 L_Q S^2 + 2 L_M (S* S + S S*)),
+
+    L_Q = dL/dSigma_11 = 1/2 - sqrt(P / Q) / pi, L_M = -(2 / pi) arcsin rho. First the
+    eigenvalues shrink, f -> f / (1 + f K), until L_Q = 0, Q = 4 P / pi^2 (the plateau);
+    there, with S free of S* (Tr S*^2 S / d = tau P),
+
+        dM/dt = lambda M,    lambda = (16 eta / (pi sqrt y)) tau sqrt(P / Q) = 8 eta tau / sqrt y,
+
+    tau the plateau's Tr S / d, from the start's spectrum (mass y at lambda_MP / sqrt y,
+    lambda_MP Marchenko-Pastur of ratio y). A start overlap ~ 1 / d gives a weak-recovery time
+    t = log(d) / lambda + const: slope 1 / lambda in log d. The SGD noise (order eta^2) is
+    left out. (Xu, Sagitova, Zdeborova: tied S recovers with Theta(d^2 log d) samples; Ben
+    Arous, Gheissari, Jagannath 2021: information exponent 2.)"""
+    from scipy.optimize import brentq
+
+    y = float(ratio)
+    if not (0 < y <= 1 and math.isfinite(eta) and eta > 0):
+        raise ParamgeoError(f"escape_rate needs eta > 0 and 0 < ratio <= 1, got {eta}, {ratio}")
+    lo, hi = (1 - math.sqrt(y)) ** 2, (1 + math.sqrt(y)) ** 2
+    # Gauss-Chebyshev (second kind) nodes for the semicircle-like factor sqrt((hi - x)(x - lo))
+    k = np.arange(1, 401)
+    u = np.cos(k * np.pi / 401)
+    x = (lo + hi) / 2 + (hi - lo) / 2 * u
+    w = np.pi / 401 * np.sin(k * np.pi / 401) ** 2 * (hi - lo) ** 2 / 4 / (2 * np.pi * y * x)
+    w = w / w.sum()
+    f = x / math.sqrt(y)
+
+    def moment(K, p):
+        return y * float(w @ (f / (1 + f * K)) ** p)
+
+    target = 4.0 / np.pi ** 2
+    K = brentq(lambda K: moment(K, 2) - target, 0.0, 1e6)
+    tau = moment(K, 1)
+    rate = 8.0 * eta * tau / math.sqrt(y)
+    return EscapeRate(eta=float(eta), ratio=y, K=float(K), tau=tau, norm=moment(K, 2),
+                      rate=rate, slope=1.0 / rate)
