@@ -37,7 +37,7 @@ def trusted(param: Optional[Any] = None) -> Iterator[Any]:
     With a parameterization, ``with trusted(p) as q:`` also binds ``q``, a shallow copy of
     ``p`` whose contract methods (forward, jacobian, jvp, vjp, ...) are the plugin's own
     functions bound to it: a call of ``q.jvp(theta, v)`` costs what the plugin's method costs,
-    with not even the guard's call layer in between (about 0.15 us a call less than a guarded
+    with not even the guard's call layer in between (about 0.1 us a call less than a guarded
     method inside the block). ``p`` itself is not changed, and ``q`` shares its arrays. Use
     ``q`` only inside the block: after it, its calls stay unchecked.
 

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
+from ..contract.parameterization import Parameterization, ParamSpec, Size
 from ..errors import ParamgeoError, ShapeError
 from ..losses.predictor import max_margin
 from ..results import Result
@@ -260,6 +261,36 @@ class FixedEpsilonRun(Result):
                 f"max margin {self.cosine[-1]:.4f}")
 
 
+class _LinearPredictor(Parameterization):
+    """phi(w) = w in R^d: the linear predictor's own weights, the map smoothed sign descent
+    acts on (J = I; JVP v -> v, VJP g -> g)."""
+
+    name = "linear-predictor"
+    size_params = {"d": Size("int", minimum=1, help="number of weights")}
+    capabilities = frozenset({"jvp", "vjp", "jacobian"})
+
+    def make_spec(self):
+        return ParamSpec(w=(self.d,))
+
+    def make_predictor_shape(self):
+        return (self.d,)
+
+    def forward(self, theta):
+        return theta
+
+    def random_point(self, rng):
+        return rng.standard_normal(self.d)
+
+    def jvp(self, theta, v):
+        return v.copy()
+
+    def vjp(self, theta, w):
+        return w.copy()
+
+    def jacobian(self, theta):
+        return np.eye(self.d)
+
+
 def fixed_epsilon(X: ArrayLike, y: ArrayLike, eps: float, lr: float, steps: int) -> FixedEpsilonRun:
     """Run smoothed sign descent with constant ``eps`` (``SmoothedSignDescent(eps,
     anneal="constant")`` through :func:`paramgeo.flows.gradient_descent` on the linear
@@ -267,7 +298,6 @@ def fixed_epsilon(X: ArrayLike, y: ArrayLike, eps: float, lr: float, steps: int)
     gradient-descent steps (module docstring): the effective smoothing eps / L(w_k) against
     |Z^T p_k|_inf, and the 1/k loss tail k L(w_k) against its closed form eps / (eta gamma_2^2).
     ShapeError for non-separable data; ParamgeoError for eps <= 0, lr <= 0 or steps < 1."""
-    from ..contract import registry
     from ..losses.predictor import Exponential
     from ..dynamics.optimizers import SmoothedSignDescent
     from .descent import gradient_descent
@@ -278,7 +308,7 @@ def fixed_epsilon(X: ArrayLike, y: ArrayLike, eps: float, lr: float, steps: int)
     mm = max_margin(X, y)
     Z = y[:, None] * X
     d = Z.shape[1]
-    traj = gradient_descent(registry.get("deep-diagonal", p=d, depth=1), Exponential(X, y),
+    traj = gradient_descent(_LinearPredictor(d=d), Exponential(X, y),
                             np.zeros(d), int(steps), lr, record_every=1, conserved=False,
                             optimizer=SmoothedSignDescent(eps=eps, anneal="constant"))
     W, L = np.asarray(traj.thetas), np.asarray(traj.losses, float)
