@@ -45,6 +45,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..results import Result
+from .online import _line_fit
 from .oracle_rates import sample_count
 
 if TYPE_CHECKING:
@@ -311,13 +312,6 @@ class SampleLaws(Result):
                 f"{self.exp_k_se:.2f})), rms log N {self.exp_rms:.3f} ({self.points} points)")
 
 
-def _line(x, y):
-    slope, icpt = np.polyfit(x, y, 1)
-    r = y - (slope * x + icpt)
-    se = math.sqrt(float(r @ r) / max(x.size - 2, 1) / float(np.sum((x - x.mean()) ** 2)))
-    return float(slope), float(icpt), se
-
-
 def fit_laws(eps: ArrayLike, counts: ArrayLike) -> SampleLaws:
     """Fits N(eps) to a power, log N = log A + k log(1/eps), and to an exponential,
     log log N = log c + k log(1/eps) (N = exp(c eps^-k)), by least squares on the finite pairs
@@ -329,8 +323,8 @@ def fit_laws(eps: ArrayLike, counts: ArrayLike) -> SampleLaws:
     if ok.sum() < 3:
         raise ShapeError(f"fit laws: only {int(ok.sum())} finite pairs with N > 1; need 3")
     x, logn = np.log(1 / e[ok]), np.log(n[ok])
-    pk, pa, pse = _line(x, logn)
-    ek, ec, ese = _line(x, np.log(logn))
+    pk, pse, pa = _line_fit(x, logn)
+    ek, ese, ec = _line_fit(x, np.log(logn))
     prms = float(np.sqrt(np.mean((logn - (pa + pk * x)) ** 2)))
     erms = float(np.sqrt(np.mean((logn - np.exp(ec + ek * x)) ** 2)))
     return SampleLaws(power_k=pk, power_k_se=pse, power_logA=pa, power_rms=prms,
