@@ -257,13 +257,18 @@ def test_wrong_argument_lengths_are_the_callers_shape_error():
             call()
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_the_fast_result_check_tells_an_inf_from_a_large_finite_value(broken_file):
     """The guard's common-case check is one inner product: an inf entry fails it and is blamed;
-    finite entries whose squares overflow it (1e200) are checked entry by entry and pass."""
-    p = paramgeo.get("uut", d=3, r=2)
-    big = np.full(p.n, 1e100)  # phi entries 2e200: finite, their squares overflow
-    with pytest.warns(RuntimeWarning, match="overflow"):  # numpy's, from the inner product
+    finite entries whose squares would overflow (1e200) pass, silently, for small results (the
+    sum, by the inner product with ones) and large ones (over 65536 entries: the careful
+    checks)."""
+    small, large = paramgeo.get("uut", d=3, r=2), paramgeo.get("uut", d=260, r=1)
+    assert small.m <= 65536 < large.m
+    for p in (small, large):
+        big = np.full(p.n, 1e100)  # phi entries 2e200: finite, their squares overflow
         assert np.all(np.isfinite(p.forward(big))) and np.all(np.isfinite(p.jvp(big, big)))
+    assert np.all(np.isfinite(small.jacobian(np.full(small.n, 1e100))))
     q = paramgeo.get("b-nan")
     with pytest.raises(PluginError, match="returned nan"):
         q.jvp(-np.ones(q.n), np.ones(q.n))

@@ -287,8 +287,9 @@ def guarded(fn: Callable[..., Any], method: str, plugin_code: bool = True) -> Ca
         shapes = state.get(cache)
         ready = shapes is not None or "predictor_shape" in state  # sizes, spec, shape known
         if shapes is None and ready:
-            shapes = state[cache] = (*((state[length],) for length in lengths),
-                                     None if shape_of is None else tuple(shape_of(self)))
+            result = None if shape_of is None else tuple(shape_of(self))
+            shapes = state[cache] = (*((state[length],) for length in lengths), result,
+                                     _summing_ones(result))
         # the common case, checked at the cost of a few comparisons: every vector argument a
         # float64 array of its length (then nothing is traced and nothing is exotic)
         plain = ready and len(args) == arity and all(
@@ -311,7 +312,7 @@ def guarded(fn: Callable[..., Any], method: str, plugin_code: bool = True) -> Ca
             fault(self, exc, args, kwargs, traced)
         if (not ready or exotic) and method not in OTHER_METHODS:
             return out  # object arrays in, object arrays out: their caller checks them
-        if plain and _common_result(out, shapes[-1]):
+        if plain and _common_result(out, shapes[-2], shapes[-1]):
             return out
         return finish(self, out, args[0] if has_theta and args else None, traced)
 
@@ -343,8 +344,10 @@ def guarded(fn: Callable[..., Any], method: str, plugin_code: bool = True) -> Ca
                 if not plugin_code:
                     raise
                 fault(self, exc, (a,), {}, False)
+            ones = shapes[2]
             if (type(out) is ndarray and out.dtype is f64 and out.shape == shapes[1]
-                    and isfinite(out.dot(out) if out.ndim == 1 else vdot(out, out))):
+                    and (isfinite(out.dot(ones) if out.ndim == 1 else vdot(out, ones))
+                         if ones is not None else _finite_large(out))):
                 return out
             return finish(self, out, a if has_theta else None, False)
     else:
@@ -367,8 +370,10 @@ def guarded(fn: Callable[..., Any], method: str, plugin_code: bool = True) -> Ca
                 if not plugin_code:
                     raise
                 fault(self, exc, (a, b), {}, False)
+            ones = shapes[3]
             if (type(out) is ndarray and out.dtype is f64 and out.shape == shapes[2]
-                    and isfinite(out.dot(out) if out.ndim == 1 else vdot(out, out))):
+                    and (isfinite(out.dot(ones) if out.ndim == 1 else vdot(out, ones))
+                         if ones is not None else _finite_large(out))):
                 return out
             return finish(self, out, a if has_theta else None, False)
 
@@ -380,12 +385,36 @@ def guarded(fn: Callable[..., Any], method: str, plugin_code: bool = True) -> Ca
 _NONE = object()
 
 
-def _common_result(out, shape):
+#: results up to this many entries are summed by an inner product with a cached array of ones
+_SUMMED_BY_ONES = 65536
+
+
+def _summing_ones(shape):
+    """The array of ones whose inner product with a result of ``shape`` is its sum (None for
+    results over _SUMMED_BY_ONES entries or of no fixed shape). The sum is finite only if every
+    entry is, and it overflows only for entries near the float64 maximum (the inner product of
+    a result with itself would overflow, with a RuntimeWarning, at entries beyond 1e154)."""
+    if shape is None or math.prod(shape) > _SUMMED_BY_ONES:
+        return None
+    return np.ones(shape)
+
+
+@np.errstate(over="ignore", invalid="ignore")
+def _finite_large(out):
+    """Whether every entry of the large float64 array ``out`` is finite, by one inner product
+    (an overflow of it, at entries beyond 1e154, only sends the result to the careful checks
+    of _result_problem, silently)."""
+    return math.isfinite(out.dot(out) if out.ndim == 1 else np.vdot(out, out))
+
+
+def _common_result(out, shape, ones):
     """Whether ``out`` is the common result: a float64 array of ``shape`` whose entries are
-    finite, told by one inner product (finite only if every entry is; an overflow of it at
-    entries beyond 1e154 is told apart by _result_problem)."""
-    return (type(out) is np.ndarray and out.dtype is _F64 and out.shape == shape
-            and math.isfinite(out.dot(out) if out.ndim == 1 else np.vdot(out, out)))
+    finite, told by one inner product (with ``ones``, see _summing_ones)."""
+    if type(out) is not np.ndarray or out.dtype is not _F64 or out.shape != shape:
+        return False
+    if ones is None:
+        return _finite_large(out)
+    return math.isfinite(out.dot(ones) if out.ndim == 1 else np.vdot(out, ones))
 
 
 def _works_untraced(fn, self, args, kwargs):
