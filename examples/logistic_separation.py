@@ -7,7 +7,9 @@ trace, so d is infinite at every N. Per N = 25..1600 and 4 seeds: the exact exce
 (quadrature) of logistic GD at its oracle step (4000 steps) and of the max-margin
 interpolator; N(eps) for both, the power law of N_GD(eps), the power and exponential laws of
 N_interp(eps) where it exists, and the interpolator's slope in N. A head of 8 N checks the
-tail's lumping up to N = 800.
+tail's lumping up to N = 800. Last, the norms of two interpolators of least margin 1: the
+max-margin one and the oracle stop completed by the flat tail (``tail_interpolator``), which
+interpolates at the oracle stop's excess.
 
 Usage: python examples/logistic_separation.py [--quick]
 """
@@ -24,7 +26,8 @@ def run(sizes, mult, seeds, steps):
     parts = [separation(LogisticDesign.from_decay(mult * n, 2.0, support=min(100, mult * n)),
                         [n], seeds=seeds, steps=steps) for n in sizes]
     return {f: np.concatenate([getattr(p, f) for p in parts])
-            for f in ("sizes", "oracle", "oracle_se", "interp", "interp_se", "last")}, \
+            for f in ("sizes", "oracle", "oracle_se", "interp", "interp_se", "last",
+                      "interp_norm", "completed_norm")}, \
         sum(p.capped for p in parts)
 
 
@@ -62,6 +65,10 @@ def main(argv=None):
     ok = np.isfinite(n_mm)
     print(f"N_interp(eps) finite at {int(ok.sum())} of {ok.size} targets; least interpolator "
           f"excess on the grid {r['interp'].min():.3e}")
+    print("interpolators of least margin 1 (the completed oracle stop has the oracle's excess):")
+    print(f"{'N':>6} {'|w| max margin':>15} {'|w| completed oracle stop':>26}")
+    for k, n in enumerate(r["sizes"]):
+        print(f"{int(n):6d} {r['interp_norm'][k]:15.4g} {r['completed_norm'][k]:26.4g}")
     return out
 
 

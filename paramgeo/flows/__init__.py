@@ -96,12 +96,14 @@ from .logistic_separation import (
     LogisticDesign,
     SampleLaws,
     SeparationRun,
+    TailInterpolator,
     fit_laws,
     gram_sample,
     kernel_gd,
     kernel_max_margin,
     sample_counts_logistic,
     separation,
+    tail_interpolator,
     zero_one_excess,
 )
 from .oracle_rates import (

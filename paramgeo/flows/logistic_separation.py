@@ -26,6 +26,9 @@ eta = 4 N / lambda_max(K) (1 / smoothness); the oracle stop is the step of least
 max-margin interpolator (:func:`kernel_max_margin`), the limit direction of GD, solves the dual
 min_(alpha >= 0) alpha^T G alpha / 2 - 1 . alpha, G = diag(y) K diag(y), beta = y alpha.
 
+Every estimator interpolates once the tail adds the missing margins (:func:`tail_interpolator`),
+at no cost in risk.
+
 Sample counts (:func:`separation`): per N the mean excess over seeds of both; N(eps) is the
 smallest N reaching eps (:func:`paramgeo.flows.oracle_rates.sample_count`); the interpolator's
 pairs (eps, N) are fitted to a power N ~ eps^-k and to N ~ exp(c eps^-k) (:func:`fit_laws`).
@@ -233,11 +236,59 @@ def kernel_gd(K: ArrayLike, y: ArrayLike, steps: int, records: int = 120,
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class TailInterpolator(Result):
+    """An estimator completed into an interpolator by the flat tail (:func:`tail_interpolator`):
+    w = X^T ``beta`` + X_tail^T ``gamma``, its least margin ``margin`` = min_i y_i x_i . w, its
+    norm ``norm`` = |w| and its exact excess 0-1 risk ``excess`` (that of X^T beta alone)."""
+
+    beta: np.ndarray
+    gamma: np.ndarray
+    margin: float
+    norm: float
+    excess: float
+
+
+def tail_interpolator(design: LogisticDesign, sample: GramSample, beta: ArrayLike,
+                      margin: float = 1.0) -> TailInterpolator:
+    """Completes the row-span estimator w0 = X^T beta into an interpolator with the flat tail
+    alone: w = w0 + X_tail^T gamma, gamma_i = y_i max(0, margin - y_i (K beta)_i) / T. The tail's
+    Gram is T I, so the margins are y_i (K beta + T gamma)_i >= ``margin`` > 0 for every i (w
+    separates the sample), and |w|^2 = beta^T K beta + 2 T beta . gamma + T |gamma|^2; the tail
+    has Sigma-weight zero (module docstring), so w^T Sigma w and w^T Sigma w* are those of w0,
+    and the excess 0-1 risk of w is exactly that of w0. In this design every estimator is thus
+    one margin completion away from an interpolator with the same risk: interpolation as such
+    costs nothing, and a gap between early stopping and interpolation is a gap of particular
+    interpolators (such as the max-margin direction). Reference: Bartlett, Long, Lugosi,
+    Tsigler (2020) (benign overfitting through a flat high-dimensional tail); Wu, Bartlett,
+    Telgarsky, Yu (2025)."""
+    if not (math.isfinite(margin) and margin > 0):
+        raise ShapeError(f"tail interpolator: margin must be a finite number > 0, got {margin}")
+    if not design.tail > 0:
+        raise ShapeError("tail interpolator: the design has no flat tail (tail = 0); give "
+                         "LogisticDesign a tail > 0")
+    b = np.asarray(beta, float)
+    if b.shape != sample.y.shape:
+        raise ShapeError(f"tail interpolator: beta has shape {b.shape}, the sample has "
+                         f"{sample.y.size} points")
+    T, y = design.tail, sample.y
+    Kb = sample.K @ b
+    gamma = y * np.maximum(0.0, margin - y * Kb) / T
+    margins = y * (Kb + T * gamma)
+    norm2 = float(b @ Kb + 2 * T * (b @ gamma) + T * (gamma @ gamma))
+    return TailInterpolator(beta=b, gamma=gamma, margin=float(margins.min()),
+                            norm=math.sqrt(max(norm2, 0.0)),
+                            excess=float(_excess(design, sample, b)[0]))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class SeparationRun(Result):
     """Per N (``sizes``): mean excess 0-1 risk over ``seeds`` of oracle-stopped GD
     (``oracle``, standard error ``oracle_se``), of the max-margin interpolator (``interp``,
     ``interp_se``) and of GD's last recorded step (``last``); ``capped`` counts runs whose
-    oracle step is their last."""
+    oracle step is their last. Both interpolators at least margin 1: the mean norm of the
+    max-margin one (``interp_norm``, the least norm that separates) and of the oracle stop
+    completed by the tail (``completed_norm``, :func:`tail_interpolator`; its excess is
+    ``oracle``)."""
 
     sizes: np.ndarray
     seeds: int
@@ -247,6 +298,8 @@ class SeparationRun(Result):
     interp_se: np.ndarray
     last: np.ndarray
     capped: int
+    interp_norm: np.ndarray
+    completed_norm: np.ndarray
 
     def __str__(self):
         lines = [f"{'N':>6} {'oracle-stopped GD':>22} {'max-margin interpolator':>24} "
@@ -266,27 +319,32 @@ def separation(design: LogisticDesign, sizes: Sequence[int],
     sizes = np.asarray(sorted(int(n) for n in sizes))
     if len(seeds) < 2:
         raise ShapeError("separation: give at least 2 seeds (the error bars)")
-    orc, itp, last = [], [], []
+    orc, itp, last, norms = [], [], [], []
     capped = 0
     for n in sizes:
-        o, i, l_ = [], [], []
+        o, i, l_, nm = [], [], [], []
         for seed in seeds:
             g = gram_sample(design, n, np.random.default_rng([int(seed), int(n)]))
             marks, betas = kernel_gd(g.K, g.y, steps)
             ex = _excess(design, g, betas)
-            o.append(float(ex.min()))
+            best = int(np.argmin(ex))
+            o.append(float(ex[best]))
             l_.append(float(ex[-1]))
-            capped += int(np.argmin(ex)) == ex.size - 1
-            i.append(float(_excess(design, g, kernel_max_margin(g.K, g.y))[0]))
+            capped += best == ex.size - 1
+            mm = kernel_max_margin(g.K, g.y)
+            i.append(float(_excess(design, g, mm)[0]))
+            nm.append((math.sqrt(float(mm @ g.K @ mm)),
+                       tail_interpolator(design, g, betas[best]).norm))
         orc.append(o)
         itp.append(i)
         last.append(l_)
-    O, I_ = np.array(orc), np.array(itp)
+        norms.append(np.mean(nm, axis=0))
+    O, I_, nrm = np.array(orc), np.array(itp), np.array(norms)
     se = np.sqrt(len(seeds))
     return SeparationRun(sizes=sizes, seeds=len(seeds), oracle=O.mean(1),
                          oracle_se=O.std(1, ddof=1) / se, interp=I_.mean(1),
                          interp_se=I_.std(1, ddof=1) / se, last=np.array(last).mean(1),
-                         capped=capped)
+                         capped=capped, interp_norm=nrm[:, 0], completed_norm=nrm[:, 1])
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
