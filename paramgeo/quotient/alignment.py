@@ -34,7 +34,9 @@ a valid lower bound on d_G and the gap between the two. Each kind of group has i
   constant along the orbit, so the orbit is an affine space and linear least squares is exact.
 * products: block-coordinate descent over the factors until the distance stops decreasing,
   then, when two or more continuous factors share entries (the GL(h) of adjacent linear
-  layers), Levenberg-Marquardt over all of them together (up to ``MAX_JOINT`` coordinates).
+  layers; the fields, shears and rescalings of a layer norm), Levenberg-Marquardt over all of
+  them together (up to ``MAX_JOINT`` coordinates, ``JOINT_EVALS`` evaluations per
+  coordinate), keeping the signs of signed rescalings that the descent chose.
   The product of each factor's GL steps is kept below condition number ``MAX_COND``: where a
   point's stabiliser is not compact (a rank-deficient weight) the descent can drift to huge
   elements whose action leaves the orbit in rounding while phi barely moves.
@@ -71,6 +73,10 @@ if TYPE_CHECKING:
 
 #: coordinates up to which the continuous factors of a product are refined jointly
 MAX_JOINT = 200
+#: evaluations per coordinate allowed to the joint refinement
+JOINT_EVALS = 20
+#: the factors refined together by _joint_polish
+CONTINUOUS = (OrthogonalGroup, GeneralLinearGroup, ScalingTorus, FieldGroup, ShearGroup)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -409,9 +415,7 @@ def _align_product(group, x, y, max_sweeps, tol):
     method = ("independent factors: " if independent else
               "block-coordinate descent over the factors: ") + "; ".join(
         f"{group.factors[i].name}: {m}" for i, m in methods.items())
-    continuous = [i for i in active if isinstance(group.factors[i], (OrthogonalGroup,
-                                                                      GeneralLinearGroup,
-                                                                      ScalingTorus))]
+    continuous = [i for i in active if isinstance(group.factors[i], CONTINUOUS)]
     if not independent and len(continuous) > 1:
         polished = _joint_polish(group, continuous, x, cur, totals)
         if polished is not None:
@@ -432,8 +436,8 @@ def _joint_polish(group, indices, x, z, totals):
     from scipy.optimize import least_squares
 
     factors = [group.factors[i] for i in indices]
-    sizes = [f.exponents.shape[0] if isinstance(f, ScalingTorus) else f.r * f.r
-             for f in factors]
+    sizes = [f.exponents.shape[0] if isinstance(f, ScalingTorus) else
+             f.dim if isinstance(f, (FieldGroup, ShearGroup)) else f.r * f.r for f in factors]
     if sum(sizes) > MAX_JOINT:
         return None
     offsets = np.cumsum([0] + sizes)
@@ -443,6 +447,9 @@ def _joint_polish(group, indices, x, z, totals):
         for f, lo, hi in zip(factors, offsets[:-1], offsets[1:]):
             if isinstance(f, ScalingTorus):
                 out.append(np.exp(a[lo:hi]))
+                continue
+            if isinstance(f, (FieldGroup, ShearGroup)):  # coefficients, identity at 0
+                out.append(np.array(a[lo:hi]))
                 continue
             X = a[lo:hi].reshape(f.r, f.r)
             out.append(expm(X - X.T) if isinstance(f, OrthogonalGroup) else np.eye(f.r) + X)
@@ -464,8 +471,8 @@ def _joint_polish(group, indices, x, z, totals):
             return np.full(x.size, 1e150)  # a singular or ill-conditioned product of steps
         return apply(a) - x
 
-    sol = least_squares(residual, np.zeros(offsets[-1]), method="lm", xtol=1e-15, ftol=1e-15,
-                        gtol=1e-15, max_nfev=100 * (offsets[-1] + 1))
+    sol = least_squares(residual, np.zeros(offsets[-1]), method="lm", xtol=1e-15, ftol=1e-10,
+                        gtol=1e-15, max_nfev=JOINT_EVALS * (offsets[-1] + 1))
     new = apply(sol.x)
     if not np.sum((x - new) ** 2) < np.sum((x - z) ** 2) or not conditioned(sol.x):
         return None
