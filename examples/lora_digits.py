@@ -34,7 +34,7 @@ the shift from hallucinatory to conservative answers, 100 configurations over th
 families) are out of reach here.
 
 Usage: python examples/lora_digits.py [--rank 4] [--steps 400] [--seed 0]
-(about 40 s on one CPU core)
+(about 45 s on one CPU core)
 """
 
 import argparse
