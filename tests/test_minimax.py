@@ -128,3 +128,13 @@ def test_slope_against_the_closed_form_rate():
     assert np.allclose(scaled, 1.0, atol=0.03)
     assert nonparametric_rate("exponential", 0.05) == 1.0
     assert nonparametric_rate("polynomial", 1.0, source=0.5) == pytest.approx(2 / 3)
+
+
+def test_errors_name_the_fix():
+    model = GaussianMixture.from_spectrum(20, "polynomial", 1.5, snr=3.0, flip=0.1)
+    with pytest.raises(ParamgeoError, match="give a source above"):
+        nonparametric_lower_bound(model, [100], source=-0.6)
+    with pytest.raises(ParamgeoError, match="smaller width"):
+        cube_means(model, 20, 0.1)
+    with pytest.raises(ParamgeoError, match="choose"):
+        nonparametric_rate("flat", 1.0)

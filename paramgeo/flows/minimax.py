@@ -131,7 +131,8 @@ def nonparametric_lower_bound(model: GaussianMixture, sizes: Sequence[int],
     """Lower bound on inf_w-hat sup_(P in F) E[R(w-hat) - R_B] from N samples, F = F(R, r)
     the mixtures with ``model``'s Sigma, flip rate eta and snr whose Bayes direction satisfies
     |Sigma^-r w_B| <= R (r = ``source``, R = ``radius``, default :func:`class_radius` of the
-    model, so that F contains ``model``). By Assouad over the cube mu~_v = a e_1 +
+    model, so that F contains ``model``; a smaller radius gives a class without it). By
+    Assouad over the cube mu~_v = a e_1 +
     b sum_j v_j e_(j+1), v in {+-1}^K (module docstring):
 
         bound = max_(K, b) G'(0) K b^2 / (4 snr^2) (1 - sqrt(N b^2)),
@@ -145,8 +146,12 @@ def nonparametric_lower_bound(model: GaussianMixture, sizes: Sequence[int],
     sizes = np.asarray(sorted(int(n) for n in sizes))
     if lam.size < 2 or sizes.size == 0 or sizes[0] < 1:
         raise ShapeError(f"nonparametric bound: needs d >= 2 and sizes >= 1; got d = "
-                         f"{lam.size}, sizes {list(sizes)}")
+                         f"{lam.size}, sizes {list(sizes)}; give a model with two coordinates "
+                         f"or more and positive sample sizes")
     p = 1 + 2 * float(source)
+    if not p > 0:
+        raise ArgumentError(f"nonparametric bound: source {source:g} <= -1/2 is no ellipsoid; "
+                            f"give a source above -1/2")
     R = class_radius(model, source) if radius is None else float(radius)
     cost = np.sort(lam)[::-1] ** -p
     budget = R * R - snr * snr * cost[0]
