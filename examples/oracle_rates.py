@@ -13,7 +13,9 @@ spectra j^-1.5 and exp(-0.05 (j - 1)).
    logistic / flow ratio.
 3. The max-margin and the best interpolator for N < d (8 seeds) beside Gordon's floor.
 4. Sample counts for targets eps: oracle stop, max margin, and the dimension an interpolator
-   needs; the Le Cam / Fano lower bound beside the oracle stop.
+   needs; the Le Cam / Fano lower bound (Bayes direction on the first K coordinates) and
+   Assouad's nonparametric bound over the source ball |w_B| <= |w_B(model)| beside the oracle
+   stop, with the ridge equivalent's oracle excess on the cube's vertex (a member of the ball).
 
 Usage: python examples/oracle_rates.py [--quick]
 """
@@ -27,9 +29,11 @@ from paramgeo.flows import (
     equivalent_check,
     interpolator_excess,
     minimax_lower_bound,
+    nonparametric_lower_bound,
     rate_decomposition,
     sample_counts,
 )
+from paramgeo.flows.label_flips import ridge_equivalent
 from paramgeo.flows.risk import GaussianMixture
 from paramgeo.flows.structure import power_law_fit
 
@@ -69,14 +73,36 @@ def main(argv=None):
         print(counts)
         bound = minimax_lower_bound(snr, flip, sizes, support=10)
         wide = minimax_lower_bound(snr, flip, sizes, support=d)
+        assouad = nonparametric_lower_bound(model, sizes)
+        vertex = [vertex_oracle(model, n, int(K), b2) for n, K, b2 in
+                  zip(sizes, assouad.width, assouad.amplitude)]
         print(f"{'N':>6} {'oracle stop':>12} {'Le Cam':>10} {'Fano K=10':>10} "
-              f"{'Fano K=d':>10} {'stop / bound':>13}")
+              f"{'Fano K=d':>10} {'stop / bound':>13} {'Assouad':>10} {'K':>4} "
+              f"{'stop / Assouad':>15} {'vertex / Assouad':>17}")
         for k, n in enumerate(sizes):
             best = max(bound.bound[k], wide.bound[k])
             print(f"{n:6d} {m[k]:12.3e} {bound.le_cam[k]:10.2e} {bound.fano[k]:10.2e} "
-                  f"{wide.fano[k]:10.2e} {m[k] / best:13.3g}")
-        out[kind] = (rates, interp, counts, bound)
+                  f"{wide.fano[k]:10.2e} {m[k] / best:13.3g} {assouad.bound[k]:10.3e} "
+                  f"{int(assouad.width[k]):4d} {m[k] / assouad.bound[k]:15.3g} "
+                  f"{vertex[k] / assouad.bound[k]:17.3g}")
+        vfit = power_law_fit(sizes, vertex, sizes[0], sizes[-1])
+        print(f"Assouad bound over |w_B| <= {assouad.radius:.3f} ~ N^-{assouad.rate.exponent:.3f}"
+              f" (+- {assouad.rate.error:.3f}; capped K = d - 1 at {int(assouad.capped.sum())} "
+              f"sizes); ridge equivalent at the vertex ~ N^-{vfit.exponent:.3f} "
+              f"(+- {vfit.error:.3f}); oracle stop ~ N^-"
+              f"{rates.rates['logistic_oracle'].exponent:.3f}")
+        out[kind] = (rates, interp, counts, bound, assouad)
     return out
+
+
+def vertex_oracle(model, n, width, amplitude):
+    """The ridge equivalent's oracle excess on the Assouad cube's vertex v = (1, .., 1) (all
+    vertices alike by the sign symmetry of the coordinates)."""
+    w = np.zeros(model.d)
+    w[0], w[1:width + 1] = np.sqrt(model.mean @ (model.mean / model.cov) - width * amplitude), \
+        np.sqrt(amplitude)
+    member = GaussianMixture(cov=model.cov, mean=w * np.sqrt(model.cov), flip=model.flip)
+    return float(np.nanmin(ridge_equivalent(member, n, np.geomspace(1e-9, 1e4, 200))))
 
 
 if __name__ == "__main__":

@@ -28,7 +28,9 @@ For a loss ell on predictors and L(theta) = ell(phi(theta)):
   route with the loss's efficiency ratio, the best interpolator's floor by Gordon's comparison,
   the sample counts and a Le Cam / Fano minimax lower bound (:func:`rate_decomposition`,
   :func:`efficiency_ratio`, :func:`interpolator_floor`, :func:`sample_counts`,
-  :func:`minimax_lower_bound`);
+  :func:`minimax_lower_bound`), and Assouad's nonparametric lower bound over a source ball of
+  Bayes directions with its closed-form rate (:func:`nonparametric_lower_bound`,
+  :func:`nonparametric_rate`);
 * negative ridge against shifted GD: the risk gain over (d, N) with fitted exponents and the
   hold-out choice of (shift, stop) with its transfer (:func:`risk_gain`,
   :func:`holdout_selection`);
@@ -105,6 +107,15 @@ from .logistic_separation import (
     separation,
     tail_interpolator,
     zero_one_excess,
+)
+from .minimax import (
+    NonparametricBound,
+    class_radius,
+    cube_means,
+    excess_slope,
+    mixture_kl,
+    nonparametric_lower_bound,
+    nonparametric_rate,
 )
 from .oracle_rates import (
     InterpolatorExcess,
