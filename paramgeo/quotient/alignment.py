@@ -36,7 +36,9 @@ a valid lower bound on d_G and the gap between the two. Each kind of group has i
   then, when two or more continuous factors share entries (the GL(h) of adjacent linear
   layers; the fields, shears and rescalings of a layer norm), Levenberg-Marquardt over all of
   them together (up to ``MAX_JOINT`` coordinates, ``JOINT_EVALS`` evaluations per
-  coordinate), keeping the signs of signed rescalings that the descent chose.
+  coordinate), keeping the signs of signed rescalings that the descent chose; a signed
+  rescaling driven towards 0 (below ``COLLAPSED``) is retried with its sign flipped (at most
+  ``MAX_FLIPS`` times), the retry kept when it aligns closer.
   The product of each factor's GL steps is kept below condition number ``MAX_COND``: where a
   point's stabiliser is not compact (a rank-deficient weight) the descent can drift to huge
   elements whose action leaves the orbit in rounding while phi barely moves.
@@ -74,7 +76,11 @@ if TYPE_CHECKING:
 #: coordinates up to which the continuous factors of a product are refined jointly
 MAX_JOINT = 200
 #: evaluations per coordinate allowed to the joint refinement
-JOINT_EVALS = 20
+JOINT_EVALS = 5
+#: a signed rescaling whose total factor falls below this has collapsed: its sign is retried
+COLLAPSED = 1e-3
+#: the most sign retries of an alignment
+MAX_FLIPS = 3
 #: the factors refined together by _joint_polish
 CONTINUOUS = (OrthogonalGroup, GeneralLinearGroup, ScalingTorus, FieldGroup, ShearGroup)
 
@@ -384,6 +390,43 @@ def _subgroup(group, factors):
 
 
 def _align_product(group, x, y, max_sweeps, tol):
+    """Block-coordinate descent and joint refinement (:func:`_descend`); then, while a signed
+    rescaling of the result collapsed towards 0 (the refinement keeps signs, and a wrong sign
+    is best approached by shrinking its entries away), the descent again from theta2 with that
+    rescaling's sign flipped, kept when it aligns closer."""
+    best = _descend(group, x, y, max_sweeps, tol)
+    for _ in range(MAX_FLIPS):
+        flip = _collapsed_sign(group, best[0])
+        if flip is None:
+            break
+        index, element = flip
+        trial = _descend(group, x, group.factors[index].act(element, y), max_sweeps, tol)
+        if not np.sum((x - trial[1]) ** 2) < np.sum((x - best[1]) ** 2):
+            break
+        best = (((index, element),) + trial[0], trial[1], trial[2],
+                trial[3] + f"; after flipping the sign of rescaling {int(np.argmin(element))} "
+                f"of {group.factors[index].name}", trial[4])
+    return best
+
+
+def _collapsed_sign(group, steps):
+    """(factor index, sign element) flipping the signed rescaling whose product over
+    ``steps`` is nearest 0 when it is below ``COLLAPSED`` in absolute value, else None."""
+    totals = {}
+    for index, element in steps:
+        factor = group.factors[index]
+        if isinstance(factor, ScalingTorus) and factor.signed:
+            totals[index] = totals.get(index, 1.0) * np.asarray(element, float)
+    for index, total in totals.items():
+        k = int(np.argmin(np.abs(total)))
+        if abs(total[k]) < COLLAPSED:
+            element = np.ones(total.size)
+            element[k] = -1.0
+            return index, element
+    return None
+
+
+def _descend(group, x, y, max_sweeps, tol):
     steps, methods, exacts = [], {}, {}
     cur = np.array(y, float)
     # discrete factors first: matching units before rescaling them
