@@ -65,9 +65,9 @@ def overlaps(W, teacher, d):
     r = Wm.shape[-1]
     a, b = 1 / math.sqrt(r * d), teacher.scale
     Ws, tm = teacher.factors[:, :, 0, :], teacher.means[:, 0]
-    SW = b * np.einsum("sdq,seq,ser->sdr", Ws, Ws, Wm) - tm[:, None, None] * Wm
-    K = a * np.einsum("sdr,sdq->srq", Wm, Wm)
-    N = a * np.einsum("sdr,sdq->srq", Wm, SW)
+    SW = b * Ws @ (Ws.swapaxes(1, 2) @ Wm) - tm[:, None, None] * Wm
+    K = a * Wm.swapaxes(1, 2) @ Wm
+    N = a * Wm.swapaxes(1, 2) @ SW
     return (np.einsum("srr->s", K) / d, np.einsum("srq,sqr->s", K, K) / d,
             np.einsum("srr->s", N) / d, np.einsum("srq,sqr->s", K, N) / d)
 
@@ -119,15 +119,15 @@ def excess(out, d, seeds, eta=0.1, horizon=7.0, every=0.25):
     teacher = MultiHeadTeacher.planted(d, r, 1, seeds, rng, centered=True)
     W = rng.standard_normal((seeds, d, 1, r))
     Ws, b, tm = teacher.factors[:, :, 0, :], teacher.scale, teacher.means[:, 0]
-    P = (b * b * np.einsum("sdq,sdp->sqp", Ws, Ws) ** 2).sum((1, 2)) / d - tm ** 2
+    P = (b * b * (Ws.swapaxes(1, 2) @ Ws) ** 2).sum((1, 2)) / d - tm ** 2
     rows, k = [], 0
     cpu = time.process_time()
     steps = int(round(horizon / every))
     for k in range(steps + 1):
         Wm = W[:, :, 0, :]
-        SW = b * np.einsum("sdq,seq,ser->sdr", Ws, Ws, Wm) - tm[:, None, None] * Wm
-        K = a * np.einsum("sdr,sdq->srq", Wm, Wm)
-        N = a * np.einsum("sdr,sdq->srq", Wm, SW)
+        SW = b * Ws @ (Ws.swapaxes(1, 2) @ Wm) - tm[:, None, None] * Wm
+        K = a * Wm.swapaxes(1, 2) @ Wm
+        N = a * Wm.swapaxes(1, 2) @ SW
         rows.append([np.einsum("srr->s", K) / d, np.einsum("srq,sqr->s", K, K) / d,
                      np.einsum("srr->s", N) / d, np.einsum("srq,sqr->s", K, N) / d,
                      a * np.einsum("sdr,sdr->s", SW, SW) / d])
