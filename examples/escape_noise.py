@@ -11,17 +11,17 @@ with r = d / 2, student factors with i.i.d. N(0, 1) entries, batches of d^2 / 25
    at t = 3 and 6, the growth rate of overlap_growth over |C| in [0.02, 0.15], and the
    overlap profile c_2 / c_1 at t = 5.
 3. The drift the runs add to the theory's: runs at eta = 0.1 (d = 128, 256, 512 with 8, 4, 3
-   seeds) recorded every 0.25 in t; the change of M over unit intervals of t in [0, 7] minus
+   seeds) and eta = 0.05 (d = 256, 4 seeds) recorded every 0.25 in t; the change of M over unit intervals of t in [0, 7] minus
    the Gaussian mean drift -(2 eta / sqrt y)(8 L_Q c_2 + 4 L_M Tr(S S*^2) / d) over the
    interval, averaged over intervals and runs.
 4. A model of the runs: the overlap's cosine C obeys dC = (lambda(t) C + s eta / (d sigma_S)) dt
    + (k eta / (d sigma_S)) dB, lambda(t) the growth rate of the noisy flow (part 1),
-   sigma_S = sqrt(Q - tau^2), s = d times the drift of part 3 per unit eta (averaged over d),
+   sigma_S = sqrt(Q - tau^2), s = d times the drift of part 3 per unit eta (averaged),
    k the standard deviation of one step's change of M at a run's state at t = 3
    (step_coefficients, times d^2 / eta),
-   |C_0| ~ 1.5 / d; 200 runs per d, stopped at |C| = 0.25, fitted like part 6.
+   |C_0| ~ 1.5 / d; 200 runs per d, stopped at |C| = 0.25, fitted like part 6; eta = 0.1, 0.05.
 
-Run: python examples/escape_noise.py [--out DIR] [--quick]   (about 8 CPU minutes on one core)
+Run: python examples/escape_noise.py [--out DIR] [--quick]   (about 10 CPU minutes on one core)
 """
 
 import argparse
@@ -144,7 +144,7 @@ def excess(out, d, seeds, eta=0.1, horizon=7.0, every=0.25):
     ex = np.array([(M[i + n] - M[i]) / (n * every) - gauss[i:i + n + 1].mean(0)
                    for i in range(0, steps - n + 1, n)])
     m, se = float(ex.mean()), float(ex.std(ddof=1) / math.sqrt(ex.size))
-    out.setdefault("excess", {})[str(d)] = {"mean": m, "se": se, "d_times_mean": m * d,
+    out.setdefault("excess", {})[f"{d}_{eta:g}"] = {"mean": m, "se": se, "d_times_mean": m * d,
                                            "per_interval": ex.tolist(),
                                            "cpu_s": time.process_time() - cpu}
     print(f"[3] d = {d}, eta = {eta:g}, {seeds} runs: dM/dt - Gaussian drift = {m:.5f} +- "
@@ -153,7 +153,8 @@ def excess(out, d, seeds, eta=0.1, horizon=7.0, every=0.25):
 
 def model(out, quick, eta=0.1):
     """Part 4: the scalar model of the module docstring, from the measured drift and step."""
-    s = float(np.mean([v["d_times_mean"] for v in out["excess"].values()])) / eta
+    s = float(np.mean([v["d_times_mean"] / float(k.split("_")[1])
+                       for k, v in out["excess"].items()]))
     d = 64 if quick else 256  # the step's spread at a run's state on the plateau (t = 3)
     rng = np.random.default_rng([d, 1, 1, 1])
     T = MultiHeadTeacher.planted(d, d // 2, 1, 1, rng, centered=True)
@@ -161,11 +162,12 @@ def model(out, quick, eta=0.1):
                       batch=d * d // 256, record_at=[0.0], seed=[d, 1, 1, 7]).final[0]
     got = step_coefficients(W[0, :, 0, :], T, samples=4000 if quick else 40000, rng=3)
     k = float(got["first_se"][2]) * math.sqrt(4000 if quick else 40000)
-    flow = noisy_escape(eta, horizon=25.0, particles=120, record_every=0.05)
+    flow = noisy_escape(eta, horizon=25.0 if eta >= 0.1 else 40.0, particles=120,
+                        record_every=0.05)
     t, lam = flow.t, flow.rate
     sig = np.sqrt(flow.norm - flow.tau ** 2)
     gen = np.random.default_rng(0)
-    out["model"] = {"s": s, "k": k, "eta": eta}
+    row = out.setdefault("model", {})[f"{eta:g}"] = {"s": s, "k": k}
     for d in (64, 128, 256, 512, 1024, 4096):
         C = gen.standard_normal(200) * 1.5 / d
         rec = [C]
@@ -181,8 +183,8 @@ def model(out, quick, eta=0.1):
         g = overlap_growth(t[::2], R[::2], (0.02, 0.15))
         rate, se = g.mean_rate()
         tr = float(np.median(t[hit[done]])) if done.any() else math.nan
-        out["model"][str(d)] = {"rate": rate, "se": se, "median_t": tr}
-        print(f"[4] model, d = {d}: growth rate {rate:.3f} +- {se:.3f}, median weak recovery "
+        row[str(d)] = {"rate": rate, "se": se, "median_t": tr}
+        print(f"[4] model, eta = {eta:g}, d = {d}: growth rate {rate:.3f} +- {se:.3f}, median weak recovery "
               f"t {tr:.2f} (s = {s:.1f}, k = {k:.1f})", flush=True)
 
 
@@ -194,9 +196,11 @@ def main(argv=None):
     out: dict = {}
     theory(out)
     runs(out, 64 if args.quick else 256, 2 if args.quick else 4, args.quick)
-    for d, seeds in ((64, 2),) if args.quick else ((128, 8), (256, 4), (512, 3)):
-        excess(out, d, seeds)
-    model(out, args.quick)
+    for d, seeds, eta in (((64, 2, 0.1),) if args.quick else
+                          ((128, 8, 0.1), (256, 4, 0.1), (512, 3, 0.1), (256, 4, 0.05))):
+        excess(out, d, seeds, eta)
+    for eta in (0.1, 0.05):
+        model(out, args.quick, eta)
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
     path = write_file(folder / "escape_noise.json", json.dumps(out, indent=1), what="result",
