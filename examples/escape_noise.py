@@ -11,9 +11,10 @@ with r = d / 2, student factors with i.i.d. N(0, 1) entries, batches of d^2 / 25
    at t = 3 and 6, the growth rate of overlap_growth over |C| in [0.02, 0.15], and the
    overlap profile c_2 / c_1 at t = 5.
 3. The drift the runs add to the theory's: runs at eta = 0.1 (d = 128, 256, 512 with 8, 4, 3
-   seeds) and eta = 0.05 (d = 256, 4 seeds) recorded every 0.25 in t; the change of M over unit intervals of t in [0, 7] minus
-   the Gaussian mean drift -(2 eta / sqrt y)(8 L_Q c_2 + 4 L_M Tr(S S*^2) / d) over the
-   interval, averaged over intervals and runs.
+   seeds) and eta = 0.05 (d = 256, 4 seeds) recorded every 0.25 in t; the change of M over
+   unit intervals of t in [0, 7] minus the Gaussian mean drift
+   -(2 eta / sqrt y)(8 L_Q c_2 + 4 L_M Tr(S S*^2) / d) over the interval, averaged over
+   intervals and runs.
 4. A model of the runs: the overlap's cosine C obeys dC = (lambda(t) C + s eta / (d sigma_S)) dt
    + (k eta / (d sigma_S)) dB, lambda(t) the growth rate of the noisy flow (part 1),
    sigma_S = sqrt(Q - tau^2), s = d times the drift of part 3 per unit eta (averaged),
@@ -184,8 +185,8 @@ def model(out, quick, eta=0.1):
         rate, se = g.mean_rate()
         tr = float(np.median(t[hit[done]])) if done.any() else math.nan
         row[str(d)] = {"rate": rate, "se": se, "median_t": tr}
-        print(f"[4] model, eta = {eta:g}, d = {d}: growth rate {rate:.3f} +- {se:.3f}, median weak recovery "
-              f"t {tr:.2f} (s = {s:.1f}, k = {k:.1f})", flush=True)
+        print(f"[4] model, eta = {eta:g}, d = {d}: growth rate {rate:.3f} +- {se:.3f}, median "
+              f"weak recovery t {tr:.2f} (s = {s:.1f}, k = {k:.1f})", flush=True)
 
 
 def main(argv=None):

@@ -13,8 +13,8 @@ centered teacher) and d^2 samples per unit t, the mean of the first term is the 
 :func:`escape_rate`; the second term and the square of the first leave, as d -> infinity, the
 drift (:func:`noise_drift`; E2 = E[E^2] = 2 (Q + P - (4 / pi) sqrt(QP) F(rho)), y = r / d)
 
-    dm_p/dt |noise = (4 eta^2 E2 / y) [p m_1 m_{p-1}
-                     + sum_{l=0}^{p-2} (p-1-l) (2 m_{l+1} m_{p-1-l} + m_{l+2} m_{p-2-l} + m_l m_{p-l})],
+    dm_p/dt |noise = (4 eta^2 E2 / y) [p m_1 m_{p-1} + sum_{l=0}^{p-2} (p-1-l)
+                     (2 m_{l+1} m_{p-1-l} + m_{l+2} m_{p-2-l} + m_l m_{p-l})],
 
 and dc_p/dt |noise the same with c in place of the second factor of each product
 (m_{p-1} -> c_{p-1}, m_{p-1-l} -> c_{p-1-l}, ...). Every term is O(1): the |x|^4 of the step's
@@ -218,7 +218,8 @@ def noisy_escape(eta: float, ratio: float = 0.5, *, horizon: float = 12.0,
 
     The growth rate obeys, exactly to first order in M,
 
-        lambda = (16 eta / sqrt y) [tau sqrt(P / Q) / pi - L_Q c_2 / M] - d log sqrt(Q - tau^2) / dt,
+        lambda = (16 eta / sqrt y) [tau sqrt(P / Q) / pi - L_Q c_2 / M]
+                 - d log sqrt(Q - tau^2) / dt,
 
     which is :func:`escape_rate`'s 8 eta tau / sqrt y on its plateau (L_Q = 0, Q = 4 P / pi^2);
     the noise holds Q above 4 P / pi^2 (L_Q > 0) and slows the escape.
