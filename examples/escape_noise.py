@@ -14,7 +14,8 @@ with r = d / 2, student factors with i.i.d. N(0, 1) entries, batches of d^2 / 25
    seeds) and eta = 0.05 (d = 256, 4 seeds) recorded every 0.25 in t; the change of M over
    unit intervals of t in [0, 7] minus the Gaussian mean drift
    -(2 eta / sqrt y)(8 L_Q c_2 + 4 L_M Tr(S S*^2) / d) over the interval, averaged over
-   intervals and runs.
+   intervals and runs. Second route: at the states of runs at t = 3 (d = 128, 256, two each),
+   the exact mean step of M (step_coefficients, 1e6 samples) against the same drift.
 4. A model of the runs: the overlap's cosine C obeys dC = (lambda(t) C + s eta / (d sigma_S)) dt
    + (k eta / (d sigma_S)) dB, lambda(t) the growth rate of the noisy flow (part 1),
    sigma_S = sqrt(Q - tau^2), s = d times the drift of part 3 per unit eta (averaged),
@@ -22,7 +23,7 @@ with r = d / 2, student factors with i.i.d. N(0, 1) entries, batches of d^2 / 25
    (step_coefficients, times d^2 / eta),
    |C_0| ~ 1.5 / d; 200 runs per d, stopped at |C| = 0.25, fitted like part 6; eta = 0.1, 0.05.
 
-Run: python examples/escape_noise.py [--out DIR] [--quick]   (about 10 CPU minutes on one core)
+Run: python examples/escape_noise.py [--out DIR] [--quick]   (about 11 CPU minutes on one core)
 """
 
 import argparse
@@ -152,6 +153,31 @@ def excess(out, d, seeds, eta=0.1, horizon=7.0, every=0.25):
           f"{se:.5f} over t in [0, {horizon:g}] (d times it: {m * d:.2f})", flush=True)
 
 
+def step_excess(out, d, seeds, samples, eta=0.1):
+    """Part 3, second route: at the state of a run at t = 3 (one per seed), the exact mean step
+    of M (step_coefficients) against the Gaussian drift, per unit eta."""
+    r, y = d // 2, 0.5
+    for seed in range(seeds):
+        rng = np.random.default_rng([d, 1, 1, 1, seed])
+        T = MultiHeadTeacher.planted(d, r, 1, 1, rng, centered=True)
+        W = multihead_sgd(T, (rng.standard_normal((1, d, 1, r)),), samples=3 * d * d, lr=eta,
+                          batch=d * d // 256, record_at=[0.0], seed=[d, 3, seed]).final[0]
+        got = step_coefficients(W[0, :, 0, :], T, samples=samples, rng=5 + seed, chunk=5000)
+        S = W[0, :, 0, :] @ W[0, :, 0, :].T / math.sqrt(r * d)
+        Ss = T.matrices()[0, 0]
+        Q, P = np.trace(S @ S) / d, np.trace(Ss @ Ss) / d
+        M, c2, tss = np.trace(S @ Ss) / d, np.trace(S @ S @ Ss) / d, np.trace(S @ Ss @ Ss) / d
+        rho = M / math.sqrt(Q * P)
+        LQ = 0.5 - math.sqrt(P * (1 - rho * rho) / Q) / math.pi
+        gauss = -(2 / math.sqrt(y)) * (8 * LQ * c2 + 4 * (-2 / math.pi) * math.asin(rho) * tss)
+        ex, se = float(got["first"][2]) - gauss, float(got["first_se"][2])
+        out.setdefault("step_excess", []).append({"d": d, "seed": seed, "M": M, "excess": ex,
+                                                  "se": se})
+        print(f"[3] d = {d}, a run's state at t = 3 (M = {M:.4f}): mean step of M per unit eta "
+              f"{got['first'][2]:.4f} +- {se:.4f}, Gaussian drift {gauss:.4f}; d times the "
+              f"excess {ex * d:.1f} +- {se * d:.1f}", flush=True)
+
+
 def model(out, quick, eta=0.1):
     """Part 4: the scalar model of the module docstring, from the measured drift and step."""
     s = float(np.mean([v["d_times_mean"] / float(k.split("_")[1])
@@ -200,6 +226,8 @@ def main(argv=None):
     for d, seeds, eta in (((64, 2, 0.1),) if args.quick else
                           ((128, 8, 0.1), (256, 4, 0.1), (512, 3, 0.1), (256, 4, 0.05))):
         excess(out, d, seeds, eta)
+    for d in (64,) if args.quick else (128, 256):
+        step_excess(out, d, 1 if args.quick else 2, 20000 if args.quick else 10 ** 6)
     for eta in (0.1, 0.05):
         model(out, args.quick, eta)
     folder = Path(args.out)
