@@ -2,7 +2,8 @@
 (paramgeo.flows.escape_noise), checked three ways: the particle system against the closed-form
 moment hierarchy, the closed form against a Monte Carlo of the exact per-sample step at
 d = 256 and 512 (extrapolated in 1 / d), and the noisy plateau against short online-SGD runs
-at two step sizes.
+at two step sizes; and the finite-d drift of the overlap (its Edgeworth terms) against the
+exact mean step at a run's state.
 
 Covers: ``paramgeo.flows.escape_noise``.
 """
@@ -16,6 +17,7 @@ from paramgeo import ParamgeoError
 from paramgeo.flows import (
     MultiHeadTeacher,
     escape_rate,
+    finite_d_drift,
     multihead_loss_and_grad,
     multihead_sgd,
     noise_drift,
@@ -162,3 +164,23 @@ def test_noisy_escape_limits_and_errors():
         run.window_rate(3.0, 3.01)
     with pytest.raises(ParamgeoError):
         noisy_escape(0.1, ratio=1.0)
+
+
+def test_finite_d_drift_is_the_exact_mean_step():
+    """At the state of a run at t = 3 (d = 128), the exact mean step of M (step_coefficients,
+    10^6 samples) exceeds the Gaussian drift by about 10 eta / d; the Edgeworth terms of
+    finite_d_drift account for it within 3 standard errors, the Gaussian drift alone is
+    more than 5 off."""
+    d, r = 128, 64
+    rng = np.random.default_rng([d, 1, 1, 1, 0])
+    T = MultiHeadTeacher.planted(d, r, 1, 1, rng, centered=True)
+    W = multihead_sgd(T, (rng.standard_normal((1, d, 1, r)),), samples=3 * d * d, lr=0.1,
+                      batch=d * d // 256, record_at=[0.0], seed=[d, 3, 0]).final[0][0, :, 0, :]
+    got = step_coefficients(W, T, samples=10 ** 6, rng=5, chunk=5000)
+    exact, se = float(got["first"][2]), float(got["first_se"][2])
+    pred = finite_d_drift(W @ W.T / math.sqrt(r * d), T.matrices()[0, 0], r / d)
+    assert abs(exact - pred["total"]) < 3 * se
+    assert exact - pred["gaussian"] > 5 * se
+    assert 5 < d * (pred["total"] - pred["gaussian"]) < 20
+    with pytest.raises(ParamgeoError):
+        finite_d_drift(np.zeros((4, 4)), np.eye(4), 0.5)

@@ -54,7 +54,8 @@ For a loss ell on predictors and L(theta) = ell(phi(theta)):
   :func:`scaling_separation`) and the overlap's exponential escape from its random start
   (:func:`overlap_growth`) with its leading-order rate (:func:`escape_rate`) and the SGD
   noise's order-eta^2 correction to the plateau and the rate, d -> infinity
-  (:func:`noisy_escape`, :func:`noise_drift`, :func:`step_coefficients`).
+  (:func:`noisy_escape`, :func:`noise_drift`, :func:`step_coefficients`), with the
+  finite-d drift of the overlap that it leaves out (:func:`finite_d_drift`).
 
 The gradient is always the chain rule through the plugin's VJP (``paramgeo.losses.pullback``),
 never a dense Jacobian. Flows and descent return a :class:`Trajectory`.
@@ -231,6 +232,7 @@ from .multihead import (
 )
 from .escape_noise import (
     NoisyEscape,
+    finite_d_drift,
     noise_drift,
     noisy_escape,
     particle_drift,
