@@ -15,7 +15,8 @@ with r = d / 2, student factors with i.i.d. N(0, 1) entries, batches of d^2 / 25
    unit intervals of t in [0, 7] minus the Gaussian mean drift
    -(2 eta / sqrt y)(8 L_Q c_2 + 4 L_M Tr(S S*^2) / d) over the interval, averaged over
    intervals and runs. Second route: at the states of runs at t = 3 (d = 128, 256, two each),
-   the exact mean step of M (step_coefficients, 1e6 samples) against the same drift.
+   the exact mean step of M (step_coefficients, 1e6 samples) against the same drift, and
+   the excess derived by finite_d_drift (Edgeworth terms of order 1 / d).
 4. A model of the runs: the overlap's cosine C obeys dC = (lambda(t) C + s eta / (d sigma_S)) dt
    + (k eta / (d sigma_S)) dB, lambda(t) the growth rate of the noisy flow (part 1),
    sigma_S = sqrt(Q - tau^2), s = d times the drift of part 3 per unit eta (averaged),
@@ -37,6 +38,7 @@ import numpy as np
 from paramgeo.flows import (
     MultiHeadTeacher,
     escape_rate,
+    finite_d_drift,
     multihead_sgd,
     noisy_escape,
     overlap_growth,
@@ -171,11 +173,13 @@ def step_excess(out, d, seeds, samples, eta=0.1):
         LQ = 0.5 - math.sqrt(P * (1 - rho * rho) / Q) / math.pi
         gauss = -(2 / math.sqrt(y)) * (8 * LQ * c2 + 4 * (-2 / math.pi) * math.asin(rho) * tss)
         ex, se = float(got["first"][2]) - gauss, float(got["first_se"][2])
+        edge = finite_d_drift(S, Ss, y)
+        pred = edge["total"] - edge["gaussian"]
         out.setdefault("step_excess", []).append({"d": d, "seed": seed, "M": M, "excess": ex,
-                                                  "se": se})
+                                                  "se": se, "edgeworth": pred})
         print(f"[3] d = {d}, a run's state at t = 3 (M = {M:.4f}): mean step of M per unit eta "
               f"{got['first'][2]:.4f} +- {se:.4f}, Gaussian drift {gauss:.4f}; d times the "
-              f"excess {ex * d:.1f} +- {se * d:.1f}", flush=True)
+              f"excess {ex * d:.1f} +- {se * d:.1f}, finite_d_drift's {pred * d:.1f}", flush=True)
 
 
 def model(out, quick, eta=0.1):

@@ -40,7 +40,9 @@ w = y / n for n particles; H_i = w sum_{j != i} f_j / (f_i - f_j)):
 which :func:`noisy_escape` integrates from the Marchenko-Pastur start. The noise spreads the
 spectrum (as f -> 0, f'/f -> -(4 eta^2 E2 / y)(4 y - 1)), so for y > 1/4 there is no stationary
 plateau: Q and tau keep drifting slowly, and the growth rate of the overlap is reported along the
-way. References: Xu, Sagitova, Zdeborova, "Attention-indexed models" (tied S, online SGD, weak
+way. At finite d the overlap has a further drift, of order eta / d and present at M = 0, from
+the fourth and squared third cumulants of the indices' law (:func:`finite_d_drift`).
+References: Xu, Sagitova, Zdeborova, "Attention-indexed models" (tied S, online SGD, weak
 recovery with Theta(d^2 log d) samples); Ben Arous, Gheissari, Jagannath (2021) (information
 exponent 2); Saad, Solla (1995) (order parameters of online learning).
 """
