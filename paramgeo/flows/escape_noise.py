@@ -36,6 +36,7 @@ w = y / n for n particles; H_i = w sum_{j != i} f_j / (f_i - f_j)):
     dnu_i/dt = (16 eta / (pi sqrt y)) sqrt(P / Q) M (1 + 2 H_i)
                + (4 eta^2 E2 / y) [w sum_j ((f_i + f_j) / (f_i - f_j))^2 (nu_j - nu_i)
                                    + (1 - y) (nu_0 - nu_i)],
+    dnu_0/dt = -(16 eta / (pi sqrt y)) sqrt(P / Q) y M + (4 eta^2 E2 / y) w sum_j (nu_j - nu_0),
 
 which :func:`noisy_escape` integrates from the Marchenko-Pastur start. The noise spreads the
 spectrum (as f -> 0, f'/f -> -(4 eta^2 E2 / y)(4 y - 1)), so for y > 1/4 there is no stationary
@@ -394,8 +395,9 @@ def finite_d_drift(S: ArrayLike, S_star: ArrayLike, ratio: float) -> dict[str, f
     orderings of A_2..A_n) divided by d^(n/2), E_G Gaussian at rho = 0, Stein's lemma for the
     derivatives that miss z, and the distributional derivatives of sign and |.|. Returns the
     ``gaussian`` drift, the ``fourth`` and ``third_squared`` corrections and their ``total``,
-    each as dM/dt per unit eta (their sum times d is about 10 on the plateau: a push toward
-    M > 0 of order eta / d, which :func:`noisy_escape` (d -> infinity) leaves out).
+    each as dM/dt per unit eta (the two corrections together are about 10 / d on the plateau,
+    at M = 0 too: a push toward M > 0 of order eta / d, which :func:`noisy_escape`,
+    d -> infinity, leaves out).
     Cost: about 100 products of d x d matrices. Reference: Xu, Sagitova, Zdeborova,
     "Attention-indexed models"; Kolassa (2006), "Series approximation methods in statistics"
     (multivariate Edgeworth series)."""
