@@ -24,7 +24,7 @@ with r = d / 2, student factors with i.i.d. N(0, 1) entries, batches of d^2 / 25
    (step_coefficients, times d^2 / eta),
    |C_0| ~ 1.5 / d; 200 runs per d, stopped at |C| = 0.25, fitted like part 6; eta = 0.1, 0.05.
 
-Run: python examples/escape_noise.py [--out DIR] [--quick]   (about 11 CPU minutes on one core)
+Run: python examples/escape_noise.py [--out DIR] [--quick]   (about 8 CPU minutes on one core)
 """
 
 import argparse
