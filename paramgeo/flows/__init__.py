@@ -54,7 +54,10 @@ For a loss ell on predictors and L(theta) = ell(phi(theta)):
   matrix-free engines for multi-head and two-layer models batched over seeds, with the power of
   a weak-recovery scaling fit (:func:`multihead_sgd`, :func:`two_layer_sgd`,
   :func:`scaling_separation`) and the overlap's exponential escape from its random start
-  (:func:`overlap_growth`) with its leading-order rate (:func:`escape_rate`).
+  (:func:`overlap_growth`) with its leading-order rate (:func:`escape_rate`) and the SGD
+  noise's order-eta^2 correction to the plateau and the rate, d -> infinity
+  (:func:`noisy_escape`, :func:`noise_drift`, :func:`step_coefficients`), with the
+  finite-d drift of the overlap that it leaves out (:func:`finite_d_drift`).
 
 The gradient is always the chain rule through the plugin's VJP (``paramgeo.losses.pullback``),
 never a dense Jacobian. Flows and descent return a :class:`Trajectory`.
@@ -239,6 +242,15 @@ from .multihead import (
     scaling_separation,
     teacher_labels,
     weighted_exponent,
+)
+from .escape_noise import (
+    NoisyEscape,
+    finite_d_drift,
+    noise_drift,
+    noisy_escape,
+    particle_drift,
+    residual_power,
+    step_coefficients,
 )
 from .multilayer import (
     layer_indices,

@@ -549,8 +549,9 @@ def escape_rate(eta: float, ratio: float = 0.5) -> EscapeRate:
     tau the plateau's Tr S / d, from the start's spectrum (mass y at lambda_MP / sqrt y,
     lambda_MP Marchenko-Pastur of ratio y). A start overlap ~ 1 / d gives a weak-recovery time
     t = log(d) / lambda + const: slope 1 / lambda in log d. The SGD noise (order eta^2) is
-    left out. (Xu, Sagitova, Zdeborova: tied S recovers with Theta(d^2 log d) samples; Ben
-    Arous, Gheissari, Jagannath 2021: information exponent 2.)"""
+    left out (:func:`paramgeo.flows.noisy_escape` adds it). (Xu, Sagitova, Zdeborova: tied S
+    recovers with Theta(d^2 log d) samples; Ben Arous, Gheissari, Jagannath 2021: information
+    exponent 2.)"""
     from scipy.optimize import brentq
 
     y = float(ratio)
