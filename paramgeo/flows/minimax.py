@@ -34,9 +34,15 @@ N^(-ap / (ap + 1)) (0.6 at a = 1.5, r = 0). Exponential lambda_j = e^(-a (j - 1)
 e^(apK), so K ~ log N / (ap) and the bound falls like log N / (ap N): rate 1 up to the
 logarithm. At finite d, K <= d - 1 and the rate turns to 1 once the cap binds.
 
+The local bound (:func:`local_lower_bound`). The same lemma over a cube around a model's own
+whitened mean mu~_0, perturbed on the coordinates where it vanishes with amplitudes beta_j
+chosen per coordinate (water filling), in F(R, r) with R a little above the model's radius:
+a bound over a neighbourhood of the model rather than over the whole class.
+
 References: Buna, Liu, Rebeschini, early stopping of logistic GD under label-flip noise;
 Tsybakov (2009), "Introduction to nonparametric estimation", Lemma 2.12 (Assouad) and
-Lemma 2.5 (Pinsker); Caponnetto, De Vito (2007) for source and capacity conditions.
+Lemma 2.5 (Pinsker); Caponnetto, De Vito (2007) for source and capacity conditions; Hajek
+(1972), Le Cam (1986), Cai & Low (2015) for local minimax benchmarks.
 """
 
 from __future__ import annotations
