@@ -15,7 +15,9 @@ spectra j^-1.5 and exp(-0.05 (j - 1)).
 4. Sample counts for targets eps: oracle stop, max margin, and the dimension an interpolator
    needs; the Le Cam / Fano lower bound (Bayes direction on the first K coordinates) and
    Assouad's nonparametric bound over the source ball |w_B| <= |w_B(model)| beside the oracle
-   stop, with the ridge equivalent's oracle excess on the cube's vertex (a member of the ball).
+   stop, with the ridge equivalent's oracle excess on the cube's vertex (a member of the ball);
+   the local bound over a cube of perturbations around the model itself (radius 1.1 times the
+   model's), beside the oracle stop and the ridge equivalent on the local cube's vertex.
 
 Usage: python examples/oracle_rates.py [--quick]
 """
@@ -28,6 +30,8 @@ from paramgeo.flows import (
     efficiency_ratio,
     equivalent_check,
     interpolator_excess,
+    local_lower_bound,
+    local_means,
     minimax_lower_bound,
     nonparametric_lower_bound,
     rate_decomposition,
@@ -91,7 +95,20 @@ def main(argv=None):
               f"sizes); ridge equivalent at the vertex ~ N^-{vfit.exponent:.3f} "
               f"(+- {vfit.error:.3f}); oracle stop ~ N^-"
               f"{rates.rates['logistic_oracle'].exponent:.3f}")
-        out[kind] = (rates, interp, counts, bound, assouad)
+        local = local_lower_bound(model, sizes, slack=0.1)
+        near = np.array([local_oracle(model, n, b2) for n, b2 in zip(sizes, local.amplitudes)])
+        base = np.array([local_oracle(model, n, None) for n in sizes])
+        print(f"{'N':>6} {'oracle stop':>12} {'local':>10} {'coords':>6} {'reach':>6} "
+              f"{'stop / local':>13} {'vertex / local':>15} {'model / vertex':>15}")
+        for k, n in enumerate(sizes):
+            print(f"{n:6d} {m[k]:12.3e} {local.bound[k]:10.3e} {int(local.count[k]):6d} "
+                  f"{local.reach[k]:6.3f} {m[k] / local.bound[k]:13.3g} "
+                  f"{near[k] / local.bound[k]:15.3g} {base[k] / near[k]:15.3g}")
+        nfit = power_law_fit(sizes, near, sizes[0], sizes[-1])
+        print(f"local bound around the model (|w_B| <= {local.radius:.3f}) ~ N^-"
+              f"{local.rate.exponent:.3f} (+- {local.rate.error:.3f}); ridge equivalent at "
+              f"the local vertex ~ N^-{nfit.exponent:.3f} (+- {nfit.error:.3f})")
+        out[kind] = (rates, interp, counts, bound, assouad, local)
     return out
 
 
@@ -102,6 +119,15 @@ def vertex_oracle(model, n, width, amplitude):
     w[0], w[1:width + 1] = np.sqrt(model.mean @ (model.mean / model.cov) - width * amplitude), \
         np.sqrt(amplitude)
     member = GaussianMixture(cov=model.cov, mean=w * np.sqrt(model.cov), flip=model.flip)
+    return float(np.nanmin(ridge_equivalent(member, n, np.geomspace(1e-9, 1e4, 200))))
+
+
+def local_oracle(model, n, amplitudes):
+    """The ridge equivalent's oracle excess on the local cube's vertex v = (1, .., 1) with
+    squared amplitudes ``amplitudes`` (None: on the model itself)."""
+    member = model if amplitudes is None else GaussianMixture(
+        cov=model.cov, mean=local_means(model, amplitudes, np.ones(model.d))[0],
+        flip=model.flip)
     return float(np.nanmin(ridge_equivalent(member, n, np.geomspace(1e-9, 1e4, 200))))
 
 

@@ -30,7 +30,7 @@ For a loss ell on predictors and L(theta) = ell(phi(theta)):
   :func:`efficiency_ratio`, :func:`interpolator_floor`, :func:`sample_counts`,
   :func:`minimax_lower_bound`), and Assouad's nonparametric lower bound over a source ball of
   Bayes directions with its closed-form rate (:func:`nonparametric_lower_bound`,
-  :func:`nonparametric_rate`);
+  :func:`nonparametric_rate`) and its local version around the model (:func:`local_lower_bound`);
 * negative ridge against shifted GD: the risk gain over (d, N) with fitted exponents and the
   hold-out choice of (shift, stop) with its transfer (:func:`risk_gain`,
   :func:`holdout_selection`);
@@ -112,10 +112,13 @@ from .logistic_separation import (
     zero_one_excess,
 )
 from .minimax import (
+    LocalBound,
     NonparametricBound,
     class_radius,
     cube_means,
     excess_slope,
+    local_lower_bound,
+    local_means,
     mixture_kl,
     nonparametric_lower_bound,
     nonparametric_rate,

@@ -34,9 +34,15 @@ N^(-ap / (ap + 1)) (0.6 at a = 1.5, r = 0). Exponential lambda_j = e^(-a (j - 1)
 e^(apK), so K ~ log N / (ap) and the bound falls like log N / (ap N): rate 1 up to the
 logarithm. At finite d, K <= d - 1 and the rate turns to 1 once the cap binds.
 
+The local bound (:func:`local_lower_bound`). The same lemma over a cube around a model's own
+whitened mean mu~_0, perturbed on the coordinates where it vanishes with amplitudes beta_j
+chosen per coordinate (water filling), in F(R, r) with R a little above the model's radius:
+a bound over a neighbourhood of the model rather than over the whole class.
+
 References: Buna, Liu, Rebeschini, early stopping of logistic GD under label-flip noise;
 Tsybakov (2009), "Introduction to nonparametric estimation", Lemma 2.12 (Assouad) and
-Lemma 2.5 (Pinsker); Caponnetto, De Vito (2007) for source and capacity conditions.
+Lemma 2.5 (Pinsker); Caponnetto, De Vito (2007) for source and capacity conditions; Hajek
+(1972), Le Cam (1986), Cai & Low (2015) for local minimax benchmarks.
 """
 
 from __future__ import annotations
@@ -228,3 +234,167 @@ def mixture_kl(first: ArrayLike, second: ArrayLike, flip: float, samples: int = 
 
     ratio = log_p(m1) - log_p(m2)
     return float(ratio.mean()), float(ratio.std(ddof=1) / math.sqrt(n))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LocalBound(Result):
+    """Assouad's lower bound on the minimax excess 0-1 risk over the hypotheses near a model
+    (:func:`local_lower_bound`) per N (``sizes``): ``bound``, the squared whitened amplitudes
+    beta_j^2 of the perturbed coordinates (``amplitudes``, shape (len(sizes), d), zero on the
+    model's support), their number (``count``) and the last one in decreasing order of lambda
+    (``last``, 1-based), the sine of the largest angle between a hypothesis and the model
+    (``reach``) and the power law fitted over ``sizes`` (``rate``; None with fewer than three
+    positive bounds). ``radius`` is the class's R, ``model_radius`` the model's own."""
+
+    snr: float
+    flip: float
+    radius: float
+    model_radius: float
+    source: float
+    d: int
+    sizes: np.ndarray
+    bound: np.ndarray
+    amplitudes: np.ndarray
+    count: np.ndarray
+    last: np.ndarray
+    reach: np.ndarray
+    rate: Optional[PowerLaw]
+
+    def __str__(self):
+        lines = [f"local Assouad bound around the model (|Sigma^-{self.source:g} w_B| = "
+                 f"{self.model_radius:.4g}) in |Sigma^-{self.source:g} w_B| <= "
+                 f"{self.radius:.4g} (d = {self.d}, snr {self.snr:g}, flips {self.flip:g})",
+                 f"{'N':>8} {'bound':>11} {'coords':>6} {'last':>5} {'reach':>6}"]
+        for n, v, k, j, s in zip(self.sizes, self.bound, self.count, self.last, self.reach):
+            lines.append(f"{int(n):8d} {v:11.3e} {int(k):6d} {int(j):5d} {s:6.3f}")
+        if self.rate is not None:
+            lines.append(f"rate {self.rate.exponent:.3f} +- {self.rate.error:.3f}")
+        return "\n".join(lines)
+
+
+def _water_fill(cost: NDArray[np.float64], total: float) -> NDArray[np.float64]:
+    """x maximising sum_j x_j (1 - sqrt(x_j)) over 0 <= x_j <= 4/9 with sum_j x_j cost_j <=
+    total: x_j = min(4/9, ((1 - mu cost_j)_+ / 1.5)^2), mu >= 0 by bisection (the objective is
+    concave, so this KKT point is the maximum; any feasible x gives a valid bound)."""
+
+    def fill(mu):
+        return np.minimum(4.0 / 9.0, (np.maximum(1.0 - mu * cost, 0.0) / 1.5) ** 2)
+
+    if float(fill(0.0) @ cost) <= total:
+        return fill(0.0)
+    positive = cost[cost > 0]
+    lo, hi = 0.0, 1.0 / float(positive.min())  # at hi every costly coordinate is off
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if float(fill(mid) @ cost) > total:
+            lo = mid
+        else:
+            hi = mid
+    return fill(hi)
+
+
+def local_lower_bound(model: GaussianMixture, sizes: Sequence[int], slack: float = 0.1,
+                      radius: Optional[float] = None, source: float = 0.0,
+                      reach: float = 0.5) -> LocalBound:
+    """Lower bound on inf_w-hat sup_(P in U) E[R(w-hat) - R_B] from N samples over a
+    neighbourhood U of ``model`` itself: mixtures with its Sigma, eta and snr, whitened means
+    within angle arcsin(``reach``) of the model's mu~_0, in the class F(R, r) of
+    :func:`nonparametric_lower_bound` with R = ``radius``, default (1 + ``slack``) R_0,
+    R_0 = :func:`class_radius` (r = ``source``).
+
+    The cube. On the free coordinates (mu~_0j = 0) mu~_v = s mu~_0 + sum_j v_j beta_j e_j,
+    v in {+-1}^J, s^2 = 1 - sum beta_j^2 / snr^2 (snr fixed, every vertex at one angle
+    arcsin(sqrt(sum beta^2) / snr) from the model). The ellipsoid holds it iff
+    sum_j beta_j^2 (c_j - c0) <= B, c_j = lambda_j^-(1 + 2r), c0 = R_0^2 / snr^2 (the model's
+    mean cost), B = R^2 - R_0^2: a neighbourhood of the model on its boundary costs the
+    excess c_j - c0 of a coordinate over the model's own.
+
+    Separation. The excess of w is G(1 - cos theta_v), theta_v the angle between u =
+    Sigma^1/2 w / |.| and mu~_v; 1 - cos theta_v = |u - mu~_v / snr|^2 / 2, and a coordinate
+    moves the Bayes direction by beta_j / snr, so 1 - cos theta_v >=
+    sum_(j: sign u_j != v_j) beta_j^2 / (2 snr^2): near the model the excess is quadratic in
+    the perturbation, G >= alpha_j per wrong sign, alpha_j = G'(0) beta_j^2 / (2 snr^2)
+    (:func:`excess_slope`). Neighbours in coordinate j are 2 beta_j^2 apart in one sample's
+    KL, so by Pinsker and Assouad with weights (x_j = N beta_j^2)
+
+        bound = G'(0) / (4 snr^2 N) max_x sum_j x_j (1 - sqrt(x_j)),
+        0 <= x_j <= 4/9,  sum_j x_j (c_j - c0) <= N B,
+
+    solved by water filling x_j = min(4/9, ((1 - mu (c_j - c0))_+ / 1.5)^2) (each
+    coordinate resolved at N beta_j^2 ~ const, as far as the budget reaches); where
+    sum beta^2 > reach^2 snr^2 all x shrink by one factor.
+
+    Rate. The neighbourhood holds the ellipsoid sum beta_j^2 (c_j - c0) <= B on the free
+    coordinates, of the class's own shape: for lambda_j = j^-a the window reaches
+    J ~ (N B)^(1 / (ap + 1)) and the bound falls like N^-(ap / (ap + 1)), for
+    lambda_j = e^(-a (j - 1)) J ~ log(N B) / (ap) and it falls like log N / N
+    (:func:`nonparametric_rate`, p = 1 + 2r): a fixed neighbourhood has the class's rate. At
+    finite d and N the fitted exponent depends on B (smaller slack: fewer coordinates, a
+    flatter bound) and turns to 1 once every free coordinate is in.
+
+    References: Buna, Liu, Rebeschini, early stopping of logistic GD under label-flip noise;
+    Tsybakov (2009), Lemmas 2.5 and 2.12; local minimax: Hajek (1972), Le Cam (1986), Cai &
+    Low (2015), "A framework for estimation of convex functions"."""
+    lam, whitened, snr = _parts(model)
+    sizes = np.asarray(sorted(int(n) for n in sizes))
+    free = whitened == 0
+    if sizes.size == 0 or sizes[0] < 1 or not free.any():
+        raise ShapeError(f"local bound: needs sizes >= 1 and a free coordinate (mu~_j = 0); "
+                         f"got sizes {list(sizes)}, {int(free.sum())} free of d = {lam.size}; "
+                         f"give positive sizes and a model whose support is smaller than d")
+    if not (0 < reach <= 1 and slack >= 0):
+        raise ArgumentError(f"local bound: reach {reach:g} must lie in (0, 1] and slack "
+                            f"{slack:g} be >= 0; give a reach in (0, 1] and a slack >= 0")
+    p = 1 + 2 * float(source)
+    if not p > 0:
+        raise ArgumentError(f"local bound: source {source:g} <= -1/2 is no ellipsoid; give a "
+                            f"source above -1/2")
+    R0 = class_radius(model, source)
+    R = R0 * (1 + float(slack)) if radius is None else float(radius)
+    if R < R0 * (1 - 1e-12):
+        raise ArgumentError(f"local bound: radius {R:.6g} < the model's {R0:.6g}: the class "
+                            f"misses the model; give a radius >= class_radius(model)")
+    cost = lam[free] ** -p - R0 * R0 / (snr * snr)
+    order = np.argsort(-lam, kind="stable")
+    rank = np.empty(lam.size, int)
+    rank[order] = np.arange(1, lam.size + 1)
+    slope = excess_slope(snr, model.flip)
+    out, amps, counts, lasts, reaches = [], [], [], [], []
+    for n in sizes:
+        x = _water_fill(cost, n * max(R * R - R0 * R0, 0.0))
+        x *= min(1.0, n * reach * reach * snr * snr / max(float(x.sum()), 1e-300))
+        out.append(slope * float(np.sum(x * (1 - np.sqrt(x)))) / (4 * snr * snr * n))
+        beta2 = np.zeros(lam.size)
+        beta2[free] = x / n
+        on = beta2 > 0
+        amps.append(beta2)
+        counts.append(int(on.sum()))
+        lasts.append(int(rank[on].max()) if on.any() else 0)
+        reaches.append(math.sqrt(float(beta2.sum())) / snr)
+    bound = np.array(out)
+    rate = (power_law_fit(sizes, bound, sizes[0], sizes[-1])
+            if int(np.sum(bound > 0)) >= 3 else None)
+    return LocalBound(snr=snr, flip=float(model.flip), radius=R, model_radius=R0,
+                      source=float(source), d=int(lam.size), sizes=sizes, bound=bound,
+                      amplitudes=np.array(amps), count=np.array(counts), last=np.array(lasts),
+                      reach=np.array(reaches), rate=rate)
+
+
+def local_means(model: GaussianMixture, amplitudes: ArrayLike,
+                signs: ArrayLike) -> NDArray[np.float64]:
+    """The hypotheses of :func:`local_lower_bound`: for each row v of ``signs`` (shape (M, d),
+    read where ``amplitudes`` beta_j^2 > 0) the mean mu = Sigma^1/2 mu~_v, mu~_v = s mu~_0 +
+    sum_j v_j beta_j e_j, s^2 = 1 - sum beta_j^2 / snr^2 (snr fixed). Returns (M, d). Buna,
+    Liu, Rebeschini; Tsybakov (2009), Lemma 2.12."""
+    lam, whitened, snr = _parts(model)
+    beta2 = np.asarray(amplitudes, float)
+    v = np.atleast_2d(np.asarray(signs, float))
+    if (beta2.shape != lam.shape or v.shape[1] != lam.size or np.any(beta2 < 0)
+            or np.any(beta2[whitened != 0] > 0) or not beta2.sum() < snr * snr):
+        raise ShapeError(f"local means: need amplitudes of shape ({lam.size},), >= 0, zero on "
+                         f"the model's support, summing below snr^2 = {snr * snr:g}, and signs "
+                         f"of shape (M, {lam.size}); got {beta2.shape}, {v.shape}; give the "
+                         f"rows of LocalBound.amplitudes")
+    s = math.sqrt(1 - float(beta2.sum()) / (snr * snr))
+    means = s * whitened + np.sign(v) * np.sqrt(beta2)
+    return means * np.sqrt(lam)
