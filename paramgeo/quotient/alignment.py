@@ -36,9 +36,10 @@ a valid lower bound on d_G and the gap between the two. Each kind of group has i
   then, when two or more continuous factors share entries (the GL(h) of adjacent linear
   layers; the fields, shears and rescalings of a layer norm), Levenberg-Marquardt over all of
   them together (up to ``MAX_JOINT`` coordinates, ``JOINT_EVALS`` evaluations per
-  coordinate), keeping the signs of signed rescalings that the descent chose; a signed
-  rescaling driven towards 0 (below ``COLLAPSED``) is retried with its sign flipped (at most
-  ``MAX_FLIPS`` times), the retry kept when it aligns closer.
+  coordinate), keeping the signs of signed rescalings that the descent chose; while the
+  distance stays above the lower bound, the alignment restarts with one signed rescaling's
+  sign flipped (a rescaling driven towards 0, below ``COLLAPSED``, first, then the most
+  stretched; at most ``sign_restarts`` times), each restart kept when it aligns closer.
   The product of each factor's GL steps is kept below condition number ``MAX_COND``: where a
   point's stabiliser is not compact (a rank-deficient weight) the descent can drift to huge
   elements whose action leaves the orbit in rounding while phi barely moves.
@@ -79,8 +80,6 @@ MAX_JOINT = 200
 JOINT_EVALS = 5
 #: a signed rescaling whose total factor falls below this has collapsed: its sign is retried
 COLLAPSED = 1e-3
-#: the most sign retries of an alignment
-MAX_FLIPS = 3
 #: the factors refined together by _joint_polish
 CONTINUOUS = (OrthogonalGroup, GeneralLinearGroup, ScalingTorus, FieldGroup, ShearGroup)
 
@@ -298,7 +297,7 @@ def relaxation_bound(group: SymmetryGroup, x: NDArray[np.float64],
 # ------------------------------------------------------------------ the engine
 def align(param: Parameterization, theta1: ArrayLike, theta2: ArrayLike, max_sweeps: int = 50,
           tol: float = 1e-12, factors: Optional[Sequence[int]] = None,
-          group: Optional[SymmetryGroup] = None) -> Alignment:
+          group: Optional[SymmetryGroup] = None, sign_restarts: int = 3) -> Alignment:
     """Align theta2 to theta1 modulo the declared group G = ``param.symmetry()``.
 
     Minimises |theta1 - g . theta2| over g in G: the orbit distance d_G = inf_g |theta1 -
@@ -322,6 +321,9 @@ def align(param: Parameterization, theta1: ArrayLike, theta2: ArrayLike, max_swe
         factors: indices into the factors of a product group: align over their subgroup only
             (e.g. a network's permutations without its rescalings).
         group: ``param.symmetry()`` computed once by the caller, to reuse across alignments.
+        sign_restarts: for products with signed rescalings, the most restarts with one
+            rescaling's sign flipped while the distance stays above the lower bound (each
+            costs one more alignment; 0 turns them off).
 
     Returns:
         The :class:`Alignment`: ``g``, ``aligned`` = g . theta2, ``distance``, the
@@ -347,6 +349,7 @@ def align(param: Parameterization, theta1: ArrayLike, theta2: ArrayLike, max_swe
     x = param.as_theta(theta1)
     y = param.as_theta(theta2)
     integer(max_sweeps, "max_sweeps", minimum=1)
+    integer(sign_restarts, "sign_restarts", minimum=0)
     number(tol, "tol", positive=True)
     if group is None:
         if not param.provides("symmetry"):
@@ -355,7 +358,8 @@ def align(param: Parameterization, theta1: ArrayLike, theta2: ArrayLike, max_swe
     if factors is not None:
         group = _subgroup(group, factors)
     if isinstance(group, ProductGroup):
-        g, aligned, exact, method, skipped = _align_product(group, x, y, max_sweeps, tol)
+        g, aligned, exact, method, skipped = _align_product(group, x, y, max_sweeps, tol,
+                                                            sign_restarts)
     else:
         out = _align_factor(group, x, y)
         if out is None:
@@ -389,41 +393,62 @@ def _subgroup(group, factors):
     return chosen[0] if len(chosen) == 1 else ProductGroup(*chosen)
 
 
-def _align_product(group, x, y, max_sweeps, tol):
-    """Block-coordinate descent and joint refinement (:func:`_descend`); then, while a signed
-    rescaling of the result collapsed towards 0 (the refinement keeps signs, and a wrong sign
-    is best approached by shrinking its entries away), the descent again from theta2 with that
-    rescaling's sign flipped, kept when it aligns closer."""
+def _align_product(group, x, y, max_sweeps, tol, sign_restarts):
+    """Block-coordinate descent and joint refinement (:func:`_descend`). The refinement keeps
+    the signs the descent chose for signed rescalings; while the distance stays above the
+    relaxation bound, up to ``sign_restarts`` restarts from theta2 with one signed
+    rescaling's sign flipped (:func:`_sign_candidates`: a rescaling driven towards 0 first,
+    then the most stretched), each kept when it aligns closer."""
     best = _descend(group, x, y, max_sweeps, tol)
-    for _ in range(MAX_FLIPS):
-        flip = _collapsed_sign(group, best[0])
+    if sign_restarts <= 0:
+        return best
+    scale = 1e-9 * (1.0 + np.linalg.norm(x))
+    bound = None
+    tried: set = set()
+    start, flips = y, ()  # theta2 with the accepted flips, and those flips as steps
+    for _ in range(sign_restarts):
+        distance = float(np.linalg.norm(x - best[1]))
+        if distance <= scale:
+            break
+        if bound is None:
+            bound = relaxation_bound(group, x, y)
+        if distance - bound <= scale:
+            break
+        flip = next((c for c in _sign_candidates(group, best[0]) if c not in tried), None)
         if flip is None:
             break
-        index, element = flip
-        trial = _descend(group, x, group.factors[index].act(element, y), max_sweeps, tol)
-        if not np.sum((x - trial[1]) ** 2) < np.sum((x - best[1]) ** 2):
-            break
-        best = (((index, element),) + trial[0], trial[1], trial[2],
-                trial[3] + f"; after flipping the sign of rescaling {int(np.argmin(element))} "
-                f"of {group.factors[index].name}", trial[4])
+        tried.add(flip)
+        index, k = flip
+        element = np.ones(group.factors[index].exponents.shape[0])
+        element[k] = -1.0
+        moved = group.factors[index].act(element, start)
+        trial = _descend(group, x, moved, max_sweeps, tol)
+        if np.sum((x - trial[1]) ** 2) < np.sum((x - best[1]) ** 2):
+            start, flips = moved, flips + ((index, element),)
+            best = (flips + trial[0], trial[1], trial[2],
+                    trial[3] + f"; restarted with the sign of rescaling {k} of "
+                    f"{group.factors[index].name} flipped", trial[4])
     return best
 
 
-def _collapsed_sign(group, steps):
-    """(factor index, sign element) flipping the signed rescaling whose product over
-    ``steps`` is nearest 0 when it is below ``COLLAPSED`` in absolute value, else None."""
+def _sign_candidates(group, steps):
+    """(factor index, rescaling) pairs of the signed rescalings in ``steps``, the one whose
+    total factor (the product over the steps) is nearest 0 first when below ``COLLAPSED`` (a
+    wrong sign that the refinement approaches by shrinking), then by decreasing |log| of the
+    total (the most stretched)."""
     totals = {}
     for index, element in steps:
         factor = group.factors[index]
         if isinstance(factor, ScalingTorus) and factor.signed:
             totals[index] = totals.get(index, 1.0) * np.asarray(element, float)
+    ranked = []
     for index, total in totals.items():
-        k = int(np.argmin(np.abs(total)))
-        if abs(total[k]) < COLLAPSED:
-            element = np.ones(total.size)
-            element[k] = -1.0
-            return index, element
-    return None
+        size = np.abs(total)
+        for k in range(total.size):
+            collapsed = size[k] < COLLAPSED
+            ranked.append((not collapsed, size[k] if collapsed else -abs(np.log(size[k])),
+                           index, k))
+    return [(index, k) for _, _, index, k in sorted(ranked)]
 
 
 def _descend(group, x, y, max_sweeps, tol):
