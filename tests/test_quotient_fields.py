@@ -122,3 +122,21 @@ def test_layer_norm_model_planted_pair_aligns_over_all_its_continuous_factors():
     assert a.naive_distance > 20 and a.distance < 1e-10 and a.certificate.exact
     assert "with the sign of rescaling 0" in a.certificate.method
     assert a.invariance_error < 1e-12
+
+
+def test_field_solver_dense_and_sparse_routes_agree(monkeypatch):
+    """The field solver's two routes to exp(M) z~ and its Jacobian, dense (expm, expm_frechet)
+    and sparse (expm_multiply on [[M, A~_k], [0, M]]), give the same coefficients and point."""
+    import paramgeo.quotient._factors as factors
+
+    m = _bn_model()
+    F = next(f for f in m.symmetry().factors if isinstance(f, FieldGroup))
+    rng = np.random.default_rng(3)
+    x, z = m.random_point(rng), m.random_point(rng)
+    monkeypatch.setattr(factors, "MAX_DENSE_FIELDS", 10 ** 6)
+    t_dense, moved_dense, _, _ = _fields(F, x, z)
+    monkeypatch.setattr(factors, "MAX_DENSE_FIELDS", 0)
+    t_sparse, moved_sparse, _, _ = _fields(F, x, z)
+    assert np.linalg.norm(x - moved_dense) < np.linalg.norm(x - z)
+    assert np.allclose(t_dense, t_sparse, atol=1e-7)
+    assert np.allclose(moved_dense, moved_sparse, atol=1e-9)
