@@ -416,10 +416,10 @@ def _augmented(group):
 
 
 #: augmented sizes n + 1 up to which the field exponentials are dense (scipy.linalg.expm and
-#: expm_frechet); above it the sparse block exponential (expm_multiply) is faster: at n = 194
-#: an alignment of a Linear-LayerNorm-Linear pair took 3-32 CPU s sparse against 12-54 s
-#: dense, at n = 98 the same, at n = 40 dense was 2-3 times faster
-MAX_DENSE_FIELDS = 100
+#: expm_frechet); above it the sparse block exponential (expm_multiply) is faster
+#: (benchmarks/bench_fields.py: at n = 42 dense is about 2 times faster, at n = 82 sparse, at
+#: n = 302 sparse 30 times)
+MAX_DENSE_FIELDS = 64
 
 
 def _fields(group, x, z):
