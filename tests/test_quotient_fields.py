@@ -75,13 +75,18 @@ def test_field_solver_against_a_derivative_free_search():
     assert ours <= best + 1e-6 and ours < np.linalg.norm(x - z)
 
 
-def test_layer_norm_shear_recovers_the_planted_element():
+def _ln_model(name):
+    """Linear(3, 5)-LayerNorm(5)-Linear(5, 2) read by from_torch."""
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.LayerNorm(5),
                               torch.nn.Linear(5, 2))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = paramgeo.from_torch(net, torch.randn(40, 3), name="test-ln-align")
+        return paramgeo.from_torch(net, torch.randn(40, 3), name=name)
+
+
+def test_layer_norm_shear_recovers_the_planted_element():
+    m = _ln_model("test-ln-align")
     G = m.symmetry()
     k = next(i for i, f in enumerate(G.factors) if isinstance(f, ShearGroup))
     S = G.factors[k]
@@ -99,12 +104,7 @@ def test_layer_norm_model_planted_pair_aligns_over_all_its_continuous_factors():
     entries; refined together after the block-coordinate descent, and retried with the sign
     of a rescaling that collapsed, planted pairs (which the descent alone left at 5e-3 and
     0.24) align to rounding and meet the lower bound."""
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.LayerNorm(5),
-                              torch.nn.Linear(5, 2))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        m = paramgeo.from_torch(net, torch.randn(40, 3), name="test-ln-planted")
+    m = _ln_model("test-ln-planted")
     G = m.symmetry()
     assert {type(f).__name__ for f in G.factors} >= {"FieldGroup", "ShearGroup", "ScalingTorus"}
     rng = np.random.default_rng(1)
