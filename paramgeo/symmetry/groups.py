@@ -96,7 +96,10 @@ class SymmetryGroup(abc.ABC):
 
 
 class ProductGroup(SymmetryGroup):
-    """Direct product G_1 x ... x G_k acting factor by factor; elements are tuples."""
+    """Product G_1 x ... x G_k acting factor by factor, G_1 first; elements are tuples. The
+    factors read from a model's layers need not commute (the GL of a dense layer with the
+    fields of the layer norm it reads, a unit's rescalings with the permutations of its
+    units), so the order of the tuple is part of the element."""
 
     def __init__(self, *factors):
         flat = []
