@@ -97,9 +97,11 @@ class SymmetryGroup(abc.ABC):
 
 class ProductGroup(SymmetryGroup):
     """Product G_1 x ... x G_k acting factor by factor, G_1 first; elements are tuples. The
-    factors read from a model's layers need not commute (the GL of a dense layer with the
-    fields of the layer norm it reads, a unit's rescalings with the permutations of its
-    units), so the order of the tuple is part of the element."""
+    factors read from a model's layers need not commute (in a pre-norm transformer block: the
+    heads' GL factors with the fields of the attention's key and value biases, a layer norm's
+    signed rescalings with its offset fields, the MLP units' rescalings with the shears of
+    their rows and with the units' permutations), so the order of the tuple is part of the
+    element."""
 
     def __init__(self, *factors):
         flat = []
