@@ -38,8 +38,8 @@ a valid lower bound on d_G and the gap between the two. Each kind of group has i
   them together (up to ``MAX_JOINT`` coordinates, ``JOINT_EVALS`` evaluations per
   coordinate), keeping the signs of signed rescalings that the descent chose; while the
   distance stays above the lower bound, the alignment restarts with one signed rescaling's
-  sign flipped (a rescaling driven towards 0, below ``COLLAPSED``, first, then the most
-  stretched; at most ``sign_restarts`` times), each restart kept when it aligns closer.
+  sign flipped (the most stretched first, so a rescaling driven towards 0 comes early; at most
+  ``sign_restarts`` times), each restart kept when it aligns closer.
   The product of each factor's GL steps is kept below condition number ``MAX_COND``: where a
   point's stabiliser is not compact (a rank-deficient weight) the descent can drift to huge
   elements whose action leaves the orbit in rounding while phi barely moves.
@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
@@ -78,8 +79,6 @@ if TYPE_CHECKING:
 MAX_JOINT = 200
 #: evaluations per coordinate allowed to the joint refinement
 JOINT_EVALS = 5
-#: a signed rescaling whose total factor falls below this has collapsed: its sign is retried
-COLLAPSED = 1e-3
 #: the factors refined together by _joint_polish
 CONTINUOUS = (OrthogonalGroup, GeneralLinearGroup, ScalingTorus, FieldGroup, ShearGroup)
 
@@ -397,8 +396,8 @@ def _align_product(group, x, y, max_sweeps, tol, sign_restarts):
     """Block-coordinate descent and joint refinement (:func:`_descend`). The refinement keeps
     the signs the descent chose for signed rescalings; while the distance stays above the
     relaxation bound, up to ``sign_restarts`` restarts from theta2 with one signed
-    rescaling's sign flipped (:func:`_sign_candidates`: a rescaling driven towards 0 first,
-    then the most stretched), each kept when it aligns closer."""
+    rescaling's sign flipped (:func:`_sign_candidates`: the most stretched first), each kept
+    when it aligns closer."""
     best = _descend(group, x, y, max_sweeps, tol)
     if sign_restarts <= 0:
         return best
@@ -432,23 +431,18 @@ def _align_product(group, x, y, max_sweeps, tol, sign_restarts):
 
 
 def _sign_candidates(group, steps):
-    """(factor index, rescaling) pairs of the signed rescalings in ``steps``, the one whose
-    total factor (the product over the steps) is nearest 0 first when below ``COLLAPSED`` (a
-    wrong sign that the refinement approaches by shrinking), then by decreasing |log| of the
-    total (the most stretched)."""
+    """(factor index, rescaling) pairs of the signed rescalings in ``steps``, the most
+    stretched first: by decreasing |log| of the total factor (the product over the steps), so
+    that a rescaling driven towards 0 (a wrong sign that the refinement approaches by
+    shrinking) comes before the others."""
     totals = {}
     for index, element in steps:
         factor = group.factors[index]
         if isinstance(factor, ScalingTorus) and factor.signed:
             totals[index] = totals.get(index, 1.0) * np.asarray(element, float)
-    ranked = []
-    for index, total in totals.items():
-        size = np.abs(total)
-        for k in range(total.size):
-            collapsed = size[k] < COLLAPSED
-            ranked.append((not collapsed, size[k] if collapsed else -abs(np.log(size[k])),
-                           index, k))
-    return [(index, k) for _, _, index, k in sorted(ranked)]
+    ranked = [(-abs(math.log(abs(c))) if c != 0 else -math.inf, index, k)
+              for index, total in totals.items() for k, c in enumerate(total)]
+    return [(index, k) for _, index, k in sorted(ranked)]
 
 
 def _descend(group, x, y, max_sweeps, tol):
